@@ -1,0 +1,20 @@
+//! netsteer-core: the flow-level simulation engine of netsteer, in pure Rust.
+//!
+//! * [`solver`]: weighted max-min fair sharing by progressive filling, with
+//!   strict-priority classes and per-flow rate bounds.
+//! * [`sharing`]: swappable sharing models (plain max-min, SimGrid's CM02 weighting).
+//! * [`engine`]: the event-driven, deterministic engine with integer time in
+//!   nanoseconds, flow DAGs, reconfiguration and port counters.
+//!
+//! The Python package reaches this crate through the thin `netsteer-py` crate.
+
+pub mod engine;
+pub mod sharing;
+pub mod solver;
+
+/// Simulated time, in integer nanoseconds.
+pub type Ns = i64;
+
+pub use engine::{Engine, EngineError, FlowSpec, FlowState};
+pub use sharing::{Cm02, MaxMin, SharingModel};
+pub use solver::{solve, Problem};

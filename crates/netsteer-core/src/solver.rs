@@ -1,0 +1,220 @@
+//! Weighted max-min fair sharing, solved by progressive filling.
+//!
+//! Every unfrozen flow `f` runs at `w_f * theta`; `theta` rises until a channel
+//! saturates (its flows freeze) or a flow reaches its own bound. A channel's
+//! saturation level `(cap - frozen_load) / unfrozen_weight` never falls as flows
+//! freeze, so a lazy min-heap suffices: a popped key that is stale is recomputed and
+//! pushed back. Strict priority: class 0 is filled first, each next class shares
+//! what the classes above left.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// One sharing problem over `n_channels` channels.
+///
+/// Flow `f` crosses `channels[offsets[f]..offsets[f+1]]`.
+pub struct Problem<'a> {
+    pub capacity: &'a [f64],
+    pub offsets: &'a [usize],
+    pub channels: &'a [u32],
+    pub weight: &'a [f64],
+    /// Upper bound per flow (`f64::INFINITY` for none).
+    pub bound: &'a [f64],
+    /// Strict-priority class per flow; 0 is served first.
+    pub priority: &'a [u8],
+}
+
+#[derive(PartialEq)]
+struct Key(f64, u32, bool);
+
+impl Eq for Key {}
+impl Ord for Key {
+    fn cmp(&self, o: &Self) -> Ordering {
+        // min-heap on level; ties broken by id for determinism
+        o.0.total_cmp(&self.0)
+            .then_with(|| o.2.cmp(&self.2))
+            .then_with(|| o.1.cmp(&self.1))
+    }
+}
+impl PartialOrd for Key {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+/// Reusable buffers, so repeated solves allocate nothing per call.
+#[derive(Default)]
+pub struct Workspace {
+    residual: Vec<f64>,
+    load: Vec<f64>,
+    wsum: Vec<f64>,
+    touched: Vec<u32>,
+    adj_start: Vec<usize>,
+    adj_end: Vec<usize>,
+    adj: Vec<u32>,
+    frozen: Vec<bool>,
+    mark: Vec<bool>,
+}
+
+/// Solve `p` and return the rate of every flow (capacity units per second).
+///
+/// ```
+/// use netsteer_core::solver::{solve, Problem};
+/// // two flows on one 10-unit channel, weights 1 and 3
+/// let rates = solve(&Problem {
+///     capacity: &[10.0], offsets: &[0, 1, 2], channels: &[0, 0],
+///     weight: &[1.0, 3.0], bound: &[f64::INFINITY; 2], priority: &[0, 0],
+/// });
+/// assert!((rates[0] - 2.5).abs() < 1e-9 && (rates[1] - 7.5).abs() < 1e-9);
+/// ```
+pub fn solve(p: &Problem) -> Vec<f64> {
+    let n = p.weight.len();
+    let flows: Vec<u32> = (0..n as u32).collect();
+    let mut rates = vec![0.0; n];
+    let mut ws = Workspace::default();
+    solve_subset(p, &flows, &mut rates, &mut ws);
+    rates
+}
+
+/// Solve only `flows` (a closed component: no other flow shares their channels),
+/// writing into `rates[f]`.
+pub fn solve_subset(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
+    let nch = p.capacity.len();
+    if ws.residual.len() < nch {
+        ws.residual.resize(nch, 0.0);
+        ws.load.resize(nch, 0.0);
+        ws.wsum.resize(nch, 0.0);
+        ws.adj_start.resize(nch, 0);
+        ws.adj_end.resize(nch, 0);
+        ws.mark.resize(nch, false);
+    }
+    if ws.frozen.len() < p.weight.len() {
+        ws.frozen.resize(p.weight.len(), false);
+    }
+    // channels touched by these flows, with residual capacity
+    ws.touched.clear();
+    for &f in flows {
+        let f = f as usize;
+        for &c in &p.channels[p.offsets[f]..p.offsets[f + 1]] {
+            let c = c as usize;
+            if !ws.mark[c] {
+                ws.mark[c] = true;
+                ws.touched.push(c as u32);
+                ws.residual[c] = p.capacity[c].max(0.0);
+            }
+        }
+    }
+    for &c in &ws.touched {
+        ws.mark[c as usize] = false;
+    }
+    let mut classes: Vec<u8> = flows.iter().map(|&f| p.priority[f as usize]).collect();
+    classes.sort_unstable();
+    classes.dedup();
+    let mut class_flows: Vec<u32> = Vec::with_capacity(flows.len());
+    for &class in &classes {
+        class_flows.clear();
+        class_flows.extend(flows.iter().copied().filter(|&f| p.priority[f as usize] == class));
+        fill(p, &class_flows, rates, ws);
+        // what this class took is gone for the next one
+        for &f in &class_flows {
+            let f = f as usize;
+            for &c in &p.channels[p.offsets[f]..p.offsets[f + 1]] {
+                let c = c as usize;
+                ws.residual[c] = (ws.residual[c] - rates[f]).max(0.0);
+            }
+        }
+    }
+}
+
+fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
+    // channel -> flows adjacency (CSR) over the touched channels only:
+    // adj[adj_start[c]..adj_end[c]]
+    for &c in &ws.touched {
+        let c = c as usize;
+        ws.adj_end[c] = 0;
+        ws.load[c] = 0.0;
+        ws.wsum[c] = 0.0;
+    }
+    let mut heap: BinaryHeap<Key> = BinaryHeap::with_capacity(ws.touched.len() + 16);
+    for &f in flows {
+        let fu = f as usize;
+        ws.frozen[fu] = false;
+        rates[fu] = 0.0;
+        let w = p.weight[fu];
+        let path = &p.channels[p.offsets[fu]..p.offsets[fu + 1]];
+        for &c in path {
+            ws.adj_end[c as usize] += 1;
+            ws.wsum[c as usize] += w;
+        }
+        if p.bound[fu].is_finite() {
+            heap.push(Key(p.bound[fu] / w, f, true));
+        } else if path.is_empty() {
+            // crosses nothing and has no bound: unconstrained
+            ws.frozen[fu] = true;
+            rates[fu] = f64::INFINITY;
+        }
+    }
+    let mut acc = 0usize;
+    for &c in &ws.touched {
+        let c = c as usize;
+        let cnt = ws.adj_end[c];
+        ws.adj_start[c] = acc;
+        ws.adj_end[c] = acc; // filled below, ends at acc + cnt
+        acc += cnt;
+    }
+    ws.adj.resize(acc, 0);
+    for &f in flows {
+        let fu = f as usize;
+        for &c in &p.channels[p.offsets[fu]..p.offsets[fu + 1]] {
+            let c = c as usize;
+            ws.adj[ws.adj_end[c]] = f;
+            ws.adj_end[c] += 1;
+        }
+    }
+    for &c in &ws.touched {
+        let cu = c as usize;
+        if ws.wsum[cu] > 0.0 {
+            heap.push(Key(ws.residual[cu] / ws.wsum[cu], c, false));
+        }
+    }
+    while let Some(Key(level, id, is_flow)) = heap.pop() {
+        if is_flow {
+            let f = id as usize;
+            if !ws.frozen[f] {
+                freeze(p, f, p.bound[f], rates, ws);
+            }
+            continue;
+        }
+        let c = id as usize;
+        if ws.wsum[c] <= 0.0 {
+            continue;
+        }
+        let current = (ws.residual[c] - ws.load[c]).max(0.0) / ws.wsum[c];
+        if current > level * (1.0 + 1e-12) + 1e-300 {
+            heap.push(Key(current, id, false));
+            continue;
+        }
+        for k in ws.adj_start[c]..ws.adj_end[c] {
+            let f = ws.adj[k] as usize;
+            if !ws.frozen[f] {
+                freeze(p, f, p.weight[f] * current, rates, ws);
+            }
+        }
+        ws.wsum[c] = 0.0;
+    }
+}
+
+#[inline]
+fn freeze(p: &Problem, f: usize, rate: f64, rates: &mut [f64], ws: &mut Workspace) {
+    ws.frozen[f] = true;
+    rates[f] = rate;
+    let w = p.weight[f];
+    for &c in &p.channels[p.offsets[f]..p.offsets[f + 1]] {
+        let c = c as usize;
+        ws.load[c] += rate;
+        ws.wsum[c] -= w;
+        if ws.wsum[c] < 1e-12 * w {
+            ws.wsum[c] = 0.0;
+        }
+    }
+}

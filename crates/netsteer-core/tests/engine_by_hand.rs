@@ -1,0 +1,165 @@
+//! The engine's timeline against cases computed by hand.
+
+use netsteer_core::engine::{FlowSpec, RunStatus};
+use netsteer_core::sharing::{Cm02, MaxMin};
+use netsteer_core::{Engine, FlowState};
+
+const GB: f64 = 1e9;
+
+fn engine(cap: &[f64], lat: &[i64]) -> Engine {
+    Engine::new(cap.to_vec(), lat.to_vec(), Box::new(MaxMin))
+}
+
+#[test]
+fn one_flow_pays_latency_then_bytes() {
+    let mut e = engine(&[1.0 * GB, 1.0 * GB], &[1000, 500]);
+    e.add_flows(&[FlowSpec::new(1e9, vec![0, 1])]).unwrap();
+    assert_eq!(e.run_to_end(), RunStatus::Done);
+    assert_eq!(e.completion(0), 1_500 + 1_000_000_000);
+}
+
+#[test]
+fn a_second_flow_halves_the_first_then_it_speeds_up() {
+    // 1 GB/s link, no latency. A: 1 GB at t=0. B: 0.25 GB at t=0.5s.
+    // A alone sends 0.5 GB by 0.5 s; both at 0.5 GB/s: B ends at 1.0 s (A has 0.25 GB left);
+    // A alone again: ends at 1.25 s.
+    let mut e = engine(&[GB], &[0]);
+    let mut b = FlowSpec::new(0.25e9, vec![0]);
+    b.start = Some(500_000_000);
+    e.add_flows(&[FlowSpec::new(1e9, vec![0]), b]).unwrap();
+    e.run_to_end();
+    assert_eq!(e.completion(1), 1_000_000_000);
+    assert_eq!(e.completion(0), 1_250_000_000);
+}
+
+#[test]
+fn dependencies_and_delays_order_a_dag() {
+    // A (1 GB) -> B (1 GB, compute delay 1 ms): B starts when A ends.
+    let mut e = engine(&[GB], &[0]);
+    let mut b = FlowSpec::new(1e9, vec![0]);
+    b.deps = vec![0];
+    b.delay = 1_000_000;
+    e.add_flows(&[FlowSpec::new(1e9, vec![0]), b]).unwrap();
+    e.run_to_end();
+    assert_eq!(e.completion(0), 1_000_000_000);
+    assert_eq!(e.release_time(1), 1_000_000_000);
+    assert_eq!(e.completion(1), 2_001_000_000);
+}
+
+#[test]
+fn cycles_are_refused() {
+    let mut e = engine(&[GB], &[0]);
+    let mut a = FlowSpec::new(1.0, vec![0]);
+    a.deps = vec![1];
+    let mut b = FlowSpec::new(1.0, vec![0]);
+    b.deps = vec![0];
+    assert!(e.add_flows(&[a, b]).is_err());
+}
+
+#[test]
+fn a_link_down_stalls_until_rerouted() {
+    // two parallel 1 GB/s channels 0 and 1. Flow on 0; at 0.5 s channel 0 dies;
+    // at 0.6 s it is rerouted onto 1: 0.5 GB left -> ends at 1.1 s.
+    let mut e = engine(&[GB, GB], &[0, 0]);
+    e.add_flows(&[FlowSpec::new(1e9, vec![0])]).unwrap();
+    assert_eq!(e.run(500_000_000, u64::MAX), RunStatus::Until);
+    e.set_channels_up(&[0], false);
+    assert_eq!(e.run(600_000_000, u64::MAX), RunStatus::Until);
+    assert_eq!(e.state(0), FlowState::Active);
+    e.reroute(0, &[1]).unwrap();
+    assert_eq!(e.run_to_end(), RunStatus::Done);
+    assert_eq!(e.completion(0), 1_100_000_000);
+}
+
+#[test]
+fn a_dark_circuit_stalls_then_resumes() {
+    let mut e = engine(&[GB], &[0]);
+    e.add_flows(&[FlowSpec::new(1e9, vec![0])]).unwrap();
+    e.run(200_000_000, u64::MAX);
+    e.set_channels_up(&[0], false);
+    e.run(300_000_000, u64::MAX);
+    e.set_channels_up(&[0], true);
+    assert_eq!(e.run_to_end(), RunStatus::Done);
+    assert_eq!(e.completion(0), 1_100_000_000);
+}
+
+#[test]
+fn stalled_forever_is_reported() {
+    let mut e = engine(&[GB], &[0]);
+    e.add_flows(&[FlowSpec::new(1e9, vec![0])]).unwrap();
+    e.set_channels_up(&[0], false);
+    assert_eq!(e.run_to_end(), RunStatus::Stalled);
+}
+
+#[test]
+fn counters_integrate_the_rates() {
+    let mut e = engine(&[GB, GB], &[0, 0]);
+    e.set_sample_interval(250_000_000);
+    let mut b = FlowSpec::new(0.5e9, vec![1]);
+    b.start = Some(500_000_000);
+    e.add_flows(&[FlowSpec::new(1e9, vec![0]), b]).unwrap();
+    e.run_to_end();
+    let (times, bytes) = e.samples();
+    // the last sample falls on the last completion
+    assert_eq!(times, &[0, 250_000_000, 500_000_000, 750_000_000, 1_000_000_000]);
+    let row = |i: usize| &bytes[i * 2..i * 2 + 2];
+    assert!((row(1)[0] - 0.25e9).abs() < 1.0 && row(1)[1].abs() < 1.0);
+    assert!((row(3)[0] - 0.75e9).abs() < 1.0 && (row(3)[1] - 0.25e9).abs() < 1.0);
+    let total = e.channel_bytes();
+    assert!((total[0] - 1e9).abs() < 1.0 && (total[1] - 0.5e9).abs() < 1.0);
+}
+
+#[test]
+fn cm02_shares_inversely_to_latency_and_caps_by_window() {
+    // channel 0 shared; flow A path latency 1 ms (0 + 1), flow B 3 ms (0 + 3).
+    // weights 1/1ms : 1/3ms = 3 : 1 -> A gets 0.75 GB/s, B 0.25 GB/s.
+    let mut e = Engine::new(vec![GB, 10.0 * GB, 10.0 * GB], vec![0, 1_000_000, 3_000_000], Box::new(Cm02 { tcp_gamma: 0.0, weight_s: 0.0 }));
+    e.add_flows(&[FlowSpec::new(1e12, vec![0, 1]), FlowSpec::new(1e12, vec![0, 2])]).unwrap();
+    e.run(10_000_000, u64::MAX);
+    assert!((e.rate(0) - 0.75 * GB).abs() < 1.0, "{} {}", e.rate(0), e.rate(1));
+    assert!((e.rate(1) - 0.25 * GB).abs() < 1.0, "{}", e.rate(1));
+    // window bound: gamma / (2 * 10 ms) = 4 MiB / 20 ms, below the 1 GB/s link
+    let mut e = Engine::new(vec![GB, GB], vec![0, 10_000_000], Box::new(Cm02::default()));
+    e.add_flows(&[FlowSpec::new(1e12, vec![0, 1])]).unwrap();
+    e.run(20_000_000, u64::MAX);
+    assert!((e.rate(0) - 4_194_304.0 / 20e-3).abs() < 1.0, "{}", e.rate(0));
+}
+
+#[test]
+fn incremental_solves_leave_disjoint_parts_alone() {
+    // two independent links; flows on link 1 start and end while link 0's flow runs.
+    let mut e = engine(&[GB, GB], &[0, 0]);
+    let mut specs = vec![FlowSpec::new(10e9, vec![0])];
+    for i in 0..10 {
+        let mut s = FlowSpec::new(0.1e9, vec![1]);
+        s.start = Some(i * 200_000_000);
+        specs.push(s);
+    }
+    e.add_flows(&specs).unwrap();
+    e.run_to_end();
+    assert_eq!(e.completion(0), 10_000_000_000);
+    for i in 0..10 {
+        assert_eq!(e.completion(1 + i), i as i64 * 200_000_000 + 100_000_000);
+    }
+    // every solve after the first touched only link 1's one flow
+    let s = e.stats();
+    assert_eq!(s.solved_flows, 1 + 10);
+}
+
+#[test]
+fn identical_runs_are_identical() {
+    let run = || {
+        let mut e = engine(&[GB, 2.0 * GB, GB], &[100, 200, 300]);
+        let specs: Vec<FlowSpec> = (0..50)
+            .map(|i| {
+                let mut s = FlowSpec::new(1e6 * (1 + i % 7) as f64, vec![(i % 3) as u32, ((i + 1) % 3) as u32]);
+                s.start = Some((i * 37_000) as i64);
+                s
+            })
+            .collect();
+        e.add_flows(&specs).unwrap();
+        e.run_to_end();
+        (0..50).map(|f| e.completion(f)).collect::<Vec<_>>()
+    };
+    assert_eq!(run(), run());
+}

@@ -1,0 +1,123 @@
+"""Units in values (``10Gbps``, ``1us``, ``16MiB``), parsed once, at the edge, into SI numbers.
+
+Bandwidth comes out in bits per second (float), sizes in bytes (int), durations in
+integer nanoseconds (the simulator's clock).
+
+Examples
+--------
+>>> parse_bandwidth("10Gbps")
+10000000000.0
+>>> parse_size("1GiB")
+1073741824
+>>> parse_duration("1.5us")
+1500
+"""
+
+from __future__ import annotations
+
+import re
+
+_NUM = r"(?P<num>[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)\s*(?P<unit>[A-Za-z/]*)"
+_RE = re.compile(rf"^\s*{_NUM}\s*$")
+
+_BANDWIDTH = {
+    "bps": 1.0, "kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9, "Tbps": 1e12,
+    "Bps": 8.0, "kBps": 8e3, "KBps": 8e3, "MBps": 8e6, "GBps": 8e9, "TBps": 8e12,
+    "KiBps": 8 * 2**10, "MiBps": 8 * 2**20, "GiBps": 8 * 2**30,
+}
+_SIZE = {
+    "B": 1, "kB": 10**3, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+    "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40,
+}
+_DURATION_NS = {
+    "ps": 1e-3, "ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9, "min": 60e9,
+}
+
+
+class UnitError(ValueError):
+    """A value whose unit is missing, unknown, or of the wrong kind."""
+
+
+def _split(value: str | int | float, kind: str, table: dict) -> tuple[float, str]:
+    if isinstance(value, bool):
+        raise UnitError(f"expected a {kind} such as {_example(kind)}, got {value!r}")
+    if isinstance(value, (int, float)):
+        if kind == "size" and value >= 0:
+            return float(value), "B"
+        raise UnitError(f"expected a {kind} with a unit, such as {_example(kind)}, got {value!r}")
+    m = _RE.match(str(value))
+    if not m:
+        raise UnitError(f"expected a {kind} such as {_example(kind)}, got {value!r}")
+    unit = m.group("unit")
+    if unit not in table:
+        raise UnitError(
+            f"unknown {kind} unit {unit!r} in {value!r}; use one of {', '.join(table)}"
+        )
+    return float(m.group("num")), unit
+
+
+def _example(kind: str) -> str:
+    return {"bandwidth": "'10Gbps'", "size": "'16MiB'", "duration": "'1us'"}[kind]
+
+
+def parse_bandwidth(value: str | float) -> float:
+    """Parse a bandwidth into bits per second.
+
+    >>> parse_bandwidth("100 Mbps")
+    100000000.0
+    """
+    num, unit = _split(value, "bandwidth", _BANDWIDTH)
+    bps = num * _BANDWIDTH[unit]
+    if bps <= 0:
+        raise UnitError(f"bandwidth must be positive, got {value!r}")
+    return bps
+
+
+def parse_size(value: str | int) -> int:
+    """Parse a size into bytes; a bare non-negative integer is bytes.
+
+    >>> parse_size("16MiB")
+    16777216
+    >>> parse_size(512)
+    512
+    """
+    num, unit = _split(value, "size", _SIZE)
+    return int(round(num * _SIZE[unit]))
+
+
+def parse_duration(value: str | int | float) -> int:
+    """Parse a duration into integer nanoseconds; ``0`` alone needs no unit.
+
+    >>> parse_duration("10ms")
+    10000000
+    >>> parse_duration(0)
+    0
+    """
+    if not isinstance(value, bool) and isinstance(value, (int, float)) and value == 0:
+        return 0
+    num, unit = _split(value, "duration", _DURATION_NS)
+    return int(round(num * _DURATION_NS[unit]))
+
+
+def format_bandwidth(bps: float) -> str:
+    """Human form of a bit rate.
+
+    >>> format_bandwidth(2.5e9)
+    '2.5Gbps'
+    """
+    for unit, scale in (("Tbps", 1e12), ("Gbps", 1e9), ("Mbps", 1e6), ("kbps", 1e3)):
+        if abs(bps) >= scale:
+            return f"{bps / scale:.4g}{unit}"
+    return f"{bps:.4g}bps"
+
+
+def format_duration(ns: float) -> str:
+    """Human form of a duration given in nanoseconds.
+
+    >>> format_duration(1500000)
+    '1.5ms'
+    """
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(ns) >= scale:
+            return f"{ns / scale:.4g}{unit}"
+    return f"{ns:.4g}ns"
