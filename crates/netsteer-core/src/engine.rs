@@ -92,6 +92,7 @@ struct Flow {
     released_at: Ns,
     done_at: Ns,
     version: u32,
+    background: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -154,6 +155,8 @@ pub struct Engine {
     dirty: Vec<u32>,
     is_dirty: Vec<bool>,
     unfinished: usize,
+    // unfinished flows that are not background traffic
+    foreground_left: usize,
     sample_interval: Ns,
     sample_scheduled: bool,
     sample_times: Vec<Ns>,
@@ -191,6 +194,7 @@ impl Engine {
             dirty: vec![],
             is_dirty: vec![false; n],
             unfinished: 0,
+            foreground_left: 0,
             sample_interval: 0,
             sample_scheduled: false,
             sample_times: vec![],
@@ -283,10 +287,12 @@ impl Engine {
                 released_at: -1,
                 done_at: -1,
                 version: 0,
+                background: false,
             });
             self.succ.push(vec![]);
             self.stamp_flow.push(0);
             self.unfinished += 1;
+            self.foreground_left += 1;
         }
         for (i, s) in specs.iter().enumerate() {
             let id = first + i;
@@ -511,10 +517,28 @@ impl Engine {
         fl.remaining = 0.0;
         fl.state = FlowState::Done;
         fl.done_at = self.now;
+        let was_background = fl.background;
         self.unfinished -= 1;
+        if !was_background {
+            self.foreground_left -= 1;
+            if self.foreground_left == 0 && self.unfinished > 0 {
+                // iperf-like traffic ends with the work it runs beside
+                let bg: Vec<u32> = (0..self.flows.len() as u32)
+                    .filter(|&g| self.flows[g as usize].background && self.flows[g as usize].state != FlowState::Done)
+                    .collect();
+                for g in bg {
+                    if self.flows[g as usize].state != FlowState::Done {
+                        self.finish(g as usize);
+                    }
+                }
+            }
+        }
         let succ = std::mem::take(&mut self.succ[f]);
         for &s in &succ {
             let s = s as usize;
+            if self.flows[s].state != FlowState::Waiting {
+                continue; // stopped before its dependencies were done
+            }
             self.flows[s].deps_left -= 1;
             if self.flows[s].deps_left == 0 {
                 let t = self.flows[s].start.max(self.now);
@@ -560,7 +584,9 @@ impl Engine {
                 let fl = &self.flows[ev.id as usize];
                 fl.state == FlowState::Active && fl.version == ev.version
             }
-            _ => true,
+            Kind::Release => self.flows[ev.id as usize].state == FlowState::Waiting,
+            Kind::LatencyDone => self.flows[ev.id as usize].state == FlowState::Latency,
+            Kind::Sample => true,
         }
     }
 
@@ -680,6 +706,44 @@ impl Engine {
                 self.attach(f);
                 self.flows[f].version = self.flows[f].version.wrapping_add(1);
                 self.flows[f].rate = 0.0;
+            }
+        }
+        Ok(())
+    }
+
+    /// Mark flows as background traffic: they end as soon as every other flow is done.
+    pub fn set_background(&mut self, flows: &[u32]) -> Result<(), EngineError> {
+        for &f in flows {
+            let f = f as usize;
+            if f >= self.flows.len() {
+                return Err(EngineError::UnknownFlow(f));
+            }
+            let fl = &mut self.flows[f];
+            if !fl.background && fl.state != FlowState::Done {
+                fl.background = true;
+                self.foreground_left -= 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// End flows now, whatever they have left (an iperf-like flow reaching its stop
+    /// time). Their dependents are released as if they had finished.
+    pub fn stop_flows(&mut self, flows: &[u32]) -> Result<(), EngineError> {
+        for &f in flows {
+            let f = f as usize;
+            if f >= self.flows.len() {
+                return Err(EngineError::UnknownFlow(f));
+            }
+            match self.flows[f].state {
+                FlowState::Done => {}
+                FlowState::Waiting => {
+                    // never released: it cannot be waiting in the heap as live, so
+                    // neutralise a pending release by marking it done now
+                    self.flows[f].released_at = self.now;
+                    self.finish(f);
+                }
+                _ => self.finish(f),
             }
         }
         Ok(())

@@ -163,3 +163,31 @@ fn identical_runs_are_identical() {
     };
     assert_eq!(run(), run());
 }
+
+#[test]
+fn a_stopped_bulk_flow_releases_its_dependents() {
+    // bulk flow of 1 PB stopped at 2 s; a dependent 1 GB flow then takes 1 s.
+    let mut e = engine(&[GB], &[0]);
+    let mut next = FlowSpec::new(1e9, vec![0]);
+    next.deps = vec![0];
+    e.add_flows(&[FlowSpec::new(1e15, vec![0]), next]).unwrap();
+    e.run(2_000_000_000, u64::MAX);
+    e.stop_flows(&[0]).unwrap();
+    assert_eq!(e.run_to_end(), RunStatus::Done);
+    assert_eq!(e.completion(0), 2_000_000_000);
+    assert_eq!(e.completion(1), 3_000_000_000);
+    assert!((e.channel_bytes()[0] - 3e9).abs() < 1.0);
+}
+
+#[test]
+fn background_flows_end_with_the_foreground() {
+    // bulk background flow shares the link with a 1 GB foreground flow: both at
+    // 0.5 GB/s, so the foreground ends at 2 s and the background is stopped then.
+    let mut e = engine(&[GB], &[0]);
+    e.add_flows(&[FlowSpec::new(1e15, vec![0]), FlowSpec::new(1e9, vec![0])]).unwrap();
+    e.set_background(&[0]).unwrap();
+    assert_eq!(e.run_to_end(), RunStatus::Done);
+    assert_eq!(e.completion(1), 2_000_000_000);
+    assert_eq!(e.completion(0), 2_000_000_000);
+    assert!((e.channel_bytes()[0] - 2e9).abs() < 1.0);
+}

@@ -1,1 +1,277 @@
+//! PyO3 glue for netsteer-core: argument conversion and error mapping only.
 
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use netsteer_core::engine::{FlowSpec, RunStatus};
+use netsteer_core::sharing;
+use netsteer_core::solver::{solve, Problem};
+
+fn err(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+fn csr<'a>(offsets: &'a [i64], items: &'a [i64], i: usize) -> PyResult<&'a [i64]> {
+    let (a, b) = (offsets[i], offsets[i + 1]);
+    if a < 0 || b < a || b as usize > items.len() {
+        return Err(err(format!("offsets are not monotone at row {i}")));
+    }
+    Ok(&items[a as usize..b as usize])
+}
+
+fn to_u32(xs: &[i64], what: &str) -> PyResult<Vec<u32>> {
+    xs.iter()
+        .map(|&x| u32::try_from(x).map_err(|_| err(format!("{what} {x} out of range"))))
+        .collect()
+}
+
+/// The flow-level simulation engine (see netsteer.sim for the Python front).
+#[pyclass(module = "netsteer._core")]
+struct Engine {
+    inner: netsteer_core::Engine,
+}
+
+#[pymethods]
+impl Engine {
+    #[new]
+    #[pyo3(signature = (capacity, latency_ns, sharing="maxmin", tcp_gamma=None))]
+    fn new(
+        capacity: PyReadonlyArray1<f64>,
+        latency_ns: PyReadonlyArray1<i64>,
+        sharing: &str,
+        tcp_gamma: Option<f64>,
+    ) -> PyResult<Self> {
+        let cap = capacity.as_slice()?.to_vec();
+        let lat = latency_ns.as_slice()?.to_vec();
+        if cap.len() != lat.len() {
+            return Err(err("capacity and latency_ns differ in length"));
+        }
+        let model = sharing::by_name(sharing, tcp_gamma)
+            .ok_or_else(|| err(format!("unknown sharing model {sharing:?}; use maxmin or cm02")))?;
+        Ok(Engine { inner: netsteer_core::Engine::new(cap, lat, model) })
+    }
+
+    /// Add flows given as columns; returns the id of the first.
+    #[allow(clippy::too_many_arguments)]
+    fn add_flows(
+        &mut self,
+        bytes: PyReadonlyArray1<f64>,
+        path_offsets: PyReadonlyArray1<i64>,
+        path_channels: PyReadonlyArray1<i64>,
+        start_ns: PyReadonlyArray1<i64>,
+        delay_ns: PyReadonlyArray1<i64>,
+        weight: PyReadonlyArray1<f64>,
+        priority: PyReadonlyArray1<i64>,
+        dep_offsets: PyReadonlyArray1<i64>,
+        deps: PyReadonlyArray1<i64>,
+    ) -> PyResult<usize> {
+        let bytes = bytes.as_slice()?;
+        let n = bytes.len();
+        let (po, pc) = (path_offsets.as_slice()?, path_channels.as_slice()?);
+        let (start, delay) = (start_ns.as_slice()?, delay_ns.as_slice()?);
+        let (weight, prio) = (weight.as_slice()?, priority.as_slice()?);
+        let (dof, dep) = (dep_offsets.as_slice()?, deps.as_slice()?);
+        if po.len() != n + 1 || dof.len() != n + 1 || start.len() != n || delay.len() != n || weight.len() != n || prio.len() != n {
+            return Err(err("flow columns differ in length"));
+        }
+        let mut specs = Vec::with_capacity(n);
+        for i in 0..n {
+            let p = u8::try_from(prio[i]).map_err(|_| err(format!("priority {} out of 0..255", prio[i])))?;
+            specs.push(FlowSpec {
+                bytes: bytes[i],
+                path: to_u32(csr(po, pc, i)?, "channel")?,
+                start: if start[i] < 0 { None } else { Some(start[i]) },
+                delay: delay[i],
+                weight: weight[i],
+                priority: p,
+                deps: to_u32(csr(dof, dep, i)?, "dependency")?,
+            });
+        }
+        self.inner.add_flows(&specs).map_err(err)
+    }
+
+    /// Run until ``until_ns`` (None: to the end) or ``max_events``; returns
+    /// "done", "until", "budget" or "stalled".
+    #[pyo3(signature = (until_ns=None, max_events=None))]
+    fn run(&mut self, py: Python<'_>, until_ns: Option<i64>, max_events: Option<u64>) -> &'static str {
+        let until = until_ns.unwrap_or(i64::MAX);
+        let budget = max_events.unwrap_or(u64::MAX);
+        let inner = &mut self.inner;
+        let status = py.detach(|| inner.run(until, budget));
+        match status {
+            RunStatus::Done => "done",
+            RunStatus::Until => "until",
+            RunStatus::Budget => "budget",
+            RunStatus::Stalled => "stalled",
+        }
+    }
+
+    #[getter]
+    fn now(&self) -> i64 {
+        self.inner.now()
+    }
+    #[getter]
+    fn unfinished(&self) -> usize {
+        self.inner.unfinished()
+    }
+    #[getter]
+    fn n_flows(&self) -> usize {
+        self.inner.n_flows()
+    }
+    #[getter]
+    fn sharing(&self) -> &'static str {
+        self.inner.model_name()
+    }
+
+    fn set_sample_interval(&mut self, interval_ns: i64) {
+        self.inner.set_sample_interval(interval_ns);
+    }
+
+    fn set_channels_up(&mut self, channels: PyReadonlyArray1<i64>, up: bool) -> PyResult<()> {
+        let ch = self.channels(channels.as_slice()?)?;
+        self.inner.set_channels_up(&ch, up);
+        Ok(())
+    }
+
+    fn set_capacity(&mut self, channels: PyReadonlyArray1<i64>, capacity: f64) -> PyResult<()> {
+        if !(capacity >= 0.0) {
+            return Err(err("capacity must be non-negative"));
+        }
+        let ch = self.channels(channels.as_slice()?)?;
+        self.inner.set_capacity(&ch, capacity);
+        Ok(())
+    }
+
+    /// Give ``flows[i]`` the path ``channels[offsets[i]:offsets[i+1]]`` from now on.
+    fn reroute(
+        &mut self,
+        flows: PyReadonlyArray1<i64>,
+        offsets: PyReadonlyArray1<i64>,
+        channels: PyReadonlyArray1<i64>,
+    ) -> PyResult<()> {
+        let (fs, of, ch) = (flows.as_slice()?, offsets.as_slice()?, channels.as_slice()?);
+        if of.len() != fs.len() + 1 {
+            return Err(err("offsets must have one more entry than flows"));
+        }
+        for (i, &f) in fs.iter().enumerate() {
+            let path = to_u32(csr(of, ch, i)?, "channel")?;
+            self.inner.reroute(f as usize, &path).map_err(err)?;
+        }
+        Ok(())
+    }
+
+    /// Mark flows as background: they end when every other flow is done.
+    fn set_background(&mut self, flows: PyReadonlyArray1<i64>) -> PyResult<()> {
+        let fs = to_u32(flows.as_slice()?, "flow")?;
+        self.inner.set_background(&fs).map_err(err)
+    }
+
+    /// End these flows now (iperf-like flows reaching their stop time).
+    fn stop_flows(&mut self, flows: PyReadonlyArray1<i64>) -> PyResult<()> {
+        let fs = to_u32(flows.as_slice()?, "flow")?;
+        self.inner.stop_flows(&fs).map_err(err)
+    }
+
+    fn completion_ns<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
+        (0..self.inner.n_flows()).map(|f| self.inner.completion(f)).collect::<Vec<_>>().into_pyarray(py)
+    }
+    fn release_ns<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
+        (0..self.inner.n_flows()).map(|f| self.inner.release_time(f)).collect::<Vec<_>>().into_pyarray(py)
+    }
+    fn rates<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        (0..self.inner.n_flows()).map(|f| self.inner.rate(f)).collect::<Vec<_>>().into_pyarray(py)
+    }
+    fn unfinished_flows<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
+        self.inner.unfinished_flows().into_pyarray(py)
+    }
+    fn flows_on<'py>(&self, py: Python<'py>, channels: PyReadonlyArray1<i64>) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let ch = self.channels(channels.as_slice()?)?;
+        Ok(self.inner.flows_on(&ch).into_pyarray(py))
+    }
+    fn flow_path<'py>(&self, py: Python<'py>, flow: usize) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        if flow >= self.inner.n_flows() {
+            return Err(err(format!("flow {flow} does not exist")));
+        }
+        Ok(self.inner.flow_path(flow).to_vec().into_pyarray(py))
+    }
+    fn channel_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        self.inner.channel_bytes().into_pyarray(py)
+    }
+    /// (times_ns [k], cumulative bytes [k, n_channels]).
+    fn samples<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray2<f64>>)> {
+        let (t, b) = self.inner.samples();
+        let n = self.inner.n_channels();
+        let rows: Vec<Vec<f64>> = if n == 0 { vec![vec![]; t.len()] } else { b.chunks(n).map(|r| r.to_vec()).collect() };
+        let arr = if rows.is_empty() {
+            numpy::PyArray2::zeros(py, [0, n], false)
+        } else {
+            PyArray2::from_vec2(py, &rows).map_err(err)?
+        };
+        Ok((t.to_vec().into_pyarray(py), arr))
+    }
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.inner.stats();
+        let d = PyDict::new(py);
+        d.set_item("events", s.events)?;
+        d.set_item("solves", s.solves)?;
+        d.set_item("solved_flows", s.solved_flows)?;
+        d.set_item("solved_flow_hops", s.solved_flow_hops)?;
+        Ok(d)
+    }
+}
+
+impl Engine {
+    fn channels(&self, xs: &[i64]) -> PyResult<Vec<u32>> {
+        let n = self.inner.n_channels() as i64;
+        xs.iter()
+            .map(|&c| if (0..n).contains(&c) { Ok(c as u32) } else { Err(err(format!("channel {c} does not exist"))) })
+            .collect()
+    }
+}
+
+/// One weighted max-min solve, for tests and benchmarks: returns the rates.
+#[pyfunction]
+#[pyo3(signature = (capacity, offsets, channels, weight, bound=None, priority=None))]
+fn maxmin<'py>(
+    py: Python<'py>,
+    capacity: PyReadonlyArray1<f64>,
+    offsets: PyReadonlyArray1<i64>,
+    channels: PyReadonlyArray1<i64>,
+    weight: PyReadonlyArray1<f64>,
+    bound: Option<PyReadonlyArray1<f64>>,
+    priority: Option<PyReadonlyArray1<i64>>,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let cap = capacity.as_slice()?;
+    let w = weight.as_slice()?;
+    let n = w.len();
+    let offs: Vec<usize> = offsets.as_slice()?.iter().map(|&x| x as usize).collect();
+    if offs.len() != n + 1 {
+        return Err(err("offsets must have one more entry than weight"));
+    }
+    let ch = to_u32(channels.as_slice()?, "channel")?;
+    if ch.iter().any(|&c| c as usize >= cap.len()) || offs.windows(2).any(|p| p[0] > p[1]) || offs[n] > ch.len() {
+        return Err(err("paths name channels that do not exist or offsets are not monotone"));
+    }
+    let b: Vec<f64> = match bound {
+        Some(b) => b.as_slice()?.to_vec(),
+        None => vec![f64::INFINITY; n],
+    };
+    let p: Vec<u8> = match priority {
+        Some(p) => p.as_slice()?.iter().map(|&x| x.clamp(0, 255) as u8).collect(),
+        None => vec![0; n],
+    };
+    let rates = py.detach(|| {
+        solve(&Problem { capacity: cap, offsets: &offs, channels: &ch, weight: w, bound: &b, priority: &p })
+    });
+    Ok(rates.into_pyarray(py))
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Engine>()?;
+    m.add_function(wrap_pyfunction!(maxmin, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

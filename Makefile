@@ -1,0 +1,16 @@
+# The two commands of README.md: `make demo` and `make test`. Both set up what they need.
+.PHONY: setup demo test bench
+SCENARIO ?= scenarios/two-bulk-flows.yaml
+
+setup:
+	bash scripts/setup.sh
+
+demo: setup
+	.venv/bin/netsteer run $(SCENARIO) --out out/demo
+
+test: setup
+	bash scripts/test.sh
+
+bench: setup
+	.venv/bin/python benchmarks/bench_solver.py
+	.venv/bin/python benchmarks/bench_scale.py

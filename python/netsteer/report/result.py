@@ -1,0 +1,55 @@
+"""The result of a scenario run as one JSON-able dict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def job_summaries(built, res) -> list[dict[str, Any]]:
+    """Per job: completion time, flows, bytes, and time per operation label."""
+    out = []
+    comp = res.completion_ns
+    rel = res.release_ns
+    labels = np.asarray(built.dag.label, dtype=np.int64)
+    nbytes = np.asarray(built.dag.bytes, dtype=np.float64)
+    for j, name in enumerate(built.job_names):
+        mask = built.job_of_flow == j
+        fg = mask & ~built.background
+        sel = fg if fg.any() else mask
+        done = comp[sel] >= 0
+        job: dict[str, Any] = {
+            "name": name,
+            "completion_s": float(comp[sel].max()) * 1e-9 if done.all() and sel.any() else None,
+            "flows": int(mask.sum()),
+            "bytes": float(np.minimum(nbytes[mask & ~built.background], 1e18).sum()),
+        }
+        ops = {}
+        for lab in np.unique(labels[mask]):
+            m = mask & (labels == lab)
+            name_l = built.dag.labels[lab]
+            if m.any() and (comp[m] >= 0).all() and (rel[m] >= 0).all():
+                span = float(comp[m].max() - rel[m].min()) * 1e-9
+                ops[name_l] = {"flows": int(m.sum()), "span_s": span}
+        job["operations"] = ops
+        out.append(job)
+    return out
+
+
+def result_dict(built, res) -> dict[str, Any]:
+    """``{"scenario", "makespan_s", "jobs": [{"name", "completion_s"}...], "wall_s", ...}``."""
+    return {
+        "scenario": built.name,
+        "status": res.status,
+        "makespan_s": res.makespan_ns * 1e-9,
+        "jobs": job_summaries(built, res),
+        "wall_s": res.wall_s,
+        "topology": built.topology.summary(),
+        "routing": built.scenario.model.routing.engine,
+        "sharing": built.sharing,
+        "flows": len(built.dag),
+        "events": res.applied_events,
+        "engine": res.stats,
+        "sample_interval_s": built.sample_interval_ns * 1e-9,
+    }

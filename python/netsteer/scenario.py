@@ -1,0 +1,436 @@
+"""Scenario files: the YAML schema, its validation, and what it builds.
+
+Parsing stays apart from building (as faucet keeps ``conf`` apart from the checks):
+:func:`load_scenario` reads and validates the file's shape and units;
+:func:`build_scenario` resolves hosts, routing and workloads against the topology.
+Every error names the file, the field path and the reason.
+
+Examples
+--------
+>>> text = '''
+... name: two-bulk-flows
+... topology: {kind: pgft, levels: 1, down: [4], up: [1], parallel: [1],
+...            link_bandwidth: 8Gbps, link_latency: 0us}
+... routing: {engine: dmodk}
+... jobs:
+...   - name: bulk
+...     flows:
+...       - {src: 0, dst: 3, bytes: 1GB}
+... '''
+>>> sc = parse_scenario(text, file="demo.yaml")
+>>> built = build_scenario(sc)
+>>> len(built.dag), built.topology.n_hosts
+(1, 4)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import NetsteerError
+from .topology.model import Topology
+from .traffic.dag import FlowDag
+from .units import UnitError, parse_duration, parse_size
+
+
+def _size(v: Any) -> int:
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
+        raise ValueError(f"size must not be negative, got {v}")
+    if isinstance(v, str) and v.strip().startswith("-"):
+        raise ValueError(f"size must not be negative, got {v!r}")
+    try:
+        return parse_size(v)
+    except UnitError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _duration(v: Any) -> int:
+    if isinstance(v, str) and v.strip().startswith("-"):
+        raise ValueError(f"duration must not be negative, got {v!r}")
+    try:
+        return parse_duration(v)
+    except UnitError as exc:
+        raise ValueError(str(exc)) from None
+
+
+Size = Annotated[int, BeforeValidator(_size)]
+Duration = Annotated[int, BeforeValidator(_duration)]
+HostRef = int | str
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class FlowModel(_Strict):
+    """One point-to-point flow."""
+
+    id: str | None = None
+    src: HostRef
+    dst: HostRef
+    bytes: Size
+    start: Duration | None = None
+    after: list[str] = Field(default_factory=list, description="ids of flows of this job to wait for")
+    delay: Duration = 0
+    weight: float = Field(1.0, gt=0)
+    traffic_class: int = Field(0, alias="class", ge=0)
+    priority: int = Field(0, ge=0, le=255)
+
+
+class BulkModel(_Strict):
+    """An iperf-like flow: sends as fast as it can from ``start`` for ``duration``,
+    or, without a duration, until every other flow of the scenario is done."""
+
+    src: HostRef
+    dst: HostRef
+    start: Duration = 0
+    duration: Duration | None = None
+    weight: float = Field(1.0, gt=0)
+    traffic_class: int = Field(0, alias="class", ge=0)
+    priority: int = Field(0, ge=0, le=255)
+
+
+class JobModel(_Strict):
+    name: str
+    flows: list[FlowModel] = Field(default_factory=list)
+    bulk: list[BulkModel] = Field(default_factory=list)
+    # MPI programs (netsteer.traffic.mpi): ranks placed on hosts running a program
+    ranks: int | None = Field(None, gt=0)
+    placement: Any = None
+    program: list[Any] | None = None
+    repeat: int = Field(1, ge=1)
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _has_work(self) -> "JobModel":
+        if not (self.flows or self.bulk or self.program):
+            raise ValueError("a job needs flows, bulk or a program")
+        if (self.program is None) != (self.ranks is None):
+            raise ValueError("an MPI job needs both ranks and program")
+        return self
+
+
+class RoutingModel(_Strict):
+    engine: str
+    hash: Literal["dst", "src-dst", "flow"] | None = None
+
+
+class SharingModel(_Strict):
+    model: Literal["maxmin", "cm02"]
+    tcp_gamma: Size | None = None
+
+
+class LinkRef(_Strict):
+    node: str
+    port: int = Field(ge=0)
+
+
+class CircuitModel(_Strict):
+    switch: str
+    pairs: list[tuple[int, int]]
+
+
+class EventModel(_Strict):
+    """A change at time ``at``: exactly one of the keys below."""
+
+    at: Duration
+    link_down: list[LinkRef] | None = None
+    link_up: list[LinkRef] | None = None
+    routing: RoutingModel | None = None
+    circuit: CircuitModel | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> "EventModel":
+        given = [k for k in ("link_down", "link_up", "routing", "circuit") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("an event needs exactly one of link_down, link_up, routing, circuit")
+        return self
+
+
+class ScenarioModel(_Strict):
+    name: str
+    description: str = ""
+    topology: dict[str, Any]
+    routing: RoutingModel
+    sharing: Literal["maxmin", "cm02"] | SharingModel = "maxmin"
+    sample_interval: Duration | Literal["auto"] = "auto"
+    reroute_on_change: bool = Field(True, description="recompute routes when links change")
+    jobs: list[JobModel] = Field(min_length=1)
+    events: list[EventModel] = Field(default_factory=list)
+
+
+@dataclass
+class Scenario:
+    model: ScenarioModel
+    file: str | None
+
+
+@dataclass
+class BuiltScenario:
+    """Everything the simulator needs, resolved against the topology."""
+
+    scenario: Scenario
+    topology: Topology
+    routing: Any
+    dag: FlowDag
+    job_of_flow: np.ndarray
+    job_names: list[str]
+    background: np.ndarray
+    events: list
+    sharing: str
+    tcp_gamma: float | None
+    sample_interval_ns: int
+
+    @property
+    def name(self) -> str:
+        return self.scenario.model.name
+
+
+def _pydantic_error(exc: ValidationError, file: str | None) -> NetsteerError:
+    e = exc.errors()[0]
+    field = ".".join(str(p) for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    if e["type"] == "extra_forbidden":
+        reason = f"unknown key {e['loc'][-1]!r}"
+        field = ".".join(str(p) for p in e["loc"][:-1]) or None
+        return NetsteerError(reason, file=file, field=field)
+    if e["type"] == "missing":
+        return NetsteerError("required key is missing", file=file, field=field)
+    msg = e["msg"].removeprefix("Value error, ")
+    return NetsteerError(msg, file=file, field=field or None)
+
+
+def parse_scenario(text: str, *, file: str | None = None) -> Scenario:
+    """Validate scenario text (YAML or JSON)."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else None
+        raise NetsteerError(f"not valid YAML: {getattr(exc, 'problem', exc)}", file=file, field=where) from None
+    if not isinstance(data, dict):
+        raise NetsteerError("a scenario is a mapping with name, topology, routing and jobs", file=file)
+    try:
+        model = ScenarioModel.model_validate(data)
+    except ValidationError as exc:
+        raise _pydantic_error(exc, file) from None
+    return Scenario(model=model, file=file)
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise NetsteerError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    return parse_scenario(text, file=str(path))
+
+
+def _host(topo: Topology, ref: HostRef, file, field) -> int:
+    if isinstance(ref, bool):
+        raise NetsteerError(f"{ref!r} is not a host", file=file, field=field)
+    if isinstance(ref, int):
+        if not 0 <= ref < topo.n_hosts:
+            raise NetsteerError(
+                f"host {ref} does not exist: the topology has hosts 0..{topo.n_hosts - 1}", file=file, field=field
+            )
+        return ref
+    try:
+        node = topo.node(ref)
+    except KeyError:
+        raise NetsteerError(f"no host named {ref!r}", file=file, field=field) from None
+    if topo.host_index[node] < 0:
+        raise NetsteerError(f"{ref!r} is a switch, not a host", file=file, field=field)
+    return int(topo.host_index[node])
+
+
+def _link(topo: Topology, ref: LinkRef, file, field) -> int:
+    try:
+        node = topo.node(ref.node)
+    except KeyError:
+        raise NetsteerError(f"no node named {ref.node!r}", file=file, field=field) from None
+    if ref.port >= topo.out_channel.shape[1] or topo.out_channel[node, ref.port] < 0:
+        raise NetsteerError(f"{ref.node} has no port {ref.port}", file=file, field=field)
+    return int(topo.out_channel[node, ref.port]) // 2
+
+
+def _job_flows(topo, job: JobModel, j: int, dag: FlowDag, file) -> tuple[list[int], list[tuple[int, int]]]:
+    """Append a job's flows and bulk flows.
+
+    Returns the bulk flows that end with the others, and (flow, stop time) of those
+    that run for a duration."""
+    base = f"jobs.{j}"
+    ids: dict[str, int] = {}
+    first = len(dag)
+    for i, f in enumerate(job.flows):
+        if f.id is not None:
+            if f.id in ids:
+                raise NetsteerError(f"flow id {f.id!r} is used twice", file=file, field=f"{base}.flows.{i}.id")
+            ids[f.id] = first + i
+    for i, f in enumerate(job.flows):
+        fld = f"{base}.flows.{i}"
+        deps = []
+        for k, a in enumerate(f.after):
+            if a not in ids:
+                raise NetsteerError(f"no flow with id {a!r} in job {job.name!r}", file=file, field=f"{fld}.after.{k}")
+            deps.append(ids[a])
+        dag.add(
+            _host(topo, f.src, file, f"{fld}.src"),
+            _host(topo, f.dst, file, f"{fld}.dst"),
+            f.bytes,
+            deps=deps,
+            start_ns=f.start,
+            delay_ns=f.delay,
+            weight=f.weight,
+            traffic_class=f.traffic_class,
+            priority=f.priority,
+            label=f"{job.name}:flow",
+        )
+    _check_acyclic(job, first, dag, file, base)
+    background, timed = [], []
+    for i, b in enumerate(job.bulk):
+        fld = f"{base}.bulk.{i}"
+        idx = dag.add(
+            _host(topo, b.src, file, f"{fld}.src"),
+            _host(topo, b.dst, file, f"{fld}.dst"),
+            # an iperf-like flow: effectively unlimited, ended by time or by the others
+            10**18,
+            start_ns=b.start,
+            weight=b.weight,
+            traffic_class=b.traffic_class,
+            priority=b.priority,
+            label=f"{job.name}:bulk",
+        )
+        if b.duration is None:
+            background.append(idx)
+        else:
+            timed.append((idx, b.start + b.duration))
+    return background, timed
+
+
+def _check_acyclic(job: JobModel, first: int, dag: FlowDag, file, base: str) -> None:
+    n = len(job.flows)
+    indeg = [len(dag.deps[first + i]) for i in range(n)]
+    out: list[list[int]] = [[] for _ in range(n)]
+    for i in range(n):
+        for d in dag.deps[first + i]:
+            out[d - first].append(i)
+    stack = [i for i in range(n) if indeg[i] == 0]
+    seen = 0
+    while stack:
+        i = stack.pop()
+        seen += 1
+        for k in out[i]:
+            indeg[k] -= 1
+            if indeg[k] == 0:
+                stack.append(k)
+    if seen < n:
+        i = next(i for i in range(n) if indeg[i] > 0)
+        name = job.flows[i].id or f"#{i}"
+        raise NetsteerError(
+            f"flow {name!r} is part of a dependency cycle", file=file, field=f"{base}.flows.{i}.after"
+        )
+
+
+def _routing_factory(topo, model: RoutingModel, file, field):
+    from .routing import build_routing
+
+    params = {"hash": model.hash} if model.hash else {}
+
+    def make(down=frozenset(), circuits=None):
+        kwargs = dict(params)
+        if down:
+            kwargs["down_links"] = down
+        return build_routing(topo, model.engine, circuits=circuits, **kwargs)
+
+    try:
+        return make(), make
+    except NetsteerError as exc:
+        raise exc.located(file, field) from None
+
+
+def _auto_interval(topo: Topology, dag: FlowDag) -> int:
+    """A sampling interval that gives about 200 samples over the expected run."""
+    nic = topo.channel_bandwidth() / 8.0
+    sent = np.bincount(np.asarray(dag.src, dtype=np.int64), weights=np.minimum(dag.bytes, 1e15), minlength=topo.n_hosts)
+    host_cap = np.array([nic[topo.out_channel[topo.host_node(h)].max()] for h in range(topo.n_hosts)])
+    finite = sent[sent < 1e14]
+    guess_s = float((finite / host_cap[: len(finite)]).max()) if len(finite) else 1.0
+    starts = [s for s in dag.start_ns if s is not None]
+    guess_ns = max(1_000.0, guess_s * 1e9 + (max(starts) if starts else 0))
+    raw = guess_ns / 200.0
+    # keep channels x samples bounded
+    raw = max(raw, guess_ns * topo.n_channels / 50_000_000)
+    mag = 10 ** np.floor(np.log10(raw))
+    step = next(m for m in (1, 2, 5, 10) if m * mag >= raw)
+    return int(step * mag)
+
+
+def build_scenario(sc: Scenario) -> BuiltScenario:
+    """Resolve a validated scenario into topology, routing, DAG and events."""
+    from .sim.events import CircuitChange, LinkChange, RoutingChange, StopFlows
+    from .topology.spec import build_topology
+
+    m, file = sc.model, sc.file
+    topo = build_topology(m.topology, file=file)
+    routing, make_routing = _routing_factory(topo, m.routing, file, "routing")
+    dag = FlowDag()
+    job_of_flow: list[int] = []
+    background: list[int] = []
+    events: list = []
+    for j, job in enumerate(m.jobs):
+        before = len(dag)
+        if job.program is not None:
+            from .traffic.mpi import expand_job_model
+
+            try:
+                dag.extend(expand_job_model(job, topo.n_hosts))
+            except NetsteerError as exc:
+                raise exc.located(file, f"jobs.{j}") from None
+        bg, timed = _job_flows(topo, job, j, dag, file)
+        background += bg
+        events += [StopFlows(at, (idx,)) for idx, at in timed]
+        job_of_flow += [j] * (len(dag) - before)
+    reroute = make_routing if m.reroute_on_change else None
+    for i, ev in enumerate(m.events):
+        fld = f"events.{i}"
+        if ev.link_down is not None or ev.link_up is not None:
+            refs = ev.link_down if ev.link_down is not None else ev.link_up
+            key = "link_down" if ev.link_down is not None else "link_up"
+            links = tuple(_link(topo, r, file, f"{fld}.{key}.{k}") for k, r in enumerate(refs))
+            events.append(LinkChange(ev.at, links, up=ev.link_up is not None, reroute=reroute))
+        elif ev.routing is not None:
+            _, make = _routing_factory(topo, ev.routing, file, f"{fld}.routing")
+            events.append(RoutingChange(ev.at, make))
+        elif ev.circuit is not None:
+            try:
+                sw = topo.node(ev.circuit.switch)
+            except KeyError:
+                raise NetsteerError(f"no node named {ev.circuit.switch!r}", file=file, field=f"{fld}.circuit.switch") from None
+            if sw not in topo.switching_time_ns:
+                raise NetsteerError(f"{ev.circuit.switch} is not a circuit switch", file=file, field=f"{fld}.circuit.switch")
+            events.append(CircuitChange(ev.at, sw, tuple(ev.circuit.pairs), reroute=make_routing))
+    sharing = m.sharing if isinstance(m.sharing, str) else m.sharing.model
+    gamma = None if isinstance(m.sharing, str) else m.sharing.tcp_gamma
+    bg = np.zeros(len(dag), dtype=bool)
+    bg[background] = True
+    interval = m.sample_interval if m.sample_interval != "auto" else _auto_interval(topo, dag)
+    return BuiltScenario(
+        scenario=sc,
+        topology=topo,
+        routing=routing,
+        dag=dag,
+        job_of_flow=np.asarray(job_of_flow, dtype=np.int32),
+        job_names=[j.name for j in m.jobs],
+        background=bg,
+        events=events,
+        sharing=sharing,
+        tcp_gamma=float(gamma) if gamma is not None else None,
+        sample_interval_ns=int(interval),
+    )

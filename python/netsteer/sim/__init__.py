@@ -1,0 +1,15 @@
+"""The simulator driver: carries a routing and a workload into the Rust engine."""
+
+from .events import CircuitChange, LinkChange, RoutingChange, StopFlows
+from .network import CircuitState
+from .simulate import SimResult, simulate
+
+__all__ = [
+    "CircuitChange",
+    "CircuitState",
+    "LinkChange",
+    "RoutingChange",
+    "SimResult",
+    "StopFlows",
+    "simulate",
+]

@@ -1,0 +1,104 @@
+"""Bad scenario input: a clear message naming file, field and reason, exit code 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from netsteer.errors import NetsteerError
+from netsteer.scenario import build_scenario, parse_scenario
+
+GOOD = textwrap.dedent(
+    """
+    name: t
+    topology: {kind: pgft, levels: 2, down: [4, 4], up: [1, 2], parallel: [1, 1],
+               link_bandwidth: 10Gbps, link_latency: 1us}
+    routing: {engine: dmodk}
+    jobs:
+      - name: j
+        flows:
+          - {src: 0, dst: 5, bytes: 1MiB}
+    """
+)
+
+
+def build(text: str):
+    return build_scenario(parse_scenario(text, file="s.yaml"))
+
+
+def error_of(text: str) -> NetsteerError:
+    with pytest.raises(NetsteerError) as info:
+        build(text)
+    return info.value
+
+
+def test_good_scenario_builds():
+    b = build(GOOD)
+    assert len(b.dag) == 1 and b.topology.n_hosts == 16
+
+
+@pytest.mark.parametrize(
+    "old,new,field,words",
+    [
+        ("name: t", "name: t\ncolour: red", None, "unknown key 'colour'"),
+        ("{src: 0, dst: 5, bytes: 1MiB}", "{src: 0, dst: 5, bytes: 1MiB, colour: 1}", "jobs.0.flows.0", "unknown key"),
+        ("bytes: 1MiB", "bytes: 1Mibs", "jobs.0.flows.0.bytes", "unit"),
+        ("bytes: 1MiB", "bytes: -5", "jobs.0.flows.0.bytes", "negative"),
+        ("link_bandwidth: 10Gbps", "link_bandwidth: 10GiB", "topology", "bandwidth"),
+        ("link_latency: 1us", "link_latency: 1", "topology", "duration"),
+        ("down: [4, 4]", "down: [4, 4, 4]", "topology", "levels"),
+        ("dst: 5", "dst: 16", "jobs.0.flows.0.dst", "does not exist"),
+        ("dst: 5", "dst: nohost", "jobs.0.flows.0.dst", "no host named"),
+        ("engine: dmodk", "engine: magic", "routing", "magic"),
+    ],
+)
+def test_bad_input_names_field_and_reason(old, new, field, words):
+    assert old in GOOD
+    err = error_of(GOOD.replace(old, new, 1))
+    assert err.file == "s.yaml"
+    if field is not None:
+        assert err.field is not None and err.field.startswith(field), err.message()
+    assert words.lower() in err.message().lower(), err.message()
+
+
+def test_dependency_cycle_is_named():
+    text = GOOD.replace(
+        "- {src: 0, dst: 5, bytes: 1MiB}",
+        "- {id: a, src: 0, dst: 5, bytes: 1MiB, after: [b]}\n          - {id: b, src: 5, dst: 0, bytes: 1MiB, after: [a]}",
+    )
+    err = error_of(text)
+    assert "cycle" in err.reason and err.field.startswith("jobs.0.flows.")
+
+
+def test_unknown_dependency_is_named():
+    text = GOOD.replace("bytes: 1MiB}", "bytes: 1MiB, after: [zz]}")
+    err = error_of(text)
+    assert err.field == "jobs.0.flows.0.after.0" and "zz" in err.reason
+
+
+def test_yaml_syntax_error_gives_line():
+    err = error_of("name: t\njobs: [\n")
+    assert err.field is not None and err.field.startswith("line")
+
+
+def test_cli_exit_code_two_and_no_traceback(tmp_path: Path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(GOOD.replace("dst: 5", "dst: 99"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "netsteer", "run", str(bad), "--json"], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert str(bad) in proc.stderr and "jobs.0.flows.0.dst" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_cli_missing_file_exit_two(tmp_path: Path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "netsteer", "run", str(tmp_path / "nope.yaml")], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr

@@ -1,0 +1,110 @@
+"""The simulator driver on real topologies and routings, against hand computation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from netsteer.routing import build_routing
+from netsteer.scenario import build_scenario, load_scenario
+from netsteer.sim import LinkChange, RoutingChange, simulate
+from netsteer.topology import pgft
+from netsteer.traffic import FlowDag
+
+ROOT = Path(__file__).resolve().parents[2]
+GBPS10 = 10e9 / 8  # bytes per second
+
+
+def test_two_bulk_flows_by_hand():
+    b = build_scenario(load_scenario(ROOT / "scenarios/two-bulk-flows.yaml"))
+    res = simulate(b.topology, b.routing, b.dag, sharing=b.sharing)
+    lat = 4_000  # 4 hops of 1 us: h0 -> leaf -> spine -> leaf -> h17
+    size = 2**30
+    alone = GBPS10 * (10e-3)  # A alone from its first byte until B's first byte
+    a_rest = size - alone
+    a_end = 10e-3 + lat * 1e-9 + a_rest / (GBPS10 / 2)
+    b_end = a_end + (size - a_rest) / GBPS10
+    assert abs(res.completion_ns[0] - a_end * 1e9) <= 2
+    assert abs(res.completion_ns[1] - b_end * 1e9) <= 2
+    assert res.makespan_ns == res.completion_ns[1]
+
+
+def test_counters_conserve_bytes():
+    t = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)
+    d = FlowDag()
+    for s in range(4):
+        d.add(s, 15 - s, 10_000_000)
+    res = simulate(t, build_routing(t, "dmodk"), d, sample_interval_ns=100_000)
+    paths = [build_routing(t, "dmodk").path(s, 15 - s) for s in range(4)]
+    expected = np.zeros(t.n_channels)
+    for p in paths:
+        expected[p] += 10_000_000
+    assert np.allclose(res.final_channel_bytes, expected, rtol=1e-9, atol=1e-3)
+    assert np.allclose(res.channel_bytes[-1], expected, rtol=1e-9, atol=1e-3)
+    # counters never decrease
+    assert (np.diff(res.channel_bytes, axis=0) >= -1e-6).all()
+
+
+def test_link_down_reroutes_flows_in_flight():
+    t = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)
+    d = FlowDag()
+    d.add(0, 4, 125_000_000)  # 0.1 s alone at 10 Gbps
+    r = build_routing(t, "minhop")
+    used = r.path(0, 4)
+    uplink = int(used[1]) // 2  # the leaf's uplink it takes
+    def make(down, circuits):
+        return build_routing(t, "minhop", down_links=down)
+    res = simulate(t, r, d, events=[LinkChange(50_000_000, (uplink,), up=False, reroute=make)],
+                   sample_interval_ns=10_000_000)
+    # the reroute costs nothing: the other spine is free, so the finish time stands
+    assert abs(res.completion_ns[0] - (4_000 + 100_000_000)) <= 2
+    # the dead link carried nothing after 50 ms
+    times = res.sample_times_ns
+    after = res.channel_bytes[times >= 50_000_000][:, 2 * uplink]
+    assert np.ptp(after) < 1.0
+
+
+def test_link_down_without_reroute_stalls_until_it_comes_back():
+    t = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=0)
+    d = FlowDag()
+    d.add(0, 4, 125_000_000)
+    r = build_routing(t, "dmodk")
+    link = int(r.path(0, 4)[1]) // 2
+    res = simulate(t, r, d, events=[LinkChange(20_000_000, (link,), up=False), LinkChange(50_000_000, (link,), up=True)])
+    assert res.completion_ns[0] == 130_000_000
+
+
+def test_routing_change_moves_flows():
+    t = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=0)
+    d = FlowDag()
+    d.add(0, 4, 125_000_000)
+    d.add(1, 5, 125_000_000)
+    dm = build_routing(t, "dmodk")
+    res = simulate(t, dm, d, events=[RoutingChange(10_000_000, build_routing(t, "minhop"))])
+    assert res.status == "done" and (res.completion_ns > 0).all()
+
+
+def test_priority_class_goes_first():
+    t = pgft(1, [4], [1], link_bandwidth=8e9, link_latency_ns=0)
+    d = FlowDag()
+    d.add(0, 3, 10**9, priority=1)
+    d.add(1, 3, 10**9, priority=0)
+    res = simulate(t, build_routing(t, "dmodk"), d)
+    assert res.completion_ns[1] == 10**9  # alone on h3's link at 1 GB/s
+    assert res.completion_ns[0] == 2 * 10**9
+
+
+@pytest.mark.parametrize("sharing", ["maxmin", "cm02"])
+def test_deterministic(sharing):
+    t = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)
+    rng = np.random.default_rng(3)
+    d = FlowDag()
+    for _ in range(60):
+        s, k = rng.integers(0, 16, 2)
+        d.add(int(s), int(k), int(rng.integers(1, 10**7)), start_ns=int(rng.integers(0, 10**6)))
+    r = build_routing(t, "dmodk")
+    a = simulate(t, r, d, sharing=sharing).completion_ns
+    b = simulate(t, r, d, sharing=sharing).completion_ns
+    assert (a == b).all()
