@@ -185,7 +185,7 @@ def main() -> None:
     try:
         app(standalone_mode=False)
     except NetsteerError as exc:
-        err_console.print(f"[red]netsteer: error:[/] {exc.message()}", highlight=False)
+        err_console.print(f"[red]netsteer: error:[/] {exc.message()}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

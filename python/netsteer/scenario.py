@@ -25,6 +25,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -39,15 +40,23 @@ from .traffic.dag import FlowDag
 from .units import UnitError, parse_duration, parse_size
 
 
+MAX_BYTES = 2**60
+
+
 def _size(v: Any) -> int:
     if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
         raise ValueError(f"size must not be negative, got {v}")
     if isinstance(v, str) and v.strip().startswith("-"):
         raise ValueError(f"size must not be negative, got {v!r}")
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ValueError(f"size must be a finite number of bytes, got {v}")
     try:
-        return parse_size(v)
-    except UnitError as exc:
+        n = parse_size(v)
+    except (UnitError, OverflowError) as exc:
         raise ValueError(str(exc)) from None
+    if n > MAX_BYTES:
+        raise ValueError(f"size {v!r} is larger than the {MAX_BYTES} bytes (1 EiB) a flow may carry")
+    return n
 
 
 def _duration(v: Any) -> int:
@@ -339,13 +348,15 @@ def _check_acyclic(job: JobModel, first: int, dag: FlowDag, file, base: str) -> 
 
 
 def _routing_factory(topo, model: RoutingModel, file, field):
-    from .routing import build_routing
+    """The routing now, and a function that rebuilds it for a changed network."""
+    from .routing import accepts_down_links, build_routing
 
     params = {"hash": model.hash} if model.hash else {}
+    avoids_failures = accepts_down_links(model.engine)
 
     def make(down=frozenset(), circuits=None):
         kwargs = dict(params)
-        if down:
+        if down and avoids_failures:
             kwargs["down_links"] = down
         return build_routing(topo, model.engine, circuits=circuits, **kwargs)
 

@@ -533,6 +533,11 @@ impl Engine {
                 }
             }
         }
+        if self.unfinished == 0 && self.sample_interval > 0 {
+            // a last sample when the work ends, so the counters hold every byte
+            let t = self.now;
+            self.push(t, Kind::Sample, 0, 0);
+        }
         let succ = std::mem::take(&mut self.succ[f]);
         for &s in &succ {
             let s = s as usize;
@@ -563,6 +568,9 @@ impl Engine {
             }
             Kind::Finish => self.finish(f),
             Kind::Sample => {
+                if self.sample_times.last() == Some(&self.now) {
+                    return;
+                }
                 self.sample_times.push(self.now);
                 for c in 0..self.capacity.len() {
                     let dt = (self.now - self.chan_last[c]) as f64 * 1e-9;
@@ -614,7 +622,7 @@ impl Engine {
                 self.now = until.max(self.now);
                 return RunStatus::Until;
             };
-            if self.unfinished == 0 && top.kind == Kind::Sample {
+            if self.unfinished == 0 && top.kind == Kind::Sample && top.time > self.now {
                 self.events.pop();
                 self.sample_scheduled = false;
                 continue;

@@ -107,9 +107,15 @@ pub fn solve_subset(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Work
     for &c in &ws.touched {
         ws.mark[c as usize] = false;
     }
-    let mut classes: Vec<u8> = flows.iter().map(|&f| p.priority[f as usize]).collect();
-    classes.sort_unstable();
-    classes.dedup();
+    let mut present = [false; 256];
+    for &f in flows {
+        present[p.priority[f as usize] as usize] = true;
+    }
+    let classes: Vec<u8> = (0..=255u8).filter(|&c| present[c as usize]).collect();
+    if classes.len() == 1 {
+        fill(p, flows, rates, ws);
+        return;
+    }
     let mut class_flows: Vec<u32> = Vec::with_capacity(flows.len());
     for &class in &classes {
         class_flows.clear();

@@ -1,0 +1,147 @@
+"""Min-hop distances and the set of min-hop ports, for all (node, destination) pairs.
+
+Shared by :mod:`.minhop` (which picks one port per set) and :mod:`.ecmp` (which keeps
+the set as a group). Hosts never forward: distances run over packet switches, with
+circuit switches looked through along their pairing (see :mod:`._graph`).
+
+Examples
+--------
+>>> from netsteer.topology.pgft import pgft
+>>> t = pgft(2, [2, 2], [1, 2], link_bandwidth=1e9, link_latency_ns=0)
+>>> hs = MinHop(t)
+>>> sources, entry, groups = hs.candidates()
+>>> [t.node_names[s] for s in sources]
+['s1_0', 's1_1', 's2_0', 's2_1']
+>>> entry[0].tolist(), [g.tolist() for g in groups]
+([1, 2, -2, -2], [[3, 4]])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..topology.model import HOST, Topology
+from ._graph import circuit_table, effective_neighbors, routers
+
+
+class MinHop:
+    """Switch-hop distances from every packet switch to every host.
+
+    Attributes
+    ----------
+    nbr : ndarray, effective neighbour per (node, port)
+    routers : ndarray, packet switch node ids; ``dist`` rows follow this order
+    dist : ndarray of int16 (int32 past 16,000 switches), shape (n_routers + 1, n_hosts)
+        Hops (channels) from a switch to a host; the last row is all ``INF`` so that
+        index -1 means "no switch there". ``INF`` where unreachable.
+    """
+
+    def __init__(self, topo: Topology, circuits: dict | None = None, down_links=()):
+        self.topo = topo
+        # distances stay below the switch count: int16 halves the memory traffic
+        small = (topo.node_kind != HOST).sum() < 16000
+        self.dtype = np.int16 if small else np.int32
+        self.INF = np.iinfo(self.dtype).max // 2
+        self.nbr = effective_neighbors(topo, circuit_table(topo, circuits))
+        if len(down_links):
+            # a dead cable leads nowhere, from either end
+            links = np.asarray(sorted(down_links), dtype=np.int64)
+            self.nbr[topo.link_a[links], topo.link_a_port[links]] = -1
+            self.nbr[topo.link_b[links], topo.link_b_port[links]] = -1
+        self.routers = routers(topo)
+        R = len(self.routers)
+        self.rowof = np.full(topo.n_nodes + 1, -1, dtype=np.int64)
+        self.rowof[self.routers] = np.arange(R)
+        self.host_index = np.append(topo.host_index, -1).astype(np.int64)
+        sw = self._switch_distances()
+        # a host's distance is one more than its nearest attached switch's
+        att = self.rowof[self.nbr[topo.hosts]]  # (H, slots), -1 where no switch
+        dist = np.full((R + 1, topo.n_hosts), self.INF, dtype=self.dtype)
+        for p in np.flatnonzero((att >= 0).any(axis=0)):
+            m = att[:, p] >= 0
+            dist[:R, m] = np.minimum(dist[:R, m], sw[:, att[m, p]] + 1)
+        self.dist = dist
+
+    def _switch_distances(self) -> np.ndarray:
+        """All-pairs switch-to-switch hops, by synchronous relaxation over ports."""
+        R = len(self.routers)
+        nb = self.rowof[self.nbr[self.routers]]  # (R, slots)
+        sw = np.full((R + 1, R), self.INF, dtype=self.dtype)
+        sw[np.arange(R), np.arange(R)] = 0
+        cols = [p for p in range(nb.shape[1]) if (nb[:, p] >= 0).any()]
+        while True:
+            best = sw[:R].copy()
+            for p in cols:
+                np.minimum(best, sw[nb[:, p]] + 1, out=best)  # row -1 is the INF row
+            if np.array_equal(best, sw[:R]):
+                return sw[:R]
+            sw[:R] = best
+
+    def candidates(self, sources: np.ndarray | None = None, chunk_elems: int = 1 << 22):
+        """Min-hop port sets for every (source, destination host).
+
+        Parameters
+        ----------
+        sources : ndarray of int, optional
+            Nodes to compute rows for: by default every packet switch plus every host
+            with more than one connected port (single-homed hosts need no row).
+
+        Returns
+        -------
+        sources : ndarray of int32
+        entry : ndarray of int32, shape (len(sources), n_hosts)
+            The port when the set has one port, -1 when empty (unreachable, or the
+            host itself), ``-2 - g`` for ``groups[g]``.
+        groups : list of ndarray
+            Distinct port sets of two or more ports, sorted.
+        """
+        topo = self.topo
+        if sources is None:
+            multi = topo.hosts[(topo.out_channel[topo.hosts] >= 0).sum(axis=1) > 1]
+            sources = np.concatenate([self.routers, multi]).astype(np.int32)
+        H = topo.n_hosts
+        nbr_s = self.nbr[sources]  # (S, slots)
+        row_s = self.rowof[nbr_s]
+        hid_s = self.host_index[nbr_s]
+        host_dst = hid_s >= 0
+        S, P = nbr_s.shape
+        entry = np.full((S, H), -1, dtype=np.int32)
+        group_id: dict[bytes, int] = {}
+        groups: list[np.ndarray] = []
+        B = max(1, chunk_elems // max(1, S * P))
+        for a in range(0, H, B):
+            d = np.arange(a, min(a + B, H))
+            nd = self.dist[:, d][row_s]  # (S, P, b)
+            if host_dst.any():
+                nd[host_dst] = np.where(hid_s[host_dst][:, None] == d[None, :], 0, self.INF)
+            best = nd.min(axis=1)  # (S, b)
+            mask = nd == best[:, None, :]
+            mask &= (best < self.INF)[:, None, :]
+            count = mask.sum(axis=1, dtype=np.int16)  # (S, b)
+            e = np.where(count == 1, mask.argmax(axis=1), -1).astype(np.int32)
+            multi = np.flatnonzero(count.reshape(-1) > 1)
+            if multi.size:
+                si, bi = np.divmod(multi, len(d))
+                bits = np.packbits(mask[si, :, bi], axis=1)
+                if bits.shape[1] <= 8:  # one integer key per set: a fast 1-D unique
+                    wide = np.zeros((len(bits), 8), dtype=np.uint8)
+                    wide[:, : bits.shape[1]] = bits
+                    _, first, inv = np.unique(
+                        wide.view(np.uint64).ravel(), return_index=True, return_inverse=True
+                    )
+                    keys = bits[first]
+                else:
+                    keys, inv = np.unique(bits, axis=0, return_inverse=True)
+                ids = np.empty(len(keys), dtype=np.int32)
+                for k, key in enumerate(keys):
+                    kb = key.tobytes()
+                    if kb not in group_id:
+                        group_id[kb] = len(groups)
+                        groups.append(np.flatnonzero(np.unpackbits(key)[:P]).astype(np.int32))
+                    ids[k] = group_id[kb]
+                e.reshape(-1)[multi] = -2 - ids[inv.reshape(-1)]
+            entry[:, d] = e
+        # a host is not its own destination
+        is_host = topo.node_kind[sources] == HOST
+        entry[np.flatnonzero(is_host), topo.host_index[sources[is_host]]] = -1
+        return sources, entry, groups
