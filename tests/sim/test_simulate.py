@@ -108,3 +108,23 @@ def test_deterministic(sharing):
     a = simulate(t, r, d, sharing=sharing).completion_ns
     b = simulate(t, r, d, sharing=sharing).completion_ns
     assert (a == b).all()
+
+
+def test_circuit_repairing_moves_traffic_after_the_dark_period():
+    b = build_scenario(load_scenario(ROOT / "scenarios/hybrid-circuit.yaml"))
+    res = simulate(b.topology, b.routing, b.dag, sharing=b.sharing, events=b.events, sample_interval_ns=5_000_000)
+    electrical = 10e9 / 8  # the ToR's one electrical uplink, shared by the 4 flows
+    optical = 40e9 / 8  # the circuit, once lit at 100 ms + 25 ms
+    lit = 0.125
+    lat = 4e-6  # h -> tor -> core -> tor -> h, 1 us each, paid before sending
+    sent = electrical * (lit - lat)
+    end = lit + (4 * 512 * 2**20 - sent) / optical
+    assert (res.completion_ns[:4] == res.completion_ns[0]).all()
+    assert abs(res.completion_ns[0] - end * 1e9) <= 4
+    # the circuit carried nothing before it was lit
+    t = b.topology
+    circ = int(t.out_channel[t.node("tor0"), t.meta["tor_port_of"][0, 0]])
+    before = res.channel_bytes[res.sample_times_ns <= 125_000_000][:, circ]
+    after = res.channel_bytes[-1, circ]
+    assert before.max() == 0.0
+    assert abs(after - (4 * 512 * 2**20 - sent)) < 1.0

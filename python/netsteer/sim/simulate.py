@@ -155,7 +155,9 @@ def simulate(
             if len(dark):
                 engine.set_channels_up(np.concatenate([2 * dark, 2 * dark + 1]), False)
                 up_at = at + topo.switching_time_ns.get(ev.switch, 0)
-                pending.append((up_at, seq, LinkChange(up_at, tuple(int(x) for x in dark), True)))
+                # routes avoid the dark ports meanwhile, and take the circuits when lit
+                lit = LinkChange(up_at, tuple(int(x) for x in dark), True, reroute=ev.reroute)
+                pending.append((up_at, seq, lit))
                 seq += 1
                 down.update(int(x) for x in dark)
             applied.append(f"{at}: {topo.node_names[ev.switch]} re-paired {len(moved)} ports")
