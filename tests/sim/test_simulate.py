@@ -127,4 +127,4 @@ def test_circuit_repairing_moves_traffic_after_the_dark_period():
     before = res.channel_bytes[res.sample_times_ns <= 125_000_000][:, circ]
     after = res.channel_bytes[-1, circ]
     assert before.max() == 0.0
-    assert abs(after - (4 * 512 * 2**20 - sent)) < 1.0
+    assert abs(after - (4 * 512 * 2**20 - sent)) < 16  # ns rounding of the event times
