@@ -1,0 +1,420 @@
+"""OpenSM ``partitions.conf``: read it into member node sets, write it back.
+
+The grammar is the one in ``man opensm`` (PARTITION CONFIGURATION) as OpenSM's
+parser (``osm_prtn_config.c``) reads it::
+
+    # comment to end of line
+    Name=PKey[,flag[=value]]... : member[=full|limited|both], ... ;
+
+- A definition runs to ``;`` and may span lines, but its header (up to ``:``)
+  must be on its first line; several definitions may share a line.
+- ``PKey`` is C-style (``0x`` hex, leading-0 octal, decimal); only the low 15
+  bits count. Omitted, it is taken from an earlier partition of the same name,
+  else generated as OpenSM does (the next unused value counting from 1). A bare
+  number as the name is the PKey. The same PKey twice merges the member lists and
+  keeps the first name.
+- Flags: ``ipoib``, ``indx0``, ``defmember=full|limited|both`` (membership of
+  members given without one; default ``limited``), and the multicast flags
+  ``mtu``, ``rate``, ``sl``, ``scope``, ``Q_Key``, ``TClass``, ``FlowLabel``.
+- Members: a port GUID, or ``ALL``, ``ALL_CAS``, ``ALL_SWITCHES``,
+  ``ALL_ROUTERS``, ``SELF`` (the SM's port), ``NONE``. Like OpenSM, keywords,
+  flags and membership words may be abbreviated to any prefix (``limi``), tried
+  in OpenSM's order. ``mgid=GID[,flags]`` takes the rest of its line.
+
+Stricter than OpenSM, which warns and goes on: an unknown flag, a bad flag value,
+an unknown membership word, or a GUID that is not in the topology is a
+:class:`~netsteer.errors.NetsteerError` naming file, line and the culprit.
+
+Two ports may talk in a partition when both are members and at least one is a
+full member (``both`` counts as full).
+
+Examples
+--------
+>>> from netsteer.topology.model import TopologyBuilder
+>>> b = TopologyBuilder("t")
+>>> s = b.add_switch("s0", guid=0x200000)
+>>> hs = [b.add_host(f"h{i}", guid=0x100000 + 3 * i) for i in range(3)]
+>>> for i, h in enumerate(hs):
+...     _ = b.add_link(s, h, bandwidth=1e9, latency_ns=1, a_port=i + 1, b_port=1)
+>>> t = b.build()
+>>> text = '''
+... Default=0x7fff : ALL=limited, SELF=full ;   # the usual default
+... jobA = 0x8001, ipoib, defmember=full :
+...     0x100001, 0x100004=limi ;
+... '''
+>>> parts = parse_partitions_conf(text, t, sm_node=s)
+>>> [(p.name, hex(p.pkey)) for p in parts]
+[('Default', '0x7fff'), ('jobA', '0x1')]
+>>> {t.node_names[n]: m for n, m in parts[1].members.items()}
+{'h0': 'full', 'h1': 'limited'}
+>>> can_communicate(parts, t).astype(int).tolist()
+[[1, 1, 0], [1, 1, 0], [0, 0, 1]]
+>>> parse_partitions_conf(format_partitions_conf(parts, t), t, sm_node=s) == parts
+True
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from netsteer.errors import NetsteerError
+from netsteer.topology.model import Topology
+
+from .guids import endpoint_guid, guid_index
+
+__all__ = [
+    "Partition",
+    "parse_partitions_conf",
+    "read_partitions_conf",
+    "format_partitions_conf",
+    "write_partitions_conf",
+    "with_default",
+    "can_communicate",
+]
+
+DEFAULT_PKEY = 0x7FFF
+FULL, LIMITED, BOTH = "full", "limited", "both"
+_MEMBERSHIPS = (FULL, BOTH, LIMITED)  # OpenSM's order for prefix matching
+_INT_FLAGS = ("mtu", "rate", "scope", "Q_Key", "TClass", "sl", "FlowLabel")  # OpenSM's order
+_FLAG_MAX = {"sl": 15, "scope": 15, "FlowLabel": 0xFFFFF, "mtu": 0xFF, "rate": 0xFF, "TClass": 0xFF, "Q_Key": 0xFFFFFFFF}
+_KEYWORDS = ("ALL", "ALL_CAS", "ALL_SWITCHES", "ALL_ROUTERS", "SELF")  # OpenSM's order
+_NAME_OK = re.compile(r"[^\s,=:;#]+")
+
+
+@dataclass
+class Partition:
+    """One partition (definitions with the same PKey merged).
+
+    Attributes
+    ----------
+    name : str
+    pkey : int, low 15 bits
+    members : dict, node -> ``"full"``, ``"limited"`` or ``"both"``
+    flags : dict, multicast flags given (``mtu``, ``rate``, ``sl``, ``Q_Key``,
+        ``TClass``, ``FlowLabel``: int; ``scope``: list of int)
+    ipoib, indx0 : bool
+    self_membership : str or None
+        ``SELF`` membership when the SM node was not known while reading.
+    mgroups : list of str, ``mgid=...`` entries, as written
+    line : int, line of the first definition (0 when built in code)
+    """
+
+    name: str
+    pkey: int
+    members: dict[int, str] = field(default_factory=dict)
+    flags: dict[str, object] = field(default_factory=dict)
+    ipoib: bool = False
+    indx0: bool = False
+    self_membership: str | None = None
+    mgroups: list[str] = field(default_factory=list)
+    line: int = field(default=0, compare=False)
+
+    def full_members(self) -> list[int]:
+        return sorted(n for n, m in self.members.items() if m != LIMITED)
+
+
+def _merge(old: str | None, new: str) -> str:
+    if old is None or old == new:
+        return new
+    if BOTH in (old, new):
+        return BOTH
+    return FULL
+
+
+def _prefix_of(word: str, choices: tuple[str, ...]) -> str | None:
+    """First of ``choices`` that ``word`` abbreviates (OpenSM's ``strncmp`` test)."""
+    for c in choices:
+        if word and c.startswith(word):
+            return c
+    return None
+
+
+def _c_uint(text: str) -> int:
+    """``strtoul(text, &end, 0)`` that must consume all of ``text``."""
+    s = text.strip()
+    if re.fullmatch(r"0[xX][0-9a-fA-F]+", s):
+        return int(s, 16)
+    if re.fullmatch(r"0[0-7]*", s):
+        return int(s, 8)
+    if re.fullmatch(r"[1-9][0-9]*", s):
+        return int(s)
+    raise ValueError(text)
+
+
+class _Reader:
+    def __init__(self, topo: Topology, sm_node: int | None, file: str):
+        self.topo, self.sm_node, self.file = topo, sm_node, file
+        self.index = guid_index(topo)
+        self.parts: dict[int, Partition] = {}
+        self.pkey_counter = 0
+        self.cur: Partition | None = None
+        self.defmember = LIMITED
+
+    def err(self, reason: str, line: int) -> NetsteerError:
+        return NetsteerError(reason, file=self.file, field=f"line {line}")
+
+    # -- header ---------------------------------------------------------------
+    def header(self, text: str, line: int) -> None:
+        tokens = text.split(",")
+        name, eq, pkey_text = (s.strip() for s in tokens[0].partition("="))
+        if not eq and name[:1].isdigit():
+            name, pkey_text = "", name  # a bare number is the PKey
+        if eq and not pkey_text:
+            raise self.err(f"partition {name!r} has '=' but no PKey", line)
+        pkey = 0
+        if pkey_text:
+            try:
+                pkey = _c_uint(pkey_text)
+            except ValueError:
+                raise self.err(f"bad PKey {pkey_text!r}", line) from None
+            if pkey > 0xFFFF:
+                raise self.err(f"PKey {pkey_text} does not fit in 16 bits", line)
+            pkey &= 0x7FFF
+        flags: dict[str, object] = {}
+        ipoib = indx0 = False
+        self.defmember = LIMITED
+        for tok in tokens[1:]:
+            flag, eq, val = (s.strip() for s in tok.partition("="))
+            if not flag:
+                raise self.err("empty partition flag (two commas?)", line)
+            known = _prefix_of(flag, _INT_FLAGS)
+            if known:
+                flags_val = self.int_flag(known, val if eq else None, line)
+                if known == "scope":
+                    flags.setdefault("scope", []).append(flags_val)  # type: ignore[union-attr]
+                else:
+                    flags[known] = flags_val
+            elif "ipoib".startswith(flag):
+                ipoib = True
+            elif "defmember".startswith(flag):
+                m = _prefix_of(val, (LIMITED, BOTH, FULL))
+                if m is None:
+                    raise self.err(f"defmember needs full, limited or both, got {val!r}", line)
+                self.defmember = m
+            elif flag == "indx0":
+                indx0 = True
+            else:
+                raise self.err(f"unknown partition flag {flag!r}", line)
+        self.cur = self.partition(name, pkey, line)
+        self.cur.ipoib |= ipoib
+        self.cur.indx0 |= indx0
+        for k, v in flags.items():
+            if k == "scope":
+                self.cur.flags.setdefault("scope", []).extend(v)  # type: ignore[union-attr,arg-type]
+            else:
+                self.cur.flags[k] = v
+
+    def int_flag(self, flag: str, val: str | None, line: int) -> int:
+        try:
+            v = _c_uint(val or "")
+        except ValueError:
+            raise self.err(f"flag {flag!r} needs a number, got {val!r}", line) from None
+        if v > _FLAG_MAX[flag] or (flag == "scope" and v == 0):
+            raise self.err(f"flag {flag}={val} is out of range", line)
+        return v
+
+    def partition(self, name: str, pkey: int, line: int) -> Partition:
+        if pkey == 0:
+            for p in self.parts.values():
+                if name and p.name == name:
+                    return p
+            while True:
+                self.pkey_counter += 1
+                if self.pkey_counter >= DEFAULT_PKEY:
+                    raise self.err("no PKey left to generate", line)
+                if self.pkey_counter not in self.parts:
+                    pkey = self.pkey_counter
+                    break
+        if pkey not in self.parts:
+            self.parts[pkey] = Partition(name=name, pkey=pkey, line=line)
+        return self.parts[pkey]
+
+    # -- members --------------------------------------------------------------
+    def members(self, text: str, line: int) -> None:
+        tokens = text.split(",")
+        for i, tok in enumerate(tokens):
+            name, eq, flag = (s.strip() for s in tok.partition("="))
+            if name == "mgid":
+                # a multicast group takes the rest of the line, flags and all
+                self.cur.mgroups.append(",".join(t.strip() for t in tokens[i:]))  # type: ignore[union-attr]
+                return
+            self.member(name, flag if eq else None, line)
+
+    def member(self, name: str, flag: str | None, line: int) -> None:
+        p = self.cur
+        assert p is not None
+        if not name or "NONE".startswith(name):
+            return
+        membership = self.defmember
+        if flag is not None:
+            membership = _prefix_of(flag, _MEMBERSHIPS)
+            if membership is None:
+                raise self.err(f"membership of {name} must be full, limited or both, got {flag!r}", line)
+        topo = self.topo
+        keyword = _prefix_of(name, _KEYWORDS)
+        if keyword == "SELF":
+            if self.sm_node is None:
+                p.self_membership = _merge(p.self_membership, membership)
+                return
+            nodes = [self.sm_node]
+        elif keyword is not None:
+            nodes = {
+                "ALL": range(topo.n_nodes),
+                "ALL_CAS": topo.hosts,
+                "ALL_SWITCHES": topo.switches,
+                "ALL_ROUTERS": [],
+            }[keyword]
+        else:
+            try:
+                guid = _c_uint(name)
+            except ValueError:
+                raise self.err(f"bad port GUID {name!r}", line) from None
+            if guid == 0 or guid >> 64:
+                raise self.err(f"bad port GUID {name!r}", line)
+            if guid not in self.index:
+                raise self.err(f"port GUID {guid:#018x} is not in the topology", line)
+            nodes = [self.index[guid][0]]
+        for n in nodes:
+            n = int(n)
+            p.members[n] = _merge(p.members.get(n), membership)
+
+    # -- driver ---------------------------------------------------------------
+    def feed(self, text: str) -> list[Partition]:
+        for lineno, raw in enumerate(text.splitlines(), 1):
+            body = raw.split("#", 1)[0]
+            segments = body.split(";")
+            for k, seg in enumerate(segments):
+                closes = k < len(segments) - 1
+                if self.cur is None:
+                    if not seg.strip():
+                        if closes:
+                            raise self.err("';' without a partition definition", lineno)
+                        continue
+                    head, colon, rest = seg.partition(":")
+                    if not colon:
+                        raise self.err(
+                            "no partition definition found: expected 'Name=PKey : members ;'", lineno
+                        )
+                    self.header(head, lineno)
+                    seg = rest
+                self.members(seg, lineno)
+                if closes:
+                    self.cur = None
+        return list(self.parts.values())
+
+
+def parse_partitions_conf(
+    text: str, topo: Topology, *, sm_node: int | None = None, file: str = "<partitions.conf>"
+) -> list[Partition]:
+    """Parse ``partitions.conf`` text; partitions in order of first definition.
+
+    Parameters
+    ----------
+    topo : Topology
+        Member GUIDs are looked up in it (see :mod:`.guids`).
+    sm_node : int, optional
+        Node running the SM, for ``SELF``; unknown, ``SELF`` is kept as
+        ``Partition.self_membership``.
+    """
+    return _Reader(topo, sm_node, file).feed(text)
+
+
+def read_partitions_conf(
+    path: str | Path, topo: Topology, *, sm_node: int | None = None
+) -> list[Partition]:
+    """Read a ``partitions.conf`` file; see :func:`parse_partitions_conf`."""
+    path = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise NetsteerError(f"cannot read partitions file: {e.strerror}", file=path) from None
+    return parse_partitions_conf(text, topo, sm_node=sm_node, file=path)
+
+
+def with_default(parts: list[Partition], topo: Topology, sm_node: int | None = None) -> list[Partition]:
+    """Add the partition OpenSM creates when the file has no 0x7fff rule.
+
+    OpenSM then behaves as if the file said ``Default=0x7fff : ALL=limited, SELF=full;``.
+    """
+    if any(p.pkey == DEFAULT_PKEY for p in parts):
+        return list(parts)
+    d = Partition(name="Default", pkey=DEFAULT_PKEY)
+    d.members = {n: LIMITED for n in range(topo.n_nodes)}
+    if sm_node is None:
+        d.self_membership = FULL
+    else:
+        d.members[sm_node] = FULL
+    return [d, *parts]
+
+
+def can_communicate(parts: list[Partition], topo: Topology) -> np.ndarray:
+    """``[n_hosts, n_hosts]`` bool: may host ``a`` send to host ``b``?
+
+    True when some partition has both as members and one of them full; every host
+    may talk to itself.
+    """
+    n = topo.n_hosts
+    ok = np.eye(n, dtype=bool)
+    for p in parts:
+        full = np.zeros(n, dtype=bool)
+        member = np.zeros(n, dtype=bool)
+        for node, m in p.members.items():
+            h = topo.host_index[node]
+            if h >= 0:
+                member[h] = True
+                full[h] = m != LIMITED
+        ok |= (full[:, None] & member[None, :]) | (member[:, None] & full[None, :])
+    return ok
+
+
+def _flag_text(p: Partition) -> list[str]:
+    out = ["ipoib"] if p.ipoib else []
+    if p.indx0:
+        out.append("indx0")
+    for k in _INT_FLAGS:
+        v = p.flags.get(k)
+        if v is None:
+            continue
+        for x in v if isinstance(v, list) else [v]:
+            out.append(f"{k}={x:#x}" if k == "Q_Key" else f"{k}={x}")
+    return out
+
+
+def format_partitions_conf(parts: list[Partition], topo: Topology) -> str:
+    """``partitions.conf`` text for ``parts``; every member is written by port GUID.
+
+    Raises
+    ------
+    ValueError
+        A name OpenSM would split (whitespace or one of ``,=:;#``), a PKey that
+        is 0 or over 15 bits, or a member without a GUID.
+    """
+    out = ["# partitions.conf written by netsteer"]
+    for p in parts:
+        if p.name and not _NAME_OK.fullmatch(p.name):
+            raise ValueError(f"partition name {p.name!r} cannot be written to partitions.conf")
+        if not 0 < p.pkey <= 0x7FFF:
+            raise ValueError(f"partition {p.name!r}: PKey {p.pkey:#x} is not in 1..0x7fff")
+        head = ",".join([f"{p.name}={p.pkey:#06x}", *_flag_text(p)])
+        items = []
+        if p.self_membership:
+            items.append(f"SELF={p.self_membership}")
+        for node in sorted(p.members):
+            g = endpoint_guid(topo, node)
+            if not g:
+                raise ValueError(f"{topo.node_names[node]} has no GUID")
+            items.append(f"0x{g:016x}={p.members[node]}")
+        lines = [f"{head} :"]
+        lines += [f"    {m}" for m in p.mgroups]  # one per line: an mgid takes its line
+        body = ",\n".join(f"    {i}" for i in items)
+        out.append("\n".join(lines) + ("\n" + body if body else "") + " ;")
+    return "\n".join(out) + "\n"
+
+
+def write_partitions_conf(parts: list[Partition], topo: Topology, path: str | Path) -> None:
+    """Write :func:`format_partitions_conf` output to ``path`` (for ``opensm -P``)."""
+    Path(path).write_text(format_partitions_conf(parts, topo), encoding="utf-8")
