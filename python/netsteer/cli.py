@@ -180,6 +180,11 @@ def _export(t, path: Path) -> None:
         raise NetsteerError("export to .net (ibsim) or .json", field=str(path))
 
 
+from .commands import register_all  # noqa: E402
+
+register_all(app)
+
+
 def main() -> None:
     """Entry point: bad input is one line on stderr and exit code 2, never a traceback."""
     try:

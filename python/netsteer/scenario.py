@@ -128,6 +128,7 @@ class JobModel(_Strict):
 class RoutingModel(_Strict):
     engine: str
     hash: Literal["dst", "src-dst", "flow"] | None = None
+    partitions: str | None = Field(None, description="OpenSM partitions.conf, relative to the scenario file")
 
 
 class SharingModel(_Strict):
@@ -351,7 +352,14 @@ def _routing_factory(topo, model: RoutingModel, file, field):
     """The routing now, and a function that rebuilds it for a changed network."""
     from .routing import accepts_down_links, build_routing
 
-    params = {"hash": model.hash} if model.hash else {}
+    params: dict[str, Any] = {"hash": model.hash} if model.hash else {}
+    if model.partitions is not None:
+        from .drivers.opensm.partitions import read_partitions_conf
+
+        conf = Path(model.partitions)
+        if file is not None and not conf.is_absolute():
+            conf = Path(file).parent / conf
+        params["partitions"] = read_partitions_conf(conf, topo)
     avoids_failures = accepts_down_links(model.engine)
 
     def make(down=frozenset(), circuits=None):
