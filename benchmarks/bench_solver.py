@@ -24,7 +24,7 @@ from netsteer.routing import build_routing  # noqa: E402
 from netsteer.sim import simulate  # noqa: E402
 from netsteer.topology import pgft  # noqa: E402
 from netsteer.traffic import FlowDag  # noqa: E402
-from netsteer.validation.simgrid import fat_tree_platform_xml  # noqa: E402
+from netsteer.validation.simgrid import platform_from_topology  # noqa: E402
 
 from _peers import run_simgrid_flows  # noqa: E402
 
@@ -76,12 +76,12 @@ def peer_bench(flows: int, nbytes: int) -> dict:
     for s, d in zip(src, dst):
         dag.add(int(s), int(d), nbytes)
     res = simulate(topo, routing, dag, sharing="cm02")
-    xml = fat_tree_platform_xml(levels, down, up, par, bandwidth_bps=bw, latency_s=lat * 1e-9)
+    xml = platform_from_topology(topo)
     names = topo.node_names
     sg = run_simgrid_flows(
         xml,
         [(names[topo.host_node(int(s))], names[topo.host_node(int(d))], nbytes) for s, d in zip(src, dst)],
-        ["--cfg=network/model:CM02"],
+        ["--cfg=network/model:CM02", "--cfg=network/crosstraffic:0"],
     )
     ns_make = res.makespan_ns * 1e-9
     return {

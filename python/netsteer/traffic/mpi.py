@@ -1,0 +1,422 @@
+"""MPI jobs: ranks placed on hosts running a program of collectives, sends and compute.
+
+A program is a list of steps, run ``repeat`` times::
+
+    - {op: allreduce, bytes: 16MiB, algorithm: ring}
+    - {op: compute, duration: 1ms}
+    - {op: send, src: 0, dst: 1, bytes: 1MiB}
+    - {op: bcast, bytes: 1MiB, root: 3}
+    - {op: barrier}
+
+Sizes and durations are unit strings (``16MiB``, ``1ms``) parsed by
+:mod:`netsteer.units`. Each collective expands into its algorithm
+(:mod:`netsteer.traffic.collectives`); ``compute`` is a pure delay on every rank.
+
+Every flow is labelled ``"<job>:<op>"`` (``"app:allreduce"``), and
+:func:`build_job` also returns one :class:`OpSpan` per executed step, so a report can
+give the time spent per operation kind and the bandwidth each collective achieved
+(:func:`op_report`).
+
+Examples
+--------
+>>> dag = expand_job(4, "linear", [{"op": "allreduce", "bytes": "4KiB"},
+...                                {"op": "compute", "duration": "1us"}],
+...                  repeat=2, n_hosts=8, job_label="app")
+>>> len(dag), dag.labels
+(56, ['app:allreduce', 'app:compute'])
+"""
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, Sequence, Union
+
+import numpy as np
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter,
+                      ValidationError, model_validator)
+
+from ..errors import NetsteerError
+from ..units import UnitError, parse_duration, parse_size
+from . import collectives as coll
+from .dag import FlowDag
+from .placement import place
+
+
+def _size(value: Any) -> int:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+        raise ValueError(f"size must not be negative, got {value!r}")
+    if isinstance(value, str) and value.strip().startswith("-"):
+        raise ValueError(f"size must not be negative, got {value!r}")
+    try:
+        return parse_size(value)
+    except UnitError as e:
+        raise ValueError(str(e)) from None
+
+
+def _duration(value: Any) -> int:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+        raise ValueError(f"duration must not be negative, got {value!r}")
+    if isinstance(value, str) and value.strip().startswith("-"):
+        raise ValueError(f"duration must not be negative, got {value!r}")
+    try:
+        return parse_duration(value)
+    except UnitError as e:
+        raise ValueError(str(e)) from None
+
+
+Size = Annotated[int, BeforeValidator(_size)]
+"""Bytes, from ``16MiB`` or a bare non-negative integer."""
+Duration = Annotated[int, BeforeValidator(_duration)]
+"""Nanoseconds, from ``1ms``."""
+
+
+class _Step(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Collective(_Step):
+    algorithm: str | None = None
+    elem_bytes: int = Field(1, ge=1, description="element size, for reductions' chunking")
+
+    @model_validator(mode="after")
+    def _known(self):
+        # an "after" validator: ``op`` is declared by the subclasses, after ``algorithm``
+        if self.algorithm is not None:
+            try:
+                name = coll.lookup(self.op, self.algorithm).name
+            except NetsteerError as e:
+                raise ValueError(e.reason) from None
+            object.__setattr__(self, "algorithm", name)
+        return self
+
+
+class RootedStep(_Collective):
+    """``bcast`` and ``reduce`` (``bytes``: the buffer), ``gather`` and ``scatter``
+    (``bytes``: each rank's block)."""
+
+    op: Literal["bcast", "reduce", "gather", "scatter"]
+    bytes: Size
+    root: int = Field(0, ge=0)
+
+
+class UnrootedStep(_Collective):
+    """``allreduce`` (``bytes``: the buffer), ``alltoall`` and ``allgather``
+    (``bytes``: what each rank sends to each peer)."""
+
+    op: Literal["allreduce", "alltoall", "allgather"]
+    bytes: Size
+
+
+class BarrierStep(_Collective):
+    op: Literal["barrier"]
+
+
+class ComputeStep(_Step):
+    """Every rank computes for ``duration``."""
+
+    op: Literal["compute"]
+    duration: Duration
+
+
+class SendStep(_Step):
+    """``MPI_Send`` from rank ``src``, matched by ``MPI_Recv`` at rank ``dst``; the
+    other ranks go on."""
+
+    op: Literal["send"]
+    src: int = Field(ge=0)
+    dst: int = Field(ge=0)
+    bytes: Size
+
+    @model_validator(mode="after")
+    def _distinct(self) -> "SendStep":
+        if self.src == self.dst:
+            raise ValueError(f"send from rank {self.src} to itself")
+        return self
+
+
+Step = Annotated[
+    Union[RootedStep, UnrootedStep, BarrierStep, ComputeStep, SendStep],
+    Field(discriminator="op"),
+]
+_PROGRAM = TypeAdapter(list[Step])
+_TAGS = set(coll.OPS) | {"compute"}
+
+
+class MpiJob(BaseModel):
+    """One MPI job of a scenario (``jobs[]``).
+
+    Examples
+    --------
+    >>> j = MpiJob(name="app", ranks=16, program=[{"op": "barrier"}], repeat=3)
+    >>> j.placement, j.program[0].op
+    ('linear', 'barrier')
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "job"
+    ranks: int = Field(ge=1)
+    placement: Literal["linear", "random"] | list[int] = "linear"
+    seed: int = 0
+    program: list[Step] = Field(min_length=1)
+    repeat: int = Field(1, ge=1)
+    start: Duration = 0
+    traffic_class: int = Field(0, ge=0)
+    priority: int = Field(0, ge=0)
+
+
+@dataclass(frozen=True)
+class OpSpan:
+    """One executed step: flows ``first .. end-1`` of the DAG.
+
+    ``nbytes`` is the MPI size (count semantics); ``ranks`` the job's rank count.
+    """
+
+    job: str
+    iteration: int
+    step: int
+    op: str
+    algorithm: str | None
+    nbytes: int
+    ranks: int
+    first: int
+    end: int
+
+    def shifted(self, offset: int) -> "OpSpan":
+        """The same span after its DAG was appended at ``offset`` (``FlowDag.extend``)."""
+        return OpSpan(self.job, self.iteration, self.step, self.op, self.algorithm,
+                      self.nbytes, self.ranks, self.first + offset, self.end + offset)
+
+
+@dataclass
+class JobExpansion:
+    """What :func:`build_job` returns."""
+
+    dag: FlowDag
+    hosts: list[int]
+    spans: list[OpSpan] = field(default_factory=list)
+    frontier: list[list[int]] = field(default_factory=list)
+
+
+def parse_program(program: Sequence[Any], *, field_prefix: str = "program") -> list:
+    """Validate a program given as dicts; errors name the step and the field.
+
+    >>> parse_program([{"op": "allreduce", "bytes": "-1MiB"}])
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.NetsteerError: program.0.bytes: size must not be negative, got '-1MiB'
+    """
+    if all(isinstance(s, BaseModel) for s in program):
+        return list(program)
+    try:
+        return _PROGRAM.validate_python(list(program))
+    except ValidationError as e:
+        raise validation_error(e, field_prefix) from None
+
+
+def validation_error(e: ValidationError, prefix: str | None = None) -> NetsteerError:
+    """The first error of a pydantic ``ValidationError`` as a :class:`NetsteerError`."""
+    err = e.errors()[0]
+    parts = list(err["loc"])
+    # drop the union's tag that pydantic inserts after a step index (program.0.bcast.root)
+    parts = [x for i, x in enumerate(parts)
+             if not (i > 0 and isinstance(parts[i - 1], int) and x in _TAGS)]
+    loc = ".".join(str(x) for x in parts)
+    where = f"{prefix}.{loc}" if prefix and loc else (prefix or loc)
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    return NetsteerError(msg, field=where or None)
+
+
+def build_job(
+    ranks: int,
+    placement: str | Sequence[int],
+    program: Sequence[Any],
+    repeat: int,
+    n_hosts: int,
+    seed: int = 0,
+    job_label: str = "",
+    *,
+    start_ns: int = 0,
+    traffic_class: int = 0,
+    priority: int = 0,
+    rendezvous: bool = True,
+    envelope_bytes: int = coll.MPI_ENVELOPE_BYTES,
+    dag: FlowDag | None = None,
+) -> JobExpansion:
+    """Place the ranks and expand ``repeat`` iterations of ``program`` into a DAG.
+
+    Parameters are those of :func:`expand_job`; ``dag`` lets several jobs share one
+    DAG (spans then index into it). Every message carries ``envelope_bytes`` on top
+    of its payload, as SMPI's do (see :mod:`netsteer.traffic.collectives`).
+
+    Raises
+    ------
+    NetsteerError
+        Ranks beyond the hosts, an unknown op or algorithm, a negative size, a root
+        or send endpoint beyond the ranks, or an algorithm that does not fit the rank
+        count. ``field`` names the step (``program.2.root``).
+
+    Examples
+    --------
+    >>> x = build_job(8, "linear", [{"op": "bcast", "bytes": "1MiB"}], 2, 8, job_label="j")
+    >>> [(s.iteration, s.op, s.first, s.end) for s in x.spans]
+    [(0, 'bcast', 0, 7), (1, 'bcast', 7, 14)]
+    """
+    steps = parse_program(program)
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise NetsteerError(f"repeat must be a positive integer, got {repeat!r}", field="repeat")
+    try:
+        hosts = place(ranks, placement, n_hosts, seed)
+    except NetsteerError as e:
+        raise e.located(prefix="placement" if not isinstance(placement, str) or
+                        placement not in ("linear", "random") else "ranks") from None
+    dag = dag if dag is not None else FlowDag()
+    out = JobExpansion(dag=dag, hosts=hosts)
+    frontier: list[list[int]] = [[] for _ in range(ranks)]
+    if start_ns:
+        frontier = [[dag.delay(h, start_ns, label=f"{job_label}:start")] for h in hosts]
+    kw = dict(rendezvous=rendezvous, envelope_bytes=envelope_bytes,
+              traffic_class=traffic_class, priority=priority)
+    for it in range(repeat):
+        for i, st in enumerate(steps):
+            first = len(dag)
+            label = f"{job_label}:{st.op}"
+            try:
+                frontier, nbytes, algo = _expand_step(dag, st, hosts, frontier, label, kw)
+            except NetsteerError as e:
+                raise e.located(prefix=f"program.{i}") from None
+            out.spans.append(OpSpan(job_label, it, i, st.op, algo, nbytes, ranks,
+                                    first, len(dag)))
+    out.frontier = frontier
+    return out
+
+
+def _expand_step(dag, st, hosts, frontier, label, kw):
+    p = len(hosts)
+    if st.op == "compute":
+        new = []
+        for r, h in enumerate(hosts):
+            new.append([dag.add(h, h, 0, deps=frontier[r], delay_ns=st.duration, label=label,
+                                traffic_class=kw["traffic_class"], priority=kw["priority"])])
+        return new, 0, None
+    if st.op == "send":
+        for name in ("src", "dst"):
+            if getattr(st, name) >= p:
+                raise NetsteerError(
+                    f"{getattr(st, name)} is not a rank of this {p}-rank job (0..{p - 1})",
+                    field=name,
+                )
+        return coll.point_to_point(dag, hosts, st.src, st.dst, st.bytes, frontier, label,
+                                   **kw), st.bytes, None
+    root = getattr(st, "root", 0)
+    if root >= p:
+        raise NetsteerError(f"root {root} is not a rank of this {p}-rank job (0..{p - 1})",
+                            field="root")
+    nbytes = getattr(st, "bytes", 0)
+    algo = coll.lookup(st.op, st.algorithm)
+    try:
+        front = coll.expand(dag, st.op, algo.name, hosts, nbytes, frontier, label, root=root,
+                            elem_bytes=st.elem_bytes, **kw)
+    except NetsteerError as e:
+        raise e.located(prefix="algorithm") from None
+    return front, nbytes, algo.name
+
+
+def expand_job(
+    ranks: int,
+    placement: str | Sequence[int],
+    program: Sequence[Any],
+    repeat: int,
+    n_hosts: int,
+    seed: int = 0,
+    job_label: str = "",
+    **kw,
+) -> FlowDag:
+    """The flow DAG of one MPI job.
+
+    Parameters
+    ----------
+    ranks : int
+    placement : ``"linear"``, ``"random"`` or list of host indices
+    program : list of step dicts or models
+    repeat : int
+        Iterations of the program; iteration ``i + 1`` starts on each rank when that
+        rank is done with iteration ``i``.
+    n_hosts : int
+        Hosts in the topology.
+    seed : int
+        Seed of random placement.
+    job_label : str
+        Prefix of the flow labels (``"<job>:<op>"``).
+    **kw
+        ``start_ns``, ``traffic_class``, ``priority``, ``rendezvous``,
+        ``envelope_bytes`` (see :func:`build_job`).
+
+    Examples
+    --------
+    >>> dag = expand_job(2, [1, 0], [{"op": "send", "src": 0, "dst": 1, "bytes": "1KiB"}],
+    ...                  repeat=1, n_hosts=2)
+    >>> dag.src, dag.dst, dag.bytes
+    ([1], [0], [1040])
+    """
+    return build_job(ranks, placement, program, repeat, n_hosts, seed, job_label, **kw).dag
+
+
+def expand_mpi_job(job: MpiJob, n_hosts: int, dag: FlowDag | None = None,
+                   **kw) -> JobExpansion:
+    """:func:`build_job` for a validated :class:`MpiJob`."""
+    return build_job(job.ranks, job.placement, job.program, job.repeat, n_hosts, job.seed,
+                     job.name, start_ns=job.start, traffic_class=job.traffic_class,
+                     priority=job.priority, dag=dag, **kw)
+
+
+def release_times(dag: FlowDag, completion_ns: np.ndarray) -> np.ndarray:
+    """When each flow was released: its start time or its last dependency's end."""
+    comp = np.asarray(completion_ns)
+    rel = np.zeros(len(dag), dtype=np.int64)
+    for i, deps in enumerate(dag.deps):
+        t = int(comp[deps].max()) if deps else 0
+        s = dag.start_ns[i]
+        rel[i] = max(t, s) if s is not None else t
+    return rel
+
+
+def op_report(spans: Sequence[OpSpan], dag: FlowDag, completion_ns: np.ndarray) -> dict:
+    """Time per operation kind and bandwidth per collective, per job.
+
+    A step's time runs from the release of its first flow to the end of its last:
+    the wall time of the collective as the slowest rank sees it. The algorithm
+    bandwidth (``algbw``, as in nccl-tests) is the MPI size over that time.
+
+    Returns
+    -------
+    dict
+        ``{job: {"completion_ns", "ops": {op: {"count", "time_ns", "bytes",
+        "algbw_Bps"}}}}``; ``algbw_Bps`` is absent for ``compute`` and ``barrier``.
+
+    Examples
+    --------
+    >>> x = build_job(2, "linear", [{"op": "allreduce", "bytes": 1000}], 1, 2, job_label="a",
+    ...               envelope_bytes=0)
+    >>> op_report(x.spans, x.dag, np.array([1000, 1000, 2000, 2000]))["a"]["ops"]
+    {'allreduce': {'count': 1, 'time_ns': 2000, 'bytes': 1000, 'algbw_Bps': 500000000.0}}
+    """
+    comp = np.asarray(completion_ns, dtype=np.int64)
+    rel = release_times(dag, comp)
+    out: dict = {}
+    for s in spans:
+        job = out.setdefault(s.job, {"completion_ns": 0, "ops": {}})
+        if s.end == s.first:
+            continue
+        t0 = int(rel[s.first:s.end].min())
+        t1 = int(comp[s.first:s.end].max())
+        job["completion_ns"] = max(job["completion_ns"], t1)
+        o = job["ops"].setdefault(s.op, {"count": 0, "time_ns": 0, "bytes": 0})
+        o["count"] += 1
+        o["time_ns"] += t1 - t0
+        o["bytes"] += s.nbytes
+    for job in out.values():
+        for op, o in job["ops"].items():
+            if op not in ("compute", "barrier") and o["time_ns"] > 0:
+                o["algbw_Bps"] = o["bytes"] * 1e9 / o["time_ns"]
+    return out

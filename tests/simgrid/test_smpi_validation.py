@@ -1,0 +1,145 @@
+"""netsteer against SimGrid's SMPI on the same FAT_TREE platforms.
+
+The issue asks for 5%; on these cases the two agree to 0.01% (docs/simgrid-validation.md),
+so the tests hold them to 0.5%: a regression in either the expansion (sizes, order,
+partners) or the engine (sharing, latency) shows up long before 5%.
+"""
+
+import shutil
+
+import numpy as np
+import pytest
+
+from netsteer.errors import NetsteerError
+from netsteer.traffic import collectives as coll
+from netsteer.traffic.dag import FlowDag
+from netsteer.traffic.placement import place
+from netsteer.validation.simgrid import (Case, compare, parse_output, platform_xml,
+                                         run_smpi)
+
+TOLERANCE = 0.005
+
+needs_smpi = pytest.mark.skipif(shutil.which("smpirun") is None,
+                                reason="smpirun not installed (Debian libsimgrid-dev)")
+
+
+def _engine_available() -> bool:
+    try:
+        import netsteer._core  # noqa: F401
+        from netsteer.routing import build_routing  # noqa: F401
+        from netsteer.sim import simulate  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_engine = pytest.mark.skipif(not _engine_available(), reason="netsteer engine not built")
+
+
+def test_platform_is_a_split_duplex_fat_tree_with_free_loopback():
+    xml = platform_xml(2, [16, 16], [1, 4], [1, 1], 10e9, 1000)
+    assert 'topology="FAT_TREE" topo_parameters="2;16,16;1,4;1,1"' in xml
+    assert 'radical="0-255"' in xml
+    assert 'sharing_policy="SPLITDUPLEX"' in xml
+    assert 'bw="10000000000bps" lat="1000ns"' in xml
+    assert 'loopback_lat="0ns"' in xml
+
+
+def test_bench_output_is_parsed():
+    line = "netsteer-bench op=allreduce bytes=64 ranks=4 start=0.5 end=1.25\n"
+    assert parse_output("[0.0] noise\n" + line) == (0.5, 1.25)
+    with pytest.raises(RuntimeError, match="no netsteer-bench line"):
+        parse_output("smpirun said nothing useful")
+
+
+@pytest.mark.simgrid
+@needs_smpi
+def test_smpi_adds_a_16_byte_envelope_to_every_message():
+    # 0 bytes over 2 cables of 1 us at 1 Gbps: 2 us + 16 B * 8 / 1e9 = 2.128 us
+    t = run_smpi("send", 0, 2, levels=2, down=[4, 4], up=[1, 2], bandwidth_bps=1e9,
+                 latency_ns=1000)
+    assert t == pytest.approx(2.128e-6, rel=1e-9)
+    assert coll.MPI_ENVELOPE_BYTES == 16
+
+
+ISSUE_OPS = [
+    ("bcast", "binomial", 4 * 2**20),
+    ("allreduce", "ring", 16 * 2**20),
+    ("allreduce", "recursive_doubling", 4 * 2**20),
+    ("alltoall", "pairwise", 64 * 2**10),
+]
+
+
+@pytest.mark.simgrid
+@needs_smpi
+@needs_engine
+@pytest.mark.parametrize("up", [(1, 16), (1, 4)], ids=["nonblocking", "oversubscribed"])
+@pytest.mark.parametrize("ranks", [64, 256])
+@pytest.mark.parametrize("op,algorithm,nbytes", ISSUE_OPS, ids=[f"{o}-{a}" for o, a, _ in ISSUE_OPS])
+def test_issue_cases_agree_with_smpi(op, algorithm, nbytes, ranks, up):
+    case = Case(op, algorithm, ranks, nbytes, levels=2, down=(16, 16), up=up)
+    [c] = compare([case])
+    print(c.row())
+    assert abs(c.error) < TOLERANCE, c.row()
+
+
+def _random_cases():
+    hosts = place(12, "random", 32, seed=12)
+    for (op, name), algo in coll.REGISTRY.items():
+        n = 2**14 if op in ("alltoall", "allgather", "gather", "scatter") else 12 * 2**14
+        try:
+            coll.expand(FlowDag(), op, name, hosts, n, root=5 if algo.rooted else 0)
+        except NetsteerError:
+            continue  # pairwise and rabenseifner reduce need powers of two
+        yield op, name, n, (5 if algo.rooted else 0)
+
+
+@pytest.mark.simgrid
+@needs_smpi
+@needs_engine
+@pytest.mark.parametrize("op,algorithm,nbytes,root", list(_random_cases()),
+                         ids=lambda v: str(v))
+def test_every_algorithm_agrees_with_smpi_on_random_placement(op, algorithm, nbytes, root):
+    """12 ranks scattered over an oversubscribed 32-host tree: sizes, partners and
+    order of every algorithm, and the CM02 sharing of contended uplinks."""
+    from netsteer.routing import build_routing
+    from netsteer.sim import simulate
+    from netsteer.topology.pgft import pgft
+
+    hosts = place(12, "random", 32, seed=12)
+    smpi = run_smpi(op, nbytes, 12, levels=2, down=[8, 4], up=[1, 2], bandwidth_bps=10e9,
+                    latency_ns=1000, algorithm=algorithm, root=root, hosts=hosts)
+    topo = pgft(2, [8, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)
+    dag = FlowDag()
+    coll.expand(dag, op, algorithm, hosts, nbytes, root=root,
+                envelope_bytes=coll.MPI_ENVELOPE_BYTES)
+    mine = simulate(topo, build_routing(topo, "dmodk"), dag, sharing="cm02").makespan_ns * 1e-9
+    assert mine == pytest.approx(smpi, rel=TOLERANCE)
+    assert np.isfinite(mine) and mine > 0
+
+
+# Under random placement ranks contend for the oversubscribed uplinks. netsteer still
+# matches bcast and the allreduces to 1e-6; contended pairwise alltoall drifts by up
+# to 0.8% (netsteer later on every rank, cause open: docs/simgrid-validation.md).
+RANDOM_TOLERANCE = {"alltoall": 0.02}
+
+
+@pytest.mark.simgrid
+@needs_smpi
+@needs_engine
+@pytest.mark.parametrize("op,algorithm,nbytes", ISSUE_OPS, ids=[f"{o}-{a}" for o, a, _ in ISSUE_OPS])
+def test_issue_cases_with_random_placement_on_the_oversubscribed_tree(op, algorithm, nbytes):
+    from netsteer.routing import build_routing
+    from netsteer.sim import simulate
+    from netsteer.topology.pgft import pgft
+
+    hosts = place(64, "random", 256, seed=1)
+    smpi = run_smpi(op, nbytes, 64, levels=2, down=[16, 16], up=[1, 4], bandwidth_bps=10e9,
+                    latency_ns=1000, algorithm=algorithm, hosts=hosts)
+    topo = pgft(2, [16, 16], [1, 4], link_bandwidth=10e9, link_latency_ns=1000)
+    dag = FlowDag()
+    coll.expand(dag, op, algorithm, hosts, nbytes, envelope_bytes=coll.MPI_ENVELOPE_BYTES)
+    mine = simulate(topo, build_routing(topo, "dmodk"), dag, sharing="cm02").makespan_ns * 1e-9
+    print(f"random {op}/{algorithm}: smpi {smpi * 1e3:.4f} ms netsteer {mine * 1e3:.4f} ms "
+          f"err {(mine - smpi) / smpi * 100:+.4f}%")
+    assert mine == pytest.approx(smpi, rel=RANDOM_TOLERANCE.get(op, TOLERANCE))
