@@ -109,12 +109,16 @@ class JobModel(_Strict):
     name: str
     flows: list[FlowModel] = Field(default_factory=list)
     bulk: list[BulkModel] = Field(default_factory=list)
-    # MPI programs (netsteer.traffic.mpi): ranks placed on hosts running a program
+    # MPI programs (netsteer.traffic.mpi): ranks placed on hosts running a program;
+    # the program's steps are validated by netsteer.traffic.mpi.MpiJob
     ranks: int | None = Field(None, gt=0)
-    placement: Any = None
+    placement: Any = "linear"
     program: list[Any] | None = None
     repeat: int = Field(1, ge=1)
     seed: int = 0
+    start: Duration = 0
+    traffic_class: int = Field(0, alias="class", ge=0)
+    priority: int = Field(0, ge=0, le=255)
 
     @model_validator(mode="after")
     def _has_work(self) -> "JobModel":
@@ -193,6 +197,7 @@ class BuiltScenario:
     job_names: list[str]
     background: np.ndarray
     events: list
+    spans: list  # MPI steps executed (netsteer.traffic.mpi.OpSpan), for per-op reports
     sharing: str
     tcp_gamma: float | None
     sample_interval_ns: int
@@ -324,6 +329,24 @@ def _job_flows(topo, job: JobModel, j: int, dag: FlowDag, file) -> tuple[list[in
     return background, timed
 
 
+def _mpi_job(job: JobModel, j: int, topo: Topology, dag: FlowDag, file) -> list:
+    """Expand an MPI job into ``dag``; returns its executed steps."""
+    from .traffic.mpi import MpiJob, expand_mpi_job, validation_error
+
+    try:
+        mpi = MpiJob(
+            name=job.name, ranks=job.ranks, placement=job.placement, seed=job.seed,
+            program=job.program, repeat=job.repeat, start=job.start,
+            traffic_class=job.traffic_class, priority=job.priority,
+        )
+    except ValidationError as exc:
+        raise validation_error(exc, f"jobs.{j}").located(file) from None
+    try:
+        return expand_mpi_job(mpi, topo.n_hosts, dag=dag).spans
+    except NetsteerError as exc:
+        raise exc.located(file, f"jobs.{j}") from None
+
+
 def _check_acyclic(job: JobModel, first: int, dag: FlowDag, file, base: str) -> None:
     n = len(job.flows)
     indeg = [len(dag.deps[first + i]) for i in range(n)]
@@ -401,17 +424,13 @@ def build_scenario(sc: Scenario) -> BuiltScenario:
     routing, make_routing = _routing_factory(topo, m.routing, file, "routing")
     dag = FlowDag()
     job_of_flow: list[int] = []
+    spans: list = []
     background: list[int] = []
     events: list = []
     for j, job in enumerate(m.jobs):
         before = len(dag)
         if job.program is not None:
-            from .traffic.mpi import expand_job_model
-
-            try:
-                dag.extend(expand_job_model(job, topo.n_hosts))
-            except NetsteerError as exc:
-                raise exc.located(file, f"jobs.{j}") from None
+            spans += _mpi_job(job, j, topo, dag, file)
         bg, timed = _job_flows(topo, job, j, dag, file)
         background += bg
         events += [StopFlows(at, (idx,)) for idx, at in timed]
@@ -452,4 +471,5 @@ def build_scenario(sc: Scenario) -> BuiltScenario:
         sharing=sharing,
         tcp_gamma=float(gamma) if gamma is not None else None,
         sample_interval_ns=int(interval),
+        spans=spans,
     )

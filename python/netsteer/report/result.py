@@ -14,6 +14,11 @@ def job_summaries(built, res) -> list[dict[str, Any]]:
     rel = res.release_ns
     labels = np.asarray(built.dag.label, dtype=np.int64)
     nbytes = np.asarray(built.dag.bytes, dtype=np.float64)
+    mpi_ops = {}
+    if built.spans and (comp >= 0).all():
+        from ..traffic.mpi import op_report
+
+        mpi_ops = op_report(built.spans, built.dag, comp)
     for j, name in enumerate(built.job_names):
         mask = built.job_of_flow == j
         fg = mask & ~built.background
@@ -25,6 +30,16 @@ def job_summaries(built, res) -> list[dict[str, Any]]:
             "flows": int(mask.sum()),
             "bytes": float(np.minimum(nbytes[mask & ~built.background], 1e18).sum()),
         }
+        mpi = mpi_ops.get(name)
+        if mpi is not None:
+            job["operations"] = {
+                op: {k: (v * 1e-9 if k == "time_ns" else v) for k, v in o.items()}
+                for op, o in mpi["ops"].items()
+            }
+            for o in job["operations"].values():
+                o["time_s"] = o.pop("time_ns")
+            out.append(job)
+            continue
         ops = {}
         for lab in np.unique(labels[mask]):
             m = mask & (labels == lab)
