@@ -400,12 +400,13 @@ def _routing_factory(topo, model: RoutingModel, file, field):
 def _auto_interval(topo: Topology, dag: FlowDag) -> int:
     """A sampling interval that gives about 200 samples over the expected run."""
     nic = topo.channel_bandwidth() / 8.0
-    sent = np.bincount(np.asarray(dag.src, dtype=np.int64), weights=np.minimum(dag.bytes, 1e15), minlength=topo.n_hosts)
+    cols = dag.columns()
+    sent = np.bincount(cols.src, weights=np.minimum(cols.bytes, 1e15), minlength=topo.n_hosts)
     host_cap = np.array([nic[topo.out_channel[topo.host_node(h)].max()] for h in range(topo.n_hosts)])
     finite = sent[sent < 1e14]
     guess_s = float((finite / host_cap[: len(finite)]).max()) if len(finite) else 1.0
-    starts = [s for s in dag.start_ns if s is not None]
-    guess_ns = max(1_000.0, guess_s * 1e9 + (max(starts) if starts else 0))
+    starts = cols.start_ns[cols.start_ns >= 0]
+    guess_ns = max(1_000.0, guess_s * 1e9 + (float(starts.max()) if len(starts) else 0.0))
     raw = guess_ns / 200.0
     # keep channels x samples bounded
     raw = max(raw, guess_ns * topo.n_channels / 50_000_000)

@@ -74,6 +74,20 @@ impl FlowSpec {
     }
 }
 
+/// Flows as columns: flow `i` crosses `paths[path_offsets[i]..path_offsets[i+1]]`
+/// and waits for `deps[dep_offsets[i]..dep_offsets[i+1]]`; `start < 0` means none.
+pub struct FlowBatch<'a> {
+    pub bytes: &'a [f64],
+    pub path_offsets: &'a [usize],
+    pub paths: &'a [u32],
+    pub start: &'a [Ns],
+    pub delay: &'a [Ns],
+    pub weight: &'a [f64],
+    pub priority: &'a [u8],
+    pub dep_offsets: &'a [usize],
+    pub deps: &'a [u32],
+}
+
 struct Flow {
     bytes: f64,
     remaining: f64,
@@ -134,6 +148,35 @@ pub struct Stats {
     pub solved_flow_hops: u64,
 }
 
+/// Buffers reused by every solve, so the hot path allocates nothing.
+#[derive(Default)]
+struct Scratch {
+    queue: Vec<u32>,
+    comp_flows: Vec<u32>,
+    offsets: Vec<usize>,
+    chans: Vec<u32>,
+    weight: Vec<f64>,
+    bound: Vec<f64>,
+    prio: Vec<u8>,
+    local: Vec<u32>,
+    rates: Vec<f64>,
+    view_cap: Vec<f64>,
+}
+
+impl Scratch {
+    fn clear(&mut self) {
+        self.queue.clear();
+        self.comp_flows.clear();
+        self.offsets.clear();
+        self.chans.clear();
+        self.weight.clear();
+        self.bound.clear();
+        self.prio.clear();
+        self.local.clear();
+        self.rates.clear();
+    }
+}
+
 pub struct Engine {
     now: Ns,
     model: Box<dyn SharingModel>,
@@ -145,7 +188,11 @@ pub struct Engine {
     paths: Vec<u32>,
     // position of each flow-hop in its channel's list (parallel to `paths`)
     hop_pos: Vec<u32>,
-    succ: Vec<Vec<u32>>,
+    // successors: a CSR range per flow into succ_pool, plus those added by later batches
+    succ_start: Vec<u64>,
+    succ_len: Vec<u32>,
+    succ_pool: Vec<u32>,
+    succ_extra: std::collections::HashMap<u32, Vec<u32>>,
     chan_flows: Vec<Vec<u32>>,
     chan_rate: Vec<f64>,
     chan_bytes: Vec<f64>,
@@ -167,6 +214,7 @@ pub struct Engine {
     stamp_flow: Vec<u64>,
     stamp: u64,
     ws: Workspace,
+    scratch: Scratch,
 }
 
 impl Engine {
@@ -184,7 +232,10 @@ impl Engine {
             flows: vec![],
             paths: vec![],
             hop_pos: vec![],
-            succ: vec![],
+            succ_start: vec![],
+            succ_len: vec![],
+            succ_pool: vec![],
+            succ_extra: Default::default(),
             chan_flows: vec![Vec::new(); n],
             chan_rate: vec![0.0; n],
             chan_bytes: vec![0.0; n],
@@ -204,6 +255,7 @@ impl Engine {
             stamp_flow: vec![],
             stamp: 0,
             ws: Workspace::default(),
+            scratch: Scratch::default(),
         }
     }
 
@@ -239,67 +291,154 @@ impl Engine {
     /// Add flows; returns the id of the first. Dependencies may name flows added in
     /// the same call or before.
     pub fn add_flows(&mut self, specs: &[FlowSpec]) -> Result<usize, EngineError> {
+        let mut path_offsets = vec![0usize];
+        let mut dep_offsets = vec![0usize];
+        let (mut paths, mut deps) = (vec![], vec![]);
+        for s in specs {
+            paths.extend_from_slice(&s.path);
+            path_offsets.push(paths.len());
+            deps.extend_from_slice(&s.deps);
+            dep_offsets.push(deps.len());
+        }
+        let bytes: Vec<f64> = specs.iter().map(|s| s.bytes).collect();
+        let start: Vec<Ns> = specs.iter().map(|s| s.start.unwrap_or(-1)).collect();
+        let delay: Vec<Ns> = specs.iter().map(|s| s.delay).collect();
+        let weight: Vec<f64> = specs.iter().map(|s| s.weight).collect();
+        let priority: Vec<u8> = specs.iter().map(|s| s.priority).collect();
+        self.add_batch(&FlowBatch {
+            bytes: &bytes,
+            path_offsets: &path_offsets,
+            paths: &paths,
+            start: &start,
+            delay: &delay,
+            weight: &weight,
+            priority: &priority,
+            dep_offsets: &dep_offsets,
+            deps: &deps,
+        })
+    }
+
+    /// Add flows given as columns (paths and dependencies in CSR form); returns the
+    /// id of the first. This is the fast way in for millions of flows.
+    pub fn add_batch(&mut self, b: &FlowBatch) -> Result<usize, EngineError> {
         let first = self.flows.len();
-        let total = first + specs.len();
-        for (i, s) in specs.iter().enumerate() {
+        let n = b.bytes.len();
+        let total = first + n;
+        let cols_ok = b.start.len() == n && b.delay.len() == n && b.weight.len() == n && b.priority.len() == n;
+        if !cols_ok || b.path_offsets.len() != n + 1 || b.dep_offsets.len() != n + 1 {
+            return Err(EngineError::BadFlow { flow: first, reason: "flow columns differ in length".into() });
+        }
+        let csr_ok = |o: &[usize], len: usize| o[0] == 0 && o[n] == len && o.windows(2).all(|w| w[0] <= w[1]);
+        if !csr_ok(b.path_offsets, b.paths.len()) || !csr_ok(b.dep_offsets, b.deps.len()) {
+            return Err(EngineError::BadFlow { flow: first, reason: "offsets do not describe the paths or dependencies".into() });
+        }
+        for i in 0..n {
             let id = first + i;
-            if !(s.bytes >= 0.0) || !s.bytes.is_finite() {
-                return Err(EngineError::BadFlow { flow: id, reason: format!("bytes {} is not a finite non-negative number", s.bytes) });
+            if !(b.bytes[i] >= 0.0) || !b.bytes[i].is_finite() {
+                return Err(EngineError::BadFlow { flow: id, reason: format!("bytes {} is not a finite non-negative number", b.bytes[i]) });
             }
-            if !(s.weight > 0.0) || !s.weight.is_finite() {
-                return Err(EngineError::BadFlow { flow: id, reason: format!("weight {} is not positive", s.weight) });
+            if !(b.weight[i] > 0.0) || !b.weight[i].is_finite() {
+                return Err(EngineError::BadFlow { flow: id, reason: format!("weight {} is not positive", b.weight[i]) });
             }
-            if s.delay < 0 || s.start.is_some_and(|t| t < 0) {
-                return Err(EngineError::BadFlow { flow: id, reason: "negative start or delay".into() });
+            if b.delay[i] < 0 {
+                return Err(EngineError::BadFlow { flow: id, reason: "negative delay".into() });
             }
-            for &c in &s.path {
-                if c as usize >= self.capacity.len() {
-                    return Err(EngineError::UnknownChannel { flow: id, channel: c });
-                }
+        }
+        if let Some(k) = b.paths.iter().position(|&c| c as usize >= self.capacity.len()) {
+            let flow = first + b.path_offsets.partition_point(|&o| o <= k) - 1;
+            return Err(EngineError::UnknownChannel { flow, channel: b.paths[k] });
+        }
+        if let Some(k) = b.deps.iter().position(|&d| d as usize >= total) {
+            let flow = first + b.dep_offsets.partition_point(|&o| o <= k) - 1;
+            return Err(EngineError::BadFlow { flow, reason: format!("depends on flow {}, which does not exist", b.deps[k]) });
+        }
+        // successors inside the batch, as CSR; dependencies on earlier flows go apart
+        let mut count = vec![0u32; n];
+        for &d in b.deps {
+            if d as usize >= first {
+                count[d as usize - first] += 1;
             }
-            for &d in &s.deps {
-                if d as usize >= total {
-                    return Err(EngineError::BadFlow { flow: id, reason: format!("depends on flow {d}, which does not exist") });
+        }
+        let pool_base = self.succ_pool.len();
+        let mut fill = Vec::with_capacity(n);
+        let mut acc = pool_base;
+        for &c in &count {
+            fill.push(acc);
+            acc += c as usize;
+        }
+        self.succ_pool.resize(acc, 0);
+        let mut indeg = vec![0u32; n];
+        for i in 0..n {
+            for &d in &b.deps[b.dep_offsets[i]..b.dep_offsets[i + 1]] {
+                if d as usize >= first {
+                    let di = d as usize - first;
+                    self.succ_pool[fill[di]] = (first + i) as u32;
+                    fill[di] += 1;
+                    indeg[i] += 1;
                 }
             }
         }
-        check_acyclic(first, specs, |d| (d as usize) < first)?;
-        for s in specs {
+        // Kahn's algorithm over the batch: a cycle leaves flows with dependencies
+        {
+            let mut left = indeg.clone();
+            let mut stack: Vec<usize> = (0..n).filter(|&i| left[i] == 0).collect();
+            let mut seen = 0;
+            while let Some(i) = stack.pop() {
+                seen += 1;
+                let s0 = fill[i] - count[i] as usize;
+                for k in s0..fill[i] {
+                    let j = self.succ_pool[k] as usize - first;
+                    left[j] -= 1;
+                    if left[j] == 0 {
+                        stack.push(j);
+                    }
+                }
+            }
+            if seen < n {
+                self.succ_pool.truncate(pool_base);
+                let f = (0..n).find(|&i| left[i] > 0).unwrap();
+                return Err(EngineError::Cycle { flow: first + f });
+            }
+        }
+        self.paths.reserve(b.paths.len());
+        self.hop_pos.resize(self.paths.len() + b.paths.len(), 0);
+        for i in 0..n {
             let path_start = self.paths.len();
-            self.paths.extend_from_slice(&s.path);
-            self.hop_pos.extend(std::iter::repeat(0).take(s.path.len()));
-            let start = s.start.unwrap_or(0).max(self.now);
+            let path = &b.paths[b.path_offsets[i]..b.path_offsets[i + 1]];
+            self.paths.extend_from_slice(path);
+            let start = if b.start[i] < 0 { 0 } else { b.start[i] }.max(self.now);
             self.flows.push(Flow {
-                bytes: s.bytes,
-                remaining: s.bytes,
+                bytes: b.bytes[i],
+                remaining: b.bytes[i],
                 rate: 0.0,
                 last: self.now,
                 path_start,
-                path_len: s.path.len(),
-                weight: s.weight,
-                eff_weight: s.weight,
+                path_len: path.len(),
+                weight: b.weight[i],
+                eff_weight: b.weight[i],
                 bound: f64::INFINITY,
-                priority: s.priority,
+                priority: b.priority[i],
                 state: FlowState::Waiting,
-                deps_left: 0,
+                deps_left: indeg[i],
                 start,
-                delay: s.delay,
+                delay: b.delay[i],
                 released_at: -1,
                 done_at: -1,
                 version: 0,
                 background: false,
             });
-            self.succ.push(vec![]);
+            self.succ_start.push((fill[i] - count[i] as usize) as u64);
+            self.succ_len.push(count[i]);
             self.stamp_flow.push(0);
-            self.unfinished += 1;
-            self.foreground_left += 1;
         }
-        for (i, s) in specs.iter().enumerate() {
-            let id = first + i;
-            for &d in &s.deps {
-                if self.flows[d as usize].state != FlowState::Done {
-                    self.succ[d as usize].push(id as u32);
-                    self.flows[id].deps_left += 1;
+        self.unfinished += n;
+        self.foreground_left += n;
+        for i in 0..n {
+            for &d in &b.deps[b.dep_offsets[i]..b.dep_offsets[i + 1]] {
+                let d = d as usize;
+                if d < first && self.flows[d].state != FlowState::Done {
+                    self.succ_extra.entry(d as u32).or_default().push((first + i) as u32);
+                    self.flows[first + i].deps_left += 1;
                 }
             }
         }
@@ -380,13 +519,16 @@ impl Engine {
             self.chan_flows[c as usize].push(f as u32);
             self.mark(c);
         }
-        let view_cap: Vec<f64> = self.path(f).iter().map(|&c| self.base_capacity[c as usize]).collect();
+        let mut view_cap = std::mem::take(&mut self.scratch.view_cap);
+        view_cap.clear();
+        view_cap.extend(self.path(f).iter().map(|&c| self.base_capacity[c as usize]));
         let view = FlowView {
             weight: self.flows[f].weight,
             path_latency_s: self.path_latency(f) as f64 * 1e-9,
             path_capacity: &view_cap,
         };
         let (w, b) = (self.model.weight(&view), self.model.bound(&view));
+        self.scratch.view_cap = view_cap;
         self.flows[f].eff_weight = w;
         self.flows[f].bound = b;
     }
@@ -422,69 +564,65 @@ impl Engine {
         }
         self.stamp += 1;
         let stamp = self.stamp;
-        let mut comp_flows: Vec<u32> = vec![];
-        let mut queue: Vec<u32> = std::mem::take(&mut self.dirty);
-        for &c in &queue {
+        let mut sc = std::mem::take(&mut self.scratch);
+        sc.clear();
+        std::mem::swap(&mut sc.queue, &mut self.dirty);
+        for &c in &sc.queue {
             self.is_dirty[c as usize] = false;
             self.stamp_chan[c as usize] = stamp;
         }
-        while let Some(c) = queue.pop() {
+        while let Some(c) = sc.queue.pop() {
             for i in 0..self.chan_flows[c as usize].len() {
                 let f = self.chan_flows[c as usize][i] as usize;
                 if self.stamp_flow[f] == stamp {
                     continue;
                 }
                 self.stamp_flow[f] = stamp;
-                comp_flows.push(f as u32);
+                sc.comp_flows.push(f as u32);
                 let fl = &self.flows[f];
                 for k in fl.path_start..fl.path_start + fl.path_len {
                     let c2 = self.paths[k];
                     if self.stamp_chan[c2 as usize] != stamp {
                         self.stamp_chan[c2 as usize] = stamp;
-                        queue.push(c2);
+                        sc.queue.push(c2);
                     }
                 }
             }
         }
-        if comp_flows.is_empty() {
+        if sc.comp_flows.is_empty() {
+            self.scratch = sc;
             return;
         }
-        comp_flows.sort_unstable();
+        sc.comp_flows.sort_unstable();
         // local problem over the component
-        let k = comp_flows.len();
-        let mut offsets = Vec::with_capacity(k + 1);
-        let mut chans = Vec::new();
-        let mut weight = Vec::with_capacity(k);
-        let mut bound = Vec::with_capacity(k);
-        let mut prio = Vec::with_capacity(k);
-        offsets.push(0);
-        for &f in &comp_flows {
+        let k = sc.comp_flows.len();
+        sc.offsets.push(0);
+        for &f in &sc.comp_flows {
             let f = f as usize;
-            chans.extend_from_slice(self.path(f));
-            offsets.push(chans.len());
-            weight.push(self.flows[f].eff_weight);
-            bound.push(self.flows[f].bound);
-            prio.push(self.flows[f].priority);
+            let fl = &self.flows[f];
+            sc.chans.extend_from_slice(&self.paths[fl.path_start..fl.path_start + fl.path_len]);
+            sc.offsets.push(sc.chans.len());
+            sc.weight.push(fl.eff_weight);
+            sc.bound.push(fl.bound);
+            sc.prio.push(fl.priority);
         }
+        sc.local.extend(0..k as u32);
+        sc.rates.resize(k, 0.0);
         let problem = Problem {
             capacity: &self.capacity,
-            offsets: &offsets,
-            channels: &chans,
-            weight: &weight,
-            bound: &bound,
-            priority: &prio,
+            offsets: &sc.offsets,
+            channels: &sc.chans,
+            weight: &sc.weight,
+            bound: &sc.bound,
+            priority: &sc.prio,
         };
-        let local: Vec<u32> = (0..k as u32).collect();
-        let mut rates = vec![0.0; k];
-        let mut ws = std::mem::take(&mut self.ws);
-        solve_subset(&problem, &local, &mut rates, &mut ws);
-        self.ws = ws;
+        solve_subset(&problem, &sc.local, &mut sc.rates, &mut self.ws);
         self.stats.solves += 1;
         self.stats.solved_flows += k as u64;
-        self.stats.solved_flow_hops += chans.len() as u64;
-        for (i, &f) in comp_flows.iter().enumerate() {
-            let f = f as usize;
-            let r = rates[i];
+        self.stats.solved_flow_hops += sc.chans.len() as u64;
+        for i in 0..k {
+            let f = sc.comp_flows[i] as usize;
+            let r = sc.rates[i];
             if r == self.flows[f].rate && self.flows[f].version > 0 {
                 continue; // its finish event still stands
             }
@@ -498,6 +636,7 @@ impl Engine {
                 self.push(t, Kind::Finish, f as u32, v);
             }
         }
+        self.scratch = sc;
     }
 
     fn release(&mut self, f: usize) {
@@ -538,15 +677,28 @@ impl Engine {
             let t = self.now;
             self.push(t, Kind::Sample, 0, 0);
         }
-        let succ = std::mem::take(&mut self.succ[f]);
-        for &s in &succ {
-            let s = s as usize;
-            if self.flows[s].state != FlowState::Waiting {
-                continue; // stopped before its dependencies were done
+        let (s0, len) = (self.succ_start[f] as usize, self.succ_len[f] as usize);
+        for k in s0..s0 + len {
+            let s = self.succ_pool[k] as usize;
+            self.dependency_done(s);
+        }
+        if let Some(extra) = self.succ_extra.remove(&(f as u32)) {
+            for s in extra {
+                self.dependency_done(s as usize);
             }
-            self.flows[s].deps_left -= 1;
-            if self.flows[s].deps_left == 0 {
-                let t = self.flows[s].start.max(self.now);
+        }
+    }
+
+    fn dependency_done(&mut self, s: usize) {
+        if self.flows[s].state != FlowState::Waiting {
+            return; // stopped before its dependencies were done
+        }
+        self.flows[s].deps_left -= 1;
+        if self.flows[s].deps_left == 0 {
+            if self.flows[s].start <= self.now {
+                self.release(s); // no need for an event: it is released now
+            } else {
+                let t = self.flows[s].start;
                 self.push(t, Kind::Release, s as u32, 0);
             }
         }
@@ -795,37 +947,4 @@ impl Engine {
     pub fn samples(&self) -> (&[Ns], &[f64]) {
         (&self.sample_times, &self.samples)
     }
-}
-
-/// Kahn's algorithm over the new flows' dependencies; `old(d)` says a dependency
-/// is on a flow added before (which cannot close a cycle).
-fn check_acyclic(first: usize, specs: &[FlowSpec], old: impl Fn(u32) -> bool) -> Result<(), EngineError> {
-    let n = specs.len();
-    let mut indeg = vec![0u32; n];
-    let mut out: Vec<Vec<u32>> = vec![vec![]; n];
-    for (i, s) in specs.iter().enumerate() {
-        for &d in &s.deps {
-            if !old(d) {
-                let di = d as usize - first;
-                out[di].push(i as u32);
-                indeg[i] += 1;
-            }
-        }
-    }
-    let mut stack: Vec<u32> = (0..n as u32).filter(|&i| indeg[i as usize] == 0).collect();
-    let mut seen = 0;
-    while let Some(i) = stack.pop() {
-        seen += 1;
-        for &j in &out[i as usize] {
-            indeg[j as usize] -= 1;
-            if indeg[j as usize] == 0 {
-                stack.push(j);
-            }
-        }
-    }
-    if seen < n {
-        let f = (0..n).find(|&i| indeg[i] > 0).unwrap();
-        return Err(EngineError::Cycle { flow: first + f });
-    }
-    Ok(())
 }

@@ -15,6 +15,6 @@ pub mod solver;
 /// Simulated time, in integer nanoseconds.
 pub type Ns = i64;
 
-pub use engine::{Engine, EngineError, FlowSpec, FlowState};
+pub use engine::{Engine, EngineError, FlowBatch, FlowSpec, FlowState};
 pub use sharing::{Cm02, MaxMin, SharingModel};
 pub use solver::{solve, Problem};

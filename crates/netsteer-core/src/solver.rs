@@ -54,6 +54,7 @@ pub struct Workspace {
     adj: Vec<u32>,
     frozen: Vec<bool>,
     mark: Vec<bool>,
+    heap: BinaryHeap<Key>,
 }
 
 /// Solve `p` and return the rate of every flow (capacity units per second).
@@ -141,7 +142,8 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
         ws.load[c] = 0.0;
         ws.wsum[c] = 0.0;
     }
-    let mut heap: BinaryHeap<Key> = BinaryHeap::with_capacity(ws.touched.len() + 16);
+    let mut heap = std::mem::take(&mut ws.heap);
+    heap.clear();
     for &f in flows {
         let fu = f as usize;
         ws.frozen[fu] = false;
@@ -208,6 +210,7 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
         }
         ws.wsum[c] = 0.0;
     }
+    ws.heap = heap;
 }
 
 #[inline]

@@ -5,7 +5,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use netsteer_core::engine::{FlowSpec, RunStatus};
+use netsteer_core::engine::{FlowBatch, RunStatus};
 use netsteer_core::sharing;
 use netsteer_core::solver::{solve, Problem};
 
@@ -14,6 +14,7 @@ fn err(e: impl std::fmt::Display) -> PyErr {
 }
 
 fn csr<'a>(offsets: &'a [i64], items: &'a [i64], i: usize) -> PyResult<&'a [i64]> {
+    // rows of a CSR pair given from Python, checked before use
     let (a, b) = (offsets[i], offsets[i + 1]);
     if a < 0 || b < a || b as usize > items.len() {
         return Err(err(format!("offsets are not monotone at row {i}")));
@@ -69,27 +70,34 @@ impl Engine {
     ) -> PyResult<usize> {
         let bytes = bytes.as_slice()?;
         let n = bytes.len();
-        let (po, pc) = (path_offsets.as_slice()?, path_channels.as_slice()?);
-        let (start, delay) = (start_ns.as_slice()?, delay_ns.as_slice()?);
-        let (weight, prio) = (weight.as_slice()?, priority.as_slice()?);
-        let (dof, dep) = (dep_offsets.as_slice()?, deps.as_slice()?);
-        if po.len() != n + 1 || dof.len() != n + 1 || start.len() != n || delay.len() != n || weight.len() != n || prio.len() != n {
-            return Err(err("flow columns differ in length"));
+        let to_usize = |xs: &[i64], what: &str| -> PyResult<Vec<usize>> {
+            xs.iter().map(|&x| usize::try_from(x).map_err(|_| err(format!("{what} {x} out of range")))).collect()
+        };
+        let path_offsets = to_usize(path_offsets.as_slice()?, "path offset")?;
+        let dep_offsets = to_usize(dep_offsets.as_slice()?, "dependency offset")?;
+        let paths = to_u32(path_channels.as_slice()?, "channel")?;
+        let deps = to_u32(deps.as_slice()?, "dependency")?;
+        let priority: Vec<u8> = priority
+            .as_slice()?
+            .iter()
+            .map(|&p| u8::try_from(p).map_err(|_| err(format!("priority {p} out of 0..255"))))
+            .collect::<PyResult<_>>()?;
+        if path_offsets.len() != n + 1 || dep_offsets.len() != n + 1 {
+            return Err(err("offsets must have one more entry than flows"));
         }
-        let mut specs = Vec::with_capacity(n);
-        for i in 0..n {
-            let p = u8::try_from(prio[i]).map_err(|_| err(format!("priority {} out of 0..255", prio[i])))?;
-            specs.push(FlowSpec {
-                bytes: bytes[i],
-                path: to_u32(csr(po, pc, i)?, "channel")?,
-                start: if start[i] < 0 { None } else { Some(start[i]) },
-                delay: delay[i],
-                weight: weight[i],
-                priority: p,
-                deps: to_u32(csr(dof, dep, i)?, "dependency")?,
-            });
-        }
-        self.inner.add_flows(&specs).map_err(err)
+        self.inner
+            .add_batch(&FlowBatch {
+                bytes,
+                path_offsets: &path_offsets,
+                paths: &paths,
+                start: start_ns.as_slice()?,
+                delay: delay_ns.as_slice()?,
+                weight: weight.as_slice()?,
+                priority: &priority,
+                dep_offsets: &dep_offsets,
+                deps: &deps,
+            })
+            .map_err(err)
     }
 
     /// Run until ``until_ns`` (None: to the end) or ``max_events``; returns

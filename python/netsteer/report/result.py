@@ -12,13 +12,14 @@ def job_summaries(built, res) -> list[dict[str, Any]]:
     out = []
     comp = res.completion_ns
     rel = res.release_ns
-    labels = np.asarray(built.dag.label, dtype=np.int64)
-    nbytes = np.asarray(built.dag.bytes, dtype=np.float64)
+    cols = built.dag.columns()
+    labels = cols.label
+    nbytes = cols.bytes.astype(np.float64)
     mpi_ops = {}
     if built.spans and (comp >= 0).all():
         from ..traffic.mpi import op_report
 
-        mpi_ops = op_report(built.spans, built.dag, comp)
+        mpi_ops = op_report(built.spans, built.dag, comp, release_ns=rel)
     for j, name in enumerate(built.job_names):
         mask = built.job_of_flow == j
         fg = mask & ~built.background

@@ -11,10 +11,10 @@ Examples
 >>> r = build_routing(t, "minhop")
 >>> r.engine, r.path(0, 1) == build_routing(t, "dmodk").path(0, 1)
 ('minhop', True)
->>> build_routing(t, "updn")
+>>> build_routing(t, "updn")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-netsteer.errors.RoutingError: unknown routing engine 'updn'; known engines: dmodk, ecmp, minhop
+netsteer.errors.RoutingError: unknown routing engine 'updn'; known engines: dmodk, ecmp, ...
 """
 
 from __future__ import annotations
@@ -95,3 +95,11 @@ __all__ = [
     "minhop",
     "register_engine",
 ]
+
+from .ftree import ftree  # noqa: E402
+
+register_engine("ftree", ftree)
+
+from .pftree import pftree  # noqa: E402
+
+register_engine("pftree", pftree)

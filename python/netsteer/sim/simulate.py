@@ -53,10 +53,8 @@ class SimResult:
 
 def dag_paths(topo: Topology, routing: Any, dag: FlowDag, flows: np.ndarray, circuits=None):
     """CSR paths (offsets, channels) of ``flows`` of ``dag`` under ``routing``."""
-    src = np.asarray(dag.src, dtype=np.int64)[flows]
-    dst = np.asarray(dag.dst, dtype=np.int64)[flows]
-    cls = np.asarray(dag.traffic_class, dtype=np.int64)[flows]
-    return routing.paths(src, dst, classes=cls, flow_ids=flows, circuits=circuits)
+    c = dag.columns()
+    return routing.paths(c.src[flows], c.dst[flows], classes=c.traffic_class[flows], flow_ids=flows, circuits=circuits)
 
 
 def simulate(
@@ -187,26 +185,23 @@ def _add_dag(engine: Engine, topo: Topology, routing, dag: FlowDag, circuits: Ci
     n = len(dag)
     if n == 0:
         return
-    for name, col in (("src", dag.src), ("dst", dag.dst)):
-        bad = [h for h in col if not 0 <= h < topo.n_hosts]
-        if bad:
+    c = dag.columns()
+    for name, col in (("src", c.src), ("dst", c.dst)):
+        bad = col[(col < 0) | (col >= topo.n_hosts)]
+        if len(bad):
             raise NetsteerError(f"host {bad[0]} does not exist: {topo.name} has {topo.n_hosts} hosts", field=name)
     offsets, channels = dag_paths(topo, routing, dag, np.arange(n), circuits.as_dict())
-    dep_counts = np.fromiter((len(d) for d in dag.deps), dtype=np.int64, count=n)
-    dep_offsets = np.concatenate([[0], np.cumsum(dep_counts)]).astype(np.int64)
-    deps = np.fromiter((x for d in dag.deps for x in d), dtype=np.int64, count=int(dep_offsets[-1]))
-    start = np.array([-1 if s is None else s for s in dag.start_ns], dtype=np.int64)
     try:
         engine.add_flows(
-            np.asarray(dag.bytes, dtype=np.float64),
+            c.bytes.astype(np.float64),
             np.asarray(offsets, dtype=np.int64),
             np.asarray(channels, dtype=np.int64),
-            start,
-            np.asarray(dag.delay_ns, dtype=np.int64),
-            np.asarray(dag.weight, dtype=np.float64),
-            np.asarray(dag.priority, dtype=np.int64),
-            dep_offsets,
-            deps,
+            c.start_ns,
+            c.delay_ns,
+            c.weight,
+            c.priority,
+            c.dep_offsets,
+            c.deps,
         )
     except ValueError as exc:
         raise NetsteerError(str(exc), field="flows") from None

@@ -138,7 +138,6 @@ def run_programs(
     front = [list(f) for f in frontier] if frontier is not None else [[] for _ in range(n)]
     if len(front) != n:
         raise ValueError(f"frontier has {len(front)} ranks, programs have {n}")
-    lid = dag.label_id(label)
     pc = [0] * n  # next operation of each rank
     posted_front: list[list[int]] = [[] for _ in range(n)]  # frontier when current op posted
     outstanding = [0] * n  # messages of the current op still unmatched
@@ -161,18 +160,8 @@ def run_programs(
             rfront = rq.popleft()
             s, d = key
             deps = sfront + [x for x in rfront if x not in sfront] if rendezvous else sfront
-            f = len(dag.src)
-            # append columns directly: this is the hot loop of large expansions
-            dag.src.append(hosts[s])
-            dag.dst.append(hosts[d])
-            dag.bytes.append(int(nbytes) + envelope_bytes)
-            dag.start_ns.append(None)
-            dag.delay_ns.append(0)
-            dag.deps.append(list(deps))
-            dag.weight.append(1.0)
-            dag.traffic_class.append(traffic_class)
-            dag.priority.append(priority)
-            dag.label.append(lid)
+            f = dag.add(hosts[s], hosts[d], int(nbytes) + envelope_bytes, deps=deps,
+                        traffic_class=traffic_class, priority=priority, label=label)
             for r in (s, d):
                 done_flows[r].append(f)
                 outstanding[r] -= 1
@@ -278,14 +267,14 @@ def run_steps(
         raise ValueError("a step is not a permutation of the ranks")
     base = len(dag)
     hosts_arr = np.asarray(hosts, dtype=np.int64)[:p]
-    lid = dag.label_id(label)
-
     # step 0 waits on the given frontier
-    deps: list[list[int]] = []
+    first_deps: list[list[int]] = []
     for r in range(p):
         d = int(dst[0, r])
         fs = front[r]
-        deps.append(fs + [x for x in front[d] if x not in fs] if rendezvous else list(fs))
+        first_deps.append(fs + [x for x in front[d] if x not in fs] if rendezvous else list(fs))
+    counts = [np.fromiter(map(len, first_deps), dtype=np.int64, count=p)]
+    flat = [np.fromiter((x for ds in first_deps for x in ds), dtype=np.int64, count=int(counts[0].sum()))]
     if k > 1:
         # later steps wait on the flows each end sent and received one step before
         prev = base + (np.arange(k - 1)[:, None] * p)  # (k-1, 1)
@@ -296,27 +285,24 @@ def run_steps(
             cols += [prev + d_, prev + src[:-1][np.arange(k - 1)[:, None], d_]]
         cand = np.stack(cols, axis=-1).reshape(-1, len(cols))
         cand.sort(axis=1)
-        dup = np.zeros_like(cand, dtype=bool)
-        dup[:, 1:] = cand[:, 1:] == cand[:, :-1]
-        per_row = dup.sum(axis=1)
-        if (per_row == per_row[0]).all():
-            # the usual case (ring, pairwise): as many duplicates in every row
-            deps += cand[~dup].reshape(len(cand), -1).tolist()
-        else:
-            deps += [[x for x, z in zip(row, zr) if not z]
-                     for row, zr in zip(cand.tolist(), dup.tolist())]
+        keep = np.ones_like(cand, dtype=bool)
+        keep[:, 1:] = cand[:, 1:] != cand[:, :-1]
+        counts.append(keep.sum(axis=1))
+        flat.append(cand[keep])  # row-major: each row's distinct deps, in order
 
     n = k * p
-    dag.src += hosts_arr[np.broadcast_to(ranks, (k, p))].reshape(-1).tolist()
-    dag.dst += hosts_arr[dst].reshape(-1).tolist()
-    dag.bytes += (nb.reshape(-1) + envelope_bytes).tolist()
-    dag.start_ns += [None] * n
-    dag.delay_ns += [0] * n
-    dag.deps += deps
-    dag.weight += [1.0] * n
-    dag.traffic_class += [int(traffic_class)] * n
-    dag.priority += [int(priority)] * n
-    dag.label += [lid] * n
+    dep_counts = np.concatenate(counts)
+    dag.add_block(
+        hosts_arr[np.broadcast_to(ranks, (k, p))].reshape(-1),
+        hosts_arr[dst].reshape(-1),
+        nb.reshape(-1) + envelope_bytes,
+        dep_offsets=np.concatenate([[0], np.cumsum(dep_counts)]),
+        deps=np.concatenate(flat),
+        traffic_class=int(traffic_class),
+        priority=int(priority),
+        label=label,
+    )
+    assert len(dag) == base + n
     last = base + (k - 1) * p
     return [[last + r, last + int(src[-1, r])] for r in range(p)]
 

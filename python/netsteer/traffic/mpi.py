@@ -371,17 +371,25 @@ def expand_mpi_job(job: MpiJob, n_hosts: int, dag: FlowDag | None = None,
 
 
 def release_times(dag: FlowDag, completion_ns: np.ndarray) -> np.ndarray:
-    """When each flow was released: its start time or its last dependency's end."""
-    comp = np.asarray(completion_ns)
+    """When each flow was released: its start time or its last dependency's end.
+
+    >>> d = FlowDag(); a = d.add(0, 1, 8); b = d.add(1, 0, 8, deps=[a]); c = d.add(0, 0, 0, start_ns=5)
+    >>> release_times(d, np.array([10, 20, 5])).tolist()
+    [0, 10, 5]
+    """
+    comp = np.asarray(completion_ns, dtype=np.int64)
+    c = dag.columns()
     rel = np.zeros(len(dag), dtype=np.int64)
-    for i, deps in enumerate(dag.deps):
-        t = int(comp[deps].max()) if deps else 0
-        s = dag.start_ns[i]
-        rel[i] = max(t, s) if s is not None else t
-    return rel
+    counts = np.diff(c.dep_offsets)
+    has = counts > 0
+    if has.any():
+        # max over each non-empty CSR segment of the dependencies' completions
+        rel[has] = np.maximum.reduceat(comp[c.deps], c.dep_offsets[:-1][has])
+    return np.maximum(rel, c.start_ns)
 
 
-def op_report(spans: Sequence[OpSpan], dag: FlowDag, completion_ns: np.ndarray) -> dict:
+def op_report(spans: Sequence[OpSpan], dag: FlowDag, completion_ns: np.ndarray,
+              release_ns: np.ndarray | None = None) -> dict:
     """Time per operation kind and bandwidth per collective, per job.
 
     A step's time runs from the release of its first flow to the end of its last:
@@ -402,7 +410,7 @@ def op_report(spans: Sequence[OpSpan], dag: FlowDag, completion_ns: np.ndarray) 
     {'allreduce': {'count': 1, 'time_ns': 2000, 'bytes': 1000, 'algbw_Bps': 500000000.0}}
     """
     comp = np.asarray(completion_ns, dtype=np.int64)
-    rel = release_times(dag, comp)
+    rel = release_times(dag, comp) if release_ns is None else np.asarray(release_ns, dtype=np.int64)
     out: dict = {}
     for s in spans:
         job = out.setdefault(s.job, {"completion_ns": 0, "ops": {}})
