@@ -392,7 +392,9 @@ def _routing_factory(topo, model: RoutingModel, file, field):
         return build_routing(topo, model.engine, circuits=circuits, **kwargs)
 
     try:
-        return make(), make
+        routing = make()
+        routing.check()  # complete and loop-free, before anything runs on it
+        return routing, make
     except NetsteerError as exc:
         raise exc.located(file, field) from None
 
