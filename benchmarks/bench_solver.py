@@ -102,7 +102,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--flows", type=int, default=100_000)
     ap.add_argument("--repeats", type=int, default=7)
-    ap.add_argument("--peer-flows", type=int, default=4_000)
+    ap.add_argument("--peer-flows", type=int, default=20_000)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     out = {
