@@ -14,6 +14,7 @@ from rich.table import Table
 
 from . import __version__
 from .errors import NetsteerError
+from .units import format_bandwidth
 
 app = typer.Typer(
     help="netsteer: an application-aware control plane for reconfigurable HPC interconnects.",
@@ -127,6 +128,20 @@ def _print_result(result: dict) -> None:
         comp = "not done" if j["completion_s"] is None else f"{j['completion_s']:.6f}"
         t.add_row(j["name"], str(j["flows"]), f"{j['bytes']:.4g}", comp)
     out_console.print(t)
+    ops = Table(title="time per operation")
+    for col in ("job", "operation", "count", "time (s)", "bandwidth"):
+        ops.add_column(col, justify="left" if col in ("job", "operation") else "right")
+    for j in result["jobs"]:
+        for name, o in j.get("operations", {}).items():
+            t_s = o.get("time_s", o.get("span_s"))
+            bw = o.get("algbw_Bps")
+            ops.add_row(
+                j["name"], name, str(o.get("count", o.get("flows", ""))),
+                "" if t_s is None else f"{t_s:.6f}",
+                "" if bw is None else format_bandwidth(8 * bw),
+            )
+    if ops.row_count:
+        out_console.print(ops)
     out_console.print(f"makespan {result['makespan_s']:.6f} s   simulated in {result['wall_s']:.3f} s wall")
     for e in result["events"]:
         out_console.print(f"  event {e}")

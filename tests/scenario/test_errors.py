@@ -68,7 +68,7 @@ def test_bad_input_names_field_and_reason(old, new, field, words):
 def test_dependency_cycle_is_named():
     text = GOOD.replace(
         "- {src: 0, dst: 5, bytes: 1MiB}",
-        "- {id: a, src: 0, dst: 5, bytes: 1MiB, after: [b]}\n          - {id: b, src: 5, dst: 0, bytes: 1MiB, after: [a]}",
+        "- {id: a, src: 0, dst: 5, bytes: 1MiB, after: [b]}\n      - {id: b, src: 5, dst: 0, bytes: 1MiB, after: [a]}",
     )
     err = error_of(text)
     assert "cycle" in err.reason and err.field.startswith("jobs.0.flows.")
