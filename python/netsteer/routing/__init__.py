@@ -95,11 +95,3 @@ __all__ = [
     "minhop",
     "register_engine",
 ]
-
-from .ftree import ftree  # noqa: E402
-
-register_engine("ftree", ftree)
-
-from .pftree import pftree  # noqa: E402
-
-register_engine("pftree", pftree)
