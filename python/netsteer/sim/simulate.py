@@ -110,6 +110,8 @@ def simulate(
         engine.set_sample_interval(int(sample_interval_ns))
 
     t0 = time.perf_counter()
+    if progress is not None:
+        progress(0, n, 0)
     _add_dag(engine, topo, routing, dag, circuits)
     down: set[int] = set()
     applied: list[str] = []
