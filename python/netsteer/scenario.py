@@ -25,51 +25,19 @@ Examples
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import NetsteerError
+from .schema import Duration, Size
 from .topology.model import Topology
 from .traffic.dag import FlowDag
-from .units import UnitError, parse_duration, parse_size
 
-
-MAX_BYTES = 2**60
-
-
-def _size(v: Any) -> int:
-    if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
-        raise ValueError(f"size must not be negative, got {v}")
-    if isinstance(v, str) and v.strip().startswith("-"):
-        raise ValueError(f"size must not be negative, got {v!r}")
-    if isinstance(v, float) and not math.isfinite(v):
-        raise ValueError(f"size must be a finite number of bytes, got {v}")
-    try:
-        n = parse_size(v)
-    except (UnitError, OverflowError) as exc:
-        raise ValueError(str(exc)) from None
-    if n > MAX_BYTES:
-        raise ValueError(f"size {v!r} is larger than the {MAX_BYTES} bytes (1 EiB) a flow may carry")
-    return n
-
-
-def _duration(v: Any) -> int:
-    if isinstance(v, str) and v.strip().startswith("-"):
-        raise ValueError(f"duration must not be negative, got {v!r}")
-    try:
-        return parse_duration(v)
-    except UnitError as exc:
-        raise ValueError(str(exc)) from None
-
-
-Size = Annotated[int, BeforeValidator(_size)]
-Duration = Annotated[int, BeforeValidator(_duration)]
 HostRef = int | str
 
 

@@ -36,12 +36,7 @@ def plot_link_throughput(path: str | Path, topo, times_ns, cum_bytes, *, top: in
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.set_title(title or "Port throughput", fontsize=10)
-    fig.tight_layout()
-    tmp = atomic_path(path).with_suffix(".png")
-    fig.savefig(tmp)
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return _save(fig, path)
 
 
 def plot_job_completion(path: str | Path, jobs: list[dict], *, title: str = "") -> Path:
@@ -54,6 +49,11 @@ def plot_job_completion(path: str | Path, jobs: list[dict], *, title: str = "") 
     ax.set_ylabel("Completion time (s)")
     ax.set_title(title or "Job completion", fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def _save(fig, path: Path) -> Path:
+    """Write ``fig`` as PNG atomically and release it."""
     fig.tight_layout()
     tmp = atomic_path(path).with_suffix(".png")
     fig.savefig(tmp)

@@ -30,42 +30,15 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Sequence, Union
 
 import numpy as np
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter,
-                      ValidationError, model_validator)
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from ..errors import NetsteerError
-from ..units import UnitError, parse_duration, parse_size
+from ..schema import Duration, Size
 from . import collectives as coll
 from .dag import FlowDag
 from .placement import place
 
 
-def _size(value: Any) -> int:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
-        raise ValueError(f"size must not be negative, got {value!r}")
-    if isinstance(value, str) and value.strip().startswith("-"):
-        raise ValueError(f"size must not be negative, got {value!r}")
-    try:
-        return parse_size(value)
-    except UnitError as e:
-        raise ValueError(str(e)) from None
-
-
-def _duration(value: Any) -> int:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
-        raise ValueError(f"duration must not be negative, got {value!r}")
-    if isinstance(value, str) and value.strip().startswith("-"):
-        raise ValueError(f"duration must not be negative, got {value!r}")
-    try:
-        return parse_duration(value)
-    except UnitError as e:
-        raise ValueError(str(e)) from None
-
-
-Size = Annotated[int, BeforeValidator(_size)]
-"""Bytes, from ``16MiB`` or a bare non-negative integer."""
-Duration = Annotated[int, BeforeValidator(_duration)]
-"""Nanoseconds, from ``1ms``."""
 
 
 class _Step(BaseModel):
