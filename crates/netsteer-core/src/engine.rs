@@ -10,9 +10,7 @@
 //! The network may change between events: channels go down (capacity 0, their flows
 //! stall) or come back, capacities change, and flows in flight are re-routed.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
+use crate::queue::EventQueue;
 use crate::sharing::{FlowView, SharingModel};
 use crate::solver::{solve_subset, Problem, Workspace};
 use crate::Ns;
@@ -117,10 +115,9 @@ enum Kind {
     Finish = 3,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// An event; its time is its bucket's in the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Event {
-    time: Ns,
-    seq: u64,
     kind: Kind,
     id: u32,
     version: u32,
@@ -197,8 +194,7 @@ pub struct Engine {
     chan_rate: Vec<f64>,
     chan_bytes: Vec<f64>,
     chan_last: Vec<Ns>,
-    events: BinaryHeap<Reverse<Event>>,
-    seq: u64,
+    events: EventQueue<Event>,
     dirty: Vec<u32>,
     is_dirty: Vec<bool>,
     unfinished: usize,
@@ -240,8 +236,7 @@ impl Engine {
             chan_rate: vec![0.0; n],
             chan_bytes: vec![0.0; n],
             chan_last: vec![0; n],
-            events: BinaryHeap::new(),
-            seq: 0,
+            events: EventQueue::default(),
             dirty: vec![],
             is_dirty: vec![false; n],
             unfinished: 0,
@@ -457,8 +452,7 @@ impl Engine {
     }
 
     fn push(&mut self, time: Ns, kind: Kind, id: u32, version: u32) {
-        self.seq += 1;
-        self.events.push(Reverse(Event { time, seq: self.seq, kind, id, version }));
+        self.events.push(time, Event { kind, id, version });
     }
 
     fn path(&self, f: usize) -> &[u32] {
@@ -756,14 +750,13 @@ impl Engine {
         let mut handled = 0u64;
         loop {
             self.resolve();
-            // drop stale finish events
-            while let Some(Reverse(ev)) = self.events.peek() {
-                if self.is_live(ev) {
-                    break;
-                }
-                self.events.pop();
+            if self.unfinished == 0 {
+                // only samples and stale events can be left; none after now matters
+                self.events.truncate_after(self.now);
+                self.sample_scheduled = !self.events.is_empty() && self.sample_scheduled;
             }
-            let Some(Reverse(top)) = self.events.peek().copied() else {
+            let Some(t) = self.events.first_time() else {
+                self.sample_scheduled = false;
                 if self.unfinished == 0 {
                     return RunStatus::Done;
                 }
@@ -774,29 +767,25 @@ impl Engine {
                 self.now = until.max(self.now);
                 return RunStatus::Until;
             };
-            if self.unfinished == 0 && top.kind == Kind::Sample && top.time > self.now {
-                self.events.pop();
-                self.sample_scheduled = false;
-                continue;
-            }
-            if top.time > until {
+            if t > until {
                 self.now = until.max(self.now);
                 return RunStatus::Until;
             }
             if handled >= max_events {
                 return RunStatus::Budget;
             }
-            self.now = top.time;
-            // every event at this instant, then one solve
-            while let Some(Reverse(ev)) = self.events.peek().copied() {
-                if ev.time != self.now {
-                    break;
+            // every event at this instant, including those it schedules for the same
+            // instant, then one solve
+            while self.events.first_time() == Some(t) {
+                let (_, batch) = self.events.pop_instant().expect("instant just seen");
+                for ev in &batch {
+                    if self.is_live(ev) {
+                        self.now = t; // only a live event moves the clock
+                        self.handle(*ev);
+                        handled += 1;
+                    }
                 }
-                self.events.pop();
-                if self.is_live(&ev) {
-                    self.handle(ev);
-                    handled += 1;
-                }
+                self.events.recycle(batch);
             }
         }
     }

@@ -150,11 +150,15 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
         rates[fu] = 0.0;
         let w = p.weight[fu];
         let path = &p.channels[p.offsets[fu]..p.offsets[fu + 1]];
+        let mut tightest = f64::INFINITY;
         for &c in path {
             ws.adj_end[c as usize] += 1;
             ws.wsum[c as usize] += w;
+            tightest = tightest.min(ws.residual[c as usize]);
         }
-        if p.bound[fu].is_finite() {
+        // a bound above what the path can carry never binds (CM02's TCP window
+        // usually is): leaving it out of the heap saves a push and a pop
+        if p.bound[fu].is_finite() && p.bound[fu] < tightest {
             heap.push(Key(p.bound[fu] / w, f, true));
         } else if path.is_empty() {
             // crosses nothing and has no bound: unconstrained
