@@ -26,7 +26,9 @@ from ..errors import RoutingError
 from ..topology.model import Topology
 from .dmodk import dmodk
 from .ecmp import ecmp
+from .ftree import ftree
 from .minhop import minhop
+from .pftree import pftree
 from .table import HASHES, Routing, flow_hash
 
 ENGINES: dict[str, Callable[..., Routing]] = {}
@@ -82,6 +84,8 @@ def accepts_down_links(engine: str) -> bool:
 register_engine("dmodk", dmodk)
 register_engine("minhop", minhop)
 register_engine("ecmp", ecmp)
+register_engine("ftree", ftree)
+register_engine("pftree", pftree)
 
 __all__ = [
     "ENGINES",
@@ -92,6 +96,9 @@ __all__ = [
     "dmodk",
     "ecmp",
     "flow_hash",
+    "ftree",
     "minhop",
+    "pftree",
     "register_engine",
 ]
+

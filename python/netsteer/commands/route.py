@@ -1,0 +1,244 @@
+"""``netsteer route``, ``netsteer route-eval`` and ``netsteer reproduce pftree``.
+
+``route`` computes tables for a fabric (ibnetdiscover output, ibsim net file, a
+spec) and writes them in OpenSM's LFT dump format, which ``opensm -R file -U``
+loads unchanged; every table set is checked first (complete, loop-free,
+deadlock-free per VL). ``route-eval`` reads any dump (OpenSM's own too) and
+reports link loads, max-min throughput and effective bisection bandwidth.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import NetsteerError
+
+err_console = Console(stderr=True)
+out_console = Console()
+
+reproduce_app = typer.Typer(help="Reproduce a source document's evaluation from the model.", no_args_is_help=True)
+
+
+@contextmanager
+def progress_bar(label: str, total: int, enabled: bool = True):
+    """A rich progress bar on stderr (only on a terminal); yields ``advance(n)``."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    if not (enabled and err_console.is_terminal):
+        yield lambda n=1: None
+        return
+    prog = Progress(TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=err_console, transient=True)
+    task = prog.add_task(label, total=max(total, 1))
+    with prog:
+        yield lambda n=1: prog.advance(task, n)
+
+
+def load_topology(spec: str):
+    """The topology of ``--topology`` (file or inline spec); errors name the file."""
+    from ..topology.spec import parse_topo_arg
+
+    return parse_topo_arg(spec)
+
+
+def with_guids(topo):
+    """``topo`` itself when it has GUIDs; else the same fabric as ibsim would number it
+    (``netsteer topo --export x.net``), so that its tables can be written as a dump."""
+    if int(topo.node_guid.max(initial=0)) != 0:
+        return topo
+    import tempfile
+
+    from ..topology.ibsim_net import read_ibsim_net, write_ibsim_net
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "fabric.net"
+        write_ibsim_net(topo, p)
+        out = read_ibsim_net(p)
+    out.meta = {**out.meta, **topo.meta}  # same nodes in the same order: keep the generator's labels
+    return out
+
+
+def route_topology(topo, engine: str, parts, *, topology_file: str | None = None, vls: int = 8):
+    """Build the routing, passing partitions to engines that take them."""
+    import inspect
+
+    from ..routing import ENGINES, build_routing
+
+    if engine not in ENGINES:
+        raise NetsteerError(f"unknown routing engine {engine!r}; known engines: {', '.join(sorted(ENGINES))}",
+                            field="--engine")
+    params = {}
+    sig = inspect.signature(ENGINES[engine]).parameters
+    if parts is not None and "partitions" in sig:
+        params["partitions"] = parts
+    if "vls" in sig:
+        params["vls"] = vls
+    try:
+        r = build_routing(topo, engine, **params)
+    except NetsteerError as exc:
+        raise exc.located(topology_file) from None
+    if parts is not None and not getattr(r, "partitions", None):
+        r.partitions = list(parts)
+    return r
+
+
+def check_all(routing, advance=lambda n=1: None) -> None:
+    """Completeness and loops (:meth:`Routing.check`), then deadlock freedom per VL."""
+    from ..routing.deadlock import check_deadlock
+
+    routing.check()
+    check_deadlock(routing, progress=advance)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("route")(route)
+    app.command("route-eval")(route_eval)
+    reproduce_app.command("pftree")(reproduce_pftree)
+    app.add_typer(reproduce_app, name="reproduce")
+
+
+def route(
+    topology: str = typer.Option(..., "--topology", "-t", help="ibnetdiscover output, ibsim net file, spec file or inline spec."),
+    engine: str = typer.Option(..., "--engine", "-e", help="minhop, dmodk, ftree or pftree (any registered engine)."),
+    out: Path = typer.Option(..., "--out", "-o", help="LFT dump to write (opensm -R file -U loads it)."),
+    partitions: Optional[Path] = typer.Option(None, "--partitions", "-p", help="OpenSM partitions.conf."),
+    vls: int = typer.Option(8, "--vls", help="Data VLs pftree may give partitions that share links."),
+    sl_out: Optional[Path] = typer.Option(None, "--sl-out", help="Write partitions.conf with pftree's sl= per partition."),
+    qos_out: Optional[Path] = typer.Option(None, "--qos-out", help="Write opensm.conf QoS lines (SL i on VL i)."),
+    check: bool = typer.Option(True, "--check/--no-check", help="Check completeness, loops and deadlock first."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+) -> None:
+    """Route a fabric and write OpenSM's LFT dump format."""
+    import time
+
+    from ..drivers.opensm.lft_dump import format_lft_dump
+    from ..drivers.opensm.lids import opensm_lids
+    from ..drivers.opensm.partitions import read_partitions_conf, write_partitions_conf
+    from ..report.atomic import atomic_write
+
+    topo = with_guids(load_topology(topology))
+    parts = read_partitions_conf(partitions, topo) if partitions is not None else None
+    t0 = time.perf_counter()
+    r = route_topology(topo, engine, parts, topology_file=topology, vls=vls)
+    route_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    if check:
+        with progress_bar("checking", topo.n_hosts) as adv:
+            check_all(r, lambda n=1: adv(n))
+    check_s = time.perf_counter() - t0
+    try:
+        # ibsim attaches the SM to the first node of the net file (node 0 here)
+        lids = opensm_lids(topo, sm_node=0)
+    except ValueError as exc:
+        raise NetsteerError(str(exc), file=topology) from None
+    text = format_lft_dump(topo, r.lft, lids)
+    with atomic_write(out) as f:
+        f.write(text)
+    sl = getattr(r, "partition_sl", None)
+    files = [str(out)]
+    if sl_out is not None:
+        if parts is None or sl is None:
+            raise NetsteerError("--sl-out needs --partitions and an engine that assigns SLs (pftree)",
+                                field="--sl-out")
+        from ..routing.pftree import partitions_with_sl
+
+        write_partitions_conf(partitions_with_sl(parts, sl), topo, sl_out)
+        files.append(str(sl_out))
+    if qos_out is not None:
+        from ..routing.pftree import opensm_qos_conf
+
+        qos_out.write_text(opensm_qos_conf(getattr(r, "vls", vls)))
+        files.append(str(qos_out))
+    info = {
+        "engine": r.engine,
+        "topology": topo.name,
+        "hosts": topo.n_hosts,
+        "switches": topo.n_switches,
+        "checked": check,
+        "route_s": round(route_s, 3),
+        "check_s": round(check_s, 3),
+        "partition_sl": {f"{k:#06x}": v for k, v in (sl or {}).items()},
+        "files": files,
+    }
+    if as_json:
+        typer.echo(json.dumps(info))
+        return
+    t = Table(title=f"{r.engine} on {topo.name}", show_header=False)
+    for k, v in info.items():
+        t.add_row(k, str(v))
+    out_console.print(t)
+
+
+def route_eval(
+    topology: str = typer.Option(..., "--topology", "-t", help="The fabric the dump is for."),
+    lfts: Path = typer.Option(..., "--lfts", "-l", help="LFT dump (opensm-lfts.dump, netsteer route, ibroute)."),
+    pattern: str = typer.Option("bisect", "--pattern", help="all-to-all, shift, bisect, random-ring, gather, scatter, partition-local."),
+    partitions: Optional[Path] = typer.Option(None, "--partitions", "-p", help="OpenSM partitions.conf."),
+    seeds: int = typer.Option(10, "--seeds", help="Phases of random patterns and bisections for the EBB."),
+    vl_model: str = typer.Option("shared", "--vl-model", help="shared (plain max-min) or split (VLs share links evenly)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+) -> None:
+    """Evaluate a table set: link loads, throughput, effective bisection bandwidth."""
+    from ..drivers.opensm.lft_dump import read_lft_tables
+    from ..drivers.opensm.partitions import read_partitions_conf
+    from ..routing.evaluate import PATTERNS, evaluate
+    from ..routing.table import Routing
+
+    if pattern not in PATTERNS:
+        raise NetsteerError(f"unknown pattern {pattern!r}; use one of {', '.join(PATTERNS)}", field="--pattern")
+    if seeds < 1:
+        raise NetsteerError(f"--seeds must be at least 1, got {seeds}", field="--seeds")
+    if vl_model not in ("shared", "split"):
+        raise NetsteerError(f"--vl-model must be shared or split, got {vl_model!r}", field="--vl-model")
+    topo = load_topology(topology)
+    tables = read_lft_tables(lfts, topo)
+    r = Routing(topo, tables.hosts, engine=f"file:{lfts.name}")
+    try:
+        r.check()
+    except NetsteerError as exc:
+        raise NetsteerError(exc.reason, file=str(lfts)) from None
+    parts = read_partitions_conf(partitions, topo) if partitions is not None else None
+    phases = (1 if pattern in ("all-to-all", "partition-local") else seeds) + seeds
+    with progress_bar("evaluating", phases) as adv:
+        rep = evaluate(r, pattern, partitions=parts, seeds=seeds, vl_model=vl_model, progress=adv)
+    if as_json:
+        typer.echo(json.dumps(rep))
+        return
+    t = Table(title=f"{pattern} on {lfts.name} ({rep['flows']} flows, {rep['phases']} phases)", show_header=False)
+    for k in ("max_link_load", "mean_link_load", "std_link_load", "throughput", "effective_bisection_bandwidth"):
+        v = rep[k]
+        t.add_row(k, f"{v:.4f}" if isinstance(v, float) else str(v))
+    out_console.print(t)
+    if rep["partitions"]:
+        pt = Table(title="partitions")
+        for c in ("partition", "hosts", "flows", "throughput", "links", "shared links", "VL"):
+            pt.add_column(c, justify="right")
+        for name, p in rep["partitions"].items():
+            thr = "-" if p["throughput"] is None else f"{p['throughput']:.4f}"
+            pt.add_row(name, str(p["hosts"]), str(p["flows"]), thr, str(p["links"]), str(p["shared_links"]), str(p["vl"]))
+        out_console.print(pt)
+
+
+def reproduce_pftree(
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    seeds: int = typer.Option(4, "--seeds", help="Random partition placements (and pattern seeds) per case."),
+    quick: bool = typer.Option(False, "--quick", help="Topologies A-D only (no 256-node trees)."),
+) -> None:
+    """pFTree's evaluation (topologies A-F, victims vs an aggressor; random ring and EBB)."""
+    from ..reproduce.pftree import print_report, run
+
+    if seeds < 1:
+        raise NetsteerError(f"--seeds must be at least 1, got {seeds}", field="--seeds")
+    with progress_bar("reproducing pftree", 1) as adv:
+        rep = run(seeds=seeds, quick=quick, progress=adv)
+    if as_json:
+        typer.echo(json.dumps(rep))
+        return
+    print_report(rep, out_console)

@@ -1,0 +1,144 @@
+"""``netsteer route`` / ``route-eval`` / ``reproduce pftree``: outputs and bad input (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from netsteer.drivers.opensm.lft_dump import read_lft_tables
+from netsteer.drivers.opensm.partitions import Partition, write_partitions_conf
+from netsteer.routing import build_routing
+from netsteer.topology.hyperx import hyperx
+from netsteer.topology.ibsim_net import read_ibsim_net, write_ibsim_net
+from netsteer.topology.pgft import pgft
+
+
+def netsteer(*args, cwd=None):
+    p = subprocess.run([sys.executable, "-m", "netsteer", *map(str, args)], capture_output=True, text=True,
+                       cwd=cwd, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+@pytest.fixture
+def fabric(tmp_path):
+    """A 16-host 2:1 tree as ibsim numbers it, and victim/aggressor partitions."""
+    net = tmp_path / "f.net"
+    write_ibsim_net(pgft(2, [4, 4], [1, 2], link_bandwidth=32e9, link_latency_ns=100), net)
+    topo = read_ibsim_net(net)
+    hosts = [int(h) for h in topo.hosts]
+    parts = [Partition("victim", 0x10, {h: "full" for h in hosts[1:16:4]}),
+             Partition("aggressor", 0x11, {h: "full" for h in hosts if h not in hosts[1:16:4]})]
+    conf = tmp_path / "p.conf"
+    write_partitions_conf(parts, topo, conf)
+    return net, conf, topo, parts
+
+
+def test_route_writes_the_tables_it_computed(fabric, tmp_path):
+    net, conf, topo, parts = fabric
+    out = tmp_path / "lfts.dump"
+    rc, stdout, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "-o", out, "--sl-out",
+                               tmp_path / "sl.conf", "--qos-out", tmp_path / "qos.conf", "--json")
+    assert rc == 0, err
+    info = json.loads(stdout)
+    assert info["engine"] == "pftree" and info["checked"] is True
+    got = read_lft_tables(out, topo)
+    want = build_routing(topo, "pftree", partitions=parts)
+    assert np.array_equal(got.hosts[topo.switches], want.lft[topo.switches])
+    assert "sl=" in (tmp_path / "sl.conf").read_text()
+    assert "qos_sl2vl" in (tmp_path / "qos.conf").read_text()
+
+
+@pytest.mark.parametrize("engine", ["minhop", "dmodk", "ftree"])
+def test_other_engines(engine, tmp_path):
+    out = tmp_path / "x.dump"
+    rc, _, err = netsteer("route", "-t", "pgft:levels=2,down=4;4,up=1;2,link_bandwidth=32Gbps", "-e", engine, "-o", out)
+    assert rc == 0, err
+    assert out.read_text().count("Unicast lids") == 6
+
+
+def test_route_eval_json_keys_and_partitions(fabric, tmp_path):
+    net, conf, topo, parts = fabric
+    out = tmp_path / "lfts.dump"
+    assert netsteer("route", "-t", net, "-e", "ftree", "-o", out)[0] == 0
+    rc, stdout, err = netsteer("route-eval", "-t", net, "-l", out, "-p", conf, "--pattern", "bisect",
+                               "--seeds", 3, "--json")
+    assert rc == 0, err
+    rep = json.loads(stdout)
+    assert {"max_link_load", "effective_bisection_bandwidth", "partitions"} <= set(rep)
+    assert set(rep["partitions"]) == {"victim", "aggressor"}
+    assert 0 < rep["effective_bisection_bandwidth"] <= 1
+    assert rep["partitions"]["victim"]["hosts"] == 4
+
+
+def test_reproduce_pftree_json():
+    rc, stdout, err = netsteer("reproduce", "pftree", "--quick", "--seeds", 1, "--json")
+    assert rc == 0, err
+    rep = json.loads(stdout)
+    assert set(rep["victims"]) == {"A", "B", "C", "D"}
+    assert set(rep["ring_ebb"]) == {"non-oversubscribed", "oversubscribed", "limited-resource"}
+
+
+def bad(rc, err, *fragments):
+    assert rc == 2, err
+    assert err.startswith("netsteer: error:"), err
+    assert "Traceback" not in err
+    for f in fragments:
+        assert f in err, err
+
+
+def test_malformed_net_file(tmp_path):
+    net = tmp_path / "bad.net"
+    net.write_text('Switch 4 "S-1"\n[1] "H-1"[1]\n[9 "oops\n')
+    rc, _, err = netsteer("route", "-t", net, "-e", "ftree", "-o", tmp_path / "x")
+    bad(rc, err, str(net), "line")
+
+
+def test_malformed_ibnetdiscover(tmp_path):
+    f = tmp_path / "bad.ibnd"
+    f.write_text('Switch\t4 "S-0000000000000001"\t\t# "sw" base port 0 lid 1 lmc 0\n[1]\t"H-zz"[1]\n')
+    rc, _, err = netsteer("route", "-t", f, "-e", "ftree", "-o", tmp_path / "x")
+    bad(rc, err, str(f))
+
+
+def test_partitions_naming_an_unknown_guid(fabric, tmp_path):
+    net, conf, topo, parts = fabric
+    text = conf.read_text().splitlines()
+    i = next(k for k, l in enumerate(text) if "0x" in l and "=full" in l and "victim" not in l)
+    text[i] = "    0x00000000deadbeef=full,"
+    conf.write_text("\n".join(text) + "\n")
+    rc, _, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "-o", tmp_path / "x")
+    bad(rc, err, str(conf), f"line {i + 1}", "0x00000000deadbeef is not in the topology")
+
+
+@pytest.mark.parametrize("engine", ["ftree", "pftree"])
+def test_not_a_fat_tree(engine, tmp_path):
+    net = tmp_path / "hx.net"
+    write_ibsim_net(hyperx([4, 4], 1, 2, link_bandwidth=32e9, link_latency_ns=100), net)
+    rc, _, err = netsteer("route", "-t", net, "-e", engine, "-o", tmp_path / "x")
+    bad(rc, err, str(net), "not a fat-tree", "cabled to each other")
+
+
+def test_dump_with_missing_entries(fabric, tmp_path):
+    net, conf, topo, parts = fabric
+    out = tmp_path / "lfts.dump"
+    assert netsteer("route", "-t", net, "-e", "ftree", "-o", out)[0] == 0
+    lines = out.read_text().splitlines()
+    k = next(i for i, l in enumerate(lines) if "Channel Adapter" in l)
+    del lines[k]
+    out.write_text("\n".join(lines) + "\n")
+    rc, _, err = netsteer("route-eval", "-t", net, "-l", out, "--pattern", "shift")
+    bad(rc, err, str(out), "line 1", "has no entry for 1 host(s)")
+
+
+def test_unknown_pattern_and_engine(fabric, tmp_path):
+    net, conf, topo, parts = fabric
+    rc, _, err = netsteer("route", "-t", net, "-e", "updn", "-o", tmp_path / "x")
+    bad(rc, err, "unknown routing engine 'updn'")
+    rc, _, err = netsteer("route-eval", "-t", net, "-l", tmp_path / "none.dump", "--pattern", "rings")
+    bad(rc, err, "unknown pattern 'rings'")
+    rc, _, err = netsteer("route-eval", "-t", net, "-l", tmp_path / "none.dump", "--pattern", "shift")
+    bad(rc, err, "none.dump", "cannot read LFT dump")
