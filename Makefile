@@ -14,3 +14,5 @@ test: setup
 bench: setup
 	.venv/bin/python benchmarks/bench_solver.py
 	.venv/bin/python benchmarks/bench_scale.py
+	.venv/bin/python benchmarks/bench_mpi.py
+	.venv/bin/python benchmarks/bench_pftree.py
