@@ -424,6 +424,15 @@ def build_scenario(sc: Scenario) -> BuiltScenario:
                 raise NetsteerError(f"no node named {ev.circuit.switch!r}", file=file, field=f"{fld}.circuit.switch") from None
             if sw not in topo.switching_time_ns:
                 raise NetsteerError(f"{ev.circuit.switch} is not a circuit switch", file=file, field=f"{fld}.circuit.switch")
+            seen: set[int] = set()
+            for k, pair in enumerate(ev.circuit.pairs):
+                for port in pair:
+                    if not 0 < port < topo.out_channel.shape[1] or topo.out_channel[sw, port] < 0:
+                        raise NetsteerError(f"{ev.circuit.switch} has no cabled port {port}", file=file,
+                                            field=f"{fld}.circuit.pairs.{k}")
+                    if port in seen:
+                        raise NetsteerError(f"port {port} is paired twice", file=file, field=f"{fld}.circuit.pairs.{k}")
+                    seen.add(port)
             events.append(CircuitChange(ev.at, sw, tuple(ev.circuit.pairs), reroute=make_routing))
     sharing = m.sharing if isinstance(m.sharing, str) else m.sharing.model
     gamma = None if isinstance(m.sharing, str) else m.sharing.tcp_gamma

@@ -102,3 +102,29 @@ def test_cli_missing_file_exit_two(tmp_path: Path):
         [sys.executable, "-m", "netsteer", "run", str(tmp_path / "nope.yaml")], capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+HYBRID = textwrap.dedent(
+    """
+    name: h
+    topology: {kind: hybrid, racks: 4, servers_per_rack: 2, server_bandwidth: 10Gbps,
+               tor_uplinks: 1, core_bandwidth: 10Gbps, circuit_ports: 4, circuit_uplinks: 1,
+               circuit_bandwidth: 10Gbps, switching_time: 25ms, link_latency: 1us}
+    routing: {engine: minhop}
+    jobs:
+      - name: j
+        flows:
+          - {src: 0, dst: 2, bytes: 1MiB}
+    events:
+      - {at: 1ms, circuit: {switch: ocs0, pairs: [[1, 2]]}}
+    """
+)
+
+
+def test_circuit_events_are_checked():
+    assert len(build(HYBRID).events) == 1
+    for pairs, words in (("[[1, 9]]", "no cabled port 9"), ("[[1, 2], [2, 3]]", "paired twice")):
+        err = error_of(HYBRID.replace("[[1, 2]]", pairs))
+        assert words in err.reason and err.field.startswith("events.0.circuit.pairs")
+    err = error_of(HYBRID.replace("switch: ocs0", "switch: tor0"))
+    assert "not a circuit switch" in err.reason and err.field == "events.0.circuit.switch"

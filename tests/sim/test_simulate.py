@@ -128,3 +128,24 @@ def test_circuit_repairing_moves_traffic_after_the_dark_period():
     after = res.channel_bytes[-1, circ]
     assert before.max() == 0.0
     assert abs(after - (4 * 512 * 2**20 - sent)) < 16  # ns rounding of the event times
+
+
+def test_failed_reconfiguration_keeps_the_last_good_routing():
+    # h0's only cable dies: no routing can reach h0, so the rebuilt tables fail
+    # their check; the flows keep their routes, stall, and finish once it is back.
+    t = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=0)
+    d = FlowDag()
+    d.add(4, 0, 125_000_000)  # 0.1 s alone
+    r = build_routing(t, "minhop")
+    host_link = int(t.out_channel[t.host_node(0), 1]) // 2
+
+    def make(down, circuits):
+        return build_routing(t, "minhop", down_links=down)
+
+    res = simulate(t, r, d, events=[
+        LinkChange(20_000_000, (host_link,), up=False, reroute=make),
+        LinkChange(50_000_000, (host_link,), up=True, reroute=make),
+    ])
+    assert any("reconfiguration failed, last good routing kept" in e and "h0" in e for e in res.applied_events)
+    assert res.status == "done"
+    assert res.completion_ns[0] == 130_000_000  # stalled for the 30 ms the cable was down

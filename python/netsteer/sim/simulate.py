@@ -6,6 +6,7 @@ It decides nothing about how the network should look.
 
 from __future__ import annotations
 
+import heapq
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -115,9 +116,10 @@ def simulate(
     _add_dag(engine, topo, routing, dag, circuits)
     down: set[int] = set()
     applied: list[str] = []
-    pending = sorted(events, key=lambda e: e.at_ns)
-    # circuit ports come back after the dark period: internal follow-up events
-    pending = [(e.at_ns, i, e) for i, e in enumerate(pending)]
+    # (time, order, event); circuit ports coming back after their dark period are
+    # follow-up events pushed while running
+    pending = [(e.at_ns, i, e) for i, e in enumerate(events)]
+    heapq.heapify(pending)
     seq = len(pending)
     if background is not None and np.any(background):
         engine.set_background(np.flatnonzero(background).astype(np.int64))
@@ -132,8 +134,7 @@ def simulate(
 
     status = "done"
     while pending:
-        pending.sort(key=lambda x: (x[0], x[1]))
-        at, _, ev = pending.pop(0)
+        at, _, ev = heapq.heappop(pending)
         status = step(at)
         if status == "done":
             continue  # nothing left to affect
@@ -145,10 +146,10 @@ def simulate(
             engine.set_channels_up(np.concatenate([2 * links, 2 * links + 1]), ev.up)
             (down.difference_update if ev.up else down.update)(int(x) for x in links)
             applied.append(f"{at}: links {list(ev.links)} {'up' if ev.up else 'down'}")
-            routing = _reroute(engine, topo, routing, ev.reroute, dag, down, circuits)
+            routing = _reroute(engine, topo, routing, ev.reroute, dag, down, circuits, applied, at)
         elif isinstance(ev, RoutingChange):
-            routing = _reroute(engine, topo, routing, ev.routing, dag, down, circuits)
             applied.append(f"{at}: routing replaced")
+            routing = _reroute(engine, topo, routing, ev.routing, dag, down, circuits, applied, at)
         elif isinstance(ev, CircuitChange):
             moved = circuits.pair(ev.switch, list(ev.pairs))
             dark = _port_links(topo, ev.switch, moved)
@@ -157,11 +158,11 @@ def simulate(
                 up_at = at + topo.switching_time_ns.get(ev.switch, 0)
                 # routes avoid the dark ports meanwhile, and take the circuits when lit
                 lit = LinkChange(up_at, tuple(int(x) for x in dark), True, reroute=ev.reroute)
-                pending.append((up_at, seq, lit))
+                heapq.heappush(pending, (up_at, seq, lit))
                 seq += 1
                 down.update(int(x) for x in dark)
             applied.append(f"{at}: {topo.node_names[ev.switch]} re-paired {len(moved)} ports")
-            routing = _reroute(engine, topo, routing, ev.reroute, dag, down, circuits)
+            routing = _reroute(engine, topo, routing, ev.reroute, dag, down, circuits, applied, at)
         else:
             raise TypeError(f"unknown event {ev!r}")
     status = step(None)
@@ -209,11 +210,21 @@ def _add_dag(engine: Engine, topo: Topology, routing, dag: FlowDag, circuits: Ci
         raise NetsteerError(str(exc), field="flows") from None
 
 
-def _reroute(engine, topo, routing, source, dag, down, circuits):
-    """Install the routing ``source`` describes and move every unfinished flow."""
+def _reroute(engine, topo, routing, source, dag, down, circuits, applied, at):
+    """Install the routing ``source`` describes and move every unfinished flow.
+
+    A routing that cannot be built, or that fails its completeness and loop check,
+    is not installed: the flows keep their last good routes (and may stall on a
+    dead link until it comes back), and the failure is reported among the events.
+    """
     if source is None:
         return routing
-    new = source(frozenset(down), circuits.as_dict()) if callable(source) else source
+    try:
+        new = source(frozenset(down), circuits.as_dict()) if callable(source) else source
+        new.check(circuits=circuits.as_dict())
+    except NetsteerError as exc:
+        applied.append(f"{at}: reconfiguration failed, last good routing kept: {exc.message()}")
+        return routing
     flows = engine.unfinished_flows().astype(np.int64)
     if len(flows):
         offsets, channels = dag_paths(topo, new, dag, flows, circuits.as_dict())
