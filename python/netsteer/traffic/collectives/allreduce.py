@@ -1,0 +1,114 @@
+"""Allreduce: ring, recursive doubling, and Rabenseifner."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import NetsteerError
+from ._util import _elements, _pof2_floor
+from .programs import Program, recv, send, sendrecv
+from .steps import Steps
+from .reduce import _halving_counts, _reduce_scatter_halving
+
+
+def allreduce_ring(p: int, nbytes: int, root: int = 0, elem_bytes: int = 1) -> Steps:
+    """Ring (SMPI ``lr``): ``p - 1`` reduce-scatter steps then ``p - 1`` allgather
+    steps, each sending ``count / p`` elements to ``rank + 1`` and receiving from
+    ``rank - 1``. SMPI reduces a remainder of ``count % p`` elements afterwards with
+    its default allreduce; netsteer refuses such sizes instead of guessing."""
+    count = _elements(nbytes, elem_bytes)
+    if count < p or count % p:
+        raise NetsteerError(
+            f"allreduce ring splits the buffer in {p} equal chunks: {count} elements "
+            f"of {elem_bytes} bytes is not a positive multiple of {p}"
+        )
+    chunk = count // p * elem_bytes
+    right = (np.arange(p) + 1) % p
+    k = 2 * (p - 1)
+    return Steps(np.tile(right, (k, 1)), np.full((k, p), chunk))
+
+
+def allreduce_recursive_doubling(
+    p: int, nbytes: int, root: int = 0, elem_bytes: int = 1
+) -> list[Program] | Steps:
+    """Recursive doubling (SMPI ``rdb``): the whole buffer is exchanged with
+    ``rank ^ mask`` for ``log2 p`` steps. Non-powers of two fold the first ``2 * rem``
+    ranks in pairs before (even sends to odd) and unfold them after."""
+    pof2 = _pof2_floor(p)
+    rem = p - pof2
+    if rem == 0:
+        ranks = np.arange(p)
+        k = pof2.bit_length() - 1
+        return Steps(np.stack([ranks ^ (1 << i) for i in range(k)]), np.full((k, p), nbytes))
+    progs: list[Program] = [[] for _ in range(p)]
+    for rank in range(p):
+        prog = progs[rank]
+        if rank < 2 * rem:
+            if rank % 2 == 0:
+                prog.append(send(rank + 1, nbytes))
+                newrank = -1
+            else:
+                prog.append(recv(rank - 1))
+                newrank = rank // 2
+        else:
+            newrank = rank - rem
+        if newrank != -1:
+            mask = 1
+            while mask < pof2:
+                newdst = newrank ^ mask
+                dst = newdst * 2 + 1 if newdst < rem else newdst + rem
+                prog.append(sendrecv(dst, nbytes, dst))
+                mask <<= 1
+        if rank < 2 * rem:
+            prog.append(send(rank - 1, nbytes) if rank % 2 else recv(rank + 1))
+    return progs
+
+
+def allreduce_rabenseifner(
+    p: int, nbytes: int, root: int = 0, elem_bytes: int = 1
+) -> list[Program]:
+    """Rabenseifner (SMPI ``rab_rdb``): reduce-scatter by recursive halving, then
+    allgather by recursive doubling, each over ``log2 p`` steps with halving then
+    doubling sizes. Non-powers of two fold pairs as recursive doubling does."""
+    count = _elements(nbytes, elem_bytes)
+    pof2 = _pof2_floor(p)
+    rem = p - pof2
+    cnts = _halving_counts(count, pof2)
+
+    def real(newdst: int) -> int:
+        return newdst * 2 + 1 if newdst < rem else newdst + rem
+
+    progs: list[Program] = [[] for _ in range(p)]
+    for rank in range(p):
+        prog = progs[rank]
+        if rank < 2 * rem:
+            if rank % 2 == 0:
+                prog.append(send(rank + 1, nbytes))
+                newrank = -1
+            else:
+                prog.append(recv(rank - 1))
+                newrank = rank // 2
+        else:
+            newrank = rank - rem
+        if newrank != -1:
+            ops, send_idx, last_idx = _reduce_scatter_halving(newrank, pof2, cnts, real, elem_bytes)
+            prog.extend(ops)
+            mask = pof2 >> 1
+            while mask > 0:
+                newdst = newrank ^ mask
+                dst = real(newdst)
+                if newrank < newdst:
+                    if mask != pof2 // 2:
+                        last_idx = last_idx + pof2 // (mask * 2)
+                    recv_idx = send_idx + pof2 // (mask * 2)
+                    send_cnt = sum(cnts[send_idx:recv_idx])
+                else:
+                    recv_idx = send_idx - pof2 // (mask * 2)
+                    send_cnt = sum(cnts[send_idx:last_idx])
+                prog.append(sendrecv(dst, send_cnt * elem_bytes, dst))
+                if newrank > newdst:
+                    send_idx = recv_idx
+                mask >>= 1
+        if rank < 2 * rem:
+            prog.append(send(rank - 1, nbytes) if rank % 2 else recv(rank + 1))
+    return progs

@@ -1,0 +1,145 @@
+"""Reduce: binomial tree, and Rabenseifner (reduce-scatter by recursive halving,
+then a binomial gather)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+
+from ...errors import NetsteerError
+from ._util import _check_root, _elements, _is_pof2, _pof2_floor
+from .programs import Op, Program, recv, send, sendrecv
+
+
+def reduce_binomial(p: int, nbytes: int, root: int = 0, elem_bytes: int = 1) -> list[Program]:
+    """Binomial tree (SMPI ``binomial``): receive the whole buffer from
+    ``rel | mask`` for increasing masks, then send to ``rel & ~mask``."""
+    _check_root(p, root)
+    progs: list[Program] = [[] for _ in range(p)]
+    for rank in range(p):
+        rel = (rank - root) % p
+        mask = 1
+        while mask < p:
+            if rel & mask == 0:
+                child = rel | mask
+                if child < p:
+                    progs[rank].append(recv((child + root) % p))
+            else:
+                progs[rank].append(send(((rel & ~mask) + root) % p, nbytes))
+                break
+            mask <<= 1
+    return progs
+
+
+def _halving_counts(count: int, pof2: int) -> list[int]:
+    """Element counts of the ``pof2`` blocks of MPICH's recursive halving."""
+    cnts = [count // pof2] * pof2
+    cnts[-1] = count - (count // pof2) * (pof2 - 1)
+    return cnts
+
+
+def _reduce_scatter_halving(
+    newrank: int, pof2: int, cnts: list[int], real: Callable[[int], int], elem: int
+) -> tuple[list[Op], int, int]:
+    """Recursive halving among ``pof2`` virtual ranks; returns ops, send_idx, last_idx."""
+    ops: list[Op] = []
+    mask, send_idx, recv_idx, last_idx = 1, 0, 0, pof2
+    while mask < pof2:
+        newdst = newrank ^ mask
+        if newrank < newdst:
+            send_idx = recv_idx + pof2 // (mask * 2)
+            send_cnt = sum(cnts[send_idx:last_idx])
+        else:
+            recv_idx = send_idx + pof2 // (mask * 2)
+            send_cnt = sum(cnts[send_idx:recv_idx])
+        dst = real(newdst)
+        ops.append(sendrecv(dst, send_cnt * elem, dst))
+        send_idx = recv_idx
+        mask <<= 1
+        if mask < pof2:
+            last_idx = recv_idx + pof2 // mask
+    return ops, send_idx, last_idx
+
+
+def reduce_rabenseifner(
+    p: int, nbytes: int, root: int = 0, elem_bytes: int = 1
+) -> list[Program]:
+    """Rabenseifner (SMPI ``scatter_gather``): reduce-scatter by recursive halving,
+    then a binomial gather of the reduced blocks to the root. Needs a power of two:
+    SMPI's code has a folding step for other counts (odd ranks send to even ones),
+    kept below, but it aborts there with ``MPI_ERR_TRUNCATE``, so netsteer refuses
+    what no reference can check."""
+    _check_root(p, root)
+    if not _is_pof2(p):
+        raise NetsteerError(
+            f"reduce rabenseifner needs a power-of-two rank count, got {p} "
+            f"(SMPI's scatter_gather fails on others); use algorithm binomial"
+        )
+    count = _elements(nbytes, elem_bytes)
+    if count < p:
+        raise NetsteerError(
+            f"reduce rabenseifner needs at least one element per rank: "
+            f"{count} elements for {p} ranks; use algorithm binomial"
+        )
+    pof2 = _pof2_floor(p)
+    rem = p - pof2
+    cnts = _halving_counts(count, pof2)
+
+    def real(newdst: int) -> int:
+        return newdst * 2 if newdst < rem else newdst + rem
+
+    if root < 2 * rem:
+        newroot = 0 if root % 2 else root // 2
+    else:
+        newroot = root - rem
+    levels = pof2.bit_length() - 1  # log2(pof2)
+
+    progs: list[Program] = [[] for _ in range(p)]
+    for rank in range(p):
+        prog = progs[rank]
+        if rank < 2 * rem:
+            if rank % 2:
+                prog.append(send(rank - 1, nbytes))
+                newrank = -1
+            else:
+                prog.append(recv(rank + 1))
+                newrank = rank // 2
+        else:
+            newrank = rank - rem
+        send_idx = last_idx = 0
+        if newrank != -1:
+            ops, send_idx, last_idx = _reduce_scatter_halving(newrank, pof2, cnts, real, elem_bytes)
+            prog.extend(ops)
+        # the gather to the root
+        if root < 2 * rem and root % 2:
+            if rank == root:
+                prog.append(recv(0))
+                newrank, send_idx, last_idx = 0, 0, 2
+            elif newrank == 0:
+                prog.append(send(root, cnts[0] * elem_bytes))
+                newrank = -1
+        if newrank == -1:
+            continue
+        mask, j = pof2 >> 1, levels - 1
+        while mask > 0:
+            newdst = newrank ^ mask
+            dst = real(newdst)
+            if newdst == 0 and root < 2 * rem and root % 2:
+                dst = root
+            if newrank < newdst:
+                if mask != pof2 // 2:
+                    last_idx = last_idx + pof2 // (mask * 2)
+                recv_idx = send_idx + pof2 // (mask * 2)
+                send_cnt = sum(cnts[send_idx:recv_idx])
+            else:
+                recv_idx = send_idx - pof2 // (mask * 2)
+                send_cnt = sum(cnts[send_idx:last_idx])
+            if (newdst >> j) << j == (newroot >> j) << j:
+                prog.append(send(dst, send_cnt * elem_bytes))
+                break
+            prog.append(recv(dst))
+            if newrank > newdst:
+                send_idx = recv_idx
+            mask >>= 1
+            j -= 1
+    return progs
