@@ -1,4 +1,5 @@
-"""D-mod-K on PGFTs: exact routes, SimGrid's walk, and the shift-permutation property."""
+"""D-mod-K on PGFTs: exact routes, SimGrid 3.32's walk (transcribed from
+src/kernel/routing/FatTreeZone.cpp), and the shift-permutation property."""
 
 from math import prod
 
@@ -7,6 +8,7 @@ import pytest
 
 from netsteer.errors import RoutingError
 from netsteer.routing import dmodk
+from netsteer.routing.dmodk import SimGridFatTreeRoutes
 from netsteer.topology.model import TopologyBuilder
 from netsteer.topology.pgft import pgft
 
@@ -31,14 +33,14 @@ def test_exact_ports_and_path_on_two_level_tree():
                   [(t.node("h0"), 1), (s10, 6), (s21, 2), (s11, 2)]]
 
 
-def simgrid_route(levels, down, up, parallel, src, dst):
-    """SimGrid FatTreeZone::get_local_route, re-done over its own labels and slots.
+def simgrid_walk(levels, down, up, parallel, src, dst):
+    """SimGrid 3.32's FatTreeZone, transcribed literally: labels, the parents/children
+    arrays filled by connect_node_to_parents, and get_local_route's two loops.
 
-    Returns the nodes visited as (level, position) pairs.
+    Returns the hops as (level, position, array, index): the node left and the slot
+    taken in its ``parents`` ("up") or ``children`` ("down") array.
     """
-    counts = [prod(down)] + [
-        prod(up[: i + 1]) * prod(down[i + 1 :]) for i in range(levels)
-    ]
+    counts = [prod(down)] + [prod(up[: i + 1]) * prod(down[i + 1 :]) for i in range(levels)]
 
     def labels(lv):  # generate_labels: little-endian counter, digit i < lv counts to up[i]
         maxl = [down[j] if j + 1 > lv else up[j] for j in range(levels)]
@@ -53,18 +55,20 @@ def simgrid_route(levels, down, up, parallel, src, dst):
         return out
 
     lab = [labels(lv) for lv in range(levels + 1)]
-    parents = {}  # (lv, pos) -> slot list
-    children = {}
+    parents, children = {}, {}
     for lv in range(levels):
+        for pos in range(counts[lv]):
+            parents[lv, pos] = [None] * (up[lv] * parallel[lv])
+        for ppos in range(counts[lv + 1]):
+            children[lv + 1, ppos] = [None] * (down[lv] * parallel[lv])
+    for lv in range(levels):  # connect_node_to_parents
         for pos in range(counts[lv]):
             for ppos in range(counts[lv + 1]):
                 pl, cl = lab[lv + 1][ppos], lab[lv][pos]
                 if all(pl[i] == cl[i] or i == lv for i in range(levels)):
                     for j in range(parallel[lv]):
-                        parents.setdefault((lv, pos), [None] * (up[lv] * parallel[lv]))[
-                            pl[lv] + j * up[lv]] = (lv + 1, ppos)
-                        children.setdefault((lv + 1, ppos), [None] * (down[lv] * parallel[lv]))[
-                            cl[lv] + j * down[lv]] = (lv, pos)
+                        children[lv + 1, ppos][cl[lv] + j * down[lv]] = (lv, pos)
+                        parents[lv, pos][pl[lv] + j * up[lv]] = (lv + 1, ppos)
 
     def in_sub_tree(root, node):
         (rl, rp), (nl, np_) = root, node
@@ -73,68 +77,127 @@ def simgrid_route(levels, down, up, parallel, src, dst):
         return all(lab[rl][rp][i] == lab[nl][np_][i] for i in range(nl)) and all(
             lab[rl][rp][i] == lab[nl][np_][i] for i in range(rl, levels))
 
-    source, dest = (0, src), (0, dst)
-    cur, visited = source, [source]
+    dest, cur, hops = (0, dst), (0, src), []
     while not in_sub_tree(cur, dest):
         d = dst
         for i in range(cur[0]):
-            d //= up[i] * parallel[i]
+            d //= up[i]  # num_parents_per_node_[i]: no cable count in 3.32
         d %= up[cur[0]] * parallel[cur[0]]
+        hops.append((*cur, "up", d))
         cur = parents[cur][d]
-        visited.append(cur)
-    while cur != dest:  # the down loop, without its `break`, as SimGrid has it
+    while cur != dest:
         d = src % parallel[cur[0] - 1]
         i = d * down[cur[0] - 1]
-        while i < len(children.get(cur, [])):
+        while i < len(children.get(cur, [])):  # the scan has no `break`, as in SimGrid
             if i % down[cur[0] - 1] == lab[0][dst][cur[0] - 1]:
+                hops.append((*cur, "down", i))
                 cur = children[cur][i]
-                visited.append(cur)
             i += 1
-    return visited
+    return hops
 
 
-@pytest.mark.parametrize(
-    "levels,down,up",
-    [(2, [4, 4], [1, 2]), (3, [2, 2, 2], [1, 2, 2]), (3, [2, 3, 2], [2, 2, 3]), (1, [5], [1])],
-)
-def test_matches_simgrid_walk_for_all_pairs(levels, down, up):
-    t = tree(levels, down, up)
-    r = dmodk(t)
+def _channels(t, hops):
+    """The walk's hops as netsteer channels, through pgft's port numbering."""
+    meta = t.meta
+    down, par = meta["down"], meta["parallel"]
+    out = []
+    for lv, pos, way, i in hops:
+        name = f"h{pos}" if lv == 0 else f"s{lv}_{pos}"
+        below = down[lv - 1] * par[lv - 1] if lv > 0 else 0
+        port = below + 1 + i if way == "up" else 1 + i
+        out.append(int(t.out_channel[t.node(name), port]))
+    return out
+
+
+def d_label(t, host, digit):
+    return int(np.asarray(t.meta["labels"])[t.host_node(host)][digit])
+
+
+TREES = [
+    (2, [4, 4], [1, 2], [1, 1]),
+    (3, [2, 2, 2], [1, 2, 2], [1, 1, 1]),
+    (3, [2, 3, 2], [2, 2, 3], [1, 1, 1]),
+    (1, [5], [1], [1]),
+    (2, [4, 4], [1, 2], [1, 2]),
+    (2, [4, 4], [1, 2], [2, 1]),
+    (2, [2, 3], [2, 2], [2, 3]),
+    (3, [4, 2, 2], [2, 2, 2], [2, 2, 2]),
+    (3, [3, 2, 4], [2, 3, 2], [3, 2, 2]),
+]
+
+
+@pytest.mark.parametrize("levels,down,up,par", TREES, ids=str)
+def test_matches_simgrid_walk_for_all_pairs(levels, down, up, par):
+    """Nodes and up cables always SimGrid's; down cables SimGrid's on single-cable
+    bundles and the documented mirror rule on bundles of parallel cables.
+    SimGridFatTreeRoutes is SimGrid's walk cable for cable."""
+    t = tree(levels, down, up, par)
+    r, sg = dmodk(t), SimGridFatTreeRoutes(t)
+    r.check()
     n = t.n_hosts
     src, dst = np.repeat(np.arange(n), n), np.tile(np.arange(n), n)
     off, ch = r.paths(src, dst)
-    cdst = t.channel_dst()
-    for i, (s, d) in enumerate(zip(src, dst)):
+    soff, sch = sg.paths(src, dst)
+    cdst, clev = t.channel_dst(), t.node_level[t.channel_dst()]
+    pos = np.asarray(t.meta["position"])
+    differ = 0
+    for k, (s, d) in enumerate(zip(src.tolist(), dst.tolist())):
         if s == d:
+            assert off[k] == off[k + 1] and soff[k] == soff[k + 1]
             continue
-        want = simgrid_route(levels, down, up, [1] * levels, int(s), int(d))
-        ours = [t.host_node(int(s))] + [int(v) for v in cdst[ch[off[i] : off[i + 1]]]]
-        names = [f"h{p}" if lv == 0 else f"s{lv}_{p}" for lv, p in want]
-        assert [t.node_names[v] for v in ours] == names, (s, d)
+        hops = simgrid_walk(levels, down, up, par, s, d)
+        want = _channels(t, hops)
+        ours = ch[off[k] : off[k + 1]].tolist()
+        assert sch[soff[k] : soff[k + 1]].tolist() == want, (s, d)
+        assert [cdst[c] for c in ours] == [cdst[c] for c in want], (s, d)  # same nodes
+        for (lv, _, way, _), a, b in zip(hops, ours, want):
+            if way == "up" or par[lv - 1] == 1:
+                assert a == b, (s, d, lv, way)
+            else:  # cable (p // prod_{i<lv} up[i]) mod parallel[lv-1] of the bundle
+                j = (int(pos[t.host_node(d)]) // prod(up[:lv])) % par[lv - 1]
+                node = int(t.channel_src()[a])
+                assert int(t.channel_src_port()[a]) == 1 + d_label(t, d, lv - 1) + j * down[lv - 1]
+                assert node == int(t.channel_src()[b])
+                differ += a != b
+    if all(p == 1 for p in par):
+        assert differ == 0
 
 
-def test_up_part_matches_simgrid_with_parallel_cables():
-    levels, down, up, par = 2, [2, 3], [2, 2], [2, 3]
-    t = tree(levels, down, up, par)
+
+def test_up_divisor_is_simgrid_3_32s():
+    # parallel=[2,1]: h6 is reached through root (6 // up[0]) mod 2 = 0, not
+    # (6 // (up[0]*parallel[0])) mod 2 = 1; the host's cable is 6 mod 2 = 0
+    t = tree(2, [4, 4], [1, 2], [2, 1])
     r = dmodk(t)
-    r.check()
-    cdst = t.channel_dst()
-    for s in range(t.n_hosts):
-        for d in range(t.n_hosts):
-            if s == d:
-                continue
-            want = simgrid_route(levels, down, up, par, s, d)
-            ours = [t.host_node(s)] + [int(v) for v in cdst[r.path(s, d)]]
-            names = [f"h{p}" if lv == 0 else f"s{lv}_{p}" for lv, p in want]
-            assert [t.node_names[v] for v in ours] == names  # same nodes
-    # the parallel cable going up is SimGrid's: h1 -> s1_0 takes slot 1 mod 4 = 1
-    s10 = t.node("s1_0")
-    assert r.path(1, 5)[0] == int(t.out_channel[t.node("h1"), 2])
-    # going down over 3 parallel cables, the cable follows the destination's digit
-    s2 = t.node_names[int(cdst[r.path(0, 5)[1]])]
-    # h5's label is (1, 2); j = (5 // (up[0]*parallel[0])) mod parallel[1] = 1
-    assert r.lft[t.node(s2), 5] == 1 + 2 + 1 * 3
-    assert r.lft[s10, 0] == 1
+    assert r.describe(0, 6) == "h0 -> s1_0 -> s2_0 -> s1_1 -> h6"
+    assert r.describe(0, 7) == "h0 -> s1_0 -> s2_1 -> s1_1 -> h7"
+    assert r.lft[t.node("h0"), 6] == 1 and r.lft[t.node("h0"), 7] == 2
+    assert r.lft[t.node("s1_0"), 6] == 8 + 1 + 0 and r.lft[t.node("s1_0"), 7] == 8 + 1 + 1
+
+
+def test_parallel_cables_down_are_all_used():
+    # parallel=[1,2]: each root reaches each leaf over 2 cables. The parent is
+    # d mod 2 and the cable (d // 2) mod 2, so of the 4 hosts of a leaf, the 2 that a
+    # root serves take one cable each (the old rule put both on one cable).
+    t = tree(2, [4, 4], [1, 2], [1, 2])
+    r = dmodk(t)
+    for root in ("s2_0", "s2_1"):
+        for leaf in range(4):
+            ports = sorted(int(r.lft[t.node(root), d]) for d in range(4 * leaf, 4 * leaf + 4)
+                           if (d % 2) == int(root[-1]))
+            assert ports == [1 + leaf, 1 + leaf + 4], (root, leaf)
+    # a shift by a leaf (h0..3 -> h4..7) loads every channel once
+    load = r.channel_load(np.arange(4), np.arange(4, 8))
+    assert load.max() == 1 and load.sum() == 4 * 4
+
+
+def test_simgrid_routes_rejects_what_is_not_a_pgft():
+    b = TopologyBuilder("pair")
+    h0, h1, s = b.add_host("h0"), b.add_host("h1"), b.add_switch("s0")
+    b.add_link(h0, s, bandwidth=1e9, latency_ns=0)
+    b.add_link(h1, s, bandwidth=1e9, latency_ns=0)
+    with pytest.raises(RoutingError, match="needs a PGFT"):
+        SimGridFatTreeRoutes(b.build())
 
 
 def test_shift_permutation_loads_one_flow_per_channel():
