@@ -27,12 +27,18 @@ impl std::fmt::Display for EngineError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             EngineError::UnknownChannel { flow, channel } => {
-                write!(f, "flow {flow} crosses channel {channel}, which does not exist")
+                write!(
+                    f,
+                    "flow {flow} crosses channel {channel}, which does not exist"
+                )
             }
             EngineError::UnknownFlow(i) => write!(f, "flow {i} does not exist"),
             EngineError::BadFlow { flow, reason } => write!(f, "flow {flow}: {reason}"),
             EngineError::Cycle { flow } => {
-                write!(f, "flow {flow} depends on itself through a cycle of dependencies")
+                write!(
+                    f,
+                    "flow {flow} depends on itself through a cycle of dependencies"
+                )
             }
         }
     }
@@ -68,7 +74,15 @@ pub struct FlowSpec {
 
 impl FlowSpec {
     pub fn new(bytes: f64, path: Vec<u32>) -> Self {
-        FlowSpec { bytes, path, start: None, delay: 0, weight: 1.0, priority: 0, deps: vec![] }
+        FlowSpec {
+            bytes,
+            path,
+            start: None,
+            delay: 0,
+            weight: 1.0,
+            priority: 0,
+            deps: vec![],
+        }
     }
 }
 
@@ -319,33 +333,63 @@ impl Engine {
         let first = self.flows.len();
         let n = b.bytes.len();
         let total = first + n;
-        let cols_ok = b.start.len() == n && b.delay.len() == n && b.weight.len() == n && b.priority.len() == n;
+        let cols_ok = b.start.len() == n
+            && b.delay.len() == n
+            && b.weight.len() == n
+            && b.priority.len() == n;
         if !cols_ok || b.path_offsets.len() != n + 1 || b.dep_offsets.len() != n + 1 {
-            return Err(EngineError::BadFlow { flow: first, reason: "flow columns differ in length".into() });
+            return Err(EngineError::BadFlow {
+                flow: first,
+                reason: "flow columns differ in length".into(),
+            });
         }
-        let csr_ok = |o: &[usize], len: usize| o[0] == 0 && o[n] == len && o.windows(2).all(|w| w[0] <= w[1]);
+        let csr_ok = |o: &[usize], len: usize| {
+            o[0] == 0 && o[n] == len && o.windows(2).all(|w| w[0] <= w[1])
+        };
         if !csr_ok(b.path_offsets, b.paths.len()) || !csr_ok(b.dep_offsets, b.deps.len()) {
-            return Err(EngineError::BadFlow { flow: first, reason: "offsets do not describe the paths or dependencies".into() });
+            return Err(EngineError::BadFlow {
+                flow: first,
+                reason: "offsets do not describe the paths or dependencies".into(),
+            });
         }
         for i in 0..n {
             let id = first + i;
             if !(b.bytes[i] >= 0.0) || !b.bytes[i].is_finite() {
-                return Err(EngineError::BadFlow { flow: id, reason: format!("bytes {} is not a finite non-negative number", b.bytes[i]) });
+                return Err(EngineError::BadFlow {
+                    flow: id,
+                    reason: format!("bytes {} is not a finite non-negative number", b.bytes[i]),
+                });
             }
             if !(b.weight[i] > 0.0) || !b.weight[i].is_finite() {
-                return Err(EngineError::BadFlow { flow: id, reason: format!("weight {} is not positive", b.weight[i]) });
+                return Err(EngineError::BadFlow {
+                    flow: id,
+                    reason: format!("weight {} is not positive", b.weight[i]),
+                });
             }
             if b.delay[i] < 0 {
-                return Err(EngineError::BadFlow { flow: id, reason: "negative delay".into() });
+                return Err(EngineError::BadFlow {
+                    flow: id,
+                    reason: "negative delay".into(),
+                });
             }
         }
-        if let Some(k) = b.paths.iter().position(|&c| c as usize >= self.capacity.len()) {
+        if let Some(k) = b
+            .paths
+            .iter()
+            .position(|&c| c as usize >= self.capacity.len())
+        {
             let flow = first + b.path_offsets.partition_point(|&o| o <= k) - 1;
-            return Err(EngineError::UnknownChannel { flow, channel: b.paths[k] });
+            return Err(EngineError::UnknownChannel {
+                flow,
+                channel: b.paths[k],
+            });
         }
         if let Some(k) = b.deps.iter().position(|&d| d as usize >= total) {
             let flow = first + b.dep_offsets.partition_point(|&o| o <= k) - 1;
-            return Err(EngineError::BadFlow { flow, reason: format!("depends on flow {}, which does not exist", b.deps[k]) });
+            return Err(EngineError::BadFlow {
+                flow,
+                reason: format!("depends on flow {}, which does not exist", b.deps[k]),
+            });
         }
         // successors inside the batch, as CSR; dependencies on earlier flows go apart
         let mut count = vec![0u32; n];
@@ -432,7 +476,10 @@ impl Engine {
             for &d in &b.deps[b.dep_offsets[i]..b.dep_offsets[i + 1]] {
                 let d = d as usize;
                 if d < first && self.flows[d].state != FlowState::Done {
-                    self.succ_extra.entry(d as u32).or_default().push((first + i) as u32);
+                    self.succ_extra
+                        .entry(d as u32)
+                        .or_default()
+                        .push((first + i) as u32);
                     self.flows[first + i].deps_left += 1;
                 }
             }
@@ -540,7 +587,9 @@ impl Engine {
                 let g = list[pos] as usize;
                 let (gs, gn) = (self.flows[g].path_start, self.flows[g].path_len);
                 for kk in gs..gs + gn {
-                    if self.paths[kk] as usize == c && self.hop_pos[kk] as usize == self.chan_flows[c].len() {
+                    if self.paths[kk] as usize == c
+                        && self.hop_pos[kk] as usize == self.chan_flows[c].len()
+                    {
                         self.hop_pos[kk] = pos as u32;
                         break;
                     }
@@ -594,7 +643,8 @@ impl Engine {
         for &f in &sc.comp_flows {
             let f = f as usize;
             let fl = &self.flows[f];
-            sc.chans.extend_from_slice(&self.paths[fl.path_start..fl.path_start + fl.path_len]);
+            sc.chans
+                .extend_from_slice(&self.paths[fl.path_start..fl.path_start + fl.path_len]);
             sc.offsets.push(sc.chans.len());
             sc.weight.push(fl.eff_weight);
             sc.bound.push(fl.bound);
@@ -657,7 +707,10 @@ impl Engine {
             if self.foreground_left == 0 && self.unfinished > 0 {
                 // iperf-like traffic ends with the work it runs beside
                 let bg: Vec<u32> = (0..self.flows.len() as u32)
-                    .filter(|&g| self.flows[g as usize].background && self.flows[g as usize].state != FlowState::Done)
+                    .filter(|&g| {
+                        self.flows[g as usize].background
+                            && self.flows[g as usize].state != FlowState::Done
+                    })
                     .collect();
                 for g in bg {
                     if self.flows[g as usize].state != FlowState::Done {
@@ -720,7 +773,8 @@ impl Engine {
                 self.sample_times.push(self.now);
                 for c in 0..self.capacity.len() {
                     let dt = (self.now - self.chan_last[c]) as f64 * 1e-9;
-                    self.samples.push(self.chan_bytes[c] + self.chan_rate[c] * dt);
+                    self.samples
+                        .push(self.chan_bytes[c] + self.chan_rate[c] * dt);
                 }
                 if self.unfinished > 0 && self.sample_interval > 0 {
                     let t = self.now + self.sample_interval;
@@ -827,7 +881,10 @@ impl Engine {
         }
         for &c in path {
             if c as usize >= self.capacity.len() {
-                return Err(EngineError::UnknownChannel { flow: f, channel: c });
+                return Err(EngineError::UnknownChannel {
+                    flow: f,
+                    channel: c,
+                });
             }
         }
         let state = self.flows[f].state;
@@ -917,11 +974,16 @@ impl Engine {
     }
     /// Flows not yet done.
     pub fn unfinished_flows(&self) -> Vec<u32> {
-        (0..self.flows.len() as u32).filter(|&f| self.flows[f as usize].state != FlowState::Done).collect()
+        (0..self.flows.len() as u32)
+            .filter(|&f| self.flows[f as usize].state != FlowState::Done)
+            .collect()
     }
     /// Flows in flight on any of `channels`.
     pub fn flows_on(&self, channels: &[u32]) -> Vec<u32> {
-        let mut out: Vec<u32> = channels.iter().flat_map(|&c| self.chan_flows[c as usize].iter().copied()).collect();
+        let mut out: Vec<u32> = channels
+            .iter()
+            .flat_map(|&c| self.chan_flows[c as usize].iter().copied())
+            .collect();
         out.sort_unstable();
         out.dedup();
         out
@@ -929,7 +991,10 @@ impl Engine {
     /// Cumulative bytes per channel up to now.
     pub fn channel_bytes(&self) -> Vec<f64> {
         (0..self.capacity.len())
-            .map(|c| self.chan_bytes[c] + self.chan_rate[c] * (self.now - self.chan_last[c]) as f64 * 1e-9)
+            .map(|c| {
+                self.chan_bytes[c]
+                    + self.chan_rate[c] * (self.now - self.chan_last[c]) as f64 * 1e-9
+            })
             .collect()
     }
     /// Sample times and, row by row, each channel's cumulative bytes.

@@ -16,7 +16,10 @@ pub struct EventQueue<E> {
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
-        EventQueue { buckets: BTreeMap::new(), spare: Vec::new() }
+        EventQueue {
+            buckets: BTreeMap::new(),
+            spare: Vec::new(),
+        }
     }
 }
 
@@ -74,7 +77,10 @@ mod tests {
         q.push(3, 'd');
         assert_eq!(q.first_time(), Some(1));
         let got: Vec<(Ns, Vec<char>)> = std::iter::from_fn(|| q.pop_instant()).collect();
-        assert_eq!(got, vec![(1, vec!['b']), (3, vec!['d']), (5, vec!['a', 'c'])]);
+        assert_eq!(
+            got,
+            vec![(1, vec!['b']), (3, vec!['d']), (5, vec!['a', 'c'])]
+        );
         assert!(q.is_empty());
     }
 
@@ -85,7 +91,9 @@ mod tests {
             q.push(t, t);
         }
         q.truncate_after(2);
-        let times: Vec<Ns> = std::iter::from_fn(|| q.pop_instant()).map(|(t, _)| t).collect();
+        let times: Vec<Ns> = std::iter::from_fn(|| q.pop_instant())
+            .map(|(t, _)| t)
+            .collect();
         assert_eq!(times, vec![1, 2]);
     }
 }

@@ -51,7 +51,10 @@ pub struct Cm02 {
 
 impl Default for Cm02 {
     fn default() -> Self {
-        Cm02 { tcp_gamma: 4_194_304.0, weight_s: 0.0 }
+        Cm02 {
+            tcp_gamma: 4_194_304.0,
+            weight_s: 0.0,
+        }
     }
 }
 
@@ -63,7 +66,11 @@ impl SharingModel for Cm02 {
         let mut penalty = f.path_latency_s;
         if self.weight_s > 0.0 {
             // SimGrid divides weight-S by each link's bandwidth in bytes/s, as here
-            penalty += f.path_capacity.iter().map(|c| self.weight_s / c).sum::<f64>();
+            penalty += f
+                .path_capacity
+                .iter()
+                .map(|c| self.weight_s / c)
+                .sum::<f64>();
         }
         if penalty > 0.0 {
             f.weight / penalty

@@ -120,7 +120,12 @@ pub fn solve_subset(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Work
     let mut class_flows: Vec<u32> = Vec::with_capacity(flows.len());
     for &class in &classes {
         class_flows.clear();
-        class_flows.extend(flows.iter().copied().filter(|&f| p.priority[f as usize] == class));
+        class_flows.extend(
+            flows
+                .iter()
+                .copied()
+                .filter(|&f| p.priority[f as usize] == class),
+        );
         fill(p, &class_flows, rates, ws);
         // what this class took is gone for the next one
         for &f in &class_flows {

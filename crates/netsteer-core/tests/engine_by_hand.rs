@@ -101,7 +101,10 @@ fn counters_integrate_the_rates() {
     e.run_to_end();
     let (times, bytes) = e.samples();
     // the last sample falls on the last completion
-    assert_eq!(times, &[0, 250_000_000, 500_000_000, 750_000_000, 1_000_000_000]);
+    assert_eq!(
+        times,
+        &[0, 250_000_000, 500_000_000, 750_000_000, 1_000_000_000]
+    );
     let row = |i: usize| &bytes[i * 2..i * 2 + 2];
     assert!((row(1)[0] - 0.25e9).abs() < 1.0 && row(1)[1].abs() < 1.0);
     assert!((row(3)[0] - 0.75e9).abs() < 1.0 && (row(3)[1] - 0.25e9).abs() < 1.0);
@@ -113,16 +116,36 @@ fn counters_integrate_the_rates() {
 fn cm02_shares_inversely_to_latency_and_caps_by_window() {
     // channel 0 shared; flow A path latency 1 ms (0 + 1), flow B 3 ms (0 + 3).
     // weights 1/1ms : 1/3ms = 3 : 1 -> A gets 0.75 GB/s, B 0.25 GB/s.
-    let mut e = Engine::new(vec![GB, 10.0 * GB, 10.0 * GB], vec![0, 1_000_000, 3_000_000], Box::new(Cm02 { tcp_gamma: 0.0, weight_s: 0.0 }));
-    e.add_flows(&[FlowSpec::new(1e12, vec![0, 1]), FlowSpec::new(1e12, vec![0, 2])]).unwrap();
+    let mut e = Engine::new(
+        vec![GB, 10.0 * GB, 10.0 * GB],
+        vec![0, 1_000_000, 3_000_000],
+        Box::new(Cm02 {
+            tcp_gamma: 0.0,
+            weight_s: 0.0,
+        }),
+    );
+    e.add_flows(&[
+        FlowSpec::new(1e12, vec![0, 1]),
+        FlowSpec::new(1e12, vec![0, 2]),
+    ])
+    .unwrap();
     e.run(10_000_000, u64::MAX);
-    assert!((e.rate(0) - 0.75 * GB).abs() < 1.0, "{} {}", e.rate(0), e.rate(1));
+    assert!(
+        (e.rate(0) - 0.75 * GB).abs() < 1.0,
+        "{} {}",
+        e.rate(0),
+        e.rate(1)
+    );
     assert!((e.rate(1) - 0.25 * GB).abs() < 1.0, "{}", e.rate(1));
     // window bound: gamma / (2 * 10 ms) = 4 MiB / 20 ms, below the 1 GB/s link
     let mut e = Engine::new(vec![GB, GB], vec![0, 10_000_000], Box::new(Cm02::default()));
     e.add_flows(&[FlowSpec::new(1e12, vec![0, 1])]).unwrap();
     e.run(20_000_000, u64::MAX);
-    assert!((e.rate(0) - 4_194_304.0 / 20e-3).abs() < 1.0, "{}", e.rate(0));
+    assert!(
+        (e.rate(0) - 4_194_304.0 / 20e-3).abs() < 1.0,
+        "{}",
+        e.rate(0)
+    );
 }
 
 #[test]
@@ -152,7 +175,10 @@ fn identical_runs_are_identical() {
         let mut e = engine(&[GB, 2.0 * GB, GB], &[100, 200, 300]);
         let specs: Vec<FlowSpec> = (0..50)
             .map(|i| {
-                let mut s = FlowSpec::new(1e6 * (1 + i % 7) as f64, vec![(i % 3) as u32, ((i + 1) % 3) as u32]);
+                let mut s = FlowSpec::new(
+                    1e6 * (1 + i % 7) as f64,
+                    vec![(i % 3) as u32, ((i + 1) % 3) as u32],
+                );
                 s.start = Some((i * 37_000) as i64);
                 s
             })
@@ -184,10 +210,48 @@ fn background_flows_end_with_the_foreground() {
     // bulk background flow shares the link with a 1 GB foreground flow: both at
     // 0.5 GB/s, so the foreground ends at 2 s and the background is stopped then.
     let mut e = engine(&[GB], &[0]);
-    e.add_flows(&[FlowSpec::new(1e15, vec![0]), FlowSpec::new(1e9, vec![0])]).unwrap();
+    e.add_flows(&[FlowSpec::new(1e15, vec![0]), FlowSpec::new(1e9, vec![0])])
+        .unwrap();
     e.set_background(&[0]).unwrap();
     assert_eq!(e.run_to_end(), RunStatus::Done);
     assert_eq!(e.completion(1), 2_000_000_000);
     assert_eq!(e.completion(0), 2_000_000_000);
     assert!((e.channel_bytes()[0] - 2e9).abs() < 1.0);
+}
+
+#[test]
+fn batches_are_checked_before_anything_is_added() {
+    use netsteer_core::engine::FlowBatch;
+    let mut e = engine(&[GB], &[0]);
+    fn ok<'a>(deps: &'a [u32], dep_offsets: &'a [usize]) -> FlowBatch<'a> {
+        FlowBatch {
+            bytes: &[1.0, 1.0],
+            path_offsets: &[0, 1, 2],
+            paths: &[0, 0],
+            start: &[-1, -1],
+            delay: &[0, 0],
+            weight: &[1.0, 1.0],
+            priority: &[0, 0],
+            dep_offsets,
+            deps,
+        }
+    }
+    // a cycle inside the batch
+    let err = e.add_batch(&ok(&[1, 0], &[0, 1, 2])).unwrap_err();
+    assert!(
+        matches!(err, netsteer_core::EngineError::Cycle { .. }),
+        "{err:?}"
+    );
+    // a dependency on a flow that does not exist
+    assert!(e.add_batch(&ok(&[7], &[0, 1, 1])).is_err());
+    // offsets that do not cover the dependencies
+    assert!(e.add_batch(&ok(&[0], &[0, 0, 0])).is_err());
+    assert_eq!(e.n_flows(), 0);
+    // a good batch, then one that depends on it across batches
+    assert_eq!(e.add_batch(&ok(&[0], &[0, 0, 1])).unwrap(), 0);
+    assert_eq!(e.add_batch(&ok(&[1, 2], &[0, 1, 2])).unwrap(), 2);
+    assert_eq!(e.run_to_end(), RunStatus::Done);
+    let done: Vec<i64> = (0..4).map(|f| e.completion(f)).collect();
+    // 1-byte flows at 1 GB/s take 1 ns each, one after the other in a chain
+    assert_eq!(done, vec![1, 2, 3, 4]);
 }

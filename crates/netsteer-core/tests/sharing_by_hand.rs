@@ -11,7 +11,14 @@ fn rates(cap: &[f64], paths: &[&[u32]], weight: &[f64], bound: &[f64], prio: &[u
         channels.extend_from_slice(p);
         offsets.push(channels.len());
     }
-    solve(&Problem { capacity: cap, offsets: &offsets, channels: &channels, weight, bound, priority: prio })
+    solve(&Problem {
+        capacity: cap,
+        offsets: &offsets,
+        channels: &channels,
+        weight,
+        bound,
+        priority: prio,
+    })
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -32,28 +39,61 @@ fn n_flows_on_one_link_split_it_evenly() {
 #[test]
 fn parking_lot_gives_the_long_flow_its_fair_share_on_each_hop() {
     // chain of 3 links of capacity 1; flow 0 crosses all, flows 1..3 one each.
-    let r = rates(&[1.0, 1.0, 1.0], &[&[0, 1, 2], &[0], &[1], &[2]], &[1.0; 4], &[INF; 4], &[0; 4]);
+    let r = rates(
+        &[1.0, 1.0, 1.0],
+        &[&[0, 1, 2], &[0], &[1], &[2]],
+        &[1.0; 4],
+        &[INF; 4],
+        &[0; 4],
+    );
     for x in &r {
         assert!(close(*x, 0.5), "{r:?}");
     }
     // second link has capacity 3: the long flow is still held to 1/2 by the others,
     // and the short flow on link 1 takes the rest.
-    let r = rates(&[1.0, 3.0, 1.0], &[&[0, 1, 2], &[0], &[1], &[2]], &[1.0; 4], &[INF; 4], &[0; 4]);
-    assert!(close(r[0], 0.5) && close(r[1], 0.5) && close(r[2], 2.5) && close(r[3], 0.5), "{r:?}");
+    let r = rates(
+        &[1.0, 3.0, 1.0],
+        &[&[0, 1, 2], &[0], &[1], &[2]],
+        &[1.0; 4],
+        &[INF; 4],
+        &[0; 4],
+    );
+    assert!(
+        close(r[0], 0.5) && close(r[1], 0.5) && close(r[2], 2.5) && close(r[3], 0.5),
+        "{r:?}"
+    );
 }
 
 #[test]
 fn bottleneck_leftover_goes_to_unconstrained_flows() {
     // flows A (links 0,1), B (link 1), C (link 0). cap0 = 2, cap1 = 10.
     // link 0 saturates at 1 each for A and C; B takes 10 - 1 = 9.
-    let r = rates(&[2.0, 10.0], &[&[0, 1], &[1], &[0]], &[1.0; 3], &[INF; 3], &[0; 3]);
-    assert!(close(r[0], 1.0) && close(r[1], 9.0) && close(r[2], 1.0), "{r:?}");
+    let r = rates(
+        &[2.0, 10.0],
+        &[&[0, 1], &[1], &[0]],
+        &[1.0; 3],
+        &[INF; 3],
+        &[0; 3],
+    );
+    assert!(
+        close(r[0], 1.0) && close(r[1], 9.0) && close(r[2], 1.0),
+        "{r:?}"
+    );
 }
 
 #[test]
 fn weighted_shares_are_proportional() {
-    let r = rates(&[10.0], &[&[0], &[0], &[0]], &[1.0, 2.0, 2.0], &[INF; 3], &[0; 3]);
-    assert!(close(r[0], 2.0) && close(r[1], 4.0) && close(r[2], 4.0), "{r:?}");
+    let r = rates(
+        &[10.0],
+        &[&[0], &[0], &[0]],
+        &[1.0, 2.0, 2.0],
+        &[INF; 3],
+        &[0; 3],
+    );
+    assert!(
+        close(r[0], 2.0) && close(r[1], 4.0) && close(r[2], 4.0),
+        "{r:?}"
+    );
 }
 
 #[test]
@@ -68,10 +108,25 @@ fn strict_priority_serves_class_zero_first() {
     let r = rates(&[10.0], &[&[0], &[0]], &[1.0, 1.0], &[INF; 2], &[0, 1]);
     assert!(close(r[0], 10.0) && close(r[1], 0.0), "{r:?}");
     // bounded high class leaves the rest to the low class, shared evenly.
-    let r = rates(&[10.0], &[&[0], &[0], &[0]], &[1.0; 3], &[4.0, INF, INF], &[0, 1, 1]);
-    assert!(close(r[0], 4.0) && close(r[1], 3.0) && close(r[2], 3.0), "{r:?}");
+    let r = rates(
+        &[10.0],
+        &[&[0], &[0], &[0]],
+        &[1.0; 3],
+        &[4.0, INF, INF],
+        &[0, 1, 1],
+    );
+    assert!(
+        close(r[0], 4.0) && close(r[1], 3.0) && close(r[2], 3.0),
+        "{r:?}"
+    );
     // high class bottlenecked elsewhere: low class gets the remainder of link 1.
-    let r = rates(&[2.0, 10.0], &[&[0, 1], &[1]], &[1.0; 2], &[INF; 2], &[0, 1]);
+    let r = rates(
+        &[2.0, 10.0],
+        &[&[0, 1], &[1]],
+        &[1.0; 2],
+        &[INF; 2],
+        &[0, 1],
+    );
     assert!(close(r[0], 2.0) && close(r[1], 8.0), "{r:?}");
 }
 
@@ -120,7 +175,11 @@ fn result_is_max_min_fair_on_random_instances() {
             let ok = p.iter().any(|&c| {
                 let c = c as usize;
                 let saturated = load[c] >= cap[c] * (1.0 - 1e-9);
-                let maximal = owned.iter().enumerate().filter(|(_, q)| q.contains(&(c as u32))).all(|(g, _)| r[g] / w[g] <= r[f] / w[f] * (1.0 + 1e-9));
+                let maximal = owned
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, q)| q.contains(&(c as u32)))
+                    .all(|(g, _)| r[g] / w[g] <= r[f] / w[f] * (1.0 + 1e-9));
                 saturated && maximal
             });
             assert!(ok, "flow {f} has no bottleneck: rates {r:?}");

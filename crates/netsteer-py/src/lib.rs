@@ -49,9 +49,14 @@ impl Engine {
         if cap.len() != lat.len() {
             return Err(err("capacity and latency_ns differ in length"));
         }
-        let model = sharing::by_name(sharing, tcp_gamma)
-            .ok_or_else(|| err(format!("unknown sharing model {sharing:?}; use maxmin or cm02")))?;
-        Ok(Engine { inner: netsteer_core::Engine::new(cap, lat, model) })
+        let model = sharing::by_name(sharing, tcp_gamma).ok_or_else(|| {
+            err(format!(
+                "unknown sharing model {sharing:?}; use maxmin or cm02"
+            ))
+        })?;
+        Ok(Engine {
+            inner: netsteer_core::Engine::new(cap, lat, model),
+        })
     }
 
     /// Add flows given as columns; returns the id of the first.
@@ -71,7 +76,9 @@ impl Engine {
         let bytes = bytes.as_slice()?;
         let n = bytes.len();
         let to_usize = |xs: &[i64], what: &str| -> PyResult<Vec<usize>> {
-            xs.iter().map(|&x| usize::try_from(x).map_err(|_| err(format!("{what} {x} out of range")))).collect()
+            xs.iter()
+                .map(|&x| usize::try_from(x).map_err(|_| err(format!("{what} {x} out of range"))))
+                .collect()
         };
         let path_offsets = to_usize(path_offsets.as_slice()?, "path offset")?;
         let dep_offsets = to_usize(dep_offsets.as_slice()?, "dependency offset")?;
@@ -103,7 +110,12 @@ impl Engine {
     /// Run until ``until_ns`` (None: to the end) or ``max_events``; returns
     /// "done", "until", "budget" or "stalled".
     #[pyo3(signature = (until_ns=None, max_events=None))]
-    fn run(&mut self, py: Python<'_>, until_ns: Option<i64>, max_events: Option<u64>) -> &'static str {
+    fn run(
+        &mut self,
+        py: Python<'_>,
+        until_ns: Option<i64>,
+        max_events: Option<u64>,
+    ) -> &'static str {
         let until = until_ns.unwrap_or(i64::MAX);
         let budget = max_events.unwrap_or(u64::MAX);
         let inner = &mut self.inner;
@@ -183,18 +195,31 @@ impl Engine {
     }
 
     fn completion_ns<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
-        (0..self.inner.n_flows()).map(|f| self.inner.completion(f)).collect::<Vec<_>>().into_pyarray(py)
+        (0..self.inner.n_flows())
+            .map(|f| self.inner.completion(f))
+            .collect::<Vec<_>>()
+            .into_pyarray(py)
     }
     fn release_ns<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
-        (0..self.inner.n_flows()).map(|f| self.inner.release_time(f)).collect::<Vec<_>>().into_pyarray(py)
+        (0..self.inner.n_flows())
+            .map(|f| self.inner.release_time(f))
+            .collect::<Vec<_>>()
+            .into_pyarray(py)
     }
     fn rates<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        (0..self.inner.n_flows()).map(|f| self.inner.rate(f)).collect::<Vec<_>>().into_pyarray(py)
+        (0..self.inner.n_flows())
+            .map(|f| self.inner.rate(f))
+            .collect::<Vec<_>>()
+            .into_pyarray(py)
     }
     fn unfinished_flows<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
         self.inner.unfinished_flows().into_pyarray(py)
     }
-    fn flows_on<'py>(&self, py: Python<'py>, channels: PyReadonlyArray1<i64>) -> PyResult<Bound<'py, PyArray1<u32>>> {
+    fn flows_on<'py>(
+        &self,
+        py: Python<'py>,
+        channels: PyReadonlyArray1<i64>,
+    ) -> PyResult<Bound<'py, PyArray1<u32>>> {
         let ch = self.channels(channels.as_slice()?)?;
         Ok(self.inner.flows_on(&ch).into_pyarray(py))
     }
@@ -208,10 +233,17 @@ impl Engine {
         self.inner.channel_bytes().into_pyarray(py)
     }
     /// (times_ns [k], cumulative bytes [k, n_channels]).
-    fn samples<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray2<f64>>)> {
+    fn samples<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray2<f64>>)> {
         let (t, b) = self.inner.samples();
         let n = self.inner.n_channels();
-        let rows: Vec<Vec<f64>> = if n == 0 { vec![vec![]; t.len()] } else { b.chunks(n).map(|r| r.to_vec()).collect() };
+        let rows: Vec<Vec<f64>> = if n == 0 {
+            vec![vec![]; t.len()]
+        } else {
+            b.chunks(n).map(|r| r.to_vec()).collect()
+        };
         let arr = if rows.is_empty() {
             numpy::PyArray2::zeros(py, [0, n], false)
         } else {
@@ -234,7 +266,13 @@ impl Engine {
     fn channels(&self, xs: &[i64]) -> PyResult<Vec<u32>> {
         let n = self.inner.n_channels() as i64;
         xs.iter()
-            .map(|&c| if (0..n).contains(&c) { Ok(c as u32) } else { Err(err(format!("channel {c} does not exist"))) })
+            .map(|&c| {
+                if (0..n).contains(&c) {
+                    Ok(c as u32)
+                } else {
+                    Err(err(format!("channel {c} does not exist")))
+                }
+            })
             .collect()
     }
 }
@@ -259,19 +297,35 @@ fn maxmin<'py>(
         return Err(err("offsets must have one more entry than weight"));
     }
     let ch = to_u32(channels.as_slice()?, "channel")?;
-    if ch.iter().any(|&c| c as usize >= cap.len()) || offs.windows(2).any(|p| p[0] > p[1]) || offs[n] > ch.len() {
-        return Err(err("paths name channels that do not exist or offsets are not monotone"));
+    if ch.iter().any(|&c| c as usize >= cap.len())
+        || offs.windows(2).any(|p| p[0] > p[1])
+        || offs[n] > ch.len()
+    {
+        return Err(err(
+            "paths name channels that do not exist or offsets are not monotone",
+        ));
     }
     let b: Vec<f64> = match bound {
         Some(b) => b.as_slice()?.to_vec(),
         None => vec![f64::INFINITY; n],
     };
     let p: Vec<u8> = match priority {
-        Some(p) => p.as_slice()?.iter().map(|&x| x.clamp(0, 255) as u8).collect(),
+        Some(p) => p
+            .as_slice()?
+            .iter()
+            .map(|&x| x.clamp(0, 255) as u8)
+            .collect(),
         None => vec![0; n],
     };
     let rates = py.detach(|| {
-        solve(&Problem { capacity: cap, offsets: &offs, channels: &ch, weight: w, bound: &b, priority: &p })
+        solve(&Problem {
+            capacity: cap,
+            offsets: &offs,
+            channels: &ch,
+            weight: w,
+            bound: &b,
+            priority: &p,
+        })
     });
     Ok(rates.into_pyarray(py))
 }
