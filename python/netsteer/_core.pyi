@@ -65,3 +65,16 @@ def maxmin(
     bound: npt.NDArray[np.float64] | None = None,
     priority: npt.NDArray[np.int64] | None = None,
 ) -> npt.NDArray[np.float64]: ...
+
+def walk_tables(
+    lft: npt.NDArray[np.int32],
+    host_port: npt.NDArray[np.int64],
+    out_channel: npt.NDArray[np.int64],
+    channel_dst: npt.NDArray[np.int64],
+    is_host: npt.NDArray[np.bool_],
+    give_up: npt.NDArray[np.bool_],
+    src_nodes: npt.NDArray[np.int64],
+    dst_hosts: npt.NDArray[np.int64],
+    dst_nodes: npt.NDArray[np.int64],
+    limit: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]] | None: ...

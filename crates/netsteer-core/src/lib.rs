@@ -9,6 +9,7 @@
 //! The Python package reaches this crate through the thin `netsteer-py` crate.
 
 pub mod engine;
+pub mod paths;
 pub mod queue;
 pub mod sharing;
 pub mod solver;

@@ -1,6 +1,8 @@
 //! PyO3 glue for netsteer-core: argument conversion and error mapping only.
 
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1};
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
+};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -330,10 +332,76 @@ fn maxmin<'py>(
     Ok(rates.into_pyarray(py))
 }
 
+/// Walk plain destination tables into CSR paths; None when the fast walk cannot
+/// (ECMP group, circuit, missing entry, loop): the caller then takes the general walk.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn walk_tables<'py>(
+    py: Python<'py>,
+    lft: PyReadonlyArray2<i32>,
+    host_port: PyReadonlyArray1<i64>,
+    out_channel: PyReadonlyArray2<i64>,
+    channel_dst: PyReadonlyArray1<i64>,
+    is_host: PyReadonlyArray1<bool>,
+    give_up: PyReadonlyArray1<bool>,
+    src_nodes: PyReadonlyArray1<i64>,
+    dst_hosts: PyReadonlyArray1<i64>,
+    dst_nodes: PyReadonlyArray1<i64>,
+    limit: usize,
+) -> PyResult<Option<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i32>>)>> {
+    let (n_nodes, n_hosts) = (lft.shape()[0], lft.shape()[1]);
+    let n_slots = out_channel.shape()[1];
+    let ok_shapes = out_channel.shape()[0] == n_nodes
+        && host_port.len() == n_nodes
+        && is_host.len() == n_nodes
+        && give_up.len() == n_nodes;
+    if !ok_shapes {
+        return Err(err("tables and topology differ in their node count"));
+    }
+    let (src, dst, dn) = (
+        src_nodes.as_slice()?,
+        dst_hosts.as_slice()?,
+        dst_nodes.as_slice()?,
+    );
+    let cd = channel_dst.as_slice()?;
+    let n_channels = cd.len() as i64;
+    let bad_node = |x: &i64| !(0..n_nodes as i64).contains(x);
+    if src.len() != dst.len()
+        || src.len() != dn.len()
+        || src.iter().any(bad_node)
+        || dn.iter().any(bad_node)
+        || dst.iter().any(|&d| !(0..n_hosts as i64).contains(&d))
+        || cd.iter().any(bad_node)
+        || out_channel.as_slice()?.iter().any(|&c| c >= n_channels)
+    {
+        return Err(err(
+            "flows or tables name nodes, hosts or channels that do not exist",
+        ));
+    }
+    let t = netsteer_core::paths::Tables {
+        lft: lft.as_slice()?,
+        n_hosts,
+        host_port: host_port.as_slice()?,
+        out_channel: out_channel.as_slice()?,
+        n_slots,
+        channel_dst: cd,
+        is_host: is_host.as_slice()?,
+        give_up: give_up.as_slice()?,
+        limit,
+    };
+    let walked = py.detach(|| netsteer_core::paths::walk(&t, src, dst, dn));
+    Ok(walked.ok().map(|(off, ch)| {
+        let off: Vec<i64> = off.into_iter().map(|x| x as i64).collect();
+        let ch: Vec<i32> = ch.into_iter().map(|x| x as i32).collect();
+        (off.into_pyarray(py), ch.into_pyarray(py))
+    }))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Engine>()?;
     m.add_function(wrap_pyfunction!(maxmin, m)?)?;
+    m.add_function(wrap_pyfunction!(walk_tables, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -254,6 +254,11 @@ class Routing:
         if len(cls) != n or len(fid) != n:
             raise RoutingError("classes and flow_ids need one entry per flow")
 
+        if not self.groups and not self.overrides:
+            fast = self._walk_plain(src, dst)
+            if fast is not None:
+                return fast
+
         pairing = circuit_table(topo, circuits)
         kind = topo.node_kind
         is_circ, is_host = kind == CIRCUIT, kind == HOST
@@ -323,6 +328,26 @@ class Routing:
         for k, (f, ch) in enumerate(zip(step_flows, step_chans)):
             channels[offsets[f] + k] = ch
         return offsets, channels
+
+    def _walk_plain(self, src: np.ndarray, dst: np.ndarray):
+        """Plain tables walked in Rust; None when a flow needs the general walk
+        (a circuit on the way, or an error to word)."""
+        from .._core import walk_tables
+
+        topo = self.topo
+        is_host = topo.node_kind == HOST
+        return walk_tables(
+            np.ascontiguousarray(self.lft, dtype=np.int32),
+            self._host_port().astype(np.int64),
+            np.ascontiguousarray(topo.out_channel, dtype=np.int64),
+            topo.channel_dst().astype(np.int64),
+            is_host,
+            topo.node_kind == CIRCUIT,
+            topo.hosts[src].astype(np.int64),
+            dst.astype(np.int64),
+            topo.hosts[dst].astype(np.int64),
+            int((topo.node_kind != CIRCUIT).sum()) + 1,
+        )
 
     def path(self, src: int, dst: int, cls: int = 0, flow_id: int = 0, circuits=None) -> list[int]:
         """Channel ids from host ``src`` to host ``dst``."""

@@ -1,0 +1,119 @@
+//! Walking destination-based forwarding tables into channel paths.
+//!
+//! The common case -- plain tables, no ECMP group, no class override, no circuit on
+//! the way -- walked in Rust, one flow at a time. Anything else (or any failure) is
+//! left to the caller's general walk, which also words the errors.
+
+/// Forwarding state, all dense and row-major.
+pub struct Tables<'a> {
+    /// `lft[node * n_hosts + dst]`: out-port, -1 for none, <= -2 for an ECMP group.
+    pub lft: &'a [i32],
+    pub n_hosts: usize,
+    /// A host's way out when its row has no entry: its lowest connected port.
+    pub host_port: &'a [i64],
+    /// `out_channel[node * n_slots + port]`: channel leaving by that port, -1 if none.
+    pub out_channel: &'a [i64],
+    pub n_slots: usize,
+    pub channel_dst: &'a [i64],
+    pub is_host: &'a [bool],
+    /// Nodes the fast walk does not handle (circuit switches: they forward by in-port).
+    pub give_up: &'a [bool],
+    /// Hops after which a walk is taken to loop.
+    pub limit: usize,
+}
+
+/// Paths of flows from node `src[i]` to host index `dst[i]` (node `dst_node[i]`), as
+/// CSR. `Err(i)` names the first flow the fast walk cannot resolve.
+pub fn walk(
+    t: &Tables,
+    src: &[i64],
+    dst: &[i64],
+    dst_node: &[i64],
+) -> Result<(Vec<usize>, Vec<u32>), usize> {
+    let mut offsets = Vec::with_capacity(src.len() + 1);
+    let mut channels = Vec::with_capacity(src.len() * 4);
+    offsets.push(0);
+    for i in 0..src.len() {
+        let (target, d) = (dst_node[i], dst[i] as usize);
+        let mut cur = src[i];
+        let mut hops = 0;
+        while cur != target {
+            if hops >= t.limit {
+                return Err(i);
+            }
+            let node = cur as usize;
+            if t.give_up[node] {
+                return Err(i);
+            }
+            let mut port = t.lft[node * t.n_hosts + d] as i64;
+            if port == -1 && t.is_host[node] {
+                port = t.host_port[node];
+            }
+            if port < 0 || port as usize >= t.n_slots {
+                return Err(i);
+            }
+            let ch = t.out_channel[node * t.n_slots + port as usize];
+            if ch < 0 {
+                return Err(i);
+            }
+            channels.push(ch as u32);
+            let next = t.channel_dst[ch as usize];
+            if next != target && t.is_host[next as usize] {
+                return Err(i); // delivered to the wrong host
+            }
+            cur = next;
+            hops += 1;
+        }
+        offsets.push(channels.len());
+    }
+    Ok((offsets, channels))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walks_a_two_switch_line() {
+        // h0 -[c0/c1]- s2 -[c2/c3]- s3 -[c4/c5]- h1; nodes 0,1 hosts, 2,3 switches
+        // ports: h0:1->s2, s2:1->h0, s2:2->s3, s3:1->s2, s3:2->h1, h1:1->s3
+        let n_slots = 3;
+        let mut out = vec![-1i64; 4 * n_slots];
+        out[0 * n_slots + 1] = 0; // h0 port 1 -> c0 (to s2)
+        out[2 * n_slots + 1] = 1; // s2 port 1 -> c1 (to h0)
+        out[2 * n_slots + 2] = 2; // s2 port 2 -> c2 (to s3)
+        out[3 * n_slots + 1] = 3; // s3 port 1 -> c3 (to s2)
+        out[3 * n_slots + 2] = 4; // s3 port 2 -> c4 (to h1)
+        out[1 * n_slots + 1] = 5; // h1 port 1 -> c5 (to s3)
+        let channel_dst = [2, 0, 3, 2, 1, 3];
+        // lft rows per node, columns per host index (h0 = 0, h1 = 1)
+        let lft = [-1, -1, -1, -1, 1, 2, 1, 2];
+        let t = Tables {
+            lft: &lft,
+            n_hosts: 2,
+            host_port: &[1, 1, 1, 1],
+            out_channel: &out,
+            n_slots,
+            channel_dst: &channel_dst,
+            is_host: &[true, true, false, false],
+            give_up: &[false; 4],
+            limit: 8,
+        };
+        let (off, ch) = walk(&t, &[0, 1, 0], &[1, 0, 0], &[1, 0, 0]).unwrap();
+        assert_eq!(off, vec![0, 3, 6, 6]);
+        assert_eq!(ch, vec![0, 2, 4, 5, 3, 1]);
+        // a missing entry is refused, naming the flow
+        let lft_missing = [-1, -1, -1, -1, 1, -1, 1, 2];
+        let t2 = Tables {
+            lft: &lft_missing,
+            ..t
+        };
+        assert_eq!(walk(&t2, &[0, 0], &[0, 1], &[0, 1]).unwrap_err(), 1);
+        // a node it must not forward through (a circuit switch) is handed back
+        let t3 = Tables {
+            give_up: &[false, false, false, true],
+            ..t
+        };
+        assert_eq!(walk(&t3, &[1, 0], &[1, 1], &[1, 1]).unwrap_err(), 1);
+    }
+}
