@@ -67,7 +67,8 @@ def maxmin(
 ) -> npt.NDArray[np.float64]: ...
 
 def walk_tables(
-    lft: npt.NDArray[np.int32],
+    table: npt.NDArray[np.int32],
+    row_of: npt.NDArray[np.int64],
     host_port: npt.NDArray[np.int64],
     out_channel: npt.NDArray[np.int64],
     channel_dst: npt.NDArray[np.int64],

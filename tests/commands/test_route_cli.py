@@ -47,7 +47,7 @@ def test_route_writes_the_tables_it_computed(fabric, tmp_path):
     assert info["engine"] == "pftree" and info["checked"] is True
     got = read_lft_tables(out, topo)
     want = build_routing(topo, "pftree", partitions=parts)
-    assert np.array_equal(got.hosts[topo.switches], want.lft[topo.switches])
+    assert np.array_equal(got.hosts[topo.switches], want.node_rows(topo.switches))
     assert "sl=" in (tmp_path / "sl.conf").read_text()
     assert "qos_sl2vl" in (tmp_path / "qos.conf").read_text()
 

@@ -119,7 +119,7 @@ def test_netsteer_routing_is_installed_as_written(tmp_path):
     routing = build_routing(tree, "dmodk")  # dmodk wants the PGFT labels
     # On this tree OpenSM's ftree picks exactly D-mod-K's ports, so swap the two up
     # ports of every leaf: still a valid routing, and one OpenSM would not compute
-    lft = np.asarray(routing.lft).copy()
+    lft = routing.node_rows(np.arange(topo.n_nodes))  # dense copy: host rows -1
     leaves = [int(s) for s in topo.switches if topo.node_names[s].startswith("s1_")]
     for leaf in leaves:
         row = lft[leaf]
@@ -134,7 +134,7 @@ def test_netsteer_routing_is_installed_as_written(tmp_path):
     assert np.array_equal(got.hosts[sw], lft[sw])
     with IbFabric(net, tmp_path / "ftree", engine="ftree") as fab:
         ftree = read_lft_tables(fab.lfts_dump, topo)
-    assert np.array_equal(ftree.hosts[sw], np.asarray(routing.lft)[sw])
+    assert np.array_equal(ftree.hosts[sw], routing.node_rows(sw))
     assert not np.array_equal(ftree.hosts[sw], got.hosts[sw])
 
 

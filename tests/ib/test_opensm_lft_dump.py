@@ -27,7 +27,7 @@ def test_reads_opensm_dump_into_host_routes(fabric):
     assert t.hosts[s1, h["Hca1"]] == 1 and t.hosts[s1, h["Hca3"]] == 2
     assert t.hosts[s1, h["Hca2"]] == 3 and t.hosts[s1, h["Hca4"]] == 5
     assert t.hosts[s2, h["Hca1"]] == 3 and t.hosts[s2, h["Hca4"]] == 2
-    # host rows mean "my only port", as in Routing.lft
+    # host rows mean "my only port", as in a Routing
     assert (t.hosts[fabric.hosts] == -1).all()
     sw = {int(s): i for i, s in enumerate(fabric.switches)}
     assert t.switches[s1, sw[s2]] == 3 and t.switches[s2, sw[s1]] == 3

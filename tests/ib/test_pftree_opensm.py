@@ -35,7 +35,7 @@ def test_pftree_tables_are_installed_as_written(shape, tmp_path):
     routing.check()
     lids = opensm_lids(topo, sm_node=0)
     dump = tmp_path / "pftree.dump"
-    write_lft_dump(topo, routing.lft, lids, dump)
+    write_lft_dump(topo, routing, lids, dump)
     conf = tmp_path / "partitions.conf"
     write_partitions_conf(partitions_with_sl(parts, routing.partition_sl), topo, conf)
     with IbFabric(net, tmp_path / "run", engine="file", lfts_file=dump, partitions=conf,
@@ -45,4 +45,4 @@ def test_pftree_tables_are_installed_as_written(shape, tmp_path):
         lid_list = [int(lids.lid[s]) for s in topo.switches]
         got = parse_lft_tables(fab.ibroute_all(lid_list), topo, file="ibroute")
     sw = topo.switches
-    assert np.array_equal(got.hosts[sw], routing.lft[sw])
+    assert np.array_equal(got.hosts[sw], routing.node_rows(sw))

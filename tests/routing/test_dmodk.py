@@ -22,9 +22,9 @@ def test_exact_ports_and_path_on_two_level_tree():
     r = dmodk(t)
     s10, s21, s11 = t.node("s1_0"), t.node("s2_1"), t.node("s1_1")
     # h5 has position 5, label (1, 1): up slot 5 mod 2 = 1 -> port 4 + 1 + 1
-    assert r.lft[s10, 5] == 6
-    assert r.lft[s21, 5] == 2  # down to the child with digit 1
-    assert r.lft[s11, 5] == 2  # down to the host with digit 1
+    assert r.entry(s10, 5) == 6
+    assert r.entry(s21, 5) == 2  # down to the child with digit 1
+    assert r.entry(s11, 5) == 2  # down to the host with digit 1
     assert r.describe(0, 5) == "h0 -> s1_0 -> s2_1 -> s1_1 -> h5"
     assert r.describe(0, 4) == "h0 -> s1_0 -> s2_0 -> s1_1 -> h4"
     assert r.describe(2, 1) == "h2 -> s1_0 -> h1"
@@ -171,8 +171,8 @@ def test_up_divisor_is_simgrid_3_32s():
     r = dmodk(t)
     assert r.describe(0, 6) == "h0 -> s1_0 -> s2_0 -> s1_1 -> h6"
     assert r.describe(0, 7) == "h0 -> s1_0 -> s2_1 -> s1_1 -> h7"
-    assert r.lft[t.node("h0"), 6] == 1 and r.lft[t.node("h0"), 7] == 2
-    assert r.lft[t.node("s1_0"), 6] == 8 + 1 + 0 and r.lft[t.node("s1_0"), 7] == 8 + 1 + 1
+    assert r.entry(t.node("h0"), 6) == 1 and r.entry(t.node("h0"), 7) == 2
+    assert r.entry(t.node("s1_0"), 6) == 8 + 1 + 0 and r.entry(t.node("s1_0"), 7) == 8 + 1 + 1
 
 
 def test_parallel_cables_down_are_all_used():
@@ -183,7 +183,7 @@ def test_parallel_cables_down_are_all_used():
     r = dmodk(t)
     for root in ("s2_0", "s2_1"):
         for leaf in range(4):
-            ports = sorted(int(r.lft[t.node(root), d]) for d in range(4 * leaf, 4 * leaf + 4)
+            ports = sorted(int(r.entry(t.node(root), d)) for d in range(4 * leaf, 4 * leaf + 4)
                            if (d % 2) == int(root[-1]))
             assert ports == [1 + leaf, 1 + leaf + 4], (root, leaf)
     # a shift by a leaf (h0..3 -> h4..7) loads every channel once
@@ -231,4 +231,4 @@ def test_multihomed_hosts_spread_over_their_up_ports():
     r = dmodk(t)
     r.check()
     h0 = t.node("h0")
-    assert r.lft[h0].tolist() == [-1, 2, 1, 2]  # port 1 + (d mod 2)
+    assert r.node_rows([h0])[0].tolist() == [-1, 2, 1, 2]  # port 1 + (d mod 2)

@@ -42,7 +42,7 @@ def test_fast_walk_hands_errors_to_the_general_walk():
 
     t = pgft(2, [4, 4], [1, 2], link_bandwidth=1e9, link_latency_ns=0)
     r = build_routing(t, "dmodk")
-    r.lft[t.node("s1_0"), 5] = -1  # s1_0 no longer knows h5
+    r.set_entry(t.node("s1_0"), 5, -1)  # s1_0 no longer knows h5
     assert r._walk_plain(np.array([0]), np.array([5])) is None
     with pytest.raises(RoutingError, match="s1_0 has no route to h5"):
         r.paths([0], [5])

@@ -31,17 +31,17 @@ def test_ring_paths_are_shortest_and_balanced():
     # at s0, h1 and h2 already use the port to s1 when h3 (a tie) comes: it goes via s5
     assert r.describe(0, 3) == "h0 -> s0 -> s5 -> s4 -> s3 -> h3"
     s0 = t.node("s0")
-    assert r.lft[s0].tolist() == [3, 1, 1, 2, 2, 2]
+    assert r.node_rows([s0])[0].tolist() == [3, 1, 1, 2, 2, 2]
 
 
 def test_equals_dmodk_on_a_full_two_level_tree():
     t = pgft(2, [4, 4], [1, 4], link_bandwidth=1e9, link_latency_ns=0)
     r = minhop(t)
     sw = t.switches
-    assert (r.lft[sw] == dmodk(t).lft[sw]).all()
+    assert (r.node_rows(sw) == dmodk(t).node_rows(sw)).all()
     # each leaf spreads its 12 remote destinations 3 per up port
     s10 = t.node("s1_0")
-    assert np.bincount(r.lft[s10, 4:], minlength=9)[5:].tolist() == [3, 3, 3, 3]
+    assert np.bincount(r.node_rows([s10])[0, 4:], minlength=9)[5:].tolist() == [3, 3, 3, 3]
 
 
 def circuit_topology():

@@ -32,8 +32,8 @@ def test_paths_csr_matches_single_paths(tree):
 def test_injected_loop_is_named(tree):
     r = dmodk(tree)
     s10, s20 = tree.node("s1_0"), tree.node("s2_0")
-    assert r.lft[s10, 4] == 5  # up to s2_0
-    r.lft[s20, 4] = 1  # back down to s1_0
+    assert r.entry(s10, 4) == 5  # up to s2_0
+    r.set_entry(s20, 4, 1)  # back down to s1_0
     with pytest.raises(RoutingError, match=r"^routing loop: s1_0 -> s2_0 -> s1_0 towards h4$"):
         r.check()
     with pytest.raises(RoutingError, match=r"routing loop: .*s1_0 -> s2_0 -> s1_0 towards h4"):
@@ -42,7 +42,7 @@ def test_injected_loop_is_named(tree):
 
 def test_injected_missing_entry_is_named(tree):
     r = dmodk(tree)
-    r.lft[tree.node("s2_1"), 7] = -1
+    r.set_entry(tree.node("s2_1"), 7, -1)
     with pytest.raises(RoutingError, match=r"^switch s2_1 has no route to h7$"):
         r.check()
     with pytest.raises(RoutingError, match=r"^switch s2_1 has no route to h7$"):
@@ -52,11 +52,11 @@ def test_injected_missing_entry_is_named(tree):
 
 def test_unconnected_port_and_stray_host(tree):
     r = dmodk(tree)
-    r.lft[tree.node("s2_1"), 7] = 9
+    r.set_entry(tree.node("s2_1"), 7, 9)
     with pytest.raises(RoutingError, match="s2_1 sends traffic for h7 out of port 9, which is not connected"):
         r.check()
     r = dmodk(tree)
-    r.lft[tree.node("s1_1"), 7] = 1  # delivers to h4
+    r.set_entry(tree.node("s1_1"), 7, 1)  # delivers to h4
     with pytest.raises(RoutingError, match="switch s1_1 sends traffic for h7 to host h4"):
         r.check()
     with pytest.raises(RoutingError, match="switch s1_1 sends traffic for h7 to host h4"):
@@ -66,16 +66,16 @@ def test_unconnected_port_and_stray_host(tree):
 def test_class_override(tree):
     base = dmodk(tree)
     s10 = tree.node("s1_0")
-    ov = np.full_like(base.lft, -1)
-    ov[s10, 5] = 5  # class 3 takes s2_0 where the default takes s2_1
-    r = Routing(tree, base.lft, overrides={3: ov})
+    ov = np.full_like(base.table, -1)
+    ov[base.row_of[s10], 5] = 5  # class 3 takes s2_0 where the default takes s2_1
+    r = Routing(tree, base.table, rows=base.rows, overrides={3: ov})
     assert r.describe(0, 5) == "h0 -> s1_0 -> s2_1 -> s1_1 -> h5"
     assert r.describe(0, 5, cls=3) == "h0 -> s1_0 -> s2_0 -> s1_1 -> h5"
     off, ch = r.paths([0, 0, 1], [5, 5, 5], classes=[0, 3, 3])
     assert ch[off[1] : off[2]].tolist() == r.path(0, 5, cls=3)
     assert ch[off[2] : off[3]].tolist() == r.path(1, 5, cls=3)
     r.check()
-    ov[tree.node("s2_0"), 5] = 1  # loop, for class 3 only
+    r.set_entry(tree.node("s2_0"), 5, 1, cls=3)  # loop, for class 3 only
     with pytest.raises(RoutingError, match=r"routing loop: s1_0 -> s2_0 -> s1_0 towards h5 \(class 3\)"):
         r.check()
     r.path(0, 5)  # default class unaffected
@@ -105,9 +105,9 @@ def test_flow_hash_is_the_documented_formula():
 def test_group_entry_resolves_by_hash(tree):
     base = dmodk(tree)
     s10 = tree.node("s1_0")
-    lft = base.lft.copy()
-    lft[s10, 4:] = -2  # group 0: both up ports
-    r = Routing(tree, lft, groups=[[6, 5]], ecmp_hash="flow")
+    table = base.table.copy()
+    table[base.row_of[s10], 4:] = -2  # group 0: both up ports
+    r = Routing(tree, table, rows=base.rows, groups=[[6, 5]], ecmp_hash="flow")
     assert r.groups[0].tolist() == [5, 6]
     assert r.next_hops(s10, 4) == [5, 6]
     n = 64
@@ -126,6 +126,6 @@ def test_argument_errors(tree):
     with pytest.raises(RoutingError, match="lft has shape"):
         Routing(tree, np.zeros((3, 3)))
     with pytest.raises(RoutingError, match="unknown ECMP hash"):
-        Routing(tree, r.lft, ecmp_hash="5-tuple")
+        Routing(tree, r.table, rows=r.rows, ecmp_hash="5-tuple")
     with pytest.raises(RoutingError, match="ECMP group 0 is empty"):
-        Routing(tree, r.lft, groups=[[]])
+        Routing(tree, r.table, rows=r.rows, groups=[[]])

@@ -4,10 +4,12 @@
 //! the way -- walked in Rust, one flow at a time. Anything else (or any failure) is
 //! left to the caller's general walk, which also words the errors.
 
-/// Forwarding state, all dense and row-major.
+/// Forwarding state, row-major. Tables are compact: only some nodes have a row.
 pub struct Tables<'a> {
-    /// `lft[node * n_hosts + dst]`: out-port, -1 for none, <= -2 for an ECMP group.
-    pub lft: &'a [i32],
+    /// `table[row * n_hosts + dst]`: out-port, -1 for none, <= -2 for an ECMP group.
+    pub table: &'a [i32],
+    /// `row_of[node]`: the node's row in `table`, -1 for none (every entry -1).
+    pub row_of: &'a [i64],
     pub n_hosts: usize,
     /// A host's way out when its row has no entry: its lowest connected port.
     pub host_port: &'a [i64],
@@ -45,7 +47,12 @@ pub fn walk(
             if t.give_up[node] {
                 return Err(i);
             }
-            let mut port = t.lft[node * t.n_hosts + d] as i64;
+            let row = t.row_of[node];
+            let mut port = if row >= 0 {
+                t.table[row as usize * t.n_hosts + d] as i64
+            } else {
+                -1
+            };
             if port == -1 && t.is_host[node] {
                 port = t.host_port[node];
             }
@@ -86,10 +93,12 @@ mod tests {
         out[3 * n_slots + 2] = 4; // s3 port 2 -> c4 (to h1)
         out[1 * n_slots + 1] = 5; // h1 port 1 -> c5 (to s3)
         let channel_dst = [2, 0, 3, 2, 1, 3];
-        // lft rows per node, columns per host index (h0 = 0, h1 = 1)
-        let lft = [-1, -1, -1, -1, 1, 2, 1, 2];
+        // rows for the switches only (hosts use their port), columns per host index
+        let table = [1, 2, 1, 2];
+        let row_of = [-1, -1, 0, 1];
         let t = Tables {
-            lft: &lft,
+            table: &table,
+            row_of: &row_of,
             n_hosts: 2,
             host_port: &[1, 1, 1, 1],
             out_channel: &out,
@@ -103,9 +112,9 @@ mod tests {
         assert_eq!(off, vec![0, 3, 6, 6]);
         assert_eq!(ch, vec![0, 2, 4, 5, 3, 1]);
         // a missing entry is refused, naming the flow
-        let lft_missing = [-1, -1, -1, -1, 1, -1, 1, 2];
+        let table_missing = [1, -1, 1, 2];
         let t2 = Tables {
-            lft: &lft_missing,
+            table: &table_missing,
             ..t
         };
         assert_eq!(walk(&t2, &[0, 0], &[0, 1], &[0, 1]).unwrap_err(), 1);

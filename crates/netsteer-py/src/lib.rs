@@ -338,7 +338,8 @@ fn maxmin<'py>(
 #[allow(clippy::too_many_arguments)]
 fn walk_tables<'py>(
     py: Python<'py>,
-    lft: PyReadonlyArray2<i32>,
+    table: PyReadonlyArray2<i32>,
+    row_of: PyReadonlyArray1<i64>,
     host_port: PyReadonlyArray1<i64>,
     out_channel: PyReadonlyArray2<i64>,
     channel_dst: PyReadonlyArray1<i64>,
@@ -349,14 +350,18 @@ fn walk_tables<'py>(
     dst_nodes: PyReadonlyArray1<i64>,
     limit: usize,
 ) -> PyResult<Option<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i32>>)>> {
-    let (n_nodes, n_hosts) = (lft.shape()[0], lft.shape()[1]);
-    let n_slots = out_channel.shape()[1];
-    let ok_shapes = out_channel.shape()[0] == n_nodes
+    let (n_rows, n_hosts) = (table.shape()[0], table.shape()[1]);
+    let (n_nodes, n_slots) = (out_channel.shape()[0], out_channel.shape()[1]);
+    let rows = row_of.as_slice()?;
+    let ok_shapes = rows.len() == n_nodes
+        && rows.iter().all(|&r| (-1..n_rows as i64).contains(&r))
         && host_port.len() == n_nodes
         && is_host.len() == n_nodes
         && give_up.len() == n_nodes;
     if !ok_shapes {
-        return Err(err("tables and topology differ in their node count"));
+        return Err(err(
+            "tables and topology differ in their node count, or row_of names a missing row",
+        ));
     }
     let (src, dst, dn) = (
         src_nodes.as_slice()?,
@@ -379,7 +384,8 @@ fn walk_tables<'py>(
         ));
     }
     let t = netsteer_core::paths::Tables {
-        lft: lft.as_slice()?,
+        table: table.as_slice()?,
+        row_of: rows,
         n_hosts,
         host_port: host_port.as_slice()?,
         out_channel: out_channel.as_slice()?,

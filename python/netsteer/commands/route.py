@@ -138,7 +138,7 @@ def route(
         lids = opensm_lids(topo, sm_node=0)
     except ValueError as exc:
         raise NetsteerError(str(exc), file=topology) from None
-    text = format_lft_dump(topo, r.lft, lids)
+    text = format_lft_dump(topo, r, lids)
     with atomic_write(out) as f:
         f.write(text)
     sl = getattr(r, "partition_sl", None)

@@ -33,11 +33,7 @@ class Checker:
         self.gptr, self.gsize, self.gports = gptr, gsize, gports
 
     def table_rows(self, nodes: np.ndarray) -> np.ndarray:
-        e = self.r.lft[nodes]
-        if self.cls is not None:
-            o = self.r.overrides[self.cls][nodes]
-            e = np.where(o != -1, o, e)
-        return e
+        return self.r.node_rows(nodes, self.cls)
 
     def step(self, nodes, d, ports):
         """Status of leaving ``nodes`` on ``ports`` for ``d``: good now, or dead for ever."""
@@ -205,10 +201,14 @@ class Checker:
         # to a checked switch (whose pairs are all good by now) or is the only host
         simple = n_ports <= 1
         chunk = max(1, (1 << 22) // max(H, 1))
+        rowed = self.r.row_of[hosts] >= 0  # hosts without a row say nothing else
         for a in range(0, len(hosts), chunk):
             sel = np.arange(a, min(a + chunk, len(hosts)))
-            e = self.table_rows(hosts[sel])
-            s = simple[sel] & ((e == -1) | (e == host_port[sel, None])).all(axis=1)
+            s = simple[sel].copy()
+            has = np.flatnonzero(rowed[sel])
+            if has.size:
+                e = self.table_rows(hosts[sel[has]])
+                s[has] &= ((e == -1) | (e == host_port[sel[has], None])).all(axis=1)
             ns = sel[s]
             v = np.where(host_port[ns] >= 0, self.nbr[hosts[ns], np.maximum(host_port[ns], 0)], -1)
             fine = self.rowof[v] >= 0

@@ -115,6 +115,16 @@ def routers(topo: Topology) -> np.ndarray:
     return np.flatnonzero(topo.node_kind == SWITCH).astype(np.int32)
 
 
+def forwarding_nodes(topo: Topology) -> np.ndarray:
+    """Sorted node ids whose table rows can carry entries: every switch (packet or
+    circuit) and every host with more than one cabled port.
+
+    A single-homed host needs no row: it leaves on its only port.
+    """
+    multi = (topo.out_channel >= 0).sum(axis=1) > 1
+    return np.flatnonzero((topo.node_kind != HOST) | multi).astype(np.int64)
+
+
 def dead_end_reason(topo: Topology, pairing: np.ndarray, node: int, port: int) -> str:
     """Why leaving ``node`` on ``port`` reaches no host or switch, in words."""
     names = topo.node_names

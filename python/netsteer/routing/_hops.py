@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..topology.model import HOST, Topology
-from ._graph import circuit_table, effective_neighbors, routers
+from ._graph import circuit_table, effective_neighbors, forwarding_nodes, routers
 
 
 class MinHop:
@@ -83,12 +83,14 @@ class MinHop:
         Parameters
         ----------
         sources : ndarray of int, optional
-            Nodes to compute rows for: by default every packet switch plus every host
-            with more than one connected port (single-homed hosts need no row).
+            Nodes to compute rows for: by default
+            :func:`~netsteer.routing._graph.forwarding_nodes`, every switch plus every
+            host with more than one connected port (single-homed hosts need no row;
+            circuit switch rows stay -1), sorted: the layout of a :class:`Routing`.
 
         Returns
         -------
-        sources : ndarray of int32
+        sources : ndarray of int64
         entry : ndarray of int32, shape (len(sources), n_hosts)
             The port when the set has one port, -1 when empty (unreachable, or the
             host itself), ``-2 - g`` for ``groups[g]``.
@@ -97,8 +99,8 @@ class MinHop:
         """
         topo = self.topo
         if sources is None:
-            multi = topo.hosts[(topo.out_channel[topo.hosts] >= 0).sum(axis=1) > 1]
-            sources = np.concatenate([self.routers, multi]).astype(np.int32)
+            sources = forwarding_nodes(topo)
+        sources = np.asarray(sources, dtype=np.int64)
         H = topo.n_hosts
         nbr_s = self.nbr[sources]  # (S, slots)
         row_s = self.rowof[nbr_s]

@@ -117,7 +117,7 @@ def next_channels(routing, dsts: np.ndarray) -> np.ndarray:
     """
     topo: Topology = routing.topo
     sw = topo.switches
-    e = routing.lft[np.ix_(sw, dsts)].astype(np.int64)
+    e = routing.entry(sw[:, None], np.asarray(dsts)[None, :]).astype(np.int64)
     if (e <= -2).any():
         raise RoutingError("the deadlock check needs single-port tables; these have ECMP groups")
     out = topo.out_channel
@@ -131,11 +131,14 @@ def host_channels(routing) -> np.ndarray:
     """Per host index: the channel its traffic leaves on (its row, else its endpoint port)."""
     topo = routing.topo
     hosts = topo.hosts
-    e = routing.lft[hosts]
     port = routing._host_port()[hosts]
     # a host row naming one port for every destination (multi-homed hosts) wins
-    named = (e >= 0).any(axis=1)
-    port = np.where(named, np.where(e >= 0, e, np.iinfo(np.int32).max).min(axis=1), port)
+    rowed = np.flatnonzero(routing.row_of[hosts] >= 0)
+    if rowed.size:
+        e = routing.node_rows(hosts[rowed])
+        named = (e >= 0).any(axis=1)
+        low = np.where(e[named] >= 0, e[named], np.iinfo(np.int32).max).min(axis=1)
+        port[rowed[named]] = low
     return np.where(port >= 0, topo.out_channel[hosts, np.maximum(port, 0)], -1)
 
 

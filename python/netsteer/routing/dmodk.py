@@ -74,7 +74,7 @@ def dmodk(topo: Topology, circuits: dict | None = None) -> Routing:
     p = np.asarray(meta["position"], dtype=np.int64)[hosts]
     # cum[l] = prod_{i<l} up[i]: SimGrid's D-mod-K divisor at level l (no parallel factor)
     cum = [prod(up[:lv]) for lv in range(levels + 1)]
-    lft = np.full((topo.n_nodes, topo.n_hosts), -1, dtype=np.int32)
+    r = Routing.blank(topo, engine="dmodk")  # rows: the switches and multi-homed hosts
 
     def up_port(lv):
         below = down[lv - 1] * par[lv - 1] if lv > 0 else 0
@@ -86,17 +86,17 @@ def dmodk(topo: Topology, circuits: dict | None = None) -> Routing:
         j = (p // cum[lv]) % par[lv - 1]
         down_port = 1 + hl[:, lv - 1] + j * down[lv - 1]
         if lv == levels:  # the roots hold every host
-            lft[ids] = down_port[None, :]
+            r.set_rows(ids, down_port[None, :])
             continue
         # subtree key: the digits >= lv, which a switch shares with the hosts below it
         stride = np.cumprod([1] + [down[i] for i in range(lv, levels - 1)])
         key_sw = labels[ids][:, lv:] @ stride
         key_h = hl[:, lv:] @ stride
-        lft[ids] = np.where(key_sw[:, None] == key_h[None, :], down_port[None, :], up_port(lv)[None, :])
+        r.set_rows(ids, np.where(key_sw[:, None] == key_h[None, :], down_port[None, :], up_port(lv)[None, :]))
     if up[0] * par[0] > 1:  # multi-homed hosts pick their up port the same way
-        lft[hosts] = up_port(0)[None, :]
-        lft[hosts, topo.host_index[hosts]] = -1
-    return Routing(topo, lft, engine="dmodk")
+        r.set_rows(hosts, up_port(0)[None, :])
+        r.set_entry(hosts, topo.host_index[hosts], -1)
+    return r
 
 
 class SimGridFatTreeRoutes:

@@ -15,8 +15,6 @@ Examples
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..topology.model import Topology
 from ._hops import MinHop
 from .table import Routing
@@ -41,6 +39,4 @@ def ecmp(topo: Topology, hash: str = "src-dst", circuits: dict | None = None, do
         Single-port sets are plain entries; larger sets are ``groups``.
     """
     sources, entry, groups = MinHop(topo, circuits, down_links).candidates()
-    lft = np.full((topo.n_nodes, topo.n_hosts), -1, dtype=np.int32)
-    lft[sources] = entry
-    return Routing(topo, lft, groups=groups, ecmp_hash=hash, engine="ecmp")
+    return Routing(topo, entry, rows=sources, groups=groups, ecmp_hash=hash, engine="ecmp")

@@ -70,7 +70,8 @@ def ftree(topo: Topology, circuits=None, partitions: Sequence | None = None) -> 
     Returns
     -------
     Routing
-        Rows for every ranked switch; host rows stay -1 (a host's endpoint port).
+        Rows for the switches (an unranked one's stays -1); hosts have none (a host
+        leaves on its endpoint port).
 
     Raises
     ------
@@ -80,8 +81,7 @@ def ftree(topo: Topology, circuits=None, partitions: Sequence | None = None) -> 
     ft = fat_tree(topo)
     order = destination_order(ft)
     groups = main_paths(ft, order)
-    lft = fill_tables(ft, order, groups, round_robin_ports)
-    r = Routing(topo, lft, engine="ftree")
+    r = fill_tables(ft, order, groups, round_robin_ports, engine="ftree")
     r.partitions = list(partitions) if partitions else []
     return r
 
@@ -175,7 +175,7 @@ def round_robin_ports(ft: FatTree, g: np.ndarray, pos: np.ndarray, kind: str, or
     return rank % size
 
 
-def fill_tables(ft: FatTree, order: np.ndarray, mgroups: np.ndarray, port_slots) -> np.ndarray:
+def fill_tables(ft: FatTree, order: np.ndarray, mgroups: np.ndarray, port_slots, engine: str) -> Routing:
     """All destinations' table entries from their main paths, vectorised.
 
     Parameters
@@ -185,15 +185,18 @@ def fill_tables(ft: FatTree, order: np.ndarray, mgroups: np.ndarray, port_slots)
     port_slots : callable
         ``port_slots(ft, groups, positions, kind, order)``: which port of each used
         parallel group (see :func:`round_robin_ports`).
+    engine : str
+        Name the tables carry.
 
     Returns
     -------
-    ndarray of int32, [n_nodes, n_hosts]
+    Routing
+        Rows for the switches only: host rows would stay -1 (a host's endpoint port).
     """
     topo = ft.topo
     T = ft.top
     D = len(order)
-    lft = np.full((topo.n_nodes, topo.n_hosts), -1, dtype=np.int32)
+    tables = Routing.blank(topo, rows=topo.switches, engine=engine)
     sw = np.flatnonzero(ft.level > 0)
     S = len(sw)
     sidx = np.full(topo.n_nodes, -1, dtype=np.int64)
@@ -284,7 +287,7 @@ def fill_tables(ft: FatTree, order: np.ndarray, mgroups: np.ndarray, port_slots)
                 routed[s_, c] = True
                 port[s_, c] = first_up_port[s_]
         dst = order[pos]
-        lft[np.ix_(sw, dst[real])] = port[:, real]
+        tables.set_entry(sw[:, None], dst[real][None, :], port[:, real])
 
     for kind, parts in pend.items():
         if not parts:
@@ -300,9 +303,9 @@ def fill_tables(ft: FatTree, order: np.ndarray, mgroups: np.ndarray, port_slots)
         val = ports[ft.g_ptr[g] + slot]
         dst = order[p]
         ok = dst >= 0
-        lft[node[ok], dst[ok]] = val[ok]
+        tables.set_entry(node[ok], dst[ok], val[ok])
     # a switch with no table (unranked: not connected to any host) keeps -1
-    return lft
+    return tables
 
 
 def _side_slots(ft: FatTree, g: np.ndarray, p: np.ndarray, down_parts) -> np.ndarray:

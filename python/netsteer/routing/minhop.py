@@ -52,9 +52,7 @@ def minhop(topo: Topology, circuits: dict | None = None, down_links=()) -> Routi
     hs = MinHop(topo, circuits, down_links)
     sources, entry, groups = hs.candidates()
     entry = least_used(entry, groups, topo.out_channel.shape[1])
-    lft = np.full((topo.n_nodes, topo.n_hosts), -1, dtype=np.int32)
-    lft[sources] = entry
-    return Routing(topo, lft, engine="minhop")
+    return Routing(topo, entry, rows=sources, engine="minhop")
 
 
 def least_used(entry: np.ndarray, groups: list, n_slots: int, rows_per_chunk: int = 4096) -> np.ndarray:

@@ -156,8 +156,7 @@ def pftree(
         rank_[o] = ((np.arange(len(gs)) - start) * size[o]) // total
         return rank_
 
-    lft = fill_tables(ft, order, groups, blocks)
-    r = Routing(topo, lft, engine="pftree")
+    r = fill_tables(ft, order, groups, blocks, engine="pftree")
     r.partitions = parts
     sl = assign_vls(r, parts, vls)
     r.partition_sl = sl

@@ -4,7 +4,14 @@ A :class:`Routing` is what an engine returns and what drivers consume: an Infini
 style linear forwarding table (LFT) per node, indexed by destination *host index*,
 optional per-class override tables, and ECMP groups resolved by a stated hash.
 
-Entries of ``lft[node, dst]``:
+Tables are compact: only the nodes in ``rows`` (sorted node ids: the switches, and
+hosts with more than one cabled port, see :func:`forwarding_nodes`) have a row in
+``table[row, dst]``; ``row_of[node]`` is a node's row, -1 for none. A node without a
+row has entry -1 for every destination. Read and write entries through
+:meth:`Routing.entry`, :meth:`Routing.node_rows`, :meth:`Routing.set_entry` and
+:meth:`Routing.set_rows`.
+
+Entries:
 
 * ``p >= 0`` -- leave on port ``p``;
 * ``-1`` -- no entry. For a host this means "my lowest connected port" (single-homed
@@ -42,6 +49,7 @@ from ._graph import (
     circuit_table,
     dead_end_reason,
     effective_neighbors,
+    forwarding_nodes,
     reachable_from_hosts,
     routers,
 )
@@ -96,20 +104,32 @@ class Routing:
     ----------
     topo : Topology
         The topology the tables are for (paths are resolved on it).
-    lft : array_like of int, shape (n_nodes, n_hosts)
+    table : array_like of int, shape (len(rows), n_hosts), or (n_nodes, n_hosts)
         Out port per node per destination host index; see the module docstring.
-        Kept as is (not copied) when already int32. Rows are ``n_nodes`` long so
-        that ``lft[node, dst]`` needs no remapping; for the 11,664-host 3-level tree
-        that is 620 MB, 544 MB of it host rows that stay -1 for single-homed hosts.
+        With ``rows``, row ``i`` is node ``rows[i]``'s, kept as is (not copied) when
+        already int32. Without ``rows`` it is a dense table, row per node, and is
+        compacted: rows are kept for :func:`forwarding_nodes` and for any other node
+        whose row (or an override's) holds an entry.
+    rows : array_like of int, optional
+        Sorted, distinct node ids that have a row. Engines pass
+        :func:`forwarding_nodes` (or the switches alone): for the 11,664-host 3-level
+        tree a dense table would be 620 MB, 544 MB of it host rows that stay -1.
     groups : list of array_like of int, optional
         ECMP groups (non-empty port lists); entry ``-2 - g`` means group ``g``.
     overrides : dict of int to array_like, optional
-        Per traffic class (or tag) tables of the same shape; entries other than -1
-        replace the default entry for flows of that class.
+        Per traffic class (or tag) tables in the same layout as ``table``; entries
+        other than -1 replace the default entry for flows of that class.
     ecmp_hash : {"dst", "src-dst", "flow"}
         Which fields :func:`flow_hash` mixes.
     engine : str, optional
         Name of the engine that built the tables, for reports.
+
+    Attributes
+    ----------
+    rows : ndarray of int64, node ids with a row, sorted
+    row_of : ndarray of int64, [n_nodes]: row of each node, -1 for none
+    table : ndarray of int32, [len(rows), n_hosts]
+    overrides : dict of int to ndarray, same layout as ``table``
 
     Examples
     --------
@@ -121,12 +141,12 @@ class Routing:
     >>> _ = b.add_link(h0, s, bandwidth=1e9, latency_ns=0)
     >>> _ = b.add_link(h1, s, bandwidth=1e9, latency_ns=0)
     >>> t = b.build()
-    >>> lft = np.full((3, 2), -1)
-    >>> lft[s] = [1, 2]
-    >>> r = Routing(t, lft)
+    >>> r = Routing(t, [[1, 2]], rows=[s])
     >>> r.path(0, 1), t.channel_name(3)
     ([0, 3], 's0[2]->h1')
-    >>> r.lft[s, 1] = -1
+    >>> r.entry([s, h0], 1).tolist()  # h0 has no row: "my only port"
+    [2, -1]
+    >>> r.set_entry(s, 1, -1)
     >>> r.check()
     Traceback (most recent call last):
     ...
@@ -136,40 +156,139 @@ class Routing:
     def __init__(
         self,
         topo: Topology,
-        lft,
+        table,
         *,
+        rows=None,
         groups: Iterable | None = None,
         overrides: dict | None = None,
         ecmp_hash: str = "dst",
         engine: str | None = None,
     ):
         self.topo = topo
-        shape = (topo.n_nodes, topo.n_hosts)
-        self.lft = self._table(lft, shape, "lft")
+        H = topo.n_hosts
+        overrides = overrides or {}
+        if rows is None:  # dense: keep the rows that can or do hold entries
+            shape = (topo.n_nodes, H)
+            dense = self._table(table, shape, "lft")
+            dense_ov = {int(k): self._table(v, shape, f"overrides[{k}]") for k, v in overrides.items()}
+            keep = np.zeros(topo.n_nodes, dtype=bool)
+            keep[forwarding_nodes(topo)] = True
+            for t in (dense, *dense_ov.values()):
+                keep |= (t != -1).any(axis=1)
+            rows = np.flatnonzero(keep)
+            table = dense[rows]
+            overrides = {k: v[rows] for k, v in dense_ov.items()}
+        rows = np.asarray(rows, dtype=np.int64).ravel()
+        if rows.size and (rows[0] < 0 or rows[-1] >= topo.n_nodes or (np.diff(rows) <= 0).any()):
+            raise RoutingError(f"rows must be sorted, distinct node ids in 0..{topo.n_nodes - 1}")
+        self.rows = rows
+        self.row_of = np.full(topo.n_nodes, -1, dtype=np.int64)
+        self.row_of[rows] = np.arange(len(rows))
+        shape = (len(rows), H)
+        self.table = self._table(table, shape, "table", "rows, hosts")
         self.groups = [np.sort(np.asarray(g, dtype=np.int32).ravel()) for g in groups or []]
         for i, g in enumerate(self.groups):
             if g.size == 0:
                 raise RoutingError(f"ECMP group {i} is empty")
         self.overrides = {
-            int(k): self._table(v, shape, f"overrides[{k}]") for k, v in (overrides or {}).items()
+            int(k): self._table(v, shape, f"overrides[{k}]", "rows, hosts") for k, v in overrides.items()
         }
         if ecmp_hash not in HASHES:
             raise RoutingError(f"unknown ECMP hash {ecmp_hash!r}; use one of {', '.join(HASHES)}")
         self.ecmp_hash = ecmp_hash
         self.engine = engine
 
+    @classmethod
+    def blank(cls, topo: Topology, rows=None, **kwargs) -> Routing:
+        """Tables with every entry -1, rows for ``rows`` (default :func:`forwarding_nodes`),
+        for an engine to fill with :meth:`set_rows` and :meth:`set_entry`."""
+        rows = forwarding_nodes(topo) if rows is None else np.asarray(rows, dtype=np.int64)
+        return cls(topo, np.full((len(rows), topo.n_hosts), -1, dtype=np.int32), rows=rows, **kwargs)
+
     @staticmethod
-    def _table(a, shape, what) -> np.ndarray:
+    def _table(a, shape, what, dims="nodes, hosts") -> np.ndarray:
         a = np.asarray(a)
         if a.shape != shape:
-            raise RoutingError(f"{what} has shape {a.shape}, expected {shape} (nodes, hosts)")
+            raise RoutingError(f"{what} has shape {a.shape}, expected {shape} ({dims})")
         return a.astype(np.int32, copy=a.dtype != np.int32)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(n_nodes, n_hosts)`` of the topology the tables are for."""
+        return (len(self.row_of), self.table.shape[1])
 
     def __repr__(self) -> str:
         return (
             f"Routing(engine={self.engine!r}, topo={self.topo.name!r}, "
             f"groups={len(self.groups)}, overrides={sorted(self.overrides)})"
         )
+
+    # -- entries ---------------------------------------------------------------
+    def _rows_for(self, nodes, what: str = "read") -> np.ndarray:
+        r = self.row_of[np.asarray(nodes, dtype=np.int64)]
+        if what == "write" and (r < 0).any():
+            node = int(np.asarray(nodes).ravel()[np.flatnonzero(r.ravel() < 0)[0]])
+            raise RoutingError(f"{self.topo.node_names[node]} has no table row (rows: {len(self.rows)} nodes)")
+        return r
+
+    @staticmethod
+    def _gather(table: np.ndarray, r: np.ndarray, d=None) -> np.ndarray:
+        """``table[r, d]`` (whole rows when ``d`` is None), -1 where ``r < 0``."""
+        if d is None:
+            if (r >= 0).all():
+                return table[r]
+            out = np.full(r.shape + table.shape[1:], -1, dtype=np.int32)
+            m = r >= 0
+            out[m] = table[r[m]]
+            return out
+        r, d = np.broadcast_arrays(r, np.asarray(d, dtype=np.int64))
+        if (r >= 0).all():
+            return np.asarray(table[r, d])
+        out = np.full(r.shape, -1, dtype=np.int32)
+        m = r >= 0
+        out[m] = table[r[m], d[m]]
+        return out
+
+    def _target(self, cls) -> np.ndarray:
+        if cls is None:
+            return self.table
+        if int(cls) not in self.overrides:
+            self.overrides[int(cls)] = np.full_like(self.table, -1)
+        return self.overrides[int(cls)]
+
+    def entry(self, nodes, dsts, classes=None) -> np.ndarray:
+        """Raw entries (port, -1 or group code) for ``nodes`` and ``dsts`` broadcast
+        together, after the override of each one's class (scalar or array) if any."""
+        r = self._rows_for(nodes)
+        e = self._gather(self.table, r, dsts)
+        if self.overrides and classes is not None:
+            r, d = np.broadcast_arrays(r, np.asarray(dsts, dtype=np.int64))
+            classes = np.broadcast_to(np.asarray(classes), e.shape)
+            for c, table in self.overrides.items():
+                m = classes == c
+                if m.any():
+                    o = self._gather(table, r[m], d[m])
+                    e[m] = np.where(o != -1, o, e[m])
+        return e
+
+    def node_rows(self, nodes, cls: int | None = None) -> np.ndarray:
+        """``[len(nodes), n_hosts]`` entries of whole rows (-1 rows for nodes without
+        one), with class ``cls``'s override applied."""
+        r = self._rows_for(nodes)
+        e = self._gather(self.table, r)
+        if cls is not None and cls in self.overrides:
+            o = self._gather(self.overrides[cls], r)
+            e = np.where(o != -1, o, e)
+        return e
+
+    def set_entry(self, nodes, dsts, values, cls: int | None = None) -> None:
+        """Write entries (``nodes``, ``dsts``, ``values`` broadcast together) into the
+        default table or class ``cls``'s override; every node needs a row."""
+        self._target(cls)[self._rows_for(nodes, "write"), np.asarray(dsts, dtype=np.int64)] = values
+
+    def set_rows(self, nodes, values, cls: int | None = None) -> None:
+        """Write whole rows (``values`` broadcast to ``[len(nodes), n_hosts]``)."""
+        self._target(cls)[self._rows_for(nodes, "write")] = values
 
     # -- lookups ---------------------------------------------------------------
     def _group_csr(self):
@@ -184,19 +303,6 @@ class Routing:
         connected = self.topo.out_channel >= 0
         return np.where(connected.any(axis=1), connected.argmax(axis=1), -1)
 
-    def entries(self, nodes, dsts, classes=None) -> np.ndarray:
-        """Raw entries (port, -1 or group code) after class overrides, vectorised."""
-        nodes, dsts = np.asarray(nodes), np.asarray(dsts)
-        e = self.lft[nodes, dsts]
-        if self.overrides and classes is not None:
-            classes = np.broadcast_to(np.asarray(classes), e.shape)
-            for c, table in self.overrides.items():
-                m = classes == c
-                if m.any():
-                    o = table[nodes[m], dsts[m]]
-                    e[m] = np.where(o != -1, o, e[m])
-        return e
-
     def next_hops(self, node: int, dst: int, cls: int = 0) -> list[int]:
         """Ports ``node`` may forward traffic for host ``dst`` on (several for a group).
 
@@ -208,7 +314,7 @@ class Routing:
         >>> ecmp(t).next_hops(t.node("s1_0"), 3)
         [3, 4]
         """
-        e = int(self.entries(np.array([node]), np.array([dst]), np.array([cls]))[0])
+        e = int(self.entry(np.array([node]), np.array([dst]), np.array([cls]))[0])
         if e <= -2:
             return [int(p) for p in self.groups[-2 - e]]
         if e == -1 and self.topo.node_kind[node] == HOST:
@@ -281,7 +387,7 @@ class Routing:
             if len(step_flows) >= limit:
                 self._raise_loop(active[0], src, dst, cls, step_flows, step_chans)
             node, d = cur[active], dst[active]
-            port = self.entries(node, d, cls[active] if self.overrides else None).astype(np.int64)
+            port = self.entry(node, d, cls[active] if self.overrides else None).astype(np.int64)
             g = port <= -2
             if g.any():
                 gi = -2 - port[g]
@@ -337,7 +443,8 @@ class Routing:
         topo = self.topo
         is_host = topo.node_kind == HOST
         return walk_tables(
-            np.ascontiguousarray(self.lft, dtype=np.int32),
+            np.ascontiguousarray(self.table, dtype=np.int32),
+            self.row_of,
             self._host_port().astype(np.int64),
             np.ascontiguousarray(topo.out_channel, dtype=np.int64),
             topo.channel_dst().astype(np.int64),
@@ -430,8 +537,8 @@ class Routing:
             towards h5``, ... with `` (class c)`` appended for an override table.
         """
         topo = self.topo if topo is None else topo
-        if (topo.n_nodes, topo.n_hosts) != self.lft.shape:
-            raise RoutingError(f"tables are for {self.lft.shape} (nodes, hosts), not {topo.name}")
+        if (topo.n_nodes, topo.n_hosts) != self.shape:
+            raise RoutingError(f"tables are for {self.shape} (nodes, hosts), not {topo.name}")
         pairing = circuit_table(topo, circuits)
         nbr = effective_neighbors(topo, pairing)
         reach = reachable_from_hosts(topo, nbr)

@@ -115,8 +115,9 @@ class LftTables:
     Attributes
     ----------
     hosts : ndarray of int32, [n_nodes, n_hosts]
-        Out-port per node per destination host, -1 for none (as ``Routing.lft``:
-        host rows stay -1, meaning "my lowest connected port").
+        Out-port per node per destination host, -1 for none (a dense table, as
+        :class:`~netsteer.routing.table.Routing` accepts: host rows stay -1,
+        meaning "my lowest connected port").
     switches : ndarray of int32, [n_nodes, n_switches]
         Out-port per node towards each switch's LID (columns in ``topo.switches``
         order); 0 on the diagonal.
@@ -410,19 +411,23 @@ def format_lft_dump(
 
     Parameters
     ----------
-    routing_lft : ndarray [n_nodes, n_hosts], or a ``Routing``
+    routing_lft : ``Routing``, or ndarray [n_nodes, n_hosts]
         Out-port per node per destination host, -1 for none (skipped); only
-        switch rows are written.
+        switch rows are written (a ``Routing``'s compact rows are read as they are).
     lids : LidMap
         Every switch and every routed host needs a LID.
     switch_lft : ndarray, [n_nodes, n_switches], optional
         Routes to switch LIDs; :func:`minhop_switch_lft` when omitted.
     """
-    lft = np.asarray(getattr(routing_lft, "lft", routing_lft))
-    if (lft < -1).any():
+    if hasattr(routing_lft, "row_of"):  # a Routing: rows of the nodes that have one
+        table, row_of, shape = routing_lft.table, routing_lft.row_of, routing_lft.shape
+    else:
+        table = np.asarray(routing_lft)
+        row_of, shape = np.arange(len(table)), table.shape
+    if (table < -1).any():
         raise ValueError("ECMP group entries (< -1) cannot be written to an LFT; pick one port")
-    if lft.shape != (topo.n_nodes, topo.n_hosts):
-        raise ValueError(f"routing_lft has shape {lft.shape}, expected {(topo.n_nodes, topo.n_hosts)}")
+    if shape != (topo.n_nodes, topo.n_hosts):
+        raise ValueError(f"routing_lft has shape {shape}, expected {(topo.n_nodes, topo.n_hosts)}")
     if switch_lft is None:
         switch_lft = minhop_switch_lft(topo)
     if np.asarray(switch_lft).shape != (topo.n_nodes, topo.n_switches):
@@ -434,9 +439,11 @@ def format_lft_dump(
     dests = sorted((int(l), v) for v, l in enumerate(lids.lid) if l > 0)
     max_lid = dests[-1][0] if dests else 0
     out: list[str] = []
+    no_row = np.full(topo.n_hosts, -1, dtype=np.int32)
     for sw in topo.switches:
         sw = int(sw)
         name = topo.node_names[sw]
+        row = table[row_of[sw]] if row_of[sw] >= 0 else no_row
         out.append(
             f"Unicast lids [0-{max_lid}] of switch Lid {int(lids.lid[sw])} "
             f"guid 0x{int(topo.node_guid[sw]):016x} ('{name}'):"
@@ -445,7 +452,7 @@ def format_lft_dump(
             if v == sw:
                 port = 0
             elif topo.node_kind[v] == HOST:
-                port = int(lft[sw, topo.host_index[v]])
+                port = int(row[topo.host_index[v]])
             else:
                 port = int(switch_lft[sw, sw_col[v]])
             if port < 0:
