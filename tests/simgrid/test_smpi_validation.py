@@ -46,10 +46,13 @@ def test_platform_is_a_split_duplex_fat_tree_with_free_loopback():
 
 
 def test_bench_output_is_parsed():
-    line = "netsteer-bench op=allreduce bytes=64 ranks=4 start=0.5 end=1.25\n"
-    assert parse_output("[0.0] noise\n" + line) == (0.5, 1.25)
-    with pytest.raises(RuntimeError, match="no netsteer-bench line"):
+    lines = "".join(f"netsteer-rank {r} start={0.5 + r / 10} end={1.25 - r / 10}\n" for r in range(4))
+    head = "netsteer-bench op=allreduce bytes=64 ranks=4\n"
+    assert parse_output("[0.0] noise\n" + lines + head) == (0.5, 1.25)
+    with pytest.raises(RuntimeError, match="no netsteer-bench lines"):
         parse_output("smpirun said nothing useful")
+    with pytest.raises(RuntimeError, match="expected 4 rank lines"):
+        parse_output(lines.splitlines(keepends=True)[0] + head)
 
 
 @pytest.mark.simgrid

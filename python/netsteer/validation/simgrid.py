@@ -184,19 +184,25 @@ class SmpiRun:
     output: str = field(repr=False, default="")
 
 
-_LINE = re.compile(r"netsteer-bench op=(\S+) bytes=(\d+) ranks=(\d+) start=(\S+) end=(\S+)")
+_LINE = re.compile(r"netsteer-bench op=(\S+) bytes=(\d+) ranks=(\d+)")
+_RANK = re.compile(r"netsteer-rank (\d+) start=(\S+) end=(\S+)")
 
 
 def parse_output(text: str) -> tuple[float, float]:
-    """(start, end) simulated seconds from collbench's output line.
+    """(start, end) simulated seconds: the earliest rank's start and the latest
+    rank's end, from collbench's per-rank lines.
 
-    >>> parse_output("x\\nnetsteer-bench op=bcast bytes=8 ranks=2 start=0 end=1.5e-06\\n")
-    (0.0, 1.5e-06)
+    >>> parse_output("netsteer-rank 0 start=0 end=1.5e-06\\nnetsteer-rank 1 start=1e-07 end=2e-06\\n"
+    ...              "netsteer-bench op=bcast bytes=8 ranks=2\\n")
+    (0.0, 2e-06)
     """
-    m = _LINE.search(text)
-    if not m:
-        raise RuntimeError(f"no netsteer-bench line in smpirun output:\n{text[-2000:]}")
-    return float(m.group(4)), float(m.group(5))
+    head = _LINE.search(text)
+    ranks = _RANK.findall(text)
+    if not head or not ranks:
+        raise RuntimeError(f"no netsteer-bench lines in smpirun output:\n{text[-2000:]}")
+    if len({int(r) for r, _, _ in ranks}) != int(head.group(3)):
+        raise RuntimeError(f"expected {head.group(3)} rank lines, got {len(ranks)}:\n{text[-2000:]}")
+    return min(float(s) for _, s, _ in ranks), max(float(e) for _, _, e in ranks)
 
 
 def smpi_algorithm(op: str, algorithm: str | None) -> str | None:
