@@ -40,6 +40,7 @@ from math import prod
 
 import numpy as np
 
+from .digits import digits
 from .model import Topology, TopologyBuilder
 
 
@@ -122,7 +123,7 @@ def hyperx(
         raise ValueError(f"host_bandwidth must be positive, got {host_bandwidth!r}")
 
     n_sw = prod(S)
-    coords = _coords(n_sw, S)
+    coords = digits(n_sw, S)
     strides = np.cumprod([1] + S[:-1]).astype(np.int64)
     dim_base = [T + 1]
     for d in range(len(S) - 1):
@@ -164,15 +165,6 @@ def hyperx(
         "dim_port_base": dim_base,
     }
     return b.build()
-
-
-def _coords(n: int, S: list[int]) -> np.ndarray:
-    out = np.zeros((n, len(S)), dtype=np.int64)
-    rest = np.arange(n, dtype=np.int64)
-    for d, s in enumerate(S):
-        out[:, d] = rest % s
-        rest //= s
-    return out
 
 
 def _is_int(v) -> bool:

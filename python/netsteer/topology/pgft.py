@@ -25,6 +25,7 @@ from math import prod
 
 import numpy as np
 
+from .digits import digits
 from .model import Topology, TopologyBuilder
 
 
@@ -104,7 +105,7 @@ def pgft(
                 b.add_host(f"h{pos}")
             else:
                 b.add_switch(f"s{lv}_{pos}", level=lv)
-        labels.append(_labels(counts[lv], radices))
+        labels.append(digits(counts[lv], radices))
 
     for lv in range(levels):
         strides = _strides(level_radices(levels, down, up, lv + 1))
@@ -135,15 +136,6 @@ def pgft(
         "position": np.concatenate([np.arange(c) for c in counts]),
     }
     return b.build()
-
-
-def _labels(count: int, radices: list[int]) -> np.ndarray:
-    out = np.zeros((count, len(radices)), dtype=np.int64)
-    rest = np.arange(count, dtype=np.int64)
-    for i, r in enumerate(radices):
-        out[:, i] = rest % r
-        rest //= r
-    return out
 
 
 def _strides(radices: list[int]) -> np.ndarray:

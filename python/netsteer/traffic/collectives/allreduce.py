@@ -28,6 +28,24 @@ def allreduce_ring(p: int, nbytes: int, root: int = 0, elem_bytes: int = 1) -> S
     return Steps(np.tile(right, (k, 1)), np.full((k, p), chunk))
 
 
+def _fold_in(prog: Program, rank: int, rem: int, nbytes: int) -> int:
+    """Non-powers of two: the first ``2 * rem`` ranks fold in pairs (even sends its
+    buffer to odd) before the power-of-two part. Returns the rank's place in that
+    part, or -1 for a rank that sits it out."""
+    if rank >= 2 * rem:
+        return rank - rem
+    if rank % 2 == 0:
+        prog.append(send(rank + 1, nbytes))
+        return -1
+    prog.append(recv(rank - 1))
+    return rank // 2
+
+
+def _real_rank(newrank: int, rem: int) -> int:
+    """The rank that holds place ``newrank`` of the power-of-two part."""
+    return newrank * 2 + 1 if newrank < rem else newrank + rem
+
+
 def allreduce_recursive_doubling(
     p: int, nbytes: int, root: int = 0, elem_bytes: int = 1
 ) -> list[Program] | Steps:
@@ -43,20 +61,11 @@ def allreduce_recursive_doubling(
     progs: list[Program] = [[] for _ in range(p)]
     for rank in range(p):
         prog = progs[rank]
-        if rank < 2 * rem:
-            if rank % 2 == 0:
-                prog.append(send(rank + 1, nbytes))
-                newrank = -1
-            else:
-                prog.append(recv(rank - 1))
-                newrank = rank // 2
-        else:
-            newrank = rank - rem
+        newrank = _fold_in(prog, rank, rem, nbytes)
         if newrank != -1:
             mask = 1
             while mask < pof2:
-                newdst = newrank ^ mask
-                dst = newdst * 2 + 1 if newdst < rem else newdst + rem
+                dst = _real_rank(newrank ^ mask, rem)
                 prog.append(sendrecv(dst, nbytes, dst))
                 mask <<= 1
         if rank < 2 * rem:
@@ -76,20 +85,12 @@ def allreduce_rabenseifner(
     cnts = _halving_counts(count, pof2)
 
     def real(newdst: int) -> int:
-        return newdst * 2 + 1 if newdst < rem else newdst + rem
+        return _real_rank(newdst, rem)
 
     progs: list[Program] = [[] for _ in range(p)]
     for rank in range(p):
         prog = progs[rank]
-        if rank < 2 * rem:
-            if rank % 2 == 0:
-                prog.append(send(rank + 1, nbytes))
-                newrank = -1
-            else:
-                prog.append(recv(rank - 1))
-                newrank = rank // 2
-        else:
-            newrank = rank - rem
+        newrank = _fold_in(prog, rank, rem, nbytes)
         if newrank != -1:
             ops, send_idx, last_idx = _reduce_scatter_halving(newrank, pof2, cnts, real, elem_bytes)
             prog.extend(ops)
