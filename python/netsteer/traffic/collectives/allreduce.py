@@ -8,7 +8,7 @@ from ...errors import NetsteerError
 from ._util import _elements, _pof2_floor
 from .programs import Program, recv, send, sendrecv
 from .steps import Steps
-from .reduce import _halving_counts, _reduce_scatter_halving
+from .reduce import _doubling_indices, _halving_counts, _reduce_scatter_halving
 
 
 def allreduce_ring(p: int, nbytes: int, root: int = 0, elem_bytes: int = 1) -> Steps:
@@ -98,14 +98,8 @@ def allreduce_rabenseifner(
             while mask > 0:
                 newdst = newrank ^ mask
                 dst = real(newdst)
-                if newrank < newdst:
-                    if mask != pof2 // 2:
-                        last_idx = last_idx + pof2 // (mask * 2)
-                    recv_idx = send_idx + pof2 // (mask * 2)
-                    send_cnt = sum(cnts[send_idx:recv_idx])
-                else:
-                    recv_idx = send_idx - pof2 // (mask * 2)
-                    send_cnt = sum(cnts[send_idx:last_idx])
+                recv_idx, last_idx, send_cnt = _doubling_indices(newrank, newdst, mask, pof2, cnts,
+                                                                 send_idx, last_idx)
                 prog.append(sendrecv(dst, send_cnt * elem_bytes, dst))
                 if newrank > newdst:
                     send_idx = recv_idx

@@ -61,6 +61,19 @@ def _reduce_scatter_halving(
     return ops, send_idx, last_idx
 
 
+def _doubling_indices(newrank: int, newdst: int, mask: int, pof2: int, cnts: list[int],
+                      send_idx: int, last_idx: int) -> tuple[int, int, int]:
+    """One step of Rabenseifner's second half (gather or allgather by doubling):
+    the new receive index, the new last index, and the element count to send."""
+    if newrank < newdst:
+        if mask != pof2 // 2:
+            last_idx = last_idx + pof2 // (mask * 2)
+        recv_idx = send_idx + pof2 // (mask * 2)
+        return recv_idx, last_idx, sum(cnts[send_idx:recv_idx])
+    recv_idx = send_idx - pof2 // (mask * 2)
+    return recv_idx, last_idx, sum(cnts[send_idx:last_idx])
+
+
 def reduce_rabenseifner(
     p: int, nbytes: int, root: int = 0, elem_bytes: int = 1
 ) -> list[Program]:
@@ -126,14 +139,8 @@ def reduce_rabenseifner(
             dst = real(newdst)
             if newdst == 0 and root < 2 * rem and root % 2:
                 dst = root
-            if newrank < newdst:
-                if mask != pof2 // 2:
-                    last_idx = last_idx + pof2 // (mask * 2)
-                recv_idx = send_idx + pof2 // (mask * 2)
-                send_cnt = sum(cnts[send_idx:recv_idx])
-            else:
-                recv_idx = send_idx - pof2 // (mask * 2)
-                send_cnt = sum(cnts[send_idx:last_idx])
+            recv_idx, last_idx, send_cnt = _doubling_indices(newrank, newdst, mask, pof2, cnts,
+                                                             send_idx, last_idx)
             if (newdst >> j) << j == (newroot >> j) << j:
                 prog.append(send(dst, send_cnt * elem_bytes))
                 break
