@@ -114,8 +114,12 @@ def run(
         typer.echo(json.dumps(result))
         return
     _print_result(result)
-    if res.status == "stalled":
-        err_console.print("[yellow]warning:[/] some flows never finished: they are stuck on links that stayed down")
+    if result["status"] == "stalled":
+        st = result["stalled"]
+        err_console.print(
+            f"[yellow]warning:[/] {st['flows']} flows never finished (jobs: {', '.join(st['jobs'])}): "
+            "stuck on links that stayed down, or starved by higher-priority traffic that never ended"
+        )
 
 
 def _print_result(result: dict) -> None:

@@ -673,9 +673,7 @@ impl Engine {
             self.settle_flow(f);
             self.set_rate(f, r);
             self.flows[f].version = self.flows[f].version.wrapping_add(1);
-            if r > 0.0 {
-                let secs = self.flows[f].remaining / r;
-                let t = self.now + (secs * 1e9).ceil() as Ns;
+            if let Some(t) = self.finish_time(f, r) {
                 let v = self.flows[f].version;
                 self.push(t, Kind::Finish, f as u32, v);
             }
@@ -683,11 +681,28 @@ impl Engine {
         self.scratch = sc;
     }
 
+    /// When flow `f` finishes at rate `r` from now, or `None` if it never does
+    /// within the clock's range (a starved flow: it waits for the next solve that
+    /// touches its channels, and if none comes the run ends as stalled).
+    fn finish_time(&self, f: usize, r: f64) -> Option<Ns> {
+        if !(r > 0.0) {
+            return None;
+        }
+        let ns = (self.flows[f].remaining / r * 1e9).ceil();
+        // past this the clock would overflow; no real run gets near 146 years
+        let horizon = (Ns::MAX / 2 - self.now.max(0)) as f64;
+        if ns.is_finite() && ns < horizon {
+            Some(self.now + ns as Ns)
+        } else {
+            None
+        }
+    }
+
     fn release(&mut self, f: usize) {
         let fl = &mut self.flows[f];
         fl.state = FlowState::Latency;
         fl.released_at = self.now;
-        let t = self.now + self.path_latency(f) + self.flows[f].delay;
+        let t = self.now.saturating_add(self.path_latency(f)).saturating_add(self.flows[f].delay);
         self.push(t, Kind::LatencyDone, f as u32, 0);
     }
 

@@ -24,6 +24,10 @@ pub struct Problem<'a> {
     pub priority: &'a [u8],
 }
 
+/// Residual capacity, as a fraction of a channel's capacity, below which the
+/// channel counts as saturated for lower-priority classes.
+pub const SATURATED: f64 = 1e-9;
+
 #[derive(PartialEq)]
 struct Key(f64, u32, bool);
 
@@ -133,6 +137,15 @@ pub fn solve_subset(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Work
             for &c in &p.channels[p.offsets[f]..p.offsets[f + 1]] {
                 let c = c as usize;
                 ws.residual[c] = (ws.residual[c] - rates[f]).max(0.0);
+            }
+        }
+        // A channel the class saturated keeps a rounding residue (1e-7 of its
+        // capacity, say); handing that to the next class would give its flows a
+        // rate so small that their finish times overflow. It is zero.
+        for &c in &ws.touched {
+            let c = c as usize;
+            if ws.residual[c] <= SATURATED * p.capacity[c].max(0.0) {
+                ws.residual[c] = 0.0;
             }
         }
     }

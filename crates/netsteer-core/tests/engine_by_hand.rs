@@ -255,3 +255,46 @@ fn batches_are_checked_before_anything_is_added() {
     // 1-byte flows at 1 GB/s take 1 ns each, one after the other in a chain
     assert_eq!(done, vec![1, 2, 3, 4]);
 }
+
+#[test]
+fn a_starved_low_priority_flow_resumes_when_the_high_class_leaves() {
+    // The issue-19 case, reduced to its paths: four priority-0 flows with weights
+    // 3:1:2 fill channel 1 (a leaf's uplink, 1.25 GB/s) in shares whose sum carries
+    // a rounding residue; the priority-1 flow must get exactly nothing while they
+    // run, and the whole link after the last of them ends.
+    let cap = 1.25 * GB;
+    let mut e = engine(&[cap; 6], &[0; 6]);
+    let mb = 1024.0 * 1024.0;
+    let flow = |bytes: f64, path: Vec<u32>, start: i64, w: f64, prio: u8| {
+        let mut f = FlowSpec::new(bytes * mb, path);
+        f.start = Some(start);
+        f.weight = w;
+        f.priority = prio;
+        f
+    };
+    e.add_flows(&[
+        flow(8.0, vec![0, 1, 2], 4_000_000, 3.0, 0),
+        flow(16.0, vec![3, 1, 2], 2_000_000, 3.0, 1),
+        flow(32.0, vec![4, 1, 5], 2_000_000, 1.0, 0),
+        flow(8.0, vec![4, 1, 2], 4_000_000, 1.0, 0),
+        flow(32.0, vec![0, 1, 5], 0, 2.0, 0),
+    ])
+    .unwrap();
+    assert_eq!(e.run_to_end(), RunStatus::Done);
+    let last_high = [0, 2, 3, 4].iter().map(|&f| e.completion(f)).max().unwrap();
+    let expect = last_high as f64 + 16.0 * mb / cap * 1e9;
+    assert!(e.completion(1) > last_high);
+    assert!((e.completion(1) as f64 - expect).abs() <= 2.0, "{} vs {}", e.completion(1), expect);
+}
+
+#[test]
+fn a_flow_that_can_never_finish_leaves_the_run_stalled_not_done() {
+    // a priority-1 flow under an endless priority-0 flow on the same link
+    let mut e = engine(&[GB], &[0]);
+    let mut low = FlowSpec::new(1e6, vec![0]);
+    low.priority = 1;
+    e.add_flows(&[FlowSpec::new(1e300, vec![0]), low]).unwrap();
+    assert_eq!(e.run_to_end(), RunStatus::Stalled);
+    assert_eq!(e.unfinished(), 2);
+    assert!(e.completion(1) < 0);
+}

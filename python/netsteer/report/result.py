@@ -53,9 +53,22 @@ def job_summaries(built, res) -> list[dict[str, Any]]:
     return out
 
 
+def stalled_summary(built, res) -> dict[str, Any] | None:
+    """The flows a stalled run left unfinished, by job, or None if none were left.
+
+    A run stalls when flows remain and no event could finish them: links that
+    stayed down, or flows starved by higher-priority traffic that never ends.
+    """
+    left = (res.completion_ns < 0) & ~built.background
+    if not left.any():
+        return None
+    jobs = [built.job_names[j] for j in np.unique(built.job_of_flow[left])]
+    return {"flows": int(left.sum()), "jobs": jobs, "first_flows": np.flatnonzero(left)[:10].tolist()}
+
+
 def result_dict(built, res) -> dict[str, Any]:
     """``{"scenario", "makespan_s", "jobs": [{"name", "completion_s"}...], "wall_s", ...}``."""
-    return {
+    out = {
         "scenario": built.name,
         "status": res.status,
         "makespan_s": res.makespan_ns * 1e-9,
@@ -69,3 +82,8 @@ def result_dict(built, res) -> dict[str, Any]:
         "engine": res.stats,
         "sample_interval_s": built.sample_interval_ns * 1e-9,
     }
+    stalled = stalled_summary(built, res)
+    if stalled is not None:
+        out["status"] = "stalled"  # never "done" with work left
+        out["stalled"] = stalled
+    return out
