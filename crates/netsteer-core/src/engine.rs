@@ -711,8 +711,9 @@ impl Engine {
             self.settle_flow(f);
             self.detach(f);
         }
+        // `remaining` stays as it is: a flow stopped early keeps its unsent bytes,
+        // so `sent` is exact for it too (a normal finish zeroes it in `handle`)
         let fl = &mut self.flows[f];
-        fl.remaining = 0.0;
         fl.state = FlowState::Done;
         fl.done_at = self.now;
         let was_background = fl.background;
@@ -773,6 +774,7 @@ impl Engine {
             Kind::Release => self.release(f),
             Kind::LatencyDone => {
                 if self.flows[f].bytes <= 0.0 || self.flows[f].path_len == 0 {
+                    self.flows[f].remaining = 0.0;
                     self.finish(f);
                 } else {
                     self.flows[f].state = FlowState::Active;
@@ -780,7 +782,10 @@ impl Engine {
                     self.attach(f);
                 }
             }
-            Kind::Finish => self.finish(f),
+            Kind::Finish => {
+                self.flows[f].remaining = 0.0; // the ceil to whole ns leaves a residue
+                self.finish(f);
+            }
             Kind::Sample => {
                 if self.sample_times.last() == Some(&self.now) {
                     return;
@@ -983,6 +988,15 @@ impl Engine {
     }
     pub fn rate(&self, f: usize) -> f64 {
         self.flows[f].rate
+    }
+    /// Bytes flow `f` has sent up to now: what a per-flow (OpenFlow rule) counter reads.
+    pub fn sent(&self, f: usize) -> f64 {
+        let fl = &self.flows[f];
+        let mut left = fl.remaining;
+        if fl.state == FlowState::Active && fl.rate > 0.0 {
+            left -= fl.rate * (self.now - fl.last) as f64 * 1e-9;
+        }
+        (fl.bytes - left.max(0.0)).max(0.0)
     }
     pub fn flow_path(&self, f: usize) -> &[u32] {
         self.path(f)

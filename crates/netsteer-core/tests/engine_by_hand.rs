@@ -298,3 +298,17 @@ fn a_flow_that_can_never_finish_leaves_the_run_stalled_not_done() {
     assert_eq!(e.unfinished(), 2);
     assert!(e.completion(1) < 0);
 }
+
+#[test]
+fn sent_bytes_count_what_left_even_for_flows_stopped_early() {
+    let mut e = engine(&[GB], &[0]);
+    e.add_flows(&[FlowSpec::new(2e9, vec![0]), FlowSpec::new(1e9, vec![0])])
+        .unwrap();
+    e.run(500_000_000, u64::MAX);
+    assert!((e.sent(0) - 0.25e9).abs() < 1.0 && (e.sent(1) - 0.25e9).abs() < 1.0);
+    e.stop_flows(&[0]).unwrap();
+    e.run_to_end();
+    assert!((e.sent(0) - 0.25e9).abs() < 1.0, "{}", e.sent(0));
+    assert_eq!(e.sent(1), 1e9);
+    assert_eq!(e.completion(1), 1_250_000_000);
+}

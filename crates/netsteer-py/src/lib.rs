@@ -214,6 +214,13 @@ impl Engine {
             .collect::<Vec<_>>()
             .into_pyarray(py)
     }
+    /// Bytes each flow has sent up to now (per-flow counters, as OpenFlow rules count).
+    fn sent_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        (0..self.inner.n_flows())
+            .map(|f| self.inner.sent(f))
+            .collect::<Vec<_>>()
+            .into_pyarray(py)
+    }
     fn unfinished_flows<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
         self.inner.unfinished_flows().into_pyarray(py)
     }
