@@ -1,0 +1,133 @@
+"""``netsteer sweep SWEEP.yaml`` and ``netsteer sweep report DIR``.
+
+``netsteer sweep SWEEP.yaml`` is short for ``netsteer sweep run SWEEP.yaml``: a group
+whose first word, when it is not a subcommand, is the sweep file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from typer.core import TyperGroup
+
+err_console = Console(stderr=True)
+out_console = Console()
+
+
+class _RunByDefault(TyperGroup):
+    """Route ``sweep FILE ...`` to ``sweep run FILE ...``."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+sweep_app = typer.Typer(
+    cls=_RunByDefault,
+    no_args_is_help=True,
+    help="Parameter sweeps on Dask: `netsteer sweep SWEEP.yaml` runs one, `netsteer sweep report DIR` compares.",
+)
+
+
+def register(app: typer.Typer) -> None:
+    sweep_app.command("run")(sweep_run)
+    sweep_app.command("report")(sweep_report)
+    app.add_typer(sweep_app, name="sweep")
+
+
+class _Bar:
+    """A rich progress bar on stderr (only on a terminal): points done, running, failed."""
+
+    def __init__(self, enabled: bool):
+        self.prog = None
+        if enabled and err_console.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.prog = Progress(TextColumn("[bold]sweep"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("points  running {task.fields[running]}  failed {task.fields[failed]}"),
+                                 TimeElapsedColumn(), console=err_console, transient=True)
+            self.task = self.prog.add_task("sweep", total=1, running=0, failed=0)
+
+    def __enter__(self):
+        if self.prog is not None:
+            self.prog.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.prog is not None:
+            self.prog.stop()
+
+    def __call__(self, p) -> None:
+        if self.prog is not None:
+            self.prog.update(self.task, completed=p.done, total=max(p.total, 1), running=p.running, failed=p.failed)
+
+
+def sweep_run(
+    sweep_file: Path = typer.Argument(..., metavar="SWEEP.yaml", help="Sweep file: base scenario, grid, seeds."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="A running Dask scheduler (tcp://host:8786); default: a local cluster."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-w", min=1, help="Worker processes of the local cluster (default: one per core)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results folder (default out/sweeps/<sweep file name>)."),
+    retry_failed: bool = typer.Option(False, "--retry-failed", help="Run points recorded as failed again."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on stderr."),
+) -> None:
+    """Run every point of a sweep not yet in DIR/results.parquet (rerun to resume)."""
+    from ..errors import NetsteerError
+    from ..sweep import load_sweep, run_sweep
+
+    if scheduler and workers:
+        raise NetsteerError("--workers sizes the local cluster; with --scheduler the cluster has its own workers",
+                            field="--workers")
+    sweep = load_sweep(sweep_file)  # a bad file stops here, before any cluster starts
+    out = out if out is not None else Path("out/sweeps") / sweep_file.stem
+    with _Bar(progress and not as_json) as bar:
+        summary = run_sweep(sweep, out, scheduler=scheduler, workers=workers, retry_failed=retry_failed, progress=bar)
+    if as_json:
+        typer.echo(json.dumps(summary))
+        return
+    t = Table(title=f"sweep {summary['sweep']}", show_header=False)
+    for k in ("points", "skipped", "ran", "done", "stalled", "failed", "lost", "workers", "results"):
+        t.add_row(k, str(summary[k]))
+    t.add_row("wall", f"{summary['wall_s']:.2f} s")
+    out_console.print(t)
+    if summary["failed"] or summary["lost"]:
+        err_console.print(f"[yellow]warning:[/] {summary['failed']} points failed and {summary['lost']} were lost; "
+                          f"their errors are in {summary['results']} (lost points run again on the next invocation)")
+    out_console.print(f"compare: netsteer sweep report {out}")
+
+
+def sweep_report(
+    out: Path = typer.Argument(..., metavar="DIR", help="A sweep's results folder (or its results.parquet)."),
+    metric: str = typer.Option("makespan_s", "--metric", "-m", help="Column to compare: makespan_s or job.<name>.completion_s."),
+    plots: bool = typer.Option(True, "--plots/--no-plots", help="Draw <metric>_vs_<parameter>.png into DIR."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+) -> None:
+    """Summary table (seeds pooled) and plots of a metric against each parameter."""
+    from ..sweep import plot_all, read_results, summarize
+
+    store = read_results(out)
+    summary = summarize(store, metric)
+    folder = store.path.parent
+    summary["plots"] = [str(folder / f) for f in plot_all(summary, folder)] if plots else []
+    if as_json:
+        typer.echo(json.dumps(summary))
+        return
+    t = Table(title=f"{metric} over {summary['rows']} points ({store.path})")
+    for p in summary["params"]:
+        t.add_column(p)
+    for c in ("runs", "failed", "mean", "min", "max"):
+        t.add_column(c, justify="right")
+    for g in summary["groups"]:
+        stats = ["" if g[s] is None else f"{g[s]:.6g}" for s in ("mean", "min", "max")]
+        t.add_row(*(str(g[p]) for p in summary["params"]), str(g["runs"]), str(g["failed"]), *stats)
+    out_console.print(t)
+    for e in summary["errors"][:5]:
+        err_console.print(f"  error: {e}", highlight=False)
+    for f in summary["plots"]:
+        out_console.print(f"wrote {f}")

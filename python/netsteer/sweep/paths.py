@@ -1,0 +1,138 @@
+"""Dotted paths into a scenario: ``routing.engine``, ``jobs.0.ranks``.
+
+A path is checked against the base scenario once, when the sweep file is read, so a
+typo is refused before anything runs; setting it on a copy is then plain dict work.
+
+Examples
+--------
+>>> raw = {"routing": {"engine": "dmodk"}, "jobs": [{"name": "a", "ranks": 4}]}
+>>> set_path(raw, "jobs.0.ranks", 8)["jobs"][0]["ranks"], raw["jobs"][0]["ranks"]
+(8, 4)
+>>> get_path(raw, "routing.engine")
+'dmodk'
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pydantic import BaseModel
+
+_MISSING = object()
+
+
+def _index(node: list, seg: str, where: str) -> int:
+    if not seg.isdigit():
+        raise ValueError(f"{where or 'the scenario'} is a list: use an index 0..{len(node) - 1}, not {seg!r}")
+    i = int(seg)
+    if i >= len(node):
+        n = len(node)
+        raise ValueError(f"{where} has {n} entr{'y' if n == 1 else 'ies'}; there is no index {i}")
+    return i
+
+
+def _key(node: dict, seg: str) -> Any:
+    """The key of ``node`` that ``seg`` names (YAML may give integer keys)."""
+    if seg in node:
+        return seg
+    if seg.isdigit() and int(seg) in node:
+        return int(seg)
+    return _MISSING
+
+
+def get_path(raw: Any, path: str, default: Any = None) -> Any:
+    """The value at ``path`` in ``raw``, or ``default`` where it is absent."""
+    node = raw
+    for seg in path.split("."):
+        if isinstance(node, list) and seg.isdigit() and int(seg) < len(node):
+            node = node[int(seg)]
+        elif isinstance(node, dict) and _key(node, seg) is not _MISSING:
+            node = node[_key(node, seg)]
+        else:
+            return default
+    return node
+
+
+def set_path(raw: dict, path: str, value: Any) -> dict:
+    """A deep copy of ``raw`` with ``path`` set to ``value`` (the path was checked)."""
+    out = copy.deepcopy(raw)
+    segs = path.split(".")
+    node: Any = out
+    for seg in segs[:-1]:
+        node = node[int(seg)] if isinstance(node, list) else node[_key(node, seg)]
+    last = segs[-1]
+    if isinstance(node, list):
+        node[int(last)] = copy.deepcopy(value)
+    else:
+        key = _key(node, last)
+        node[last if key is _MISSING else key] = copy.deepcopy(value)
+    return out
+
+
+def _schema_knows(model: BaseModel, segs: list[str], name: str) -> bool:
+    """Whether the validated scenario has a schema field ``name`` at ``segs``.
+
+    Fields left at their defaults are absent from the file but still settable
+    (``jobs.0.seed``); free-form mappings (``topology``) only take keys they have.
+    """
+    obj: Any = model
+    for seg in segs:
+        if isinstance(obj, BaseModel):
+            fields = type(obj).model_fields
+            attr = next((n for n, f in fields.items() if seg in (n, f.alias)), None)
+            if attr is None:
+                return False
+            obj = getattr(obj, attr)
+        elif isinstance(obj, list) and seg.isdigit() and int(seg) < len(obj):
+            obj = obj[int(seg)]
+        elif isinstance(obj, dict) and seg in obj:
+            obj = obj[seg]
+        else:
+            return False
+    if not isinstance(obj, BaseModel):
+        return False
+    return any(name in (n, f.alias) for n, f in type(obj).model_fields.items())
+
+
+def check_path(raw: dict, model: BaseModel, path: str) -> None:
+    """Raise ``ValueError`` (the reason) unless ``path`` names a place in the scenario.
+
+    Parameters
+    ----------
+    raw : dict
+        The base scenario as read from YAML.
+    model : BaseModel
+        The same scenario, validated (knows the keys left at their defaults).
+    path : str
+        Dotted path; list entries by index.
+
+    >>> from netsteer.scenario import parse_scenario
+    >>> text = "name: x\\ntopology: {kind: pgft}\\nrouting: {engine: dmodk}\\njobs: [{name: a, flows: []}]"
+    >>> raw = __import__("yaml").safe_load(text)
+    >>> check_path(raw, parse_scenario(text.replace("[]", "[{src: 0, dst: 1, bytes: 1B}]")).model, "jobs.0.seed")
+    >>> check_path(raw, None, "jobs.3.seed")
+    Traceback (most recent call last):
+    ...
+    ValueError: jobs has 1 entry; there is no index 3
+    """
+    if not path or any(not s for s in path.split(".")):
+        raise ValueError("a path is dot-separated keys and indices, like routing.engine or jobs.0.ranks")
+    segs = path.split(".")
+    node: Any = raw
+    for i, seg in enumerate(segs):
+        where = ".".join(segs[:i])
+        last = i == len(segs) - 1
+        if isinstance(node, list):
+            node = node[_index(node, seg, where)]
+        elif isinstance(node, dict):
+            key = _key(node, seg)
+            if key is not _MISSING:
+                node = node[key]
+            elif last and model is not None and _schema_knows(model, segs[:-1], seg):
+                return
+            else:
+                known = ", ".join(map(str, node)) or "none"
+                raise ValueError(f"the scenario has no key {seg!r} under {where or 'its top level'} (keys: {known})")
+        else:
+            raise ValueError(f"{where} is {node!r}, which has no {seg!r}")

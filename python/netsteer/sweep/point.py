@@ -1,0 +1,115 @@
+"""One sweep point, as a worker runs it: the base scenario with the point's values
+set, validated and simulated exactly as ``netsteer run`` does it.
+
+This module is what Dask ships to workers, so it imports nothing from Dask and its
+functions take and return plain data.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+import yaml
+
+from ..errors import NetsteerError
+from .paths import set_path
+
+
+def _set_seeds(node: Any, seed: int) -> Any:
+    """Set every ``seed`` key already in the scenario, in place."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "seed":
+                node[k] = seed
+            else:
+                _set_seeds(v, seed)
+    elif isinstance(node, list):
+        for v in node:
+            _set_seeds(v, seed)
+    return node
+
+
+def point_scenario(base_raw: dict, overrides: dict[str, Any], seed: int | None = None) -> dict:
+    """The base scenario with ``overrides`` set (shallow paths first, so a deeper
+    path refines a subtree that a shallower one replaced) and, given ``seed``,
+    every job's seed and every other ``seed`` key set to it."""
+    raw = base_raw
+    for path in sorted(overrides, key=lambda p: p.count(".")):
+        raw = set_path(raw, path, overrides[path])
+    if raw is base_raw:
+        raw = copy.deepcopy(base_raw)  # seeds are set in place below
+    if seed is not None:
+        _set_seeds(raw, seed)
+        for job in raw.get("jobs") or []:
+            if isinstance(job, dict):
+                job["seed"] = seed  # a job without one runs with the default 0
+    return raw
+
+
+def point_scenario_text(base_raw: dict, overrides: dict[str, Any], seed: int | None = None) -> str:
+    """The point's scenario as YAML: what ``netsteer run`` would read for it."""
+    return yaml.safe_dump(point_scenario(base_raw, overrides, seed), sort_keys=False)
+
+
+def run_scenario_result(sc) -> dict:
+    """Simulate a parsed scenario; the dict ``netsteer run --json`` prints.
+
+    Counters are not sampled: ``netsteer run`` without ``--out`` does not sample
+    them either, and the sweep keeps only completion times.
+    """
+    from ..report.result import result_dict
+    from ..scenario import build_scenario
+    from ..sim import simulate
+
+    built = build_scenario(sc)
+    res = simulate(
+        built.topology,
+        built.routing,
+        built.dag,
+        sharing=built.sharing,
+        tcp_gamma=built.tcp_gamma,
+        sample_interval_ns=0,
+        events=built.events,
+        background=built.background,
+    )
+    return result_dict(built, res)
+
+
+def run_point(base_raw: dict, overrides: dict[str, Any], seed: int | None, base_file: str) -> dict[str, Any]:
+    """Run one point; never raises for the point's own failures.
+
+    Parameters
+    ----------
+    base_raw : dict
+        The base scenario as read from YAML.
+    overrides : dict
+        Dotted path to value.
+    seed : int or None
+    base_file : str
+        The base scenario's path: relative files in it (partitions) resolve against
+        it, and errors name it.
+
+    Returns
+    -------
+    dict
+        ``status`` (``done``, ``stalled`` or ``failed``), ``error``, ``makespan_s``,
+        ``jobs`` (name to completion in s, None if never done) and ``wall_s`` (building
+        and simulating the point).
+    """
+    from ..scenario import parse_scenario
+
+    t0 = time.perf_counter()
+    out: dict[str, Any] = {"status": "failed", "error": None, "makespan_s": None, "jobs": {}}
+    try:
+        sc = parse_scenario(point_scenario_text(base_raw, overrides, seed), file=base_file)
+        res = run_scenario_result(sc)
+        out.update(status=res["status"], makespan_s=res["makespan_s"],
+                   jobs={j["name"]: j["completion_s"] for j in res["jobs"]})
+    except NetsteerError as exc:  # a refused combination: a result, not a crash
+        out["error"] = exc.message()
+    except Exception as exc:  # noqa: BLE001 - one point's bug must not stop the sweep
+        out["error"] = f"internal error: {type(exc).__name__}: {exc}"
+    out["wall_s"] = time.perf_counter() - t0
+    return out

@@ -1,0 +1,125 @@
+"""Comparing sweep points: a summary over seeds, and a metric against each parameter.
+
+Rows that differ only in ``seed`` are one group: the summary gives their mean,
+minimum and maximum, and the plots draw the mean with the min-max range as error
+bars. A plot puts one parameter on the x axis and draws one line per combination of
+the other parameters.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+from ..errors import NetsteerError
+from .results import FIXED, ResultStore
+
+OK = ("done",)
+
+
+def param_columns(store: ResultStore) -> list[str]:
+    """Parameter columns (``seed`` included), in the results' order."""
+    return [c for c in store.ordered_columns() if c not in FIXED and not c.startswith("job.")]
+
+
+def metric_columns(store: ResultStore) -> list[str]:
+    return ["makespan_s", *sorted(c for c in store.columns if c.startswith("job."))]
+
+
+def _sort_key(v: Any) -> tuple:
+    """Numbers in numeric order, before strings; None last."""
+    if v is None:
+        return (2, "")
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return (0, float(v), "")
+    return (1, 0.0, str(v))
+
+
+def summarize(store: ResultStore, metric: str = "makespan_s") -> dict[str, Any]:
+    """One entry per parameter combination (seeds pooled).
+
+    Returns
+    -------
+    dict
+        ``params`` (columns, ``seed`` excluded), ``metric``, ``rows`` (all points),
+        ``groups``: ``[{<param>: value, "runs", "failed", "mean", "min", "max"}]``
+        where ``failed`` counts points not ``done`` and the statistics are over the
+        ``done`` points (None when there are none).
+    """
+    if metric not in metric_columns(store):
+        raise NetsteerError(f"no column {metric!r}; metrics: {', '.join(metric_columns(store))}", field="--metric")
+    params = [c for c in param_columns(store) if c != "seed"]
+    groups: dict[tuple, list[dict]] = {}
+    for row in store.rows.values():
+        groups.setdefault(tuple(row.get(p) for p in params), []).append(row)
+    out = []
+    for key in sorted(groups, key=lambda k: tuple(_sort_key(v) for v in k)):
+        rows = groups[key]
+        vals = [r[metric] for r in rows if r["status"] in OK and r.get(metric) is not None]
+        out.append({
+            **dict(zip(params, key)),
+            "runs": len(rows),
+            "failed": sum(r["status"] not in OK for r in rows),
+            "mean": mean(vals) if vals else None,
+            "min": min(vals) if vals else None,
+            "max": max(vals) if vals else None,
+        })
+    errors = sorted({r["error"] for r in store.rows.values() if r.get("error")})
+    return {"params": params, "metric": metric, "rows": len(store.rows), "groups": out, "errors": errors}
+
+
+def _file_name(metric: str, param: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{metric}_vs_{param}").replace(".", "_") + ".png"
+
+
+def plot_against(summary: dict[str, Any], param: str, path: str | Path, *, title: str = "") -> Path:
+    """The metric's mean (min-max bars) against ``param``, one line per combination
+    of the other parameters; written as PNG atomically."""
+    from ..report.plots import plt  # Agg backend, set once by the report package
+    from ..report.atomic import atomic_path
+
+    path = Path(path)
+    others = [p for p in summary["params"] if p != param]
+    xs = sorted({g[param] for g in summary["groups"]}, key=_sort_key)
+    numeric = all(_sort_key(x)[0] == 0 for x in xs)
+    pos = {x: (float(x) if numeric else i) for i, x in enumerate(xs)}
+    lines: dict[tuple, list[dict]] = {}
+    for g in summary["groups"]:
+        if g["mean"] is not None:
+            lines.setdefault(tuple(g[o] for o in others), []).append(g)
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=120)
+    styles = ["-", "--", ":", "-."]  # lines that coincide stay visible
+    for n, key in enumerate(sorted(lines, key=lambda k: tuple(_sort_key(v) for v in k))):
+        gs = sorted(lines[key], key=lambda g: _sort_key(g[param]))
+        x = [pos[g[param]] for g in gs]
+        y = [g["mean"] for g in gs]
+        err = [[g["mean"] - g["min"] for g in gs], [g["max"] - g["mean"] for g in gs]]
+        label = ", ".join(f"{o}={v}" for o, v in zip(others, key)) or summary["metric"]
+        ax.errorbar(x, y, yerr=err, marker="os^vD"[n % 5], linestyle=styles[n % 4], capsize=3, label=label)
+    if not numeric:
+        ax.set_xticks(range(len(xs)), [str(x) for x in xs])
+    ax.set_xlabel(param)
+    m = summary["metric"]
+    ax.set_ylabel(f"{m.removesuffix('_s')} (s)" if m.endswith("_s") else m)
+    ax.set_title(title or f"{summary['metric']} against {param}")
+    if lines:
+        ax.legend(fontsize="small", loc="best")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    tmp = atomic_path(path)
+    fig.savefig(tmp, format="png")
+    plt.close(fig)
+    tmp.replace(path)
+    return path
+
+
+def plot_all(summary: dict[str, Any], out: str | Path) -> list[str]:
+    """One plot per parameter that takes two values or more; the files written."""
+    out = Path(out)
+    files = []
+    for p in summary["params"]:
+        if len({g[p] for g in summary["groups"]}) >= 2:
+            files.append(plot_against(summary, p, out / _file_name(summary["metric"], p)).name)
+    return files

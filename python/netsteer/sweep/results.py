@@ -1,0 +1,111 @@
+"""``results.parquet``: one row per finished point, rewritten as each point finishes.
+
+Parquet files cannot be appended to, so the whole (small) table is rewritten
+atomically after every point: a reader, or a resumed sweep after a crash, sees every
+row recorded so far and never half a file. Rows are kept by point key, so a point is
+recorded once however often its task ran.
+
+Columns: ``point`` (the key), one per parameter (named by its dotted path; ``seed``),
+``status``, ``error``, ``makespan_s``, ``job.<name>.completion_s`` per job,
+``wall_s``, ``finished_at`` (UTC, ISO 8601).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import NetsteerError
+from ..report.atomic import atomic_path
+
+FIXED = ("point", "status", "error", "makespan_s", "wall_s", "finished_at")
+FINISHED = ("done", "stalled", "failed")  # "lost" (its worker died too often) runs again
+RESULTS = "results.parquet"
+
+
+def job_column(name: str) -> str:
+    return f"job.{name}.completion_s"
+
+
+def _array(values: list) -> pa.Array:
+    """One column; values of mixed types (an edited sweep file) become strings."""
+    try:
+        return pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        return pa.array([None if v is None else v if isinstance(v, str) else json.dumps(v) for v in values])
+
+
+class ResultStore:
+    """The rows of a sweep's ``results.parquet``, by point key.
+
+    Parameters
+    ----------
+    path : Path
+        The Parquet file; read if it exists.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.columns: list[str] = []
+        if self.path.exists():
+            try:
+                table = pq.read_table(self.path)
+            except (OSError, pa.ArrowException) as exc:
+                raise NetsteerError(f"cannot read earlier results: {exc}", file=str(self.path)) from None
+            if "point" not in table.column_names:
+                raise NetsteerError("not a sweep's results (no point column)", file=str(self.path))
+            self.columns = list(table.column_names)
+            for row in table.to_pylist():
+                self.rows[row["point"]] = row
+
+    def finished(self, retry_failed: bool = False) -> set[str]:
+        """Keys of points not to run again."""
+        keep = ("done", "stalled") if retry_failed else FINISHED
+        return {k for k, r in self.rows.items() if r.get("status") in keep}
+
+    def add(self, key: str, params: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+        """Record a point's result (from :func:`netsteer.sweep.point.run_point`) and
+        rewrite the file; returns the row."""
+        row = {"point": key, **params}
+        row.update(status=result["status"], error=result.get("error"), makespan_s=result.get("makespan_s"))
+        for name, comp in (result.get("jobs") or {}).items():
+            row[job_column(name)] = comp
+        row["wall_s"] = result.get("wall_s")
+        row["finished_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+        self.rows.pop(key, None)
+        self.rows[key] = row
+        for c in row:
+            if c not in self.columns:
+                self.columns.append(c)
+        self.write()
+        return row
+
+    def ordered_columns(self) -> list[str]:
+        """point, parameters, status, error, makespan_s, jobs, wall_s, finished_at."""
+        jobs = sorted(c for c in self.columns if c.startswith("job."))
+        params = [c for c in self.columns if c not in FIXED and c not in jobs]
+        return ["point", *params, "status", "error", "makespan_s", *jobs, "wall_s", "finished_at"]
+
+    def write(self) -> None:
+        cols = self.ordered_columns()
+        rows = list(self.rows.values())
+        table = pa.table({c: _array([r.get(c) for r in rows]) for c in cols})
+        tmp = atomic_path(self.path)
+        pq.write_table(table, tmp)
+        tmp.replace(self.path)
+
+
+def read_results(out: str | Path) -> ResultStore:
+    """The results of a sweep folder (or of a Parquet file given directly)."""
+    p = Path(out)
+    if p.is_dir():
+        p = p / RESULTS
+    if not p.is_file():
+        raise NetsteerError("no sweep results here (run netsteer sweep SWEEP.yaml --out DIR first)", file=str(p))
+    return ResultStore(p)

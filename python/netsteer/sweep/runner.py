@@ -1,0 +1,201 @@
+"""Running a sweep on Dask distributed: a local cluster by default, or the cluster
+behind a scheduler address.
+
+Dask schedules; this module only submits the points not yet recorded, records each
+result as it arrives, and reports progress. When a worker dies, the scheduler runs
+its points again elsewhere; a point whose workers kept dying is recorded as ``lost``
+and runs again on the next invocation.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from ..errors import NetsteerError
+from ..report.atomic import atomic_write
+from .point import run_point
+from .results import RESULTS, ResultStore
+from .spec import Sweep
+
+MANIFEST = "sweep.json"
+POLL_S = 0.5  # how often the running count is refreshed while no point finishes
+
+
+@dataclass
+class Progress:
+    """Counts over all points of the sweep (recorded earlier ones included)."""
+
+    total: int
+    done: int = 0
+    running: int = 0
+    failed: int = 0
+
+
+@contextmanager
+def dask_client(scheduler: str | None = None, workers: int | None = None) -> Iterator:
+    """A Dask client: to ``scheduler`` if given, else to a new local cluster of
+    ``workers`` single-threaded worker processes (one per core by default)."""
+    from distributed import Client, LocalCluster
+
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout="10s")
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise NetsteerError(f"cannot reach the Dask scheduler {scheduler}: {exc}", field="--scheduler") from None
+        with client:
+            yield client
+        return
+    n = workers or os.cpu_count() or 1
+    # processes, not threads: a point holds the GIL while it builds its scenario
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        yield client
+
+
+def _check_manifest(sweep: Sweep, out: Path, store: ResultStore) -> None:
+    """Refuse to mix results of two different base scenarios in one folder."""
+    path = out / MANIFEST
+    if path.exists() and store.rows:
+        try:
+            old = json.loads(path.read_text())
+        except (OSError, ValueError):
+            old = {}
+        if old.get("base_sha256") not in (None, sweep.base_sha256):
+            raise NetsteerError(
+                f"the base scenario {sweep.base_file} changed since these results were recorded; "
+                "give another --out (or remove the folder) to start afresh",
+                file=str(out / RESULTS),
+            )
+    with atomic_write(path) as f:
+        json.dump({"sweep_file": sweep.file, "base": sweep.base_file, "base_sha256": sweep.base_sha256,
+                   "params": sweep.params, "points": len(sweep.points)}, f, indent=2)
+
+
+def _outcome(fut) -> dict:
+    """A finished future's result as :func:`run_point` returns it; Dask's own
+    failures (a worker killed too often, a cancelled task) become ``lost``."""
+    from distributed import KilledWorker
+
+    if fut.status == "finished":
+        return fut.result()
+    exc = fut.exception() if fut.status == "error" else None
+    if exc is None or isinstance(exc, KilledWorker):
+        return {"status": "lost", "error": f"lost: {exc or 'cancelled'}"}
+    return {"status": "failed", "error": f"internal error: {type(exc).__name__}: {exc}"}
+
+
+def _running(client, keys: set[str]) -> int:
+    try:
+        return sum(1 for ks in client.processing().values() for k in ks if k in keys)
+    except (OSError, TimeoutError):
+        return 0
+
+
+def run_sweep(
+    sweep: Sweep,
+    out: str | Path,
+    *,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    client=None,
+    retry_failed: bool = False,
+    progress: Callable[[Progress], None] | None = None,
+) -> dict:
+    """Run every point of ``sweep`` not yet recorded in ``out/results.parquet``.
+
+    Parameters
+    ----------
+    sweep : Sweep
+        From :func:`netsteer.sweep.load_sweep`.
+    out : str or Path
+        Folder of ``results.parquet`` and ``sweep.json``.
+    scheduler : str, optional
+        A Dask scheduler's address; default: a local cluster.
+    workers : int, optional
+        Worker processes of the local cluster (default: one per core).
+    client : distributed.Client, optional
+        Use this client instead (tests, notebooks); ``scheduler`` and ``workers`` are ignored.
+    retry_failed : bool
+        Run points recorded as ``failed`` again (``lost`` ones always run again).
+    progress : callable, optional
+        Called with a :class:`Progress` whenever a count changes.
+
+    Returns
+    -------
+    dict
+        The summary ``netsteer sweep --json`` prints.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    store = ResultStore(out / RESULTS)
+    _check_manifest(sweep, out, store)
+    skip = store.finished(retry_failed)
+    todo = [p for p in sweep.points if p.key not in skip]
+    prog = Progress(total=len(sweep.points), done=len(sweep.points) - len(todo))
+    prog.failed = sum(1 for p in sweep.points if p.key in skip and store.rows[p.key]["status"] == "failed")
+    t0 = time.perf_counter()
+    n_workers = 0
+    if todo:
+        ctx = _given(client) if client is not None else dask_client(scheduler, workers)
+        with ctx as cl:
+            n_workers = _submit_and_record(cl, sweep, todo, store, prog, progress)
+    elif progress is not None:
+        progress(prog)
+    statuses = [store.rows[p.key]["status"] for p in sweep.points if p.key in store.rows]
+    return {
+        "sweep": sweep.name,
+        "out": str(out),
+        "results": str(out / RESULTS),
+        "points": len(sweep.points),
+        "skipped": len(sweep.points) - len(todo),
+        "ran": len(todo),
+        **{s: statuses.count(s) for s in ("done", "stalled", "failed", "lost")},
+        "workers": n_workers,
+        "scheduler": scheduler or ("given client" if client is not None else "local"),
+        "wall_s": time.perf_counter() - t0,
+    }
+
+
+@contextmanager
+def _given(client) -> Iterator:
+    yield client
+
+
+def _submit_and_record(client, sweep, todo, store, prog, progress) -> int:
+    from distributed import wait
+
+    token = uuid.uuid4().hex[:8]
+    futs = {
+        client.submit(run_point, sweep.base_raw, p.overrides, p.seed, sweep.base_file,
+                      key=f"netsteer-point-{i}-{token}", pure=False): p
+        for i, p in enumerate(todo)
+    }
+    n_workers = len(client.scheduler_info().get("workers", {}))
+    pending = set(futs)
+    try:
+        while pending:
+            try:
+                done, pending = wait(pending, timeout=POLL_S, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                done = set()
+            for f in done:
+                p = futs[f]
+                res = _outcome(f)
+                store.add(p.key, sweep.columns(p), res)
+                prog.done += res["status"] != "lost"
+                prog.failed += res["status"] in ("failed", "lost")
+            prog.running = _running(client, {f.key for f in pending})
+            if progress is not None:
+                progress(prog)
+    finally:
+        if pending:  # interrupted: a shared cluster must not keep running abandoned points
+            client.cancel(list(pending))
+    return n_workers

@@ -1,0 +1,249 @@
+"""Sweep files: a base scenario and the points to run it at.
+
+Everything a sweep file can get wrong is found here, before a cluster starts: unknown
+keys, paths that name nothing in the base scenario, empty lists, repeated points.
+Each error names the file, the field and the reason.
+
+Examples
+--------
+>>> import pathlib, tempfile
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (d / "base.yaml").write_text('''
+... name: tiny
+... topology: {kind: pgft, levels: 1, down: [4], up: [1], parallel: [1],
+...            link_bandwidth: 8Gbps, link_latency: 0us}
+... routing: {engine: dmodk}
+... jobs: [{name: a, flows: [{src: 0, dst: 3, bytes: 1GB}]}]
+... ''')
+>>> _ = (d / "s.yaml").write_text('''
+... base: base.yaml
+... grid: {routing.engine: [dmodk, minhop], jobs.0.flows.0.bytes: [1GB, 2GB]}
+... repeat_seeds: [1, 2]
+... ''')
+>>> sw = load_sweep(d / "s.yaml")
+>>> len(sw.points), sw.params
+(8, ['routing.engine', 'jobs.0.flows.0.bytes', 'seed'])
+>>> sw.points[1].key
+'{"jobs.0.flows.0.bytes":"1GB","routing.engine":"dmodk","seed":2}'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import NetsteerError
+from .paths import check_path, get_path
+
+KEYS = ("base", "grid", "points", "repeat_seeds", "name", "description")
+MAX_POINTS = 1_000_000  # a grid that multiplies out beyond this is a typo, not a plan
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run of the base scenario.
+
+    Attributes
+    ----------
+    overrides : dict
+        Dotted path to value, as the sweep file gives them.
+    seed : int or None
+        Set on every ``seed`` of the scenario (every job's), from ``repeat_seeds``.
+    """
+
+    overrides: dict[str, Any]
+    seed: int | None = None
+
+    @property
+    def key(self) -> str:
+        """Identity of the point in ``results.parquet``: stable across reruns and
+        edits of the sweep file, so a resumed sweep recognises what it has done."""
+        d = dict(self.overrides)
+        if self.seed is not None:
+            d["seed"] = self.seed
+        return json.dumps(d, sort_keys=True, separators=(",", ":"), default=str)
+
+
+@dataclass
+class Sweep:
+    """A validated sweep file.
+
+    Attributes
+    ----------
+    file : str
+        The sweep file.
+    base_file : str
+        The base scenario, resolved against the sweep file's folder.
+    base_raw : dict
+        The base scenario as read (points are copies of it with paths set).
+    params : list of str
+        Parameter columns: every path, then ``seed`` when seeds repeat.
+    points : list of Point
+    """
+
+    file: str
+    base_file: str
+    base_raw: dict
+    params: list[str]
+    points: list[Point]
+    base_sha256: str = ""
+    name: str = ""
+    description: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def columns(self, point: Point) -> dict[str, Any]:
+        """The point's parameter values, one per column; a path the point does not
+        set shows the base scenario's value there (None where the base has none)."""
+        out = {}
+        for p in self.params:
+            if p == "seed":
+                out[p] = point.seed
+            else:
+                out[p] = column_value(point.overrides.get(p, get_path(self.base_raw, p)))
+        return out
+
+
+def column_value(v: Any) -> Any:
+    """Scalars as they are; lists and mappings as compact JSON, so a column keeps one type."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    return json.dumps(v, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise NetsteerError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    try:
+        return yaml.safe_load(text), text
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else None
+        raise NetsteerError(f"not valid YAML: {getattr(exc, 'problem', exc)}", file=str(path), field=where) from None
+
+
+def _values(v: Any, file: str, fld: str) -> list:
+    if not isinstance(v, list):
+        raise NetsteerError(f"give a list of values, not {v!r}", file=file, field=fld)
+    if not v:
+        raise NetsteerError("the list of values is empty: a sweep over it has no points", file=file, field=fld)
+    return v
+
+
+def _check(base_raw, model, path: str, file: str, fld: str, seeded: bool) -> None:
+    if not isinstance(path, str):
+        raise NetsteerError(f"a path is a string like routing.engine, not {path!r}", file=file, field=fld)
+    try:
+        check_path(base_raw, model, path)
+    except ValueError as exc:
+        raise NetsteerError(str(exc), file=file, field=fld) from None
+    if seeded and path.split(".")[-1] == "seed":
+        raise NetsteerError("repeat_seeds sets every seed already; drop one of the two", file=file, field=fld)
+
+
+def _seeds(v: Any, file: str) -> list[int | None]:
+    if v is None:
+        return [None]
+    seeds = _values(v, file, "repeat_seeds")
+    for i, s in enumerate(seeds):
+        if isinstance(s, bool) or not isinstance(s, int):
+            raise NetsteerError(f"a seed is an integer, not {s!r}", file=file, field=f"repeat_seeds.{i}")
+    if len(set(seeds)) != len(seeds):
+        raise NetsteerError("a seed is listed twice", file=file, field="repeat_seeds")
+    return seeds
+
+
+def load_sweep(path: str | Path) -> Sweep:
+    """Read and validate a sweep file; nothing runs.
+
+    Parameters
+    ----------
+    path : str or Path
+        YAML with ``base`` (a scenario file, relative to this file), ``grid`` (dotted
+        path to list of values: the product is swept) and/or ``points`` (a list of
+        path-to-value mappings), and optionally ``repeat_seeds``.
+
+    Raises
+    ------
+    NetsteerError
+        Naming the file, the field and the reason.
+    """
+    from ..scenario import load_scenario
+
+    path = Path(path)
+    file = str(path)
+    data, _ = _read_yaml(path)
+    if not isinstance(data, dict):
+        raise NetsteerError("a sweep file is a mapping with base, and grid or points", file=file)
+    for k in data:
+        if k not in KEYS:
+            raise NetsteerError(f"unknown key {k!r}; known keys: {', '.join(KEYS)}", file=file, field=str(k))
+    base = data.get("base")
+    if not isinstance(base, str) or not base:
+        raise NetsteerError("give the base scenario file, relative to this file", file=file, field="base")
+    base_path = (path.parent / base).resolve()
+    if not base_path.is_file():
+        raise NetsteerError(f"no scenario file {base_path}", file=file, field="base")
+    sc = load_scenario(base_path)  # a bad base scenario is refused here, naming its own file
+    base_raw, base_text = _read_yaml(base_path)
+    seeds = _seeds(data.get("repeat_seeds"), file)
+    seeded = seeds != [None]
+
+    grid = data.get("grid")
+    listed = data.get("points")
+    if grid is None and listed is None:
+        raise NetsteerError("a sweep needs a grid, a list of points, or both", file=file, field="grid")
+    combos: list[tuple[str, dict]] = []  # (field to blame for a repeat, point)
+    paths: list[str] = []
+    if grid is not None:
+        if not isinstance(grid, dict):
+            raise NetsteerError("grid maps dotted paths to lists of values", file=file, field="grid")
+        if not grid:
+            raise NetsteerError("the grid is empty: give at least one path with its values", file=file, field="grid")
+        size = 1
+        for p, vals in grid.items():
+            _check(base_raw, sc.model, p, file, f"grid.{p}", seeded)
+            vals = _values(vals, file, f"grid.{p}")
+            if len({column_value(v) for v in vals}) != len(vals):
+                raise NetsteerError("a value is listed twice", file=file, field=f"grid.{p}")
+            size *= len(vals)
+        if size * len(seeds) > MAX_POINTS:
+            raise NetsteerError(f"the grid has {size * len(seeds)} points; at most {MAX_POINTS}", file=file, field="grid")
+        paths += list(grid)
+        combos += [("grid", dict(zip(grid, vals))) for vals in itertools.product(*grid.values())]
+    if listed is not None:
+        for i, pt in enumerate(_values(listed, file, "points")):
+            if not isinstance(pt, dict):
+                raise NetsteerError("a point maps dotted paths to values", file=file, field=f"points.{i}")
+            for p in pt:
+                _check(base_raw, sc.model, p, file, f"points.{i}.{p}", seeded)
+                if p not in paths:
+                    paths.append(p)
+            combos.append((f"points.{i}", dict(pt)))
+
+    points: list[Point] = []
+    seen: set[str] = set()
+    for fld, combo in combos:
+        for s in seeds:
+            pt = Point(combo, s)
+            if pt.key in seen:
+                raise NetsteerError(f"this point is already in the sweep: {pt.key}", file=file, field=fld)
+            seen.add(pt.key)
+            points.append(pt)
+    return Sweep(
+        file=file,
+        base_file=str(base_path),
+        base_raw=base_raw,
+        params=paths + (["seed"] if seeded else []),
+        points=points,
+        base_sha256=hashlib.sha256(base_text.encode()).hexdigest(),
+        name=str(data.get("name") or path.stem),
+        description=str(data.get("description") or ""),
+    )
