@@ -1,0 +1,66 @@
+"""``results.parquet`` bookkeeping and ``netsteer sweep report`` on recorded rows (no cluster)."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from netsteer.sweep import ResultStore, summarize
+
+from .helpers import netsteer
+
+
+def _result(makespan, status="done", error=None):
+    return {"status": status, "error": error, "makespan_s": makespan, "wall_s": 0.01,
+            "jobs": {"app": makespan}}
+
+
+@pytest.fixture
+def results(tmp_path):
+    store = ResultStore(tmp_path / "results.parquet")
+    for eng, ms in (("dmodk", 1.0), ("minhop", 2.0)):
+        for ranks in (4, 8):
+            for seed, jitter in ((1, 0.0), (2, 0.5)):
+                key = json.dumps({"engine": eng, "ranks": ranks, "seed": seed})
+                store.add(key, {"routing.engine": eng, "jobs.0.ranks": ranks, "seed": seed},
+                          _result(ms * ranks + jitter))
+    store.add("bad", {"routing.engine": "ftree", "jobs.0.ranks": 8, "seed": 1},
+              _result(None, "failed", "ftree needs a fat-tree"))
+    return store
+
+
+def test_rows_are_rewritten_whole_and_read_back(results, tmp_path):
+    t = pq.read_table(tmp_path / "results.parquet")
+    assert t.num_rows == 9
+    assert t.column_names == ["point", "routing.engine", "jobs.0.ranks", "seed", "status", "error", "makespan_s",
+                              "job.app.completion_s", "wall_s", "finished_at"]
+    again = ResultStore(tmp_path / "results.parquet")
+    assert again.rows == results.rows
+    assert again.finished() == set(results.rows)
+    assert "bad" not in again.finished(retry_failed=True)
+
+
+def test_summary_pools_seeds(results):
+    s = summarize(results)
+    assert s["params"] == ["routing.engine", "jobs.0.ranks"]
+    g = {(x["routing.engine"], x["jobs.0.ranks"]): x for x in s["groups"]}
+    assert (g["minhop", 8]["mean"], g["minhop", 8]["min"], g["minhop", 8]["max"]) == (16.25, 16.0, 16.5)
+    assert g["ftree", 8]["failed"] == 1 and g["ftree", 8]["mean"] is None
+    assert s["errors"] == ["ftree needs a fat-tree"]
+
+
+def test_report_cli_json_and_plots(results, tmp_path):
+    rc, out, err = netsteer("sweep", "report", tmp_path, "--json", "--metric", "job.app.completion_s")
+    assert rc == 0, err
+    rep = json.loads(out)
+    assert rep["rows"] == 9 and rep["metric"] == "job.app.completion_s"
+    assert sorted(rep["plots"]) == sorted(str(tmp_path / f"job_app_completion_s_vs_{p}.png")
+                                          for p in ("routing_engine", "jobs_0_ranks"))
+    assert all((tmp_path / f).stat().st_size > 5000 for f in rep["plots"])
+
+
+def test_report_of_a_folder_without_results_is_exit_2(tmp_path):
+    rc, out, err = netsteer("sweep", "report", tmp_path / "nothing")
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "no sweep results here" in err

@@ -1,0 +1,89 @@
+"""Sweep files: expansion into points, seeds, and refusal of bad files before anything runs."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from netsteer.errors import NetsteerError
+from netsteer.sweep import load_sweep, point_scenario_text
+from netsteer.sweep.point import run_point
+
+from .helpers import netsteer
+
+
+def test_grid_points_and_seeds_multiply(write_sweep):
+    sw = load_sweep(write_sweep("""
+        base: base.yaml
+        grid:
+          routing.engine: [dmodk, minhop]
+          jobs.0.ranks: [4, 8, 16]
+        points:
+          - {jobs.0.repeat: 3}
+        repeat_seeds: [1, 2]
+    """))
+    assert len(sw.points) == (2 * 3 + 1) * 2
+    assert len({p.key for p in sw.points}) == len(sw.points)
+    assert sw.params == ["routing.engine", "jobs.0.ranks", "jobs.0.repeat", "seed"]
+    listed = sw.points[-1]
+    # a path the point leaves alone shows the base's value in its column
+    assert sw.columns(listed) == {"routing.engine": "dmodk", "jobs.0.ranks": 16, "jobs.0.repeat": 3, "seed": 2}
+
+
+def test_point_scenario_sets_paths_and_every_seed(write_sweep):
+    sw = load_sweep(write_sweep("""
+        base: base.yaml
+        grid: {jobs.0.program.0.bytes: [2MiB], topology.down: [[2, 8]]}
+        repeat_seeds: [7]
+    """))
+    p = sw.points[0]
+    sc = yaml.safe_load(point_scenario_text(sw.base_raw, p.overrides, p.seed))
+    assert sc["jobs"][0]["program"][0]["bytes"] == "2MiB"
+    assert sc["topology"]["down"] == [2, 8]
+    assert sc["jobs"][0]["seed"] == 7
+    assert sw.base_raw["topology"]["down"] == [4, 4]  # the base is never modified
+
+
+def test_seeds_change_a_random_placement(write_sweep):
+    sw = load_sweep(write_sweep("base: base.yaml\npoints: [{}]\nrepeat_seeds: [1, 2, 3]\n"))
+    res = [run_point(sw.base_raw, p.overrides, p.seed, sw.base_file) for p in sw.points]
+    assert all(r["status"] == "done" for r in res)
+    assert len({r["makespan_s"] for r in res}) > 1
+
+
+def test_a_refused_point_is_a_result_not_an_exception(write_sweep):
+    sw = load_sweep(write_sweep("base: base.yaml\ngrid: {jobs.0.ranks: [99]}\n"))
+    p = sw.points[0]
+    r = run_point(sw.base_raw, p.overrides, p.seed, sw.base_file)
+    assert r["status"] == "failed" and r["makespan_s"] is None
+    assert "99 ranks do not fit on 16 hosts" in r["error"]
+
+
+@pytest.mark.parametrize("text, field, reason", [
+    ("base: base.yaml\ngrid: {routing.engin: [dmodk]}\n", "grid.routing.engin", "no key 'engin' under routing"),
+    ("base: base.yaml\ngrid: {}\n", "grid", "the grid is empty"),
+    ("base: base.yaml\ngrid: {jobs.2.ranks: [4]}\n", "grid.jobs.2.ranks", "there is no index 2"),
+    ("base: base.yaml\ngrid: {topology.dwn: [[4, 4]]}\n", "grid.topology.dwn", "no key 'dwn' under topology"),
+    ("base: base.yaml\ngrid: {routing.engine: []}\n", "grid.routing.engine", "list of values is empty"),
+    ("base: base.yaml\n", "grid", "needs a grid, a list of points, or both"),
+    ("base: missing.yaml\ngrid: {routing.engine: [dmodk]}\n", "base", "no scenario file"),
+    ("base: base.yaml\ngrids: {routing.engine: [dmodk]}\n", "grids", "unknown key 'grids'"),
+    ("base: base.yaml\ngrid: {jobs.0.seed: [1]}\nrepeat_seeds: [1]\n", "grid.jobs.0.seed", "repeat_seeds sets every seed"),
+    ("base: base.yaml\npoints: [{jobs.0.ranks: 4}, {jobs.0.ranks: 4}]\n", "points.1", "already in the sweep"),
+    ("base: base.yaml\ngrid: {routing.engine: [dmodk]}\nrepeat_seeds: [1, one]\n", "repeat_seeds.1", "a seed is an integer"),
+])
+def test_bad_sweep_files_name_field_and_reason(write_sweep, text, field, reason):
+    path = write_sweep(text)
+    with pytest.raises(NetsteerError) as e:
+        load_sweep(path)
+    assert e.value.field == field and reason in e.value.reason and e.value.file == str(path)
+
+
+def test_bad_sweep_file_is_one_line_exit_2_before_any_cluster(write_sweep, tmp_path):
+    path = write_sweep("base: base.yaml\ngrid: {routing.engin: [dmodk, minhop]}\n")
+    out = tmp_path / "out"
+    rc, stdout, err = netsteer("sweep", path, "--out", out, "--workers", "1")
+    assert rc == 2
+    assert err.strip().splitlines() == [f"netsteer: error: {path}: grid.routing.engin: the scenario has no key "
+                                        "'engin' under routing (keys: engine)"]
+    assert "Traceback" not in err and not out.exists()  # refused before anything ran or was written
