@@ -56,13 +56,11 @@ True
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
 
 from netsteer.errors import NetsteerError
 from netsteer.topology.model import Topology
+from netsteer.topology.partitions import BOTH, DEFAULT_PKEY, FULL, LIMITED, Partition, can_communicate
 
 from .guids import endpoint_guid, guid_index
 
@@ -76,45 +74,11 @@ __all__ = [
     "can_communicate",
 ]
 
-DEFAULT_PKEY = 0x7FFF
-FULL, LIMITED, BOTH = "full", "limited", "both"
 _MEMBERSHIPS = (FULL, BOTH, LIMITED)  # OpenSM's order for prefix matching
 _INT_FLAGS = ("mtu", "rate", "scope", "Q_Key", "TClass", "sl", "FlowLabel")  # OpenSM's order
 _FLAG_MAX = {"sl": 15, "scope": 15, "FlowLabel": 0xFFFFF, "mtu": 0xFF, "rate": 0xFF, "TClass": 0xFF, "Q_Key": 0xFFFFFFFF}
 _KEYWORDS = ("ALL", "ALL_CAS", "ALL_SWITCHES", "ALL_ROUTERS", "SELF")  # OpenSM's order
 _NAME_OK = re.compile(r"[^\s,=:;#]+")
-
-
-@dataclass
-class Partition:
-    """One partition (definitions with the same PKey merged).
-
-    Attributes
-    ----------
-    name : str
-    pkey : int, low 15 bits
-    members : dict, node -> ``"full"``, ``"limited"`` or ``"both"``
-    flags : dict, multicast flags given (``mtu``, ``rate``, ``sl``, ``Q_Key``,
-        ``TClass``, ``FlowLabel``: int; ``scope``: list of int)
-    ipoib, indx0 : bool
-    self_membership : str or None
-        ``SELF`` membership when the SM node was not known while reading.
-    mgroups : list of str, ``mgid=...`` entries, as written
-    line : int, line of the first definition (0 when built in code)
-    """
-
-    name: str
-    pkey: int
-    members: dict[int, str] = field(default_factory=dict)
-    flags: dict[str, object] = field(default_factory=dict)
-    ipoib: bool = False
-    indx0: bool = False
-    self_membership: str | None = None
-    mgroups: list[str] = field(default_factory=list)
-    line: int = field(default=0, compare=False)
-
-    def full_members(self) -> list[int]:
-        return sorted(n for n, m in self.members.items() if m != LIMITED)
 
 
 def _merge(old: str | None, new: str) -> str:
@@ -327,11 +291,10 @@ def read_partitions_conf(
     path: str | Path, topo: Topology, *, sm_node: int | None = None
 ) -> list[Partition]:
     """Read a ``partitions.conf`` file; see :func:`parse_partitions_conf`."""
+    from ...inputs import read_text
+
     path = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as e:
-        raise NetsteerError(f"cannot read partitions file: {e.strerror}", file=path) from None
+    text = read_text(path, what="partitions file")
     return parse_partitions_conf(text, topo, sm_node=sm_node, file=path)
 
 
@@ -349,26 +312,6 @@ def with_default(parts: list[Partition], topo: Topology, sm_node: int | None = N
     else:
         d.members[sm_node] = FULL
     return [d, *parts]
-
-
-def can_communicate(parts: list[Partition], topo: Topology) -> np.ndarray:
-    """``[n_hosts, n_hosts]`` bool: may host ``a`` send to host ``b``?
-
-    True when some partition has both as members and one of them full; every host
-    may talk to itself.
-    """
-    n = topo.n_hosts
-    ok = np.eye(n, dtype=bool)
-    for p in parts:
-        full = np.zeros(n, dtype=bool)
-        member = np.zeros(n, dtype=bool)
-        for node, m in p.members.items():
-            h = topo.host_index[node]
-            if h >= 0:
-                member[h] = True
-                full[h] = m != LIMITED
-        ok |= (full[:, None] & member[None, :]) | (member[:, None] & full[None, :])
-    return ok
 
 
 def _flag_text(p: Partition) -> list[str]:

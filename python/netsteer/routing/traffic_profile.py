@@ -1,0 +1,198 @@
+"""What a table set does to all-to-all traffic, per channel, without listing flows.
+
+Destination-based tables make one forest per destination, so instead of walking
+every (source, destination) pair this module pushes *counts* of sources from
+switch to switch, one destination per column, a chunk of columns at a time:
+``[switches x chunk]`` work per hop instead of ``[hosts x chunk]``.
+
+Two traffic sets are profiled:
+
+- every host to every other host (``load``, ``routes``): the balance of the
+  tables, as OpenSM's ftree and pFTree count it;
+- every partition's own traffic, between members that may talk (``partition_mask``,
+  ``partition_load``): the isolation of partitions.
+
+``partition_mask`` is the same as :func:`netsteer.routing.deadlock.partition_channels`
+(bit ``i`` for ``partitions[i]``), and ``load`` the same as
+``routing.channel_load`` of all pairs, at a fraction of the cost.
+
+Examples
+--------
+>>> from netsteer.topology.pgft import pgft
+>>> from netsteer.routing import build_routing
+>>> from netsteer.topology.partitions import Partition
+>>> t = pgft(2, [2, 2], [1, 2], link_bandwidth=1e9, link_latency_ns=0)
+>>> r = build_routing(t, "ftree")
+>>> a = Partition("a", 1, {t.host_node(0): "full", t.host_node(2): "full"})
+>>> b = Partition("b", 2, {t.host_node(1): "full", t.host_node(3): "full"})
+>>> p = profile(r, [a, b])
+>>> p.max_switch_load, p.max_routes, p.shared_channels
+(2, 2, 0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..topology.model import HOST
+from ..topology.partitions import LIMITED, isolating
+from .deadlock import host_channels, next_channels
+
+_CHUNK = 512
+
+
+@dataclass
+class Profile:
+    """Per-channel figures of one table set (arrays of length ``n_channels``).
+
+    Attributes
+    ----------
+    load : int64, flows of the all-to-all among all hosts
+    routes : int64, destinations whose all-to-all traffic crosses the channel
+    partition_mask : uint64, bit ``i``: partition ``i``'s own traffic crosses it
+    partition_load : int64, flows of every partition's own all-to-all
+    switch_channel : bool, both ends are switches
+    """
+
+    load: np.ndarray
+    routes: np.ndarray
+    partition_mask: np.ndarray
+    partition_load: np.ndarray
+    switch_channel: np.ndarray
+
+    @property
+    def max_switch_load(self) -> int:
+        """Largest all-to-all load on a switch-to-switch channel (host channels carry
+        the same under any routing)."""
+        return int(self.load[self.switch_channel].max(initial=0))
+
+    @property
+    def max_routes(self) -> int:
+        return int(self.routes[self.switch_channel].max(initial=0))
+
+    @property
+    def max_partition_load(self) -> int:
+        return int(self.partition_load[self.switch_channel].max(initial=0))
+
+    @property
+    def shared(self) -> np.ndarray:
+        """Channels carrying the own traffic of two or more partitions."""
+        m = self.partition_mask
+        return (m & (m - np.uint64(1))) != 0
+
+    @property
+    def shared_channels(self) -> int:
+        return int(self.shared.sum())
+
+
+class _Pusher:
+    """Pushes source counts along the tables, destination columns at a time."""
+
+    def __init__(self, routing):
+        topo = routing.topo
+        self.routing = routing
+        self.sw = topo.switches
+        self.sidx = np.full(topo.n_nodes, -1, dtype=np.int64)
+        self.sidx[self.sw] = np.arange(len(self.sw))
+        self.cdst = topo.channel_dst().astype(np.int64)
+        self.nC = topo.n_channels
+        self.hch = host_channels(routing)
+        # switch each host's traffic enters (-1: the host has no channel)
+        ok = self.hch >= 0
+        self.entry = np.full(topo.n_hosts, -1, dtype=np.int64)
+        self.entry[ok] = self.sidx[self.cdst[self.hch[ok]]]
+
+    def per_switch(self, hosts: np.ndarray) -> np.ndarray:
+        """Count of ``hosts`` (bool over host indices) entering at each switch."""
+        e = self.entry[hosts & (self.entry >= 0)]
+        return np.bincount(e, minlength=len(self.sw)).astype(np.int64)
+
+    def push(self, dsts: np.ndarray, start: np.ndarray):
+        """Yield ``(channels, columns, flows)`` hop by hop from ``start`` ``[S, C]``."""
+        nc = next_channels(self.routing, dsts)[self.sw]
+        S, C = start.shape
+        pend = start
+        for _ in range(S + 1):  # loop-free tables end within S hops
+            r, c = np.nonzero(pend)
+            if r.size == 0:
+                return
+            ch, w = nc[r, c], pend[r, c]
+            ok = ch >= 0  # a missing entry drops the traffic (Routing.check reports it)
+            ch, c, w = ch[ok], c[ok], w[ok]
+            yield ch, c, w
+            nxt = self.sidx[self.cdst[ch]]
+            on = nxt >= 0
+            pend = np.bincount(nxt[on] * C + c[on], weights=w[on], minlength=S * C).astype(np.int64).reshape(S, C)
+
+
+def profile(routing, partitions: Sequence | None = None) -> Profile:
+    """All-to-all loads and partition isolation of ``routing``.
+
+    Parameters
+    ----------
+    routing : Routing
+        Single-port tables (no ECMP groups).
+    partitions : list of Partition, optional
+        Default: ``routing.partitions``. The default partition (0x7fff) is left out.
+    """
+    topo = routing.topo
+    parts = isolating(partitions if partitions is not None else getattr(routing, "partitions", None))
+    if len(parts) > 64:
+        raise ValueError(f"at most 64 partitions can be profiled, got {len(parts)}")
+    H, nC = topo.n_hosts, topo.n_channels
+    pu = _Pusher(routing)
+    load = np.zeros(nC, dtype=np.int64)
+    routes = np.zeros(nC, dtype=np.int64)
+    every = np.ones(H, dtype=bool)
+    base = pu.per_switch(every)
+    sources = pu.hch >= 0
+    np.add.at(load, pu.hch[sources], H - 1)
+    for a in range(0, H, _CHUNK):
+        d = np.arange(a, min(a + _CHUNK, H))
+        start = np.repeat(base[:, None], len(d), axis=1)
+        own = pu.entry[d] >= 0
+        start[pu.entry[d][own], np.flatnonzero(own)] -= 1  # a host does not send to itself
+        for ch, _, w in pu.push(d, start):
+            load += np.bincount(ch, weights=w, minlength=nC).astype(np.int64)
+            routes += np.bincount(ch, minlength=nC)
+    mask = np.zeros(nC, dtype=np.uint64)
+    pload = np.zeros(nC, dtype=np.int64)
+    for i, p in enumerate(parts):
+        bit = np.uint64(1) << np.uint64(i)
+        member = np.zeros(H, dtype=bool)
+        full = np.zeros(H, dtype=bool)
+        for node, m in p.members.items():
+            h = topo.host_index[node]
+            if h >= 0:
+                member[h] = True
+                full[h] = m != LIMITED
+        if member.sum() < 2 or not full.any():
+            continue
+        # a member sends when another member may hear it (one of the two full)
+        n_full = int(full.sum())
+        talks = member & (full | (n_full - full > 0))
+        talks &= sources
+        mask[pu.hch[talks]] |= bit
+        hears = np.where(full, int(member.sum()) - 1, n_full)  # destinations each member sends to
+        np.add.at(pload, pu.hch[talks], hears[talks])
+        base_all, base_full = pu.per_switch(member), pu.per_switch(member & full)
+        dsts = np.flatnonzero(member)
+        for a in range(0, len(dsts), _CHUNK):
+            d = dsts[a : a + _CHUNK]
+            start = np.where(full[d][None, :], base_all[:, None], base_full[:, None]).astype(np.int64)
+            # d is among its own sources only when full (a limited d hears full members)
+            cols = np.flatnonzero((pu.entry[d] >= 0) & full[d])
+            start[pu.entry[d][cols], cols] -= 1
+            for ch, _, w in pu.push(d, start):
+                mask[np.unique(ch)] |= bit
+                pload += np.bincount(ch, weights=w, minlength=nC).astype(np.int64)
+    return Profile(load=load, routes=routes, partition_mask=mask, partition_load=pload,
+                   switch_channel=_switch_channels(topo))
+
+
+def _switch_channels(topo) -> np.ndarray:
+    kind = topo.node_kind
+    return (kind[topo.channel_src()] != HOST) & (kind[topo.channel_dst()] != HOST)
