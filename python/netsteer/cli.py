@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Optional
@@ -35,8 +36,18 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    max_memory: Optional[str] = typer.Option(
+        None, "--max-memory", metavar="SIZE",
+        help="Refuse inputs whose estimated size exceeds SIZE (default 4GiB, or $NETSTEER_MAX_MEMORY).",
+    ),
 ) -> None:
     """Simulate scenarios, inspect topologies and routings."""
+    from . import limits
+
+    if max_memory is not None:
+        limits.set_max_memory(limits.parse_memory(max_memory, field="--max-memory"))
+    else:
+        limits.current()  # a bad NETSTEER_MAX_MEMORY is refused before any work
 
 
 def _progress(enabled: bool):
@@ -72,11 +83,13 @@ def run(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on stderr."),
 ) -> None:
     """Simulate a scenario and report job completion times."""
-    from .report.atomic import atomic_write
+    from .report.outdir import check_out_path, write_run_dir
     from .report.result import result_dict
     from .scenario import build_scenario, load_scenario
     from .sim import simulate
 
+    if out is not None:
+        check_out_path(out)  # refused now, not after the run
     built = build_scenario(load_scenario(scenario))
     prog, update = _progress(progress and err_console.is_terminal)
     if prog is not None:
@@ -98,18 +111,7 @@ def run(
             prog.stop()
     result = result_dict(built, res)
     if out is not None:
-        from .report.counters import write_counters
-        from .report.plots import plot_job_completion, plot_link_throughput
-
-        out.mkdir(parents=True, exist_ok=True)
-        write_counters(out / "counters.parquet", built.topology, res.sample_times_ns, res.channel_bytes)
-        plot_link_throughput(
-            out / "link_throughput.png", built.topology, res.sample_times_ns, res.channel_bytes, title=built.name
-        )
-        plot_job_completion(out / "job_completion.png", result["jobs"], title=built.name)
-        result["files"] = ["result.json", "counters.parquet", "link_throughput.png", "job_completion.png"]
-        with atomic_write(out / "result.json") as f:
-            json.dump(result, f, indent=2)
+        write_run_dir(out, built, res, result)  # all old or all new
     if as_json:
         typer.echo(json.dumps(result))
         return
@@ -204,28 +206,136 @@ from .commands import register_all  # noqa: E402
 register_all(app)
 
 
-def main() -> None:
-    """Entry point: bad input is one line on stderr and exit code 2, never a traceback."""
-    try:
-        app(standalone_mode=False)
-    except NetsteerError as exc:
-        err_console.print(f"[red]netsteer: error:[/] {exc.message()}", highlight=False, soft_wrap=True)
-        sys.exit(2)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except (typer.Abort, KeyboardInterrupt):
-        err_console.print("netsteer: interrupted")
-        sys.exit(130)
-    except Exception as exc:  # noqa: BLE001 - last resort: no traceback for users
-        import click
+class Signalled(BaseException):
+    """SIGINT or SIGTERM arrived: unwinds like ``KeyboardInterrupt`` (cleaning up on the
+    way out) and ends the command with exit code 128 + the signal's number."""
 
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_signal(signum, frame) -> None:
+    raise Signalled(signum)
+
+
+def _fail(prefix: str, message: str) -> None:
+    """One line on stderr: ``netsteer: error: <message>``."""
+    line = " ".join(str(message).split())
+    if err_console.is_terminal:
+        from rich.markup import escape
+
+        err_console.print(f"[red]netsteer: {prefix}:[/] {escape(line)}", highlight=False, soft_wrap=True)
+    else:
+        sys.stderr.write(f"netsteer: {prefix}: {line}\n")
+        sys.stderr.flush()
+
+
+def _click_exceptions():
+    """The ClickException classes typer raises (its vendored copy, or click itself)."""
+    classes = []
+    try:
+        from typer._click import exceptions as vendored
+
+        classes.append(vendored)
+    except ImportError:
+        pass
+    try:
+        import click.exceptions as real
+
+        classes.append(real)
+    except ImportError:
+        pass
+    return classes
+
+
+def _usage_error(exc) -> int | None:
+    """Exit code for a click/typer usage error (printed as one line), or None if ``exc`` is not one."""
+    for mod in _click_exceptions():
+        if isinstance(exc, getattr(mod, "NoArgsIsHelpError", ())):
+            ctx = getattr(exc, "ctx", None)
+            if ctx is not None:
+                typer.echo(ctx.get_help())
+            return 2
+        if isinstance(exc, mod.ClickException):
+            ctx = getattr(exc, "ctx", None)
+            where = ctx.command_path if ctx is not None else "netsteer"
+            hint = f" (see {where} --help)" if isinstance(exc, mod.UsageError) else ""
+            _fail("error", f"{where}: {exc.format_message()}{hint}")
+            return exc.exit_code if exc.exit_code else 2
+    return None
+
+
+def run_cli(argv: list[str] | None = None) -> int:
+    """Run the command line and return its exit code; every failure is one line on stderr.
+
+    0 success; 2 bad input (including inputs over the size limits, unwritable outputs and
+    usage errors); 130 interrupted (SIGINT); 143 terminated (SIGTERM); 1 an internal error.
+    """
+    try:
+        rc = app(args=argv, standalone_mode=False)
+        if isinstance(rc, int) and rc == 130:  # typer's KeyboardInterrupt
+            _fail("interrupted", "stopped by the user (SIGINT)")
+        return rc if isinstance(rc, int) else 0
+    except NetsteerError as exc:
+        _fail("error", exc.message())
+        return 2
+    except Signalled as exc:
+        name = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}.get(exc.signum, "stopped")
+        _fail(name, f"stopped by signal {signal.Signals(exc.signum).name}")
+        return 128 + exc.signum
+    except KeyboardInterrupt:
+        _fail("interrupted", "stopped by the user (SIGINT)")
+        return 130
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        _fail("interrupted", "aborted")
+        return 130
+    except MemoryError as exc:
+        from .limits import ENV
+
+        _fail("error", f"out of memory: {exc or 'an allocation failed'}; the input is too large for this "
+              f"machine (see --max-memory and {ENV})")
+        return 2
+    except RecursionError:
+        _fail("error", "the input is nested too deeply to process")
+        return 2
+    except BrokenPipeError:
+        # the reader went away (netsteer ... | head): nothing more to say
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 141
+    except OSError as exc:
+        # the environment, not netsteer: a path that cannot be read or written, a full disk
+        where = exc.filename if exc.filename is not None else ""
+        what = exc.strerror or str(exc)
+        _fail("error", f"{where}: {what}" if where else what)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - last resort: no traceback for users
+        code = _usage_error(exc)
+        if code is not None:
+            return code
         if os.environ.get("NETSTEER_DEBUG"):
             raise
-        err_console.print(f"[red]netsteer: internal error:[/] {type(exc).__name__}: {exc} (set NETSTEER_DEBUG=1 for details)")
-        sys.exit(1)
+        from .errors import short_repr
+
+        _fail("internal error", f"{type(exc).__name__}: {short_repr(str(exc))[1:-1]} (set NETSTEER_DEBUG=1 for details)")
+        return 1
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: SIGINT and SIGTERM unwind (cleaning up partial outputs), then :func:`run_cli`."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _on_signal)
+    code = run_cli(argv)
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, OSError):
+        code = code or 141
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,32 @@
 """User-facing errors. The CLI turns each into one line and exit code 2."""
 
+import reprlib
+
+#: The longest reason and field an error message carries: a message is one line
+#: a user reads, never a dump of the input (an alias bomb's repr is gigabytes).
+MAX_REASON = 400
+MAX_FIELD = 160
+
+_REPR = reprlib.Repr()
+for _k, _v in dict(maxlevel=2, maxdict=4, maxlist=4, maxtuple=4, maxset=4, maxstring=60, maxother=60, maxlong=40).items():
+    setattr(_REPR, _k, _v)
+
+
+def short_repr(value) -> str:
+    """A bounded ``repr`` for messages: nested and long values are elided.
+
+    >>> short_repr("x" * 1000)[:12], len(short_repr(list(range(10**6)))) < 80
+    ("'xxxxxxxxxxx", True)
+    """
+    return _REPR.repr(value)
+
+
+def _clip(text: str | None, limit: int) -> str | None:
+    if text is None:
+        return None
+    text = " ".join(str(text).split())  # one line
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
 
 class NetsteerError(Exception):
     """Bad input: names where (file, field or line) and why.
@@ -15,9 +42,9 @@ class NetsteerError(Exception):
     """
 
     def __init__(self, reason: str, *, file: str | None = None, field: str | None = None):
-        self.reason = reason
-        self.file = file
-        self.field = field
+        self.reason = _clip(reason, MAX_REASON)
+        self.file = _clip(file, 4 * MAX_FIELD)
+        self.field = _clip(field, MAX_FIELD)
         super().__init__(self.message())
 
     def message(self) -> str:
@@ -29,7 +56,11 @@ class NetsteerError(Exception):
         field = self.field
         if prefix:
             field = f"{prefix}.{field}" if field else prefix
-        return NetsteerError(self.reason, file=self.file or file, field=field)
+        return type(self)(self.reason, file=self.file or file, field=field)
+
+
+class LimitError(NetsteerError):
+    """Input that would need more memory than the limit (``--max-memory``) allows."""
 
 
 class RoutingError(NetsteerError):

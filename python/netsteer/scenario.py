@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import NetsteerError
@@ -190,12 +189,9 @@ def _pydantic_error(exc: ValidationError, file: str | None) -> NetsteerError:
 
 def parse_scenario(text: str, *, file: str | None = None) -> Scenario:
     """Validate scenario text (YAML or JSON)."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else None
-        raise NetsteerError(f"not valid YAML: {getattr(exc, 'problem', exc)}", file=file, field=where) from None
+    from .inputs import load_yaml
+
+    data = load_yaml(text, file=file)
     if not isinstance(data, dict):
         raise NetsteerError("a scenario is a mapping with name, topology, routing and jobs", file=file)
     try:
@@ -207,12 +203,9 @@ def parse_scenario(text: str, *, file: str | None = None) -> Scenario:
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise NetsteerError(f"cannot read: {exc.strerror}", file=str(path)) from None
-    return parse_scenario(text, file=str(path))
+    from .inputs import read_text
+
+    return parse_scenario(read_text(path), file=str(path))
 
 
 def _host(topo: Topology, ref: HostRef, file, field) -> int:

@@ -123,7 +123,7 @@ def test_file_args_of_every_format(tmp_path):
 def test_bad_yaml_names_the_line(tmp_path):
     y = tmp_path / "bad.yaml"
     y.write_text("topology:\n  kind: pgft\n  down: [4, 4\n")
-    with pytest.raises(NetsteerError, match="cannot parse") as e:
+    with pytest.raises(NetsteerError, match="not valid YAML") as e:
         parse_topo_arg(str(y))
     assert e.value.file == str(y) and e.value.field.startswith("line ")
     y.write_text("- 1\n- 2\n")

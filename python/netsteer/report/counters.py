@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .atomic import atomic_path
+from .atomic import atomic_file
 
 
 def throughput(times_ns: np.ndarray, cum_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -53,7 +53,6 @@ def counters_table(topo, times_ns: np.ndarray, cum_bytes: np.ndarray) -> pa.Tabl
 def write_counters(path: str | Path, topo, times_ns: np.ndarray, cum_bytes: np.ndarray) -> Path:
     """Write the counters as Parquet, atomically."""
     path = Path(path)
-    tmp = atomic_path(path)
-    pq.write_table(counters_table(topo, times_ns, cum_bytes), tmp)
-    tmp.replace(path)
+    with atomic_file(path) as tmp:
+        pq.write_table(counters_table(topo, times_ns, cum_bytes), tmp)
     return path

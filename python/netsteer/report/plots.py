@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .atomic import atomic_path  # noqa: E402
+from .atomic import atomic_file  # noqa: E402
 from .counters import throughput  # noqa: E402
 
 
@@ -54,9 +54,10 @@ def plot_job_completion(path: str | Path, jobs: list[dict], *, title: str = "") 
 
 def _save(fig, path: Path) -> Path:
     """Write ``fig`` as PNG atomically and release it."""
-    fig.tight_layout()
-    tmp = atomic_path(path).with_suffix(".png")
-    fig.savefig(tmp)
-    plt.close(fig)
-    tmp.replace(path)
+    try:
+        fig.tight_layout()
+        with atomic_file(path) as tmp:
+            fig.savefig(tmp, format="png")
+    finally:
+        plt.close(fig)
     return path

@@ -375,8 +375,6 @@ def read_ibnetdiscover(
 
 
 def _read_lines(path: str | Path) -> list[str]:
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        raise NetsteerError(f"cannot read file: {e.strerror}", file=str(path)) from None
-    return data.decode("utf-8", errors="replace").splitlines()
+    from ..inputs import read_text
+
+    return read_text(path).splitlines()

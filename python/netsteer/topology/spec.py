@@ -39,7 +39,6 @@ netsteer.errors.NetsteerError: s.yaml: topology.down: down has 1 entries but lev
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -279,7 +278,8 @@ def parse_topo_arg(s: str) -> Topology:
         if suffix in (".yaml", ".yml", ".json"):
             return build_topology(_load(s), file=s)
         try:
-            head = Path(s).read_text(errors="replace")[:200_000]
+            with open(s, "rb") as f:
+                head = f.read(200_000).decode("utf-8", errors="replace")
         except OSError as e:
             raise NetsteerError(f"cannot read file: {e.strerror}", file=s) from None
         if _IBND_HEADER.search(head):
@@ -296,24 +296,10 @@ def parse_topo_arg(s: str) -> Topology:
 
 
 def _load(path: str) -> dict:
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise NetsteerError(f"cannot read file: {e.strerror}", file=path) from None
-    try:
-        if path.lower().endswith(".json"):
-            data = json.loads(text)
-        else:
-            import yaml
+    from ..inputs import load_json, load_yaml, read_text
 
-            data = yaml.safe_load(text)
-    except Exception as e:  # yaml.YAMLError, json.JSONDecodeError
-        line = getattr(getattr(e, "problem_mark", None), "line", None)
-        if line is None:
-            line = getattr(e, "lineno", None)
-            line = line - 1 if line else None
-        raise NetsteerError(f"cannot parse: {str(e).splitlines()[0]}", file=path,
-                            field=f"line {line + 1}" if line is not None else None) from None
+    text = read_text(path)
+    data = load_json(text, file=path) if path.lower().endswith(".json") else load_yaml(text, file=path)
     if isinstance(data, dict) and "topology" in data:
         data = data["topology"]
     if not isinstance(data, dict):

@@ -341,11 +341,10 @@ def read_lft_tables(
         Malformed line, unknown GUID, uncabled port, LID conflict, or (unless
         ``allow_missing``) a missing switch table or destination.
     """
+    from ...inputs import read_text
+
     path = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as e:
-        raise NetsteerError(f"cannot read LFT dump: {e.strerror}", file=path) from None
+    text = read_text(path, what="LFT dump")
     return parse_lft_tables(text, topo, lids=lids, allow_missing=allow_missing, file=path)
 
 

@@ -1,0 +1,245 @@
+"""Whole output directories: a command's ``--out DIR`` is all old or all new.
+
+:func:`output_dir` checks ``DIR`` before any work (so an unwritable path is refused
+at once, not after a long run), then yields a temporary directory beside it, named
+``.DIR.tmp-<pid>-<random>``. The command writes every file there; when it is done,
+the temporary directory takes ``DIR``'s place in one atomic step (Linux
+``renameat2(RENAME_EXCHANGE)``; elsewhere two renames) and the old content is
+removed. On any exit before that (an error, Ctrl-C, SIGTERM) the temporary
+directory is removed and ``DIR`` is untouched. After a SIGKILL, ``DIR`` is still
+whole; the stale temporary directory is removed by the next run into ``DIR``.
+
+``DIR`` is replaced only if it is empty or holds a previous result: a
+``result.json`` whose ``files`` list names everything else in it. Anything else
+(``--out .``, ``--out ~``) is refused rather than deleted.
+
+Files are created with the usual permissions (0666 less the umask), the directory
+with 0777 less the umask.
+
+Examples
+--------
+>>> import json, pathlib, tempfile
+>>> d = pathlib.Path(tempfile.mkdtemp()) / "out"
+>>> with output_dir(d) as tmp:
+...     _ = (tmp / "a.txt").write_text("new")
+...     _ = (tmp / "result.json").write_text(json.dumps({"files": ["result.json", "a.txt"]}))
+>>> sorted(p.name for p in d.iterdir())
+['a.txt', 'result.json']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import json
+import os
+import secrets
+import shutil
+import signal
+from pathlib import Path
+from typing import Iterator
+
+from ..errors import NetsteerError
+
+MANIFEST = "result.json"
+_TMP_TAG = ".tmp-"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def check_out_path(path: str | os.PathLike, *, field: str = "--out") -> Path:
+    """Refuse an output directory that cannot be one: empty, an existing file, a
+    directory holding other things, a parent that does not exist and cannot be made."""
+    raw = os.fspath(path)
+    if not raw.strip():
+        raise NetsteerError("the output directory is empty; name a directory", field=field)
+    p = Path(os.path.abspath(raw))
+    cwd = Path(os.getcwd())
+    if p == cwd or p in cwd.parents:
+        raise NetsteerError("is the current directory or holds it (an empty --out is the current "
+                            "directory); name a new directory", file=raw, field=field)
+    if p.exists() and not p.is_dir():
+        raise NetsteerError("exists and is not a directory", file=raw, field=field)
+    if p.is_dir():
+        foreign = _foreign_entries(p)
+        if foreign:
+            raise NetsteerError(
+                f"the directory holds {len(foreign)} entries that are not a netsteer result "
+                f"(such as {foreign[0]!r}); name a new or empty directory, so nothing else is replaced",
+                file=raw, field=field,
+            )
+    return p
+
+
+def _foreign_entries(d: Path) -> list[str]:
+    """Entries of ``d`` a previous result does not account for (stale temporary
+    directories of this writer excepted)."""
+    try:
+        names = sorted(os.listdir(d))
+    except OSError as exc:
+        raise NetsteerError(f"cannot list the directory: {exc.strerror}", file=str(d), field="--out") from None
+    if not names:
+        return []
+    listed: set[str] = set()
+    if MANIFEST in names:
+        try:
+            with open(d / MANIFEST, encoding="utf-8") as f:
+                files = json.load(f).get("files", [])
+            listed = {str(x) for x in files if isinstance(x, str)}
+        except (OSError, ValueError, AttributeError):
+            listed = set()
+    listed.add(MANIFEST)
+    return [n for n in names if n not in listed]
+
+
+@contextlib.contextmanager
+def output_dir(path: str | os.PathLike, *, field: str = "--out") -> Iterator[Path]:
+    """Yield a temporary directory; on success it replaces ``path`` as a whole."""
+    final = check_out_path(path, field=field)
+    parent = final.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise NetsteerError(f"cannot create the directory: {exc.strerror}", file=str(final), field=field) from None
+    _remove_stale(parent, final.name)
+    tmp = parent / f".{final.name}{_TMP_TAG}{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        tmp.mkdir(mode=0o700)
+    except OSError as exc:
+        raise NetsteerError(f"cannot write here: {exc.strerror}", file=str(final), field=field) from None
+    try:
+        yield tmp
+        _commit(tmp, final)
+    except BaseException:
+        with _signals_blocked():
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _commit(tmp: Path, final: Path) -> None:
+    """Put ``tmp`` in ``final``'s place in one step; signals wait until it is done."""
+    with _signals_blocked():
+        mode = 0o777 & ~_umask()
+        os.chmod(tmp, mode)
+        for entry in tmp.iterdir():
+            if entry.is_file():
+                os.chmod(entry, 0o666 & ~_umask())
+        _fsync_dir(tmp)
+        # re-check: the directory may have changed while the command ran
+        check_out_path(final)
+        if final.is_dir():
+            if _exchange(tmp, final):
+                shutil.rmtree(tmp, ignore_errors=True)  # now the old content
+            else:
+                old = final.with_name(f".{final.name}{_TMP_TAG}{os.getpid()}-old-{secrets.token_hex(4)}")
+                os.rename(final, old)
+                os.rename(tmp, final)
+                shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, final)
+        _fsync_dir(final.parent)
+
+
+def _remove_stale(parent: Path, name: str) -> None:
+    """Remove temporary directories that dead processes left for ``name``."""
+    prefix = f".{name}{_TMP_TAG}"
+    try:
+        entries = [e for e in os.listdir(parent) if e.startswith(prefix)]
+    except OSError:
+        return
+    for e in entries:
+        pid = e[len(prefix):].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(parent / e, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+_RENAME_EXCHANGE = 2
+_renameat2 = None
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directories atomically (Linux renameat2); False where unsupported."""
+    global _renameat2
+    if _renameat2 is None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            _renameat2 = libc.renameat2
+            _renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+        except (OSError, AttributeError):
+            _renameat2 = False
+    if not _renameat2:
+        return False
+    at_fdcwd = -100
+    rc = _renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE)
+    if rc == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def _fsync_dir(d: Path) -> None:
+    try:
+        fd = os.open(d, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _signals_blocked():
+    """Hold SIGINT and SIGTERM until the block ends (then they are delivered)."""
+    sigs = {signal.SIGINT, signal.SIGTERM}
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+    except (AttributeError, OSError, ValueError):
+        old = None
+    try:
+        yield
+    finally:
+        if old is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+RUN_FILES = ["result.json", "counters.parquet", "link_throughput.png", "job_completion.png"]
+
+
+def write_run_dir(out: str | os.PathLike, built, res, result: dict) -> dict:
+    """Write a run's ``--out`` directory as a whole: result.json, counters.parquet and
+    the two plots; ``result["files"]`` lists them. Returns ``result``."""
+    from .atomic import atomic_write
+    from .counters import write_counters
+    from .plots import plot_job_completion, plot_link_throughput
+
+    with output_dir(out) as tmp:
+        write_counters(tmp / "counters.parquet", built.topology, res.sample_times_ns, res.channel_bytes)
+        plot_link_throughput(tmp / "link_throughput.png", built.topology, res.sample_times_ns,
+                             res.channel_bytes, title=built.name)
+        plot_job_completion(tmp / "job_completion.png", result["jobs"], title=built.name)
+        result["files"] = list(RUN_FILES)
+        with atomic_write(tmp / "result.json") as f:
+            json.dump(result, f, indent=2)
+    return result
