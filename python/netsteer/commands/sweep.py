@@ -86,8 +86,15 @@ def sweep_run(
                             field="--workers")
     sweep = load_sweep(sweep_file)  # a bad file stops here, before any cluster starts
     out = out if out is not None else Path("out/sweeps") / sweep_file.stem
-    with _Bar(progress and not as_json) as bar:
-        summary = run_sweep(sweep, out, scheduler=scheduler, workers=workers, retry_failed=retry_failed, progress=bar)
+    try:
+        with _Bar(progress and not as_json) as bar:
+            summary = run_sweep(sweep, out, scheduler=scheduler, workers=workers, retry_failed=retry_failed,
+                                progress=bar)
+    except BaseException as exc:
+        if not isinstance(exc, (Exception, SystemExit)):  # Ctrl-C or a signal: the entry point sets the exit code
+            err_console.print(f"netsteer: finished points are in {out / 'results.parquet'}; "
+                              "run the same command again to resume", highlight=False, soft_wrap=True)
+        raise
     if as_json:
         typer.echo(json.dumps(summary))
         return

@@ -1,0 +1,116 @@
+"""Sweeps on real Dask clusters: a worker process killed mid-sweep, and an interrupted sweep resumed.
+
+Both wait on real conditions: the first point's row in ``results.parquet`` before
+killing or interrupting, and the processes' own exits after.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pyarrow.parquet as pq
+import pytest
+
+from netsteer.sweep import ResultStore, load_sweep, point_scenario_text, run_sweep
+
+from .helpers import netsteer, run_json
+
+pytestmark = pytest.mark.slow
+
+
+def test_killed_worker_every_point_once_with_netsteer_run_makespans(write_sweep, tmp_path):
+    from distributed import Client, LocalCluster
+
+    sw = load_sweep(write_sweep("""
+        base: base.yaml
+        grid:
+          routing.engine: [dmodk, minhop]
+          jobs.0.repeat: [200, 400]
+        points:
+          - {jobs.0.ranks: 99}   # refused (16 hosts): recorded as failed, the sweep goes on
+        repeat_seeds: [1, 2]
+    """))
+    out = tmp_path / "out"
+    first_row = threading.Event()
+    summary: dict = {}
+
+    def progress(p):
+        if p.done:
+            first_row.set()
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=logging.CRITICAL) as cluster, Client(cluster) as client:
+        pids = client.run(os.getpid)
+        sweeper = threading.Thread(target=lambda: summary.update(run_sweep(sw, out, client=client, progress=progress)))
+        sweeper.start()
+        assert first_row.wait(timeout=120), "no point finished"
+        rows_at_kill = pq.read_table(out / "results.parquet").num_rows
+        busy = [w for w, keys in client.processing().items() if keys and w in pids]
+        victim = busy[0] if busy else next(iter(pids))  # prefer a worker in the middle of a point
+        os.kill(pids[victim], signal.SIGKILL)
+        sweeper.join(timeout=300)
+        assert not sweeper.is_alive(), "the sweep did not finish after a worker died"
+        pids_after = client.run(os.getpid)
+
+    assert 0 < rows_at_kill < len(sw.points), "the kill did not land mid-sweep"
+    assert pids[victim] not in pids_after.values()  # that process really is gone
+    table = pq.read_table(out / "results.parquet").to_pylist()
+    keys = [r["point"] for r in table]
+    assert sorted(keys) == sorted(p.key for p in sw.points)  # every point, each exactly once
+    assert summary["done"] == 8 and summary["failed"] == 2 and summary["lost"] == 0
+    rows = {r["point"]: r for r in table}
+    for i, p in enumerate(sw.points):
+        row = rows[p.key]
+        if p.overrides.get("jobs.0.ranks") == 99:
+            assert row["status"] == "failed" and "99 ranks do not fit" in row["error"]
+            continue
+        scenario = tmp_path / f"point{i}.yaml"  # beside the base, as the point saw it
+        scenario.write_text(point_scenario_text(sw.base_raw, p.overrides, p.seed))
+        ref = run_json(scenario)
+        assert row["status"] == "done"
+        assert row["makespan_s"] == ref["makespan_s"]
+        assert row["job.app.completion_s"] == ref["jobs"][0]["completion_s"]
+
+
+def test_interrupted_sweep_resumes_and_runs_no_point_twice(write_sweep, tmp_path):
+    path = write_sweep("""
+        base: base.yaml
+        grid: {jobs.0.repeat: [200, 300, 400, 500]}
+        repeat_seeds: [1, 2]
+    """)
+    out = tmp_path / "out"
+    results = out / "results.parquet"
+    args = ["sweep", path, "--out", out, "--workers", "1", "--json", "--no-progress"]
+    first = subprocess.Popen([sys.executable, "-m", "netsteer", *map(str, args)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not results.exists():  # the first point's row: the sweep is under way
+        assert first.poll() is None, first.communicate()
+        assert time.monotonic() < deadline, "no point finished"
+        time.sleep(0.02)
+    first.send_signal(signal.SIGINT)  # Ctrl-C
+    _, err = first.communicate(timeout=120)
+    assert first.returncode == 130, err
+    assert "Traceback" not in err
+    before = ResultStore(results).rows
+    assert 0 < len(before) < 8
+
+    rc, stdout, err = netsteer(*args)
+    assert rc == 0, err
+    s = json.loads(stdout)
+    assert (s["skipped"], s["ran"], s["done"]) == (len(before), 8 - len(before), 8)
+    after = ResultStore(results).rows
+    assert len(after) == 8
+    for key, row in before.items():  # recorded rows were not run again
+        assert after[key] == row
+
+    rc, stdout, err = netsteer(*args)
+    assert rc == 0, err
+    assert (json.loads(stdout)["ran"], ResultStore(results).rows) == (0, after)
