@@ -86,7 +86,7 @@ def run(
     from .report.outdir import check_out_path, write_run_dir
     from .report.result import result_dict
     from .scenario import build_scenario, load_scenario
-    from .sim import simulate
+    from .sim import run_scenario
 
     if out is not None:
         check_out_path(out)  # refused now, not after the run
@@ -95,17 +95,7 @@ def run(
     if prog is not None:
         prog.start()
     try:
-        res = simulate(
-            built.topology,
-            built.routing,
-            built.dag,
-            sharing=built.sharing,
-            tcp_gamma=built.tcp_gamma,
-            sample_interval_ns=built.sample_interval_ns if out is not None else 0,
-            events=built.events,
-            background=built.background,
-            progress=update,
-        )
+        res = run_scenario(built, sample=out is not None, progress=update)
     finally:
         if prog is not None:
             prog.stop()

@@ -144,6 +144,9 @@ class ScenarioModel(_Strict):
     reroute_on_change: bool = Field(True, description="recompute routes when links change")
     jobs: list[JobModel] = Field(min_length=1)
     events: list[EventModel] = Field(default_factory=list)
+    # checked by netsteer.control.scenario when the scenario is built
+    controller: dict[str, Any] | None = None
+    driver: dict[str, Any] | None = None
 
 
 @dataclass
@@ -168,6 +171,11 @@ class BuiltScenario:
     sharing: str
     tcp_gamma: float | None
     sample_interval_ns: int
+    # the default controller's re-route policy: builds a routing for a changed network
+    reroute: Any = None
+    reroute_on_change: bool = True
+    hybrid: Any = None  # the hybrid controller (netsteer.control.hybrid), if the scenario has one
+    driver_options: dict | None = None  # delay model and faults of the sim driver
 
     @property
     def name(self) -> str:
@@ -334,8 +342,10 @@ def _check_acyclic(job: JobModel, first: int, dag: FlowDag, file, base: str) -> 
 
 def _routing_factory(topo, model: RoutingModel, file, field):
     """The routing now, and a function that rebuilds it for a changed network."""
+    from .limits import check_routing
     from .routing import accepts_down_links, build_routing
 
+    check_routing(topo, file=file, field=field)
     params: dict[str, Any] = {"hash": model.hash} if model.hash else {}
     if model.partitions is not None:
         from .drivers.opensm.partitions import read_partitions_conf
@@ -399,7 +409,8 @@ def build_scenario(sc: Scenario) -> BuiltScenario:
         background += bg
         events += [StopFlows(at, (idx,)) for idx, at in timed]
         job_of_flow += [j] * (len(dag) - before)
-    reroute = make_routing if m.reroute_on_change else None
+    # re-routing is the default controller's policy (netsteer.sim.run), not the events'
+    reroute = None
     for i, ev in enumerate(m.events):
         fld = f"events.{i}"
         if ev.link_down is not None or ev.link_up is not None:
@@ -426,7 +437,7 @@ def build_scenario(sc: Scenario) -> BuiltScenario:
                     if port in seen:
                         raise NetsteerError(f"port {port} is paired twice", file=file, field=f"{fld}.circuit.pairs.{k}")
                     seen.add(port)
-            events.append(CircuitChange(ev.at, sw, tuple(ev.circuit.pairs), reroute=make_routing))
+            events.append(CircuitChange(ev.at, sw, tuple(ev.circuit.pairs)))
     sharing = m.sharing if isinstance(m.sharing, str) else m.sharing.model
     gamma = None if isinstance(m.sharing, str) else m.sharing.tcp_gamma
     bg = np.zeros(len(dag), dtype=bool)
@@ -445,4 +456,20 @@ def build_scenario(sc: Scenario) -> BuiltScenario:
         tcp_gamma=float(gamma) if gamma is not None else None,
         sample_interval_ns=int(interval),
         spans=spans,
+        reroute=make_routing,
+        reroute_on_change=m.reroute_on_change,
+        hybrid=_hybrid(m, topo, file),
+        driver_options=_driver_options(m, topo, file),
     )
+
+
+def _hybrid(m: ScenarioModel, topo, file):
+    from .control.scenario import build_hybrid_controller
+
+    return build_hybrid_controller(m.controller, topo, file, host_ref=_host)
+
+
+def _driver_options(m: ScenarioModel, topo, file):
+    from .control.scenario import build_driver_options
+
+    return build_driver_options(m.driver, topo, file)

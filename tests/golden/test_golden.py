@@ -17,7 +17,7 @@ import pytest
 
 from netsteer.report.result import result_dict
 from netsteer.scenario import build_scenario, load_scenario
-from netsteer.sim import simulate
+from netsteer.sim import run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
@@ -27,10 +27,7 @@ VOLATILE = {"wall_s"}
 
 def run(path: Path) -> dict:
     b = build_scenario(load_scenario(path))
-    res = simulate(
-        b.topology, b.routing, b.dag, sharing=b.sharing, tcp_gamma=b.tcp_gamma,
-        sample_interval_ns=b.sample_interval_ns, events=b.events, background=b.background,
-    )
+    res = run_scenario(b)
     out = {k: v for k, v in result_dict(b, res).items() if k not in VOLATILE}
     # a digest of the port counters keeps them under the golden check too
     out["counter_samples"] = int(len(res.sample_times_ns))

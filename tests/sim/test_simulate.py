@@ -9,7 +9,7 @@ import pytest
 
 from netsteer.routing import build_routing
 from netsteer.scenario import build_scenario, load_scenario
-from netsteer.sim import LinkChange, RoutingChange, simulate
+from netsteer.sim import LinkChange, RoutingChange, run_scenario, simulate
 from netsteer.topology import pgft
 from netsteer.traffic import FlowDag
 
@@ -112,7 +112,8 @@ def test_deterministic(sharing):
 
 def test_circuit_repairing_moves_traffic_after_the_dark_period():
     b = build_scenario(load_scenario(ROOT / "scenarios/hybrid-circuit.yaml"))
-    res = simulate(b.topology, b.routing, b.dag, sharing=b.sharing, events=b.events, sample_interval_ns=5_000_000)
+    b.sample_interval_ns = 5_000_000
+    res = run_scenario(b)
     electrical = 10e9 / 8  # the ToR's one electrical uplink, shared by the 4 flows
     optical = 40e9 / 8  # the circuit, once lit at 100 ms + 25 ms
     lit = 0.125
@@ -146,6 +147,7 @@ def test_failed_reconfiguration_keeps_the_last_good_routing():
         LinkChange(20_000_000, (host_link,), up=False, reroute=make),
         LinkChange(50_000_000, (host_link,), up=True, reroute=make),
     ])
-    assert any("reconfiguration failed, last good routing kept" in e and "h0" in e for e in res.applied_events)
+    failed = [e["failed"] for e in res.applied_events if "failed" in e]
+    assert any("reconfiguration failed, last good routing kept" in f and "h0" in f for f in failed)
     assert res.status == "done"
     assert res.completion_ns[0] == 130_000_000  # stalled for the 30 ms the cable was down

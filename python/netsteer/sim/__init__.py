@@ -2,6 +2,8 @@
 
 from .events import CircuitChange, LinkChange, RoutingChange, StopFlows
 from .network import CircuitState
+from .driver import SimDriver
+from .run import run_scenario
 from .simulate import SimResult, simulate
 
 __all__ = [
@@ -9,7 +11,9 @@ __all__ = [
     "CircuitState",
     "LinkChange",
     "RoutingChange",
+    "SimDriver",
     "SimResult",
+    "run_scenario",
     "StopFlows",
     "simulate",
 ]

@@ -1,27 +1,26 @@
-"""Run a flow DAG over a topology and a routing on the Rust engine.
+"""Run a flow DAG over a topology and a routing: the simulator driver with a
+controller in the loop.
 
-The driver only translates: routing into channel paths, events into engine calls.
-It decides nothing about how the network should look.
+:func:`simulate` is the short way for a workload and a list of scripted changes;
+:func:`run_driver` runs any controller against a :class:`SimDriver` and collects the
+result.
 """
 
 from __future__ import annotations
 
-import heapq
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
-from .._core import Engine
-from ..errors import NetsteerError
+from ..control.core import Controller, ControllerStack, ReplayController, ReroutePolicy
+from ..control.intents import SetCircuits, SetLinks
+from ..control.loop import run_loop
 from ..topology.model import Topology
 from ..traffic.dag import FlowDag
+from .driver import SimDriver, dag_paths
 from .events import CircuitChange, LinkChange, RoutingChange, StopFlows
 from .network import CircuitState
-
-# events handled per engine call, so progress can be shown on long runs
-_CHUNK = 50_000
 
 
 @dataclass
@@ -32,12 +31,15 @@ class SimResult:
     ----------
     completion_ns, release_ns : ndarray of int64, per flow (-1 if it never got there)
     makespan_ns : int, last completion
-    status : str, ``"done"`` or ``"stalled"`` (flows left on dead links)
+    status : str, ``"done"`` or ``"stalled"`` (flows left that nothing could finish)
     wall_s : float, wall time of the simulation itself
     stats : dict, the engine's work counters
     sample_times_ns : ndarray, counter sample times
     channel_bytes : ndarray [samples, channels], cumulative bytes per channel
     final_channel_bytes : ndarray [channels]
+    applied_events : list of dict, every intent applied (what, when, done, failed)
+        and every controller decision that failed, in time order
+    controller : dict, the controllers' own reports (reconfigurations, ...)
     """
 
     completion_ns: np.ndarray
@@ -49,13 +51,65 @@ class SimResult:
     sample_times_ns: np.ndarray
     channel_bytes: np.ndarray
     final_channel_bytes: np.ndarray
-    applied_events: list[str] = field(default_factory=list)
+    applied_events: list[dict] = field(default_factory=list)
+    controller: dict | None = None
 
 
-def dag_paths(topo: Topology, routing: Any, dag: FlowDag, flows: np.ndarray, circuits=None):
-    """CSR paths (offsets, channels) of ``flows`` of ``dag`` under ``routing``."""
-    c = dag.columns()
-    return routing.paths(c.src[flows], c.dst[flows], classes=c.traffic_class[flows], flow_ids=flows, circuits=circuits)
+def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
+    """Run ``driver`` to the end with ``controller`` in the loop."""
+    status = run_loop(driver, controller)
+    eng, n_ch = driver.engine, driver.n_channels
+    completion = eng.completion_ns()
+    times, samples = eng.samples()
+    names = driver.topo.node_names
+    events = [a.as_dict(names) for a in driver.applied]
+    history = controller.all_history if isinstance(controller, ControllerStack) else controller.history
+    events += [dict(h, intent=h.get("what", "")) for h in history if "failed" in h]
+    events.sort(key=lambda e: e["at_s"])
+    return SimResult(
+        completion_ns=completion,
+        release_ns=eng.release_ns(),
+        makespan_ns=int(completion.max()) if len(completion) else 0,
+        status=status,
+        wall_s=driver.wall_s(),
+        stats=dict(eng.stats()),
+        sample_times_ns=times,
+        channel_bytes=samples[:, :n_ch] if samples.ndim == 2 else samples,
+        final_channel_bytes=eng.channel_bytes()[:n_ch],
+        applied_events=events,
+        controller=controller.report(),
+    )
+
+
+def legacy_controller(events) -> tuple[Controller, list]:
+    """Scripted events (:mod:`netsteer.sim.events`) as a replay controller and the
+    re-route policy they ask for; returns ``(controller, stops)``."""
+    steps, stops = [], []
+    factories: dict[str, set] = {"links": set(), "circuits": set()}
+    for ev in events:
+        if isinstance(ev, StopFlows):
+            stops.append((ev.at_ns, ev.flows))
+        elif isinstance(ev, LinkChange):
+            steps.append((ev.at_ns, SetLinks(tuple(ev.links), ev.up)))
+            if ev.reroute is not None:
+                factories["links"].add(ev.reroute)
+        elif isinstance(ev, RoutingChange):
+            steps.append((ev.at_ns, ev.routing))
+        elif isinstance(ev, CircuitChange):
+            steps.append((ev.at_ns, SetCircuits(ev.switch, tuple(tuple(p) for p in ev.pairs))))
+            if ev.reroute is not None:
+                factories["circuits"].add(ev.reroute)
+        else:
+            raise TypeError(f"unknown event {ev!r}")
+    for kind, fs in factories.items():
+        if len(fs) > 1:
+            raise ValueError(f"{kind} events carry different re-route functions: use one ReroutePolicy per run")
+    pick = {k: (_as_factory(next(iter(fs))) if fs else None) for k, fs in factories.items()}
+    return ControllerStack([ReplayController(steps), ReroutePolicy(pick["links"], pick["circuits"])]), stops
+
+
+def _as_factory(source):
+    return source if callable(source) else (lambda down, circuits: source)
 
 
 def simulate(
@@ -83,6 +137,8 @@ def simulate(
     sample_interval_ns : int
         Port-counter sampling interval; 0 samples nothing.
     events : list of LinkChange, RoutingChange, CircuitChange, StopFlows
+        Scripted changes, played by a replay controller; their ``reroute`` becomes
+        the re-route policy.
     circuits : CircuitState, optional
         Initial circuit pairing (default: everything unpaired).
     background : ndarray of bool, optional
@@ -103,135 +159,12 @@ def simulate(
     >>> r.makespan_ns  # 1 GB at 1 GB/s
     1000000000
     """
-    n = len(dag)
-    circuits = circuits.copy() if circuits is not None else CircuitState.empty(topo)
-    capacity = topo.channel_bandwidth() / 8.0
-    engine = Engine(capacity, topo.channel_latency_ns().astype(np.int64), sharing, tcp_gamma)
-    if sample_interval_ns > 0:
-        engine.set_sample_interval(int(sample_interval_ns))
-
-    t0 = time.perf_counter()
-    if progress is not None:
-        progress(0, n, 0)
-    _add_dag(engine, topo, routing, dag, circuits)
-    down: set[int] = set()
-    applied: list[str] = []
-    # (time, order, event); circuit ports coming back after their dark period are
-    # follow-up events pushed while running
-    pending = [(e.at_ns, i, e) for i, e in enumerate(events)]
-    heapq.heapify(pending)
-    seq = len(pending)
-    if background is not None and np.any(background):
-        engine.set_background(np.flatnonzero(background).astype(np.int64))
-
-    def step(until: int | None) -> str:
-        while True:
-            status = engine.run(until, _CHUNK)
-            if progress is not None:
-                progress(n - engine.unfinished, n, engine.now)
-            if status != "budget":
-                return status
-
-    status = "done"
-    while pending:
-        at, _, ev = heapq.heappop(pending)
-        status = step(at)
-        if status == "done":
-            continue  # nothing left to affect
-        if isinstance(ev, StopFlows):
-            engine.stop_flows(np.asarray(ev.flows, dtype=np.int64))
-            applied.append(f"{at}: stop {len(ev.flows)} flows")
-        elif isinstance(ev, LinkChange):
-            links = np.asarray(ev.links, dtype=np.int64)
-            engine.set_channels_up(np.concatenate([2 * links, 2 * links + 1]), ev.up)
-            (down.difference_update if ev.up else down.update)(int(x) for x in links)
-            applied.append(f"{at}: links {list(ev.links)} {'up' if ev.up else 'down'}")
-            routing = _reroute(engine, topo, routing, ev.reroute, dag, down, circuits, applied, at)
-        elif isinstance(ev, RoutingChange):
-            applied.append(f"{at}: routing replaced")
-            routing = _reroute(engine, topo, routing, ev.routing, dag, down, circuits, applied, at)
-        elif isinstance(ev, CircuitChange):
-            moved = circuits.pair(ev.switch, list(ev.pairs))
-            dark = _port_links(topo, ev.switch, moved)
-            if len(dark):
-                engine.set_channels_up(np.concatenate([2 * dark, 2 * dark + 1]), False)
-                up_at = at + topo.switching_time_ns.get(ev.switch, 0)
-                # routes avoid the dark ports meanwhile, and take the circuits when lit
-                lit = LinkChange(up_at, tuple(int(x) for x in dark), True, reroute=ev.reroute)
-                heapq.heappush(pending, (up_at, seq, lit))
-                seq += 1
-                down.update(int(x) for x in dark)
-            applied.append(f"{at}: {topo.node_names[ev.switch]} re-paired {len(moved)} ports")
-            routing = _reroute(engine, topo, routing, ev.reroute, dag, down, circuits, applied, at)
-        else:
-            raise TypeError(f"unknown event {ev!r}")
-    status = step(None)
-    wall = time.perf_counter() - t0
-
-    completion = engine.completion_ns()
-    times, samples = engine.samples()
-    return SimResult(
-        completion_ns=completion,
-        release_ns=engine.release_ns(),
-        makespan_ns=int(completion.max()) if n else 0,
-        status=status,
-        wall_s=wall,
-        stats=dict(engine.stats()),
-        sample_times_ns=times,
-        channel_bytes=samples,
-        final_channel_bytes=engine.channel_bytes(),
-        applied_events=applied,
+    controller, stops = legacy_controller(events)
+    driver = SimDriver(
+        topo, routing, dag, sharing=sharing, tcp_gamma=tcp_gamma, sample_interval_ns=sample_interval_ns,
+        circuits=circuits, background=background, stops=stops, progress=progress,
     )
+    return run_driver(driver, controller)
 
 
-def _add_dag(engine: Engine, topo: Topology, routing, dag: FlowDag, circuits: CircuitState) -> None:
-    n = len(dag)
-    if n == 0:
-        return
-    c = dag.columns()
-    for name, col in (("src", c.src), ("dst", c.dst)):
-        bad = col[(col < 0) | (col >= topo.n_hosts)]
-        if len(bad):
-            raise NetsteerError(f"host {bad[0]} does not exist: {topo.name} has {topo.n_hosts} hosts", field=name)
-    offsets, channels = dag_paths(topo, routing, dag, np.arange(n), circuits.as_dict())
-    try:
-        engine.add_flows(
-            c.bytes.astype(np.float64),
-            np.asarray(offsets, dtype=np.int64),
-            np.asarray(channels, dtype=np.int64),
-            c.start_ns,
-            c.delay_ns,
-            c.weight,
-            c.priority,
-            c.dep_offsets,
-            c.deps,
-        )
-    except ValueError as exc:
-        raise NetsteerError(str(exc), field="flows") from None
-
-
-def _reroute(engine, topo, routing, source, dag, down, circuits, applied, at):
-    """Install the routing ``source`` describes and move every unfinished flow.
-
-    A routing that cannot be built, or that fails its completeness and loop check,
-    is not installed: the flows keep their last good routes (and may stall on a
-    dead link until it comes back), and the failure is reported among the events.
-    """
-    if source is None:
-        return routing
-    try:
-        new = source(frozenset(down), circuits.as_dict()) if callable(source) else source
-        new.check(circuits=circuits.as_dict())
-    except NetsteerError as exc:
-        applied.append(f"{at}: reconfiguration failed, last good routing kept: {exc.message()}")
-        return routing
-    flows = engine.unfinished_flows().astype(np.int64)
-    if len(flows):
-        offsets, channels = dag_paths(topo, new, dag, flows, circuits.as_dict())
-        engine.reroute(flows, np.asarray(offsets, dtype=np.int64), np.asarray(channels, dtype=np.int64))
-    return new
-
-
-def _port_links(topo: Topology, node: int, ports) -> np.ndarray:
-    ch = [int(topo.out_channel[node, p]) for p in sorted(ports) if p < topo.out_channel.shape[1]]
-    return np.array(sorted({c // 2 for c in ch if c >= 0}), dtype=np.int64)
+__all__ = ["SimResult", "dag_paths", "legacy_controller", "run_driver", "simulate"]

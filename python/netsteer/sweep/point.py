@@ -61,20 +61,10 @@ def run_scenario_result(sc) -> dict:
     """
     from ..report.result import result_dict
     from ..scenario import build_scenario
-    from ..sim import simulate
+    from ..sim import run_scenario
 
     built = build_scenario(sc)
-    res = simulate(
-        built.topology,
-        built.routing,
-        built.dag,
-        sharing=built.sharing,
-        tcp_gamma=built.tcp_gamma,
-        sample_interval_ns=0,
-        events=built.events,
-        background=built.background,
-    )
-    return result_dict(built, res)
+    return result_dict(built, run_scenario(built, sample=False))
 
 
 def run_point(base_raw: dict, overrides: dict[str, Any], seed: int | None, base_file: str) -> dict[str, Any]:

@@ -1,0 +1,176 @@
+"""The controller core: pure decision logic, in the style of faucet's ``Valve``.
+
+A controller is given ``now``, the network view, the measurements and what the
+driver reported, and returns intents. It sends nothing and reads no clock, so the
+same controller runs against the simulator's clock and against real switches.
+
+Several controllers run together as a :class:`ControllerStack` (scripted events,
+the re-route policy, the hybrid circuit controller...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import NetsteerError
+from .driver import Applied, Counters, NetworkChanged, NetworkView
+from .intents import InstallRouting, Intent
+
+
+@dataclass
+class Inputs:
+    """What a controller decides on at one instant.
+
+    ``counters`` is read from the driver only if a controller asks (``poll``),
+    as a real controller polls switches only when it needs to.
+    """
+
+    now: int
+    view: NetworkView
+    changes: list[NetworkChanged] = field(default_factory=list)
+    applied: list[Applied] = field(default_factory=list)
+    read_counters: Callable[[], Counters] | None = None
+    _counters: Counters | None = None
+
+    def counters(self) -> Counters:
+        if self._counters is None:
+            if self.read_counters is None:
+                raise RuntimeError("no counters here")
+            self._counters = self.read_counters()
+        return self._counters
+
+
+class Controller:
+    """A controller that decides nothing; subclasses override :meth:`decide`."""
+
+    name = "controller"
+
+    def __init__(self) -> None:
+        # what it did and why, for reports: dicts with at least "at_s" and "what"
+        self.history: list[dict[str, Any]] = []
+
+    def next_wakeup(self, now: int) -> int | None:
+        """The next instant (> now) this controller wants to decide at, if any."""
+        return None
+
+    def next_scheduled(self, now: int) -> int | None:
+        """The next wakeup that may change the network whatever the traffic does
+        (a scripted change); polling controllers return None."""
+        return self.next_wakeup(now)
+
+    def decide(self, inp: Inputs) -> list[Intent]:
+        return []
+
+    def report(self) -> dict[str, Any] | None:
+        """A JSON-able summary for the run's result, or None."""
+        return None
+
+
+class ControllerStack(Controller):
+    """Several controllers deciding together, in order."""
+
+    name = "stack"
+
+    def __init__(self, controllers: list[Controller]):
+        super().__init__()
+        self.controllers = [c for c in controllers if c is not None]
+
+    def next_wakeup(self, now: int) -> int | None:
+        times = [t for c in self.controllers if (t := c.next_wakeup(now)) is not None]
+        return min(times) if times else None
+
+    def next_scheduled(self, now: int) -> int | None:
+        times = [t for c in self.controllers if (t := c.next_scheduled(now)) is not None]
+        return min(times) if times else None
+
+    def decide(self, inp: Inputs) -> list[Intent]:
+        return [i for c in self.controllers for i in c.decide(inp)]
+
+    @property
+    def all_history(self) -> list[dict[str, Any]]:
+        return sorted((h for c in self.controllers for h in c.history), key=lambda h: h["at_s"])
+
+    def report(self) -> dict[str, Any] | None:
+        parts = {c.name: r for c in self.controllers if (r := c.report()) is not None}
+        return parts or None
+
+
+# a routing, or a function of (down_links, circuits) that builds one
+RoutingFactory = Callable[[frozenset, dict], Any]
+
+
+def build_from(source, view: NetworkView):
+    """A routing from a routing object or a factory, for the network in ``view``."""
+    return source(view.down_links, view.circuits) if callable(source) else source
+
+
+class ReplayController(Controller):
+    """Scripted changes: ``steps`` are ``(time_ns, intent)``, or ``(time_ns, routing
+    or routing factory)`` for a routing built from the network as it is then.
+
+    >>> from netsteer.control.intents import SetLinks
+    >>> r = ReplayController([(10, SetLinks((1,), up=False))])
+    >>> r.next_wakeup(0), r.decide(Inputs(10, NetworkView(10, frozenset())))
+    (10, [SetLinks(links=(1,), up=False)])
+    >>> r.next_wakeup(10) is None
+    True
+    """
+
+    name = "replay"
+
+    def __init__(self, steps: list[tuple[int, Any]]):
+        super().__init__()
+        self.steps = sorted(steps, key=lambda s: s[0])
+        self._next = 0
+
+    def next_wakeup(self, now: int) -> int | None:
+        return self.steps[self._next][0] if self._next < len(self.steps) else None
+
+    def decide(self, inp: Inputs) -> list[Intent]:
+        out = []
+        while self._next < len(self.steps) and self.steps[self._next][0] <= inp.now:
+            what = self.steps[self._next][1]
+            self._next += 1
+            if isinstance(what, Intent.__args__):
+                out.append(what)
+                continue
+            try:
+                out.append(InstallRouting(build_from(what, inp.view), reason="scripted"))
+            except NetsteerError as exc:
+                self.history.append(
+                    {"at_s": inp.now / 1e9, "what": "routing", "failed": f"reconfiguration failed, last good routing kept: {exc.message()}"}
+                )
+        return out
+
+
+class ReroutePolicy(Controller):
+    """Re-route every flow when links change (the default controller's policy).
+
+    Parameters
+    ----------
+    on_links : callable(down_links, circuits) -> Routing, optional
+        Builds the routing after links go down or up (None: do not react).
+    on_circuits : callable, optional
+        The same after circuit switches move (dark ports) and light their ports.
+    """
+
+    name = "reroute"
+
+    def __init__(self, on_links: RoutingFactory | None = None, on_circuits: RoutingFactory | None = None):
+        super().__init__()
+        self.factories = {"links": on_links, "circuits": on_circuits}
+
+    def decide(self, inp: Inputs) -> list[Intent]:
+        wanted = [c for c in inp.changes if self.factories.get(c.cause) is not None]
+        if not wanted:
+            return []
+        cause = wanted[-1].cause
+        try:
+            routing = self.factories[cause](inp.view.down_links, inp.view.circuits)
+        except NetsteerError as exc:
+            self.history.append(
+                {"at_s": inp.now / 1e9, "what": "routing", "failed": f"reconfiguration failed, last good routing kept: {exc.message()}"}
+            )
+            return []
+        return [InstallRouting(routing, reason=f"{cause} changed")]

@@ -1,0 +1,494 @@
+"""The hybrid electrical/optical controller (Christodoulopoulos et al.).
+
+It decides which circuits the circuit switches make, and forwards each rack pair
+over its circuit paths, one VLAN per rack-to-rack path, with the electrical
+network for the rest. It reconfigures make-before-break in the source's three
+steps (or break-before-make, as a baseline):
+
+1. high-priority rules move the traffic of the rack pairs that change onto the
+   electrical network;
+2. the circuit switches move; at the same time the ToR ports are re-tagged and the
+   new rules are pushed at low priority (shadowed by step 1's);
+3. step 1's rules are removed: traffic takes the new circuits.
+
+A step starts when every intent of the previous one has taken effect (the driver
+says when). If the driver reports a failure, the step's changes are undone and the
+last good configuration stays in force.
+
+Control modes, which run together: ``schedule`` (reconfigure at given times),
+``requests`` (the application API: a job's demand matrix or bandwidth request,
+whose circuits are pinned until it ends), ``periodic`` (estimate the rack-to-rack
+demand from counters, replan, reconfigure when the gain passes a threshold for
+``hold`` periods in a row) and ``congestion`` (poll the ports; when an inter-rack
+port stays above a utilisation for ``hold`` polls, replan and reconfigure at once).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import NetsteerError
+from .core import Controller, Inputs
+from .intents import PairRule, PushRules, RemoveRules, SetCircuits, TagPorts, VlanPath
+from .planning import Circuit, plan_circuits
+
+HIGH, LOW = 2, 1  # rule priorities: step 1's electrical detour, the circuit rules
+MAX_VLANS = 4094
+
+
+@dataclass(frozen=True)
+class HybridConfig:
+    """Circuits, and the forwarding state they need: rules per rack pair, and each
+    ToR port's VLANs."""
+
+    circuits: frozenset
+    rules: dict  # (src, dst) -> PairRule with paths
+    tags: dict  # (tor, port) -> frozenset of VLANs
+
+    def served_gbps(self, demand: np.ndarray, capacity_gbps: float) -> float:
+        """Demand served directly by the circuits (each way, up to their capacity)."""
+        n = np.zeros_like(demand)
+        for c in self.circuits:
+            n[c.a, c.b] += 1
+            n[c.b, c.a] += 1
+        d = demand.copy()
+        np.fill_diagonal(d, 0)
+        return float(np.minimum(d, n * capacity_gbps).sum())
+
+
+@dataclass
+class Reconfiguration:
+    """One reconfiguration: its target, its steps' timeline and how it ended."""
+
+    id: int
+    trigger: str
+    method: str
+    old: HybridConfig
+    new: HybridConfig
+    started_ns: int
+    steps: list = field(default_factory=list)  # dicts: step, what, start_s, end_s, failed
+    status: str = "running"
+    end_ns: int | None = None
+    # internal: where we are
+    step: int = 0
+    step_end: int = 0
+    step_applied: list = field(default_factory=list)
+    pending: list = field(default_factory=list)
+    moved_pairs: tuple = ()
+    rolling_back: bool = False
+    step1_applied: list = field(default_factory=list)
+    step2_applied: list = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "trigger": self.trigger, "method": self.method, "status": self.status,
+            "start_s": self.started_ns / 1e9,
+            "end_s": None if self.end_ns is None else self.end_ns / 1e9,
+            "delay_s": None if self.end_ns is None else (self.end_ns - self.started_ns) / 1e9,
+            "circuits_before": sorted([c.ocs, c.a, c.b] for c in self.old.circuits),
+            "circuits_after": sorted([c.ocs, c.a, c.b] for c in self.new.circuits),
+            "steps": self.steps,
+        }
+
+
+class HybridController(Controller):
+    """Circuits and VLAN forwarding for a hybrid topology (see the module text).
+
+    Parameters
+    ----------
+    topo : Topology
+        A hybrid topology (:func:`netsteer.topology.hybrid`).
+    method : {"make-before-break", "break-before-make"}
+    hops : {1, 2}
+        Plan single-hop circuits, or let pairs use paths through one other rack.
+    initial : iterable of Circuit
+        The configuration in force at time 0.
+    schedule : list of (time_ns, circuits)
+    requests : list of dict
+        ``{"at": ns, "until": ns or None, "demand": ndarray racks x racks (Gbps)}``.
+    periodic : dict, optional
+        ``{"period": ns, "threshold": relative gain, "hold": periods}``.
+    congestion : dict, optional
+        ``{"poll": ns, "utilization": fraction, "hold": polls}``.
+    extra_rules : int
+        Rules pushed besides the real ones in step 2 (a larger fabric's count).
+    """
+
+    name = "hybrid"
+
+    def __init__(self, topo, *, method="make-before-break", hops=1, initial=(), schedule=(), requests=(),
+                 periodic=None, congestion=None, extra_rules=0):
+        super().__init__()
+        m = topo.meta
+        if m.get("kind") != "hybrid":
+            raise NetsteerError("the hybrid controller needs a hybrid topology", field="controller.hybrid")
+        self.topo, self.method, self.hops, self.extra_rules = topo, method, hops, extra_rules
+        self.racks = int(m["racks"])
+        self.tors = np.asarray(m["tors"])
+        self.tor_port_of = np.asarray(m["tor_port_of"])
+        self.circuit_port_of = np.asarray(m["circuit_port_of"])
+        self.planes = self.tor_port_of.shape[1]
+        ocs = np.asarray(m["circuit_switches"])
+        self.capacity_gbps = float(topo.channel_bandwidth()[int(topo.out_channel[self.tors[0], self.tor_port_of[0, 0]])]) / 1e9 if self.planes else 0.0
+        self.ocs_nodes = [int(x) for x in ocs]
+        self.config = self.configure(initial)
+        self.schedule = sorted(((int(t), tuple(c)) for t, c in schedule), key=lambda s: s[0])
+        self.requests = sorted(requests, key=lambda r: r["at"])
+        self.periodic, self.congestion = periodic, congestion
+        self.reconfigurations: list[Reconfiguration] = []
+        self.current: Reconfiguration | None = None
+        self._queue: list[tuple[str, frozenset]] = []  # (trigger, circuits) waiting for the current one
+        self._sched_i = self._req_i = 0
+        self._active_requests: list[dict] = []
+        self._next_period = periodic["period"] if periodic else None
+        self._next_poll = congestion["poll"] if congestion else None
+        self._last_counters = None  # (time, pair bytes) of the last periodic estimate
+        self._last_ports = None  # (time, port bytes) of the last congestion poll
+        self._gain_streak = 0
+        self._hot_streak = 0
+        self._pair_hist: list = []
+        self._awaiting = False
+        self.decisions: list[dict] = []
+        links = [(int(self.topo.out_channel[self.tors[r], self.tor_port_of[r, k]]), r) for r in range(self.racks)
+                 for k in range(self.planes)]
+        ocs_ch = [int(self.topo.out_channel[o, p]) for r in range(self.racks) for k in range(self.planes)
+                  for o, p in [self.circuit_port_of[r, k]]]
+        self._watched = np.array([c for c, _ in links] + ocs_ch + self._electrical_uplinks(), dtype=np.int64)
+
+    # -- configurations --------------------------------------------------------------
+
+    def _electrical_uplinks(self) -> list[int]:
+        out = []
+        cores = set(int(x) for x in self.topo.meta["cores"])
+        for tor in self.tors:
+            for port in np.flatnonzero(self.topo.out_channel[tor] >= 0):
+                c = int(self.topo.out_channel[tor, port])
+                if int(self.topo.channel_dst[c]) in cores:
+                    out.append(c)
+        return out
+
+    def configure(self, circuits, paths=None) -> HybridConfig:
+        """The forwarding state for ``circuits``: one VLAN per directed rack-to-rack
+        path (``paths``: the planner's multi-hop paths; default one direct path per
+        circuit, each way)."""
+        circuits = frozenset(Circuit(int(c[0]), int(c[1]), int(c[2])) if not isinstance(c, Circuit) else c
+                             for c in circuits)
+        seen: dict[tuple[int, int], int] = {}
+        for c in circuits:
+            if not (0 <= c.ocs < self.planes and 0 <= c.a < self.racks and 0 <= c.b < self.racks and c.a != c.b):
+                raise NetsteerError(f"circuit {[c.ocs, c.a, c.b]} is not plane, rack, other rack of this network",
+                                    field="controller.hybrid")
+            for r in (c.a, c.b):
+                if (c.ocs, r) in seen:
+                    raise NetsteerError(f"circuit switch plane {c.ocs} is asked to pair rack {r}'s port twice",
+                                        field="controller.hybrid")
+                seen[(c.ocs, r)] = 1
+        routes: dict[tuple[int, int], list[tuple[tuple[int, ...], tuple[int, ...], float]]] = {}
+        if paths:
+            for p in paths:
+                planes = tuple(self._plane_between(circuits, a, b) for a, b in zip(p.racks, p.racks[1:]))
+                routes.setdefault((p.src, p.dst), []).append((tuple(p.racks), planes, max(p.gbps, 1e-9)))
+        else:
+            for c in sorted(circuits, key=lambda c: (c.ocs, c.a, c.b)):
+                routes.setdefault((c.a, c.b), []).append(((c.a, c.b), (c.ocs,), 1.0))
+                routes.setdefault((c.b, c.a), []).append(((c.b, c.a), (c.ocs,), 1.0))
+        n_paths = sum(len(v) for v in routes.values())
+        if n_paths > MAX_VLANS:
+            raise NetsteerError(f"{n_paths} rack-to-rack paths need {n_paths} VLANs; at most {MAX_VLANS} exist",
+                                field="controller.hybrid")
+        rules, tags, vlan = {}, {}, 0
+        for (a, b), plist in sorted(routes.items()):
+            vps = []
+            for racks, planes, w in plist:
+                vlan += 1
+                vps.append(VlanPath(vlan, racks, planes, w))
+                for x, y, k in zip(racks, racks[1:], planes):
+                    for r in (x, y):
+                        key = (int(self.tors[r]), int(self.tor_port_of[r, k]))
+                        tags[key] = tags.get(key, frozenset()) | {vlan}
+            rules[(a, b)] = PairRule(a, b, tuple(vps))
+        return HybridConfig(circuits, rules, tags)
+
+    def _plane_between(self, circuits, a, b) -> int:
+        for c in sorted(circuits, key=lambda c: c.ocs):
+            if {c.a, c.b} == {a, b}:
+                return c.ocs
+        raise NetsteerError(f"a planned path crosses racks {a} and {b}, which no circuit joins")
+
+    def pairings(self, config: HybridConfig) -> dict[int, tuple[tuple[int, int], ...]]:
+        """Each circuit switch's whole port pairing for ``config``."""
+        out: dict[int, list] = {o: [] for o in self.ocs_nodes}
+        for c in config.circuits:
+            (oa, pa), (ob, pb) = self.circuit_port_of[c.a, c.ocs], self.circuit_port_of[c.b, c.ocs]
+            out[int(oa)].append((int(pa), int(pb)))
+        return {o: tuple(sorted(p)) for o, p in out.items()}
+
+    def initial_state(self):
+        """(circuit pairings, rules, tags) the network starts with."""
+        return self.pairings(self.config), tuple(self.config.rules.values()), self.config.tags
+
+    # -- the control loop ----------------------------------------------------------------
+
+    def next_wakeup(self, now: int) -> int | None:
+        times = [self.next_scheduled(now)]
+        if self._next_period is not None:
+            times.append(self._next_period)
+        if self._next_poll is not None:
+            times.append(self._next_poll)
+        times = [t for t in times if t is not None and t > now]
+        return min(times) if times else None
+
+    def next_scheduled(self, now: int) -> int | None:
+        times = []
+        if self._sched_i < len(self.schedule):
+            times.append(self.schedule[self._sched_i][0])
+        if self._req_i < len(self.requests):
+            times.append(self.requests[self._req_i]["at"])
+        times += [r["until"] for r in self._active_requests if r.get("until") is not None]
+        if self.current is not None:
+            times.append(self.current.step_end)
+        times = [max(t, now + 1) for t in times]
+        return min(times) if times else None
+
+    def decide(self, inp: Inputs) -> list:
+        now = inp.now
+        out: list = []
+        if self.current is not None:
+            mine = [a for a in inp.applied if any(a.intent is i for i in self.current.pending)]
+            self.current.step_applied += mine
+            if now >= self.current.step_end or mine:
+                out += self._advance(now)
+        # triggers
+        while self._sched_i < len(self.schedule) and self.schedule[self._sched_i][0] <= now:
+            _, circuits = self.schedule[self._sched_i]
+            self._sched_i += 1
+            self._queue.append(("schedule", frozenset(Circuit(*c) for c in circuits), None))
+        self._active_requests = [r for r in self._active_requests if r.get("until") is None or r["until"] > now]
+        while self._req_i < len(self.requests) and self.requests[self._req_i]["at"] <= now:
+            req = self.requests[self._req_i]
+            self._req_i += 1
+            self._active_requests.append(req)
+            plan = self._plan(req["demand"], pinned=self._pinned(exclude=req))
+            req["circuits"] = frozenset(plan.circuits)
+            self._queue_plan("request", plan)
+        if self._next_period is not None and now >= self._next_period:
+            self._next_period = now + self.periodic["period"]
+            self._periodic(inp)
+        if self._next_poll is not None and now >= self._next_poll:
+            self._next_poll = now + self.congestion["poll"]
+            self._congestion(inp)
+        if self.current is None and self._queue and not out:
+            trigger, circuits, paths = self._queue.pop(0)
+            out += self._start(now, trigger, circuits, paths)
+        return out
+
+    # -- modes ---------------------------------------------------------------------------
+
+    def _pinned(self, exclude=None) -> list:
+        return [c for r in self._active_requests if r is not exclude for c in r.get("circuits", ())]
+
+    def _plan(self, demand: np.ndarray, pinned=()):
+        return plan_circuits(demand, self.planes, self.capacity_gbps, hops=self.hops, pinned=pinned)
+
+    def _pair_snapshot(self, inp: Inputs):
+        c = inp.counters()
+        return None if c.pair_bytes is None else (c.time_ns, c.pair_bytes.copy())
+
+    @staticmethod
+    def _rate(old, new) -> np.ndarray | None:
+        """Rack-to-rack Gbit/s between two pair-counter snapshots."""
+        if old is None or new is None or new[0] <= old[0]:
+            return None
+        d = (new[1] - old[1]) * 8 / ((new[0] - old[0]) * 1e-9) / 1e9
+        np.fill_diagonal(d, 0.0)
+        return np.maximum(d, 0.0)
+
+    def _evaluate(self, now: int, demand: np.ndarray, trigger: str):
+        """Plan for ``demand``; returns (plan, served now, served by the plan)."""
+        plan = self._plan(demand, pinned=self._pinned())
+        cur = self.config.served_gbps(demand, self.capacity_gbps)
+        if self.hops == 1:
+            new = self.configure(plan.circuits).served_gbps(demand, self.capacity_gbps)
+        else:
+            new = float(plan.served_gbps)
+        self.decisions.append({"at_s": now / 1e9, "trigger": trigger, "served_now_gbps": round(cur, 6),
+                               "served_planned_gbps": round(new, 6)})
+        return plan, cur, new
+
+    def _queue_plan(self, trigger: str, plan) -> None:
+        self._queue.append((trigger, frozenset(plan.circuits), plan.paths if self.hops > 1 else None))
+
+    def _periodic(self, inp: Inputs) -> None:
+        snap = self._pair_snapshot(inp)
+        demand = self._rate(self._last_counters, snap)
+        self._last_counters = snap
+        if demand is None or self.current is not None or self._queue:
+            return
+        p = self.periodic
+        plan, cur, new = self._evaluate(inp.now, demand, "periodic")
+        better = frozenset(plan.circuits) != self.config.circuits and new > cur * (1 + p["threshold"]) + 1e-9
+        # hysteresis: the gain must hold for `hold` periods in a row
+        self._gain_streak = self._gain_streak + 1 if better else 0
+        if self._gain_streak >= p["hold"]:
+            self._gain_streak = 0
+            self._queue_plan("periodic", plan)
+
+    def _congestion(self, inp: Inputs) -> None:
+        c = inp.counters()
+        last, self._last_ports = self._last_ports, (c.time_ns, c.port_bytes.copy())
+        self._pair_hist.append(self._pair_snapshot(inp))
+        del self._pair_hist[: -(self.congestion["hold"] + 1)]
+        if last is None or c.time_ns <= last[0] or self.current is not None or self._queue:
+            self._hot_streak = 0
+            return
+        dt = (c.time_ns - last[0]) * 1e-9
+        w = self._watched
+        util = (c.port_bytes[w] - last[1][w]) * 8 / dt / self.topo.channel_bandwidth()[w]
+        hot = bool(len(util)) and float(util.max()) >= self.congestion["utilization"]
+        self._hot_streak = self._hot_streak + 1 if hot else 0
+        if self._hot_streak >= self.congestion["hold"]:
+            self._hot_streak = 0
+            # the demand over the congested window, from the per-pair counters
+            demand = self._rate(self._pair_hist[0], self._pair_hist[-1])
+            if demand is None:
+                return
+            plan, cur, new = self._evaluate(inp.now, demand, "congestion")
+            if frozenset(plan.circuits) != self.config.circuits and new > cur + 1e-9:
+                self._queue_plan("congestion", plan)
+
+    # -- make-before-break ---------------------------------------------------------------
+
+    def _start(self, now: int, trigger: str, circuits: frozenset, paths) -> list:
+        try:
+            new = self.configure(circuits, paths)
+        except NetsteerError as exc:
+            self.history.append({"at_s": now / 1e9, "what": "reconfiguration", "failed": exc.message()})
+            return []
+        if new.circuits == self.config.circuits:
+            return []
+        old = self.config
+        moved = tuple(sorted(k for k in set(old.rules) | set(new.rules) if old.rules.get(k) != new.rules.get(k)))
+        r = Reconfiguration(len(self.reconfigurations), trigger, self.method, old, new, now, moved_pairs=moved)
+        self.reconfigurations.append(r)
+        self.current = r
+        if self.method == "break-before-make":
+            return self._enter(r, 2, now)
+        return self._enter(r, 1, now)
+
+    def _step_intents(self, r: Reconfiguration, step: int) -> list:
+        old, new = r.old, r.new
+        if step == 1:
+            detour = tuple(PairRule(a, b) for a, b in r.moved_pairs if (a, b) in old.rules)
+            return [PushRules(HIGH, detour)] if detour else []
+        if step == 2 and r.rolling_back:
+            return self._undo(r)
+        if step == 2:
+            out = []
+            old_p, new_p = self.pairings(old), self.pairings(new)
+            out += [SetCircuits(o, new_p[o]) for o in self.ocs_nodes if new_p[o] != old_p[o]]
+            ports = set(old.tags) | set(new.tags)
+            retag = tuple((t, p, new.tags.get((t, p), frozenset())) for t, p in sorted(ports)
+                          if old.tags.get((t, p)) != new.tags.get((t, p)))
+            if retag:
+                out.append(TagPorts(retag))
+            push = tuple(new.rules[k] for k in r.moved_pairs if k in new.rules)
+            drop = tuple(k for k in r.moved_pairs if k not in new.rules and k in old.rules)
+            if push or self.extra_rules:
+                out.append(PushRules(LOW, push, extra=self.extra_rules))
+            if drop:
+                out.append(RemoveRules(LOW, drop))
+            return out
+        if self.method == "break-before-make":
+            return []
+        pushed = [a for a in r.step1_applied if a.ok]
+        return [RemoveRules(HIGH, tuple((x.src, x.dst) for x in a.intent.rules)) for a in pushed]
+
+    def _undo(self, r: Reconfiguration) -> list:
+        """Intents that undo what step 2 changed before it failed."""
+        old, out = r.old, []
+        old_p = self.pairings(old)
+        for a in r.step2_applied:
+            if not a.ok:
+                continue
+            i = a.intent
+            if isinstance(i, SetCircuits):
+                out.append(SetCircuits(i.switch, old_p[i.switch]))
+            elif isinstance(i, TagPorts):
+                out.append(TagPorts(tuple((t, p, old.tags.get((t, p), frozenset())) for t, p, _ in i.ports)))
+            elif isinstance(i, (PushRules, RemoveRules)):
+                pairs = [(x.src, x.dst) for x in i.rules] if isinstance(i, PushRules) else list(i.pairs)
+                back = tuple(old.rules[k] for k in pairs if k in old.rules)
+                gone = tuple(k for k in pairs if k not in old.rules)
+                if back:
+                    out.append(PushRules(LOW, back))
+                if gone:
+                    out.append(RemoveRules(LOW, gone))
+        return out
+
+    def _enter(self, r: Reconfiguration, step: int, now: int) -> list:
+        while step <= 3:
+            intents = self._step_intents(r, step)
+            if intents or step == 3:
+                break
+            step += 1
+        r.step, r.step_applied = step, []
+        r.pending = intents
+        r.steps.append({"step": step, "what": _STEP_NAMES[step] + (" (rollback)" if r.rolling_back and step == 2 else ""),
+                        "start_s": now / 1e9, "end_s": None, "intents": len(intents)})
+        if not intents:
+            return self._finish(r, now)
+        r.step_end = now  # set from the driver's answers in decide()
+        self._awaiting = True
+        return intents
+
+    def _advance(self, now: int) -> list:
+        r = self.current
+        if r.step_applied and self._awaiting:
+            # the driver just answered this step's intents: when does it end?
+            self._awaiting = False
+            r.step_end = max(a.done_ns for a in r.step_applied)
+            if r.step == 1:
+                r.step1_applied = list(r.step_applied)
+            elif r.step == 2 and not r.rolling_back:
+                r.step2_applied = list(r.step_applied)
+            failed = [a.failed for a in r.step_applied if not a.ok]
+            if failed:
+                r.steps[-1]["failed"] = failed
+            if r.step_end > now and not failed:
+                return []
+        if now < r.step_end:
+            return []
+        failed = r.steps[-1].get("failed")
+        r.steps[-1]["end_s"] = now / 1e9
+        if failed and not r.rolling_back:
+            r.rolling_back = True
+            r.status = "failed, rolled back: last good configuration kept"
+            return self._enter(r, 3 if r.step == 1 else 2, now)
+        if failed:
+            r.status = "failed during rollback"
+        return self._enter(r, r.step + 1, now) if r.step < 3 else self._finish(r, now)
+
+    def _finish(self, r: Reconfiguration, now: int) -> list:
+        r.steps[-1]["end_s"] = now / 1e9
+        r.end_ns = now
+        if not r.rolling_back:
+            r.status = "done"
+            self.config = r.new
+        self.current = None
+        self.history.append({"at_s": r.started_ns / 1e9, "what": "reconfiguration", "id": r.id, "status": r.status})
+        return []
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "circuits": sorted([c.ocs, c.a, c.b] for c in self.config.circuits),
+            "reconfigurations": [r.as_dict() for r in self.reconfigurations],
+            "decisions": self.decisions,
+        }
+
+
+_STEP_NAMES = {1: "traffic to the electrical network", 2: "circuits, VLAN tags and new rules",
+               3: "step-1 rules removed"}

@@ -1,0 +1,116 @@
+"""Intents: what the controller core wants the network to look like.
+
+Plain frozen dataclasses, never functions, so that every driver (the simulator,
+OpenFlow switches, OpenSM files) can carry them out, log them and compare them.
+Nodes, ports and links are the topology's integer ids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SetLinks:
+    """Links go down (both directions carry nothing) or come back up."""
+
+    links: tuple[int, ...]
+    up: bool
+
+
+@dataclass(frozen=True)
+class InstallRouting:
+    """Replace the base routing; flows in flight move to it.
+
+    ``routing`` is a routing table object (data: next hops per switch), built by
+    the controller; the driver checks it before installing it.
+    """
+
+    routing: Any
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class SetCircuits:
+    """A circuit switch re-pairs its ports: ``pairs`` is its whole new pairing.
+    The ports that move are dark for the switch's switching time."""
+
+    switch: int
+    pairs: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class VlanPath:
+    """One rack-to-rack circuit path, tagged ``vlan``: ``racks[0] -> ... -> racks[-1]``,
+    hop ``i`` over optical plane ``planes[i]``; ``weight`` splits a pair's traffic."""
+
+    vlan: int
+    racks: tuple[int, ...]
+    planes: tuple[int, ...]
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class PairRule:
+    """Forwarding of rack ``src`` to rack ``dst``: over ``paths`` (split by weight),
+    or, with no paths, over the electrical network."""
+
+    src: int
+    dst: int
+    paths: tuple[VlanPath, ...] = ()
+
+
+@dataclass(frozen=True)
+class PushRules:
+    """Install ``rules`` at ``priority`` in the server switches of each rule's
+    source rack; a rule of higher priority shadows lower ones for its pair.
+    ``extra`` rules are pushed too (to emulate a larger fabric's rule count)."""
+
+    priority: int
+    rules: tuple[PairRule, ...]
+    extra: int = 0
+
+
+@dataclass(frozen=True)
+class RemoveRules:
+    """Remove the rules of these rack pairs at ``priority``."""
+
+    priority: int
+    pairs: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class TagPorts:
+    """Tag ToR ports with VLAN ids: ``ports`` is ``((tor_node, port, vlans), ...)``;
+    a port's VLAN set is replaced by the one given."""
+
+    ports: tuple[tuple[int, int, frozenset[int]], ...] = field(default_factory=tuple)
+
+
+Intent = SetLinks | InstallRouting | SetCircuits | PushRules | RemoveRules | TagPorts
+
+
+def describe(intent: Intent, names=None) -> dict[str, Any]:
+    """A JSON-able summary of ``intent`` for reports.
+
+    >>> describe(SetLinks((3, 4), up=False))
+    {'intent': 'links', 'links': [3, 4], 'up': False}
+    """
+    name = (lambda n: names[n]) if names is not None else (lambda n: n)
+    if isinstance(intent, SetLinks):
+        return {"intent": "links", "links": list(intent.links), "up": intent.up}
+    if isinstance(intent, InstallRouting):
+        out = {"intent": "routing"}
+        if intent.reason:
+            out["reason"] = intent.reason
+        return out
+    if isinstance(intent, SetCircuits):
+        return {"intent": "circuits", "switch": name(intent.switch), "pairs": [list(p) for p in intent.pairs]}
+    if isinstance(intent, PushRules):
+        return {"intent": "push_rules", "priority": intent.priority, "rules": len(intent.rules), "extra": intent.extra}
+    if isinstance(intent, RemoveRules):
+        return {"intent": "remove_rules", "priority": intent.priority, "rules": len(intent.pairs)}
+    if isinstance(intent, TagPorts):
+        return {"intent": "tag_ports", "ports": len(intent.ports)}
+    raise TypeError(f"not an intent: {intent!r}")

@@ -1,0 +1,196 @@
+"""The ``controller:`` and ``driver:`` keys of a scenario, and the controllers they build.
+
+```yaml
+controller:
+  hybrid:
+    method: make-before-break        # or break-before-make
+    hops: 1                          # 2: paths through one other rack
+    initial: [[0, 0, 1]]             # circuits [plane, rack a, rack b] at time 0
+    extra_rules: 100                 # rules pushed besides the real ones in step 2
+    schedule: [{at: 10s, circuits: [[1, 0, 1]]}]
+    requests: [{at: 1s, until: 5s, src: 0, dst: 5, bandwidth: 10Gbps},
+               {at: 6s, demand: [[0, 8], [8, 0]]}]     # Gbit/s, racks x racks
+    periodic: {period: 1s, threshold: 0.1, hold: 2}
+    congestion: {poll: 100ms, utilization: 0.9, hold: 2}
+driver:
+  delay: {rule_time: 0.4ms, vlan_tag_time: 1.2s, push: sequential, circuit_command: 0s}
+  faults: [{kind: circuits, switch: ocs0, from: 0s, to: 30s}]
+```
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from typing import Annotated
+
+from ..errors import NetsteerError
+from ..schema import Duration
+from ..units import UnitError, parse_bandwidth
+
+
+def _bandwidth(value: Any) -> float:
+    try:
+        v = parse_bandwidth(value)
+    except (UnitError, OverflowError) as exc:
+        raise ValueError(str(exc)) from None
+    if not (v > 0 and np.isfinite(v)):
+        raise ValueError(f"bandwidth must be positive and finite, got {value!r}")
+    return v
+
+
+Bandwidth = Annotated[float, BeforeValidator(_bandwidth)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScheduleModel(_Strict):
+    at: Duration
+    circuits: list[tuple[int, int, int]]
+
+
+class RequestModel(_Strict):
+    """A job's request: a bandwidth between two hosts, or a rack demand matrix."""
+
+    at: Duration
+    until: Duration | None = None
+    src: int | str | None = None
+    dst: int | str | None = None
+    bandwidth: Bandwidth | None = None  # bits per second
+    demand: list[list[float]] | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "RequestModel":
+        pair = (self.src, self.dst, self.bandwidth)
+        if self.demand is None and any(x is None for x in pair):
+            raise ValueError("a request needs src, dst and bandwidth, or a demand matrix")
+        if self.demand is not None and any(x is not None for x in pair):
+            raise ValueError("a request is either src/dst/bandwidth or a demand matrix, not both")
+        if self.until is not None and self.until <= self.at:
+            raise ValueError("until must be after at")
+        return self
+
+
+class PeriodicModel(_Strict):
+    period: Duration = Field(gt=0)
+    threshold: float = Field(0.1, ge=0)
+    hold: int = Field(2, ge=1)
+
+
+class CongestionModel(_Strict):
+    poll: Duration = Field(gt=0)
+    utilization: float = Field(0.9, gt=0, le=1)
+    hold: int = Field(2, ge=1)
+
+
+class HybridModel(_Strict):
+    method: Literal["make-before-break", "break-before-make"] = "make-before-break"
+    hops: Literal[1, 2] = 1
+    initial: list[tuple[int, int, int]] = Field(default_factory=list)
+    extra_rules: int = Field(0, ge=0)
+    schedule: list[ScheduleModel] = Field(default_factory=list)
+    requests: list[RequestModel] = Field(default_factory=list)
+    periodic: PeriodicModel | None = None
+    congestion: CongestionModel | None = None
+
+
+class ControllerModel(_Strict):
+    hybrid: HybridModel | None = None
+
+
+class DelayModelSpec(_Strict):
+    rule_time: Duration = 0
+    vlan_tag_time: Duration = 0
+    push: Literal["sequential", "parallel"] = "sequential"
+    circuit_command: Duration = 0
+
+
+class FaultModel(_Strict):
+    kind: Literal["circuits", "rules", "tags"]
+    switch: str | None = None
+    from_: Duration = Field(0, alias="from")
+    to: Duration | None = None
+
+
+class DriverModel(_Strict):
+    delay: DelayModelSpec = Field(default_factory=DelayModelSpec)
+    faults: list[FaultModel] = Field(default_factory=list)
+
+
+def _validate(model, data, file, key):
+    from ..scenario import _pydantic_error
+
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = _pydantic_error(exc, file)
+        raise NetsteerError(err.reason, file=file, field=f"{key}.{err.field}" if err.field else key) from None
+
+
+def build_driver_options(data: dict | None, topo, file=None) -> dict[str, Any]:
+    """``delay`` and ``faults`` for :class:`netsteer.sim.driver.SimDriver`."""
+    from ..sim.delay import DelayModel
+    from ..sim.driver import Fault
+
+    m = _validate(DriverModel, data or {}, file, "driver")
+    d = m.delay
+    faults = []
+    for i, f in enumerate(m.faults):
+        sw = None
+        if f.switch is not None:
+            try:
+                sw = topo.node(f.switch)
+            except KeyError:
+                raise NetsteerError(f"no node named {f.switch!r}", file=file, field=f"driver.faults.{i}.switch") from None
+        faults.append(Fault(f.kind, sw, int(f.from_), int(f.to) if f.to is not None else 2**62))
+    delay = DelayModel(int(d.rule_time), int(d.vlan_tag_time), d.push, int(d.circuit_command))
+    return {"delay": delay, "faults": faults}
+
+
+def build_hybrid_controller(data: dict | None, topo, file=None, host_ref=None):
+    """The :class:`~netsteer.control.hybrid.HybridController` of a scenario's
+    ``controller.hybrid``, or None."""
+    from .hybrid import HybridController
+
+    m = _validate(ControllerModel, data or {}, file, "controller")
+    h = m.hybrid
+    if h is None:
+        return None
+    key = "controller.hybrid"
+    if topo.meta.get("kind") != "hybrid":
+        raise NetsteerError("the hybrid controller needs a hybrid topology (topology.kind: hybrid)",
+                            file=file, field=key)
+    racks = int(topo.meta["racks"])
+    spr = int(topo.meta["servers_per_rack"])
+    requests = []
+    for i, r in enumerate(h.requests):
+        fld = f"{key}.requests.{i}"
+        if r.demand is not None:
+            d = np.asarray(r.demand, dtype=float)
+            if d.shape != (racks, racks):
+                raise NetsteerError(f"demand is {d.shape[0]} x {d.shape[1] if d.ndim > 1 else 0}, "
+                                    f"the network has {racks} racks", file=file, field=f"{fld}.demand")
+            if not np.isfinite(d).all() or (d < 0).any():
+                raise NetsteerError("demand entries must be finite and >= 0", file=file, field=f"{fld}.demand")
+        else:
+            a = host_ref(topo, r.src, file, f"{fld}.src") // spr
+            b = host_ref(topo, r.dst, file, f"{fld}.dst") // spr
+            if a == b:
+                raise NetsteerError("src and dst are in the same rack: no circuit can serve them",
+                                    file=file, field=fld)
+            d = np.zeros((racks, racks))
+            d[a, b] = float(r.bandwidth) / 1e9
+        requests.append({"at": int(r.at), "until": int(r.until) if r.until is not None else None, "demand": d})
+    try:
+        return HybridController(
+            topo, method=h.method, hops=h.hops, initial=h.initial, extra_rules=h.extra_rules,
+            schedule=[(int(s.at), s.circuits) for s in h.schedule], requests=requests,
+            periodic=h.periodic.model_dump() if h.periodic else None,
+            congestion=h.congestion.model_dump() if h.congestion else None,
+        )
+    except NetsteerError as exc:
+        raise exc.located(file, exc.field or key) from None

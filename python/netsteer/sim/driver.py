@@ -1,0 +1,381 @@
+"""The simulator as a southbound driver that the controller core steps.
+
+:class:`SimDriver` holds the network state (links down, circuit pairings, the base
+routing, the VLAN overlay) and the Rust engine, and implements the driver protocol
+of :mod:`netsteer.control.driver`: ``now``, ``advance(until)``, ``counters()``,
+``apply(intent) -> Applied`` and ``reports()``. Intents take effect after the time
+the delay model gives them; the engine runs on meanwhile, so traffic really moves
+while a reconfiguration is under way.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .._core import Engine
+from ..control.driver import Applied, Counters, NetworkChanged, NetworkView
+from ..control.intents import InstallRouting, PushRules, RemoveRules, SetCircuits, SetLinks, TagPorts
+from ..errors import NetsteerError
+from ..topology.model import Topology
+from ..traffic.dag import FlowDag
+from .delay import DelayModel
+from .forwarding import VlanOverlay
+from .network import CircuitState
+
+# events handled per engine call, so progress can be shown on long runs
+_CHUNK = 50_000
+
+
+@dataclass(frozen=True)
+class Fault:
+    """Make intents of ``kind`` (``"circuits"``, ``"rules"``, ``"tags"``) aimed at
+    ``switch`` (any switch if None) fail between ``start_ns`` and ``end_ns``: how
+    tests and scenarios exercise a reconfiguration that fails part-way."""
+
+    kind: str
+    switch: int | None = None
+    start_ns: int = 0
+    end_ns: int = 2**62
+
+
+def dag_paths(topo: Topology, routing: Any, dag: FlowDag, flows: np.ndarray, circuits=None):
+    """CSR paths (offsets, channels) of ``flows`` of ``dag`` under ``routing``."""
+    c = dag.columns()
+    return routing.paths(c.src[flows], c.dst[flows], classes=c.traffic_class[flows], flow_ids=flows, circuits=circuits)
+
+
+class SimDriver:
+    """Drive the flow-level engine through intents.
+
+    Parameters
+    ----------
+    topo, routing, dag
+        The network, its initial base routing, and the workload.
+    sharing, tcp_gamma
+        The engine's sharing model.
+    sample_interval_ns : int
+        Port-counter sampling for reports (0: none).
+    circuits : CircuitState, optional
+        Initial circuit pairing (default: everything unpaired).
+    background : ndarray of bool, optional
+        Flows that end when every other flow is done (iperf-like bulk traffic).
+    stops : list of (time_ns, flows)
+        Flows that end at a time (iperf-like flows with a duration).
+    delay : DelayModel
+    faults : list of Fault
+    forwarding : (rules, tags), optional
+        The VLAN forwarding in force at time 0 (hybrid topologies).
+    progress : callable(done, total, now_ns), optional
+
+    Examples
+    --------
+    >>> from netsteer.topology import pgft
+    >>> from netsteer.routing import build_routing
+    >>> t = pgft(2, [2, 2], [1, 1], link_bandwidth=8e9, link_latency_ns=0)
+    >>> d = FlowDag(); _ = d.add(0, 3, 10**9)
+    >>> drv = SimDriver(t, build_routing(t, "dmodk"), d)
+    >>> drv.advance(500_000_000), drv.now
+    ('until', 500000000)
+    >>> int(drv.counters().port_bytes.max())  # 0.5 s at 1 GB/s
+    500000000
+    >>> a = drv.apply(SetLinks((4,), up=False))  # the spine link towards host 3's leaf
+    >>> a.ok, drv.advance(None)
+    (True, 'stalled')
+    """
+
+    def __init__(
+        self,
+        topo: Topology,
+        routing: Any,
+        dag: FlowDag,
+        *,
+        sharing: str = "maxmin",
+        tcp_gamma: float | None = None,
+        sample_interval_ns: int = 0,
+        circuits: CircuitState | None = None,
+        background: np.ndarray | None = None,
+        stops: list = (),
+        delay: DelayModel = DelayModel(),
+        faults: list = (),
+        forwarding: tuple | None = None,
+        progress: Callable[[int, int, int], None] | None = None,
+    ):
+        self.topo, self.routing, self.dag = topo, routing, dag
+        self.circuits = circuits.copy() if circuits is not None else CircuitState.empty(topo)
+        self.delay, self.faults, self.progress = delay, list(faults), progress
+        self.n_channels = topo.n_channels
+        capacity = topo.channel_bandwidth() / 8.0
+        latency = topo.channel_latency_ns().astype(np.int64)
+        self.overlay = None
+        if topo.meta.get("kind") == "hybrid":
+            # one more channel, of capacity 0, for paths that lead nowhere
+            capacity, latency = np.append(capacity, 0.0), np.append(latency, 0)
+            self.overlay = VlanOverlay(topo, blackhole=self.n_channels)
+        if forwarding is not None:
+            # the forwarding state the network starts with: (rules at low priority, tags)
+            if self.overlay is None:
+                raise NetsteerError("forwarding rules and VLANs need a hybrid topology", field="controller")
+            rules, tags = forwarding
+            self.overlay.push(1, rules)
+            self.overlay.tag((t, p, v) for (t, p), v in tags.items())
+        self.engine = Engine(capacity, latency, sharing, tcp_gamma)
+        if sample_interval_ns > 0:
+            self.engine.set_sample_interval(int(sample_interval_ns))
+        self.down: set[int] = set()
+        self.applied: list[Applied] = []
+        self._reports: list[NetworkChanged] = []
+        self._pending: list = []  # (time, seq, what, payload)
+        self._seq = 0
+        self._t0 = time.perf_counter()
+        self._n = len(dag)
+        if progress is not None:
+            progress(0, self._n, 0)
+        self._add_dag()
+        for at, flows in stops:
+            self._schedule(int(at), "stop", tuple(flows))
+        if background is not None and np.any(background):
+            self.engine.set_background(np.flatnonzero(background).astype(np.int64))
+
+    # -- the driver protocol ----------------------------------------------------
+
+    @property
+    def now(self) -> int:
+        return int(self.engine.now)
+
+    def view(self) -> NetworkView:
+        return NetworkView(self.now, frozenset(self.down), {n: p.copy() for n, p in self.circuits.pairing.items()})
+
+    def reports(self) -> list[NetworkChanged]:
+        out, self._reports = self._reports, []
+        return out
+
+    def counters(self) -> Counters:
+        ports = self.engine.channel_bytes()[: self.n_channels]
+        pairs = None
+        if self.overlay is not None and self._n:
+            c = self.dag.columns()
+            r = self.overlay.rack_of_host
+            pairs = np.zeros((self.overlay.racks, self.overlay.racks))
+            np.add.at(pairs, (r[c.src], r[c.dst]), self.engine.sent_bytes())
+        return Counters(self.now, ports, pairs)
+
+    def next_effect(self) -> int | None:
+        """When the next intent in progress takes effect, if any."""
+        return self._pending[0][0] if self._pending else None
+
+    def idle(self) -> bool:
+        """Nothing can happen any more without a new intent (flows may remain)."""
+        return not self._pending and self.engine.run(None, 0) != "budget"
+
+    def advance(self, until: int | None) -> str:
+        """Run until ``until`` (None: as long as there is work) or until an intent in
+        progress takes effect. Returns ``"done"``, ``"stalled"``, ``"until"`` or
+        ``"changed"`` (an effect was applied now: the controller may react)."""
+        while True:
+            t_eff = self.next_effect()
+            target = until if t_eff is None else (t_eff if until is None else min(until, t_eff))
+            status = self._run(target)
+            if status in ("done", "stalled"):
+                return status
+            if t_eff is not None and self.now >= t_eff:
+                while self._pending and self._pending[0][0] <= self.now:
+                    _, _, what, payload = heapq.heappop(self._pending)
+                    self._effect(what, payload)
+                return "changed"
+            return "until"
+
+    def apply(self, intent) -> Applied:
+        """Carry ``intent`` out; see the module text."""
+        now = self.now
+        try:
+            done = self._apply(intent, now)
+            a = Applied(intent, now, done)
+        except _Refused as exc:
+            a = Applied(intent, now, now, failed=str(exc))
+        self.applied.append(a)
+        return a
+
+    # -- intents ------------------------------------------------------------------
+
+    def _apply(self, intent, now: int) -> int:
+        if isinstance(intent, SetLinks):
+            links = np.asarray(intent.links, dtype=np.int64)
+            bad = links[(links < 0) | (links >= self.topo.n_links)]
+            if len(bad):
+                raise _Refused(f"link {bad[0]} does not exist")
+            self.engine.set_channels_up(np.concatenate([2 * links, 2 * links + 1]), intent.up)
+            (self.down.difference_update if intent.up else self.down.update)(int(x) for x in links)
+            self._reports.append(NetworkChanged(now, "links", tuple(intent.links), intent.up))
+            return now
+        if isinstance(intent, InstallRouting):
+            try:
+                intent.routing.check(circuits=self.circuits.as_dict())
+            except NetsteerError as exc:
+                raise _Refused(f"reconfiguration failed, last good routing kept: {exc.message()}") from None
+            self.routing = intent.routing
+            self._repath()
+            return now
+        if isinstance(intent, SetCircuits):
+            return self._set_circuits(intent, now)
+        if isinstance(intent, (PushRules, RemoveRules, TagPorts)):
+            if self.overlay is None:
+                raise _Refused("forwarding rules and VLANs need a hybrid topology")
+            if isinstance(intent, TagPorts):
+                per_tor: dict[int, int] = {}
+                for tor, _, _ in intent.ports:
+                    self._fault("tags", int(tor), now)
+                    per_tor[int(tor)] = per_tor.get(int(tor), 0) + 1
+                done = now + self.delay.tag_time(list(per_tor.values()))
+            else:
+                done = now + self.delay.rules_time(self._rules_per_switch(intent, now))
+            self._schedule(done, "overlay", intent)
+            return done
+        raise _Refused(f"the simulator cannot apply {type(intent).__name__}")
+
+    def _set_circuits(self, intent: SetCircuits, now: int) -> int:
+        sw = int(intent.switch)
+        if sw not in self.circuits.pairing:
+            raise _Refused(f"node {sw} is not a circuit switch")
+        self._fault("circuits", sw, now)
+        for p, q in intent.pairs:
+            for port in (p, q):
+                if not 0 < port < self.topo.out_channel.shape[1] or self.topo.out_channel[sw, port] < 0:
+                    raise _Refused(f"{self.topo.node_names[sw]} has no cabled port {port}")
+        try:
+            moved = self.circuits.pair(sw, [tuple(p) for p in intent.pairs])
+        except ValueError as exc:
+            raise _Refused(f"{self.topo.node_names[sw]}: {exc}") from None
+        dark = _port_links(self.topo, sw, moved)
+        lit_at = now + self.delay.circuit_command_ns + int(self.topo.switching_time_ns.get(sw, 0))
+        if len(dark):
+            self.engine.set_channels_up(np.concatenate([2 * dark, 2 * dark + 1]), False)
+            self.down.update(int(x) for x in dark)
+            self._schedule(lit_at, "lit", tuple(int(x) for x in dark))
+        self._reports.append(NetworkChanged(now, "circuits", tuple(int(x) for x in dark), False))
+        if self._overlay_active():
+            self._repath()
+        return lit_at if len(dark) else now
+
+    def _rules_per_switch(self, intent, now: int) -> list[int]:
+        """Rules each server switch gets: those of its rack, plus ``extra`` spread
+        over the switches programmed."""
+        ov = self.overlay
+        per_rack: dict[int, int] = {}
+        pairs = [(r.src, r.dst) for r in intent.rules] if isinstance(intent, PushRules) else list(intent.pairs)
+        for src, dst in pairs:
+            for x in (src, dst):
+                if not 0 <= x < ov.racks:
+                    raise _Refused(f"rack {x} does not exist: the network has racks 0..{ov.racks - 1}")
+            per_rack[src] = per_rack.get(src, 0) + 1
+        spr = int(self.topo.meta["servers_per_rack"])
+        for rack in per_rack:
+            self._fault("rules", int(ov.tors[rack]), now)
+        counts = [n for n in per_rack.values() for _ in range(spr)]
+        extra = getattr(intent, "extra", 0)
+        if extra:
+            k = max(len(counts), 1)
+            counts = counts or [0]
+            counts = [c + -(-extra // k) for c in counts]
+        return counts
+
+    def _fault(self, kind: str, switch: int, now: int) -> None:
+        for f in self.faults:
+            if f.kind == kind and (f.switch is None or f.switch == switch) and f.start_ns <= now < f.end_ns:
+                raise _Refused(f"{self.topo.node_names[switch]} refused the change (injected {kind} fault)")
+
+    # -- effects ------------------------------------------------------------------
+
+    def _schedule(self, at: int, what: str, payload) -> None:
+        heapq.heappush(self._pending, (at, self._seq, what, payload))
+        self._seq += 1
+
+    def _effect(self, what: str, payload) -> None:
+        if what == "stop":
+            self.engine.stop_flows(np.asarray(payload, dtype=np.int64))
+        elif what == "lit":
+            links = np.asarray(payload, dtype=np.int64)
+            self.engine.set_channels_up(np.concatenate([2 * links, 2 * links + 1]), True)
+            self.down.difference_update(payload)
+            self._reports.append(NetworkChanged(self.now, "circuits", payload, True))
+            if self._overlay_active():
+                self._repath()
+        elif what == "overlay":
+            ov = self.overlay
+            if isinstance(payload, PushRules):
+                ov.push(payload.priority, payload.rules)
+            elif isinstance(payload, RemoveRules):
+                ov.remove(payload.priority, payload.pairs)
+            else:
+                ov.tag(payload.ports)
+            self._repath()
+
+    def _overlay_active(self) -> bool:
+        return self.overlay is not None and any(self.overlay.rules.values())
+
+    def _repath(self) -> None:
+        flows = self.engine.unfinished_flows().astype(np.int64)
+        if not len(flows):
+            return
+        offsets, channels = dag_paths(self.topo, self.routing, self.dag, flows, self.circuits.as_dict())
+        if self._overlay_active():
+            c = self.dag.columns()
+            offsets, channels = self.overlay.override(
+                c.src[flows], c.dst[flows], flows, offsets, channels, self.circuits.as_dict()
+            )
+        self.engine.reroute(flows, np.asarray(offsets, dtype=np.int64), np.asarray(channels, dtype=np.int64))
+
+    # -- the engine ---------------------------------------------------------------
+
+    def _add_dag(self) -> None:
+        n = self._n
+        if n == 0:
+            return
+        topo, c = self.topo, self.dag.columns()
+        for name, col in (("src", c.src), ("dst", c.dst)):
+            bad = col[(col < 0) | (col >= topo.n_hosts)]
+            if len(bad):
+                raise NetsteerError(f"host {bad[0]} does not exist: {topo.name} has {topo.n_hosts} hosts", field=name)
+        offsets, channels = dag_paths(topo, self.routing, self.dag, np.arange(n), self.circuits.as_dict())
+        if self._overlay_active():
+            offsets, channels = self.overlay.override(
+                c.src, c.dst, np.arange(n), offsets, channels, self.circuits.as_dict()
+            )
+        try:
+            self.engine.add_flows(
+                c.bytes.astype(np.float64),
+                np.asarray(offsets, dtype=np.int64),
+                np.asarray(channels, dtype=np.int64),
+                c.start_ns,
+                c.delay_ns,
+                c.weight,
+                c.priority,
+                c.dep_offsets,
+                c.deps,
+            )
+        except ValueError as exc:
+            raise NetsteerError(str(exc), field="flows") from None
+
+    def _run(self, until: int | None) -> str:
+        while True:
+            status = self.engine.run(until, _CHUNK)
+            if self.progress is not None:
+                self.progress(self._n - self.engine.unfinished, self._n, self.engine.now)
+            if status != "budget":
+                return status
+
+    def wall_s(self) -> float:
+        return time.perf_counter() - self._t0
+
+
+class _Refused(Exception):
+    """An intent the driver could not carry out; reported in ``Applied.failed``."""
+
+
+def _port_links(topo: Topology, node: int, ports) -> np.ndarray:
+    ch = [int(topo.out_channel[node, p]) for p in sorted(ports) if p < topo.out_channel.shape[1]]
+    return np.array(sorted({c // 2 for c in ch if c >= 0}), dtype=np.int64)

@@ -1,0 +1,63 @@
+"""One way to run a built scenario, for the CLI, the golden tests and sweeps alike:
+the simulator driver with the scenario's controllers in the loop."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..control.core import Controller, ControllerStack, ReroutePolicy
+from .driver import SimDriver
+from .network import CircuitState
+from .simulate import SimResult, legacy_controller, run_driver
+
+
+def default_controller(built) -> tuple[ControllerStack, list]:
+    """The scenario's controllers: its scripted events (a replay controller), the
+    re-route policy, and the hybrid controller if it has one. Returns
+    ``(controller, stops)``: the timed ends of iperf-like flows belong to the
+    workload, not to a controller."""
+    scripted, stops = legacy_controller(built.events)
+    hybrid = built.hybrid
+    policy = ReroutePolicy(
+        on_links=built.reroute if built.reroute_on_change else None,
+        # under the hybrid controller, circuits carry traffic through its VLAN rules only
+        on_circuits=None if hybrid is not None else built.reroute,
+    )
+    return ControllerStack([*scripted.controllers, policy, hybrid]), stops
+
+
+def run_scenario(
+    built,
+    controller: Controller | None = None,
+    *,
+    sample: bool = True,
+    progress: Callable[[int, int, int], None] | None = None,
+) -> SimResult:
+    """Simulate ``built`` (a :class:`netsteer.scenario.BuiltScenario`).
+
+    Parameters
+    ----------
+    controller : Controller, optional
+        Decides during the run; default :func:`default_controller`. A controller
+        given here runs instead of the scenario's own.
+    sample : bool
+        Sample the port counters at the scenario's interval (for reports and plots).
+    progress : callable(done, total, now_ns), optional
+    """
+    default, stops = default_controller(built)
+    controller = controller or default
+    circuits, forwarding = None, None
+    hybrid = built.hybrid if controller is default else None
+    if hybrid is not None:
+        pairings, rules, tags = hybrid.initial_state()
+        circuits = CircuitState.empty(built.topology)
+        for switch, pairs in pairings.items():
+            circuits.pair(switch, list(pairs))
+        forwarding = (rules, tags)
+    opts = built.driver_options or {}
+    driver = SimDriver(
+        built.topology, built.routing, built.dag, sharing=built.sharing, tcp_gamma=built.tcp_gamma,
+        sample_interval_ns=built.sample_interval_ns if sample else 0, circuits=circuits,
+        background=built.background, stops=stops, forwarding=forwarding, progress=progress, **opts,
+    )
+    return run_driver(driver, controller)
