@@ -45,7 +45,7 @@ def test_killed_worker_every_point_once_with_netsteer_run_makespans(write_sweep,
         if p.done:
             first_row.set()
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                       silence_logs=logging.CRITICAL) as cluster, Client(cluster) as client:
         pids = client.run(os.getpid)
         sweeper = threading.Thread(target=lambda: summary.update(run_sweep(sw, out, client=client, progress=progress)))

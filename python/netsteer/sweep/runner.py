@@ -55,7 +55,8 @@ def dask_client(scheduler: str | None = None, workers: int | None = None) -> Ite
         return
     n = workers or os.cpu_count() or 1
     # processes, not threads: a point holds the GIL while it builds its scenario
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+    # any free port: two sweeps (or other Dask users) on one machine must not collide on 8787
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
                       silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
         yield client
 

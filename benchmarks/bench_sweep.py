@@ -1,0 +1,92 @@
+"""Benchmark: the same sweep on a local Dask cluster of 1 and of 2 worker processes.
+
+Runs every point of a sweep file (default: scenarios/sweeps/allreduce-routing.yaml,
+16 points) into a fresh results folder, alternating 1 and 2 workers ``--rounds``
+times, and reports the best sweep time of each and the speed-up. Cluster start-up
+(and the workers' first import of netsteer) is timed apart, since a long sweep pays
+it once. Checks that both worker counts give the same makespan for every point.
+Prints figures (``--json`` for one JSON object); records nothing by itself: copy the
+output into benchmarks/RESULTS.md.
+
+    .venv/bin/python benchmarks/bench_sweep.py [--sweep FILE] [--rounds N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+from netsteer.sweep import ResultStore, dask_client, load_sweep, run_sweep
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _warm() -> None:
+    import netsteer.scenario  # noqa: F401 - the first point would pay these imports
+    import netsteer.sim  # noqa: F401
+
+
+def measure(sweep, workers: int) -> dict:
+    t0 = time.perf_counter()
+    with dask_client(workers=workers) as client:
+        client.wait_for_workers(workers)
+        client.run(_warm)
+        start_s = time.perf_counter() - t0
+        with tempfile.TemporaryDirectory() as d:
+            t1 = time.perf_counter()
+            summary = run_sweep(sweep, d, client=client)
+            sweep_s = time.perf_counter() - t1
+            rows = ResultStore(Path(d) / "results.parquet").rows
+    assert summary["done"] == len(sweep.points), summary
+    return {
+        "workers": workers,
+        "start_s": start_s,
+        "sweep_s": sweep_s,
+        "point_wall_sum_s": sum(r["wall_s"] for r in rows.values()),
+        "makespans": {k: r["makespan_s"] for k, r in rows.items()},
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sweep", default=str(ROOT / "scenarios/sweeps/allreduce-routing.yaml"))
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    sweep = load_sweep(args.sweep)
+    runs: dict[int, list[dict]] = {1: [], 2: []}
+    for _ in range(args.rounds):
+        for n in (1, 2):
+            runs[n].append(measure(sweep, n))
+    best = {n: min(rs, key=lambda r: r["sweep_s"]) for n, rs in runs.items()}
+    same = all(r["makespans"] == runs[1][0]["makespans"] for rs in runs.values() for r in rs)
+    out = {
+        "sweep": Path(args.sweep).name,
+        "points": len(sweep.points),
+        "rounds": args.rounds,
+        "machine": f"{platform.node()} {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}",
+        "sweep_s": {n: [round(r["sweep_s"], 3) for r in rs] for n, rs in runs.items()},
+        "start_s": {n: round(min(r["start_s"] for r in rs), 3) for n, rs in runs.items()},
+        "point_wall_sum_s": {n: round(best[n]["point_wall_sum_s"], 3) for n in best},
+        "speedup": best[1]["sweep_s"] / best[2]["sweep_s"],
+        "same_makespans": same,
+    }
+    if args.json:
+        print(json.dumps(out))
+        return
+    print(f"sweep {out['sweep']}: {out['points']} points, {args.rounds} rounds, {out['machine']}")
+    print("| workers | sweep time (best; all rounds) | sum of point wall times | cluster start |")
+    print("|---|---|---|---|")
+    for n in (1, 2):
+        alls = ", ".join(f"{s:.2f}" for s in out["sweep_s"][n])
+        print(f"| {n} | {best[n]['sweep_s']:.2f} s ({alls}) | {out['point_wall_sum_s'][n]:.2f} s | {out['start_s'][n]:.2f} s |")
+    print(f"speed-up 1 -> 2 workers: {out['speedup']:.2f}x; same makespans for every point: {same}")
+
+
+if __name__ == "__main__":
+    main()
