@@ -25,19 +25,26 @@ Examples
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator, model_validator
 
-from .errors import NetsteerError
+from .errors import LimitError, NetsteerError
+from .limits import FLOW_BYTES, SAMPLE_VALUE_BYTES, check, routing_bytes, topology_bytes
+from .limits import current as current_limits
 from .schema import Duration, Size
 from .topology.model import Topology
 from .traffic.dag import FlowDag
 
-HostRef = int | str
+Int = Annotated[int, Strict()]
+"""An integer: not a boolean (``true`` is not host 1), not a float."""
+HostRef = Int | str
+Weight = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
+"""A positive, finite share weight."""
 
 
 class _Strict(BaseModel):
@@ -54,9 +61,9 @@ class FlowModel(_Strict):
     start: Duration | None = None
     after: list[str] = Field(default_factory=list, description="ids of flows of this job to wait for")
     delay: Duration = 0
-    weight: float = Field(1.0, gt=0)
-    traffic_class: int = Field(0, alias="class", ge=0)
-    priority: int = Field(0, ge=0, le=255)
+    weight: Weight = 1.0
+    traffic_class: Int = Field(0, alias="class", ge=0)
+    priority: Int = Field(0, ge=0, le=255)
 
 
 class BulkModel(_Strict):
@@ -67,9 +74,9 @@ class BulkModel(_Strict):
     dst: HostRef
     start: Duration = 0
     duration: Duration | None = None
-    weight: float = Field(1.0, gt=0)
-    traffic_class: int = Field(0, alias="class", ge=0)
-    priority: int = Field(0, ge=0, le=255)
+    weight: Weight = 1.0
+    traffic_class: Int = Field(0, alias="class", ge=0)
+    priority: Int = Field(0, ge=0, le=255)
 
 
 class JobModel(_Strict):
@@ -78,14 +85,14 @@ class JobModel(_Strict):
     bulk: list[BulkModel] = Field(default_factory=list)
     # MPI programs (netsteer.traffic.mpi): ranks placed on hosts running a program;
     # the program's steps are validated by netsteer.traffic.mpi.MpiJob
-    ranks: int | None = Field(None, gt=0)
+    ranks: Int | None = Field(None, gt=0)
     placement: Any = "linear"
     program: list[Any] | None = None
-    repeat: int = Field(1, ge=1)
-    seed: int = 0
+    repeat: Int = Field(1, ge=1)
+    seed: Int = Field(0, ge=0)
     start: Duration = 0
-    traffic_class: int = Field(0, alias="class", ge=0)
-    priority: int = Field(0, ge=0, le=255)
+    traffic_class: Int = Field(0, alias="class", ge=0)
+    priority: Int = Field(0, ge=0, le=255)
 
     @model_validator(mode="after")
     def _has_work(self) -> "JobModel":
@@ -93,6 +100,8 @@ class JobModel(_Strict):
             raise ValueError("a job needs flows, bulk or a program")
         if (self.program is None) != (self.ranks is None):
             raise ValueError("an MPI job needs both ranks and program")
+        if self.program is None and "start" in self.model_fields_set:
+            raise ValueError("start applies to an MPI job's program; give flows and bulk flows their own start")
         return self
 
 
@@ -106,10 +115,16 @@ class SharingModel(_Strict):
     model: Literal["maxmin", "cm02"]
     tcp_gamma: Size | None = None
 
+    @model_validator(mode="after")
+    def _gamma_for_cm02(self) -> "SharingModel":
+        if self.tcp_gamma is not None and self.model != "cm02":
+            raise ValueError(f"tcp_gamma applies to the cm02 model only; {self.model} has no TCP window")
+        return self
+
 
 class LinkRef(_Strict):
     node: str
-    port: int = Field(ge=0)
+    port: Int = Field(ge=0)
 
 
 class CircuitModel(_Strict):
@@ -141,12 +156,19 @@ class ScenarioModel(_Strict):
     routing: RoutingModel
     sharing: Literal["maxmin", "cm02"] | SharingModel = "maxmin"
     sample_interval: Duration | Literal["auto"] = "auto"
-    reroute_on_change: bool = Field(True, description="recompute routes when links change")
+    reroute_on_change: Annotated[bool, Strict()] = Field(True, description="recompute routes when links change")
     jobs: list[JobModel] = Field(min_length=1)
     events: list[EventModel] = Field(default_factory=list)
     # checked by netsteer.control.scenario when the scenario is built
     controller: dict[str, Any] | None = None
     driver: dict[str, Any] | None = None
+
+    @field_validator("sample_interval")
+    @classmethod
+    def _positive_interval(cls, v):
+        if v == 0:
+            raise ValueError("sample_interval must be positive (or auto); 0 would sample nothing")
+        return v
 
 
 @dataclass
@@ -182,9 +204,21 @@ class BuiltScenario:
         return self.scenario.model.name
 
 
+_UNION_TAG = re.compile(r"^(function-|literal\[|json-or-python|lax-or-strict|constrained-)|^[A-Z]\w*Model$|^(int|str|float|bool|list|dict|tuple|none)$")
+
+
+def _clean_loc(loc) -> list:
+    """The field path without the union branches pydantic inserts (``sharing.SharingModel``)."""
+    return [p for p in loc if not (isinstance(p, str) and _UNION_TAG.search(p))]
+
+
 def _pydantic_error(exc: ValidationError, file: str | None) -> NetsteerError:
-    e = exc.errors()[0]
-    field = ".".join(str(p) for p in e["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    errors = exc.errors()
+    # of a union's failed branches, the one that got furthest names the real problem
+    # (sharing: {model: cm02, tcp_gamma: -4MiB} is about tcp_gamma, not the literal)
+    e = max(errors, key=lambda x: len(_clean_loc(x["loc"])))
+    e = dict(e, loc=tuple(_clean_loc(e["loc"])))
+    field = ".".join(str(p) for p in e["loc"])
     if e["type"] == "extra_forbidden":
         reason = f"unknown key {e['loc'][-1]!r}"
         field = ".".join(str(p) for p in e["loc"][:-1]) or None
@@ -370,8 +404,9 @@ def _routing_factory(topo, model: RoutingModel, file, field):
         raise exc.located(file, field) from None
 
 
-def _auto_interval(topo: Topology, dag: FlowDag) -> int:
-    """A sampling interval that gives about 200 samples over the expected run."""
+def _expected_ns(topo: Topology, dag: FlowDag) -> float:
+    """A lower bound of the run's length: the busiest host sending at its link's rate
+    after the last start (the run may well last longer under contention)."""
     nic = topo.channel_bandwidth() / 8.0
     cols = dag.columns()
     sent = np.bincount(cols.src, weights=np.minimum(cols.bytes, 1e15), minlength=topo.n_hosts)
@@ -379,10 +414,17 @@ def _auto_interval(topo: Topology, dag: FlowDag) -> int:
     finite = sent[sent < 1e14]
     guess_s = float((finite / host_cap[: len(finite)]).max()) if len(finite) else 1.0
     starts = cols.start_ns[cols.start_ns >= 0]
-    guess_ns = max(1_000.0, guess_s * 1e9 + (float(starts.max()) if len(starts) else 0.0))
+    return max(1_000.0, guess_s * 1e9 + (float(starts.max()) if len(starts) else 0.0))
+
+
+def _auto_interval(topo: Topology, dag: FlowDag) -> int:
+    """A sampling interval that gives about 200 samples over the expected run."""
+    from .limits import current
+
+    guess_ns = _expected_ns(topo, dag)
     raw = guess_ns / 200.0
-    # keep channels x samples bounded
-    raw = max(raw, guess_ns * topo.n_channels / 50_000_000)
+    # keep channels x samples well inside the memory limit, even for a run 8x longer than expected
+    raw = max(raw, guess_ns * topo.n_channels / max(current().max_sample_values // 8, 1))
     mag = 10 ** np.floor(np.log10(raw))
     step = next(m for m in (1, 2, 5, 10) if m * mag >= raw)
     return int(step * mag)
@@ -396,7 +438,15 @@ def build_scenario(sc: Scenario) -> BuiltScenario:
     m, file = sc.model, sc.file
     topo = build_topology(m.topology, file=file)
     routing, make_routing = _routing_factory(topo, m.routing, file, "routing")
+    names: dict[str, int] = {}
+    for j, job in enumerate(m.jobs):
+        if job.name in names:
+            raise NetsteerError(f"job name {job.name!r} is used twice (first by jobs.{names[job.name]})",
+                                file=file, field=f"jobs.{j}.name")
+        names[job.name] = j
     dag = FlowDag()
+    used = topology_bytes(topo.n_nodes, topo.n_links, int(topo.out_channel.shape[1]) - 1) + routing_bytes(topo)
+    dag.max_flows = current_limits().max_flows(used)
     job_of_flow: list[int] = []
     spans: list = []
     background: list[int] = []
@@ -405,7 +455,10 @@ def build_scenario(sc: Scenario) -> BuiltScenario:
         before = len(dag)
         if job.program is not None:
             spans += _mpi_job(job, j, topo, dag, file)
-        bg, timed = _job_flows(topo, job, j, dag, file)
+        try:
+            bg, timed = _job_flows(topo, job, j, dag, file)
+        except LimitError as exc:
+            raise exc.located(file, f"jobs.{j}") from None
         background += bg
         events += [StopFlows(at, (idx,)) for idx, at in timed]
         job_of_flow += [j] * (len(dag) - before)
@@ -442,7 +495,16 @@ def build_scenario(sc: Scenario) -> BuiltScenario:
     gamma = None if isinstance(m.sharing, str) else m.sharing.tcp_gamma
     bg = np.zeros(len(dag), dtype=bool)
     bg[background] = True
-    interval = m.sample_interval if m.sample_interval != "auto" else _auto_interval(topo, dag)
+    if len(dag) and bg.all():
+        raise NetsteerError("every flow is an endless bulk flow (no duration), so nothing would end the run; "
+                            "give one a duration, or add flows or a program", file=file, field="jobs")
+    if m.sample_interval != "auto":
+        interval = m.sample_interval
+        values = _expected_ns(topo, dag) / interval * topo.n_channels
+        check(used + len(dag) * FLOW_BYTES + values * SAMPLE_VALUE_BYTES, "the port counters",
+              detail=f"at least {values:.3g} samples x channels at this interval", file=file, field="sample_interval")
+    else:
+        interval = _auto_interval(topo, dag)
     return BuiltScenario(
         scenario=sc,
         topology=topo,

@@ -74,6 +74,9 @@ def route_topology(topo, engine: str, parts, *, topology_file: str | None = None
     if engine not in ENGINES:
         raise NetsteerError(f"unknown routing engine {engine!r}; known engines: {', '.join(sorted(ENGINES))}",
                             field="--engine")
+    from ..limits import check_routing
+
+    check_routing(topo, file=topology_file, field="--topology")
     params = {}
     sig = inspect.signature(ENGINES[engine]).parameters
     if parts is not None and "partitions" in sig:

@@ -80,6 +80,10 @@ class Topology:
         max_port = 0
         if self.n_links:
             max_port = int(max(self.link_a_port.max(), self.link_b_port.max()))
+        from ..limits import check_topology
+
+        # the port table is dense: port numbers from a file are checked before it is made
+        check_topology(n, self.n_links, max_port, hosts=int(len(self.hosts)), field=None)
         # out_channel[node, port] = directed channel leaving node through port, -1 if unused
         out = np.full((n, max_port + 1), -1, dtype=np.int64)
         links = np.arange(self.n_links, dtype=np.int64)

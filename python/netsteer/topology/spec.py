@@ -46,12 +46,13 @@ from typing import Any, Callable
 
 from ..errors import NetsteerError
 from ..units import UnitError, parse_bandwidth, parse_duration
-from .hybrid import hybrid
-from .hyperx import hyperx
+from ..limits import check_topology, estimate_hybrid, estimate_hyperx, estimate_pgft
+from .hybrid import check_hybrid, hybrid
+from .hyperx import check_hyperx, hyperx
 from .ibnetdiscover import read_ibnetdiscover
 from .ibsim_net import read_ibsim_net
 from .model import Topology
-from .pgft import pgft
+from .pgft import check_pgft, pgft
 
 DEFAULT_LINK_LATENCY = "100ns"
 
@@ -186,6 +187,10 @@ def build_topology(spec: dict, *, file: str | None = None) -> Topology:
                             file=file, field=f"topology.{missing[0]}")
     args.setdefault("link_latency", parse_duration(DEFAULT_LINK_LATENCY))
     try:
+        estimate = _ESTIMATE.get(kind)
+        if estimate is not None:
+            nodes, hosts, links, max_port = estimate(args)
+            check_topology(nodes, links, max_port, hosts=hosts, file=file)
         return _BUILD[kind](args, file)
     except ValueError as e:
         raise NetsteerError(str(e), file=file, field=_field_of(str(e), schema)) from None
@@ -236,6 +241,27 @@ def _ibnetdiscover(a: dict, file: str | None) -> Topology:
 def _ibsim(a: dict, file: str | None) -> Topology:
     return read_ibsim_net(_path(a, file), link_latency_ns=a["link_latency"], name=a.get("name"))
 
+
+def _est_pgft(a: dict) -> tuple[int, int, int, int]:
+    check_pgft(a["levels"], a["down"], a["up"], a.get("parallel") or [1] * a["levels"])
+    return estimate_pgft(a["levels"], a["down"], a["up"], a.get("parallel"))
+
+
+def _est_hyperx(a: dict) -> tuple[int, int, int, int]:
+    K = a.get("K", 1)
+    K = K if isinstance(K, list) else [K] * len(a["S"])
+    check_hyperx(a["S"], K, a["T"])
+    return estimate_hyperx(a["S"], K, a["T"])
+
+
+def _est_hybrid(a: dict) -> tuple[int, int, int, int]:
+    check_hybrid(a["racks"], a["servers_per_rack"], a["tor_uplinks"], a.get("core_switches", 1),
+                 a.get("circuit_switches", 1), a["circuit_ports"], a["circuit_uplinks"])
+    return estimate_hybrid(a)
+
+
+# sizes from the parameters, checked against the memory limit before building
+_ESTIMATE = {"pgft": _est_pgft, "hyperx": _est_hyperx, "hybrid": _est_hybrid}
 
 _BUILD = {"pgft": _pgft, "hyperx": _hyperx, "hybrid": _hybrid,
           "ibnetdiscover": _ibnetdiscover, "ibsim": _ibsim}

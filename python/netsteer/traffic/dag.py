@@ -100,6 +100,9 @@ class FlowDag:
     ``labels``: what produced the flow, such as ``"app:allreduce"``).
     """
 
+    #: Most flows this DAG may hold (None: no limit); adding more raises LimitError.
+    max_flows: int | None = None
+
     def __init__(self) -> None:
         self.labels: list[str] = []
         self._blocks: list[dict[str, np.ndarray]] = []
@@ -135,6 +138,8 @@ class FlowDag:
         label: str = "",
     ) -> int:
         """Append one flow and return its index."""
+        if self.max_flows is not None and self._n >= self.max_flows:
+            self._over(1)
         r = self._rows
         r["src"].append(int(src))
         r["dst"].append(int(dst))
@@ -179,6 +184,8 @@ class FlowDag:
         self._flush_rows()
         src = np.asarray(src, dtype=np.int64).reshape(-1)
         n = len(src)
+        if self.max_flows is not None and self._n + n > self.max_flows:
+            self._over(n)
         block = {"src": src}
         for name, value in (("dst", dst), ("bytes", nbytes), ("delay_ns", delay_ns),
                             ("weight", weight), ("traffic_class", traffic_class), ("priority", priority)):
@@ -217,6 +224,12 @@ class FlowDag:
             label_ids=remap[c.label] if len(c.label) else c.label,
         )
         return off
+
+    def _over(self, n: int) -> None:
+        from ..errors import LimitError
+
+        raise LimitError(f"more than {self.max_flows:,} flows (adding {n:,} to {self._n:,}), the most that fit "
+                         "in the memory limit; raise it with --max-memory or NETSTEER_MAX_MEMORY")
 
     # -- reading -------------------------------------------------------------
     def _flush_rows(self) -> None:
