@@ -36,8 +36,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import NetsteerError
 from .paths import check_path, get_path
 
@@ -116,17 +114,13 @@ def column_value(v: Any) -> Any:
     return json.dumps(v, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def _read_yaml(path: Path) -> Any:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise NetsteerError(f"cannot read: {exc.strerror}", file=str(path)) from None
-    try:
-        return yaml.safe_load(text), text
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else None
-        raise NetsteerError(f"not valid YAML: {getattr(exc, 'problem', exc)}", file=str(path), field=where) from None
+def _read_yaml(path: Path) -> tuple[Any, str]:
+    """The parsed file and its text, read as strictly as scenarios are (UTF-8, size,
+    duplicate keys: a grid path given twice is refused, not silently the last)."""
+    from ..inputs import load_yaml, read_text
+
+    text = read_text(path, file=str(path))
+    return load_yaml(text, file=str(path)), text
 
 
 def _values(v: Any, file: str, fld: str) -> list:
@@ -175,7 +169,7 @@ def load_sweep(path: str | Path) -> Sweep:
     NetsteerError
         Naming the file, the field and the reason.
     """
-    from ..scenario import load_scenario
+    from ..scenario import parse_scenario
 
     path = Path(path)
     file = str(path)
@@ -191,8 +185,8 @@ def load_sweep(path: str | Path) -> Sweep:
     base_path = (path.parent / base).resolve()
     if not base_path.is_file():
         raise NetsteerError(f"no scenario file {base_path}", file=file, field="base")
-    sc = load_scenario(base_path)  # a bad base scenario is refused here, naming its own file
     base_raw, base_text = _read_yaml(base_path)
+    sc = parse_scenario(base_text, file=str(base_path))  # a bad base is refused here, naming its own file
     seeds = _seeds(data.get("repeat_seeds"), file)
     seeded = seeds != [None]
 
