@@ -67,7 +67,8 @@ def run_scenario_result(sc) -> dict:
     return result_dict(built, run_scenario(built, sample=False))
 
 
-def run_point(base_raw: dict, overrides: dict[str, Any], seed: int | None, base_file: str) -> dict[str, Any]:
+def run_point(base_raw: dict, overrides: dict[str, Any], seed: int | None, base_file: str,
+              max_memory: int | None = None) -> dict[str, Any]:
     """Run one point; never raises for the point's own failures.
 
     Parameters
@@ -80,6 +81,9 @@ def run_point(base_raw: dict, overrides: dict[str, Any], seed: int | None, base_
     base_file : str
         The base scenario's path: relative files in it (partitions) resolve against
         it, and errors name it.
+    max_memory : int, optional
+        The submitting command's memory limit (``--max-memory``), which a worker
+        process does not inherit.
 
     Returns
     -------
@@ -90,6 +94,10 @@ def run_point(base_raw: dict, overrides: dict[str, Any], seed: int | None, base_
     """
     from ..scenario import parse_scenario
 
+    if max_memory:
+        from ..limits import set_max_memory
+
+        set_max_memory(max_memory)
     t0 = time.perf_counter()
     out: dict[str, Any] = {"status": "failed", "error": None, "makespan_s": None, "jobs": {}}
     try:

@@ -116,10 +116,10 @@ def plot_against(summary: dict[str, Any], param: str, path: str | Path, *, title
 
 
 def plot_all(summary: dict[str, Any], out: str | Path) -> list[str]:
-    """One plot per parameter that takes two values or more; the files written."""
+    """One plot per parameter with results at two values or more; the files written."""
     out = Path(out)
     files = []
     for p in summary["params"]:
-        if len({g[p] for g in summary["groups"]}) >= 2:
+        if len({g[p] for g in summary["groups"] if g["mean"] is not None}) >= 2:  # else nothing to compare
             files.append(plot_against(summary, p, out / _file_name(summary["metric"], p)).name)
     return files

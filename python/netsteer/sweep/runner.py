@@ -173,9 +173,12 @@ def _given(client) -> Iterator:
 def _submit_and_record(client, sweep, todo, store, prog, progress) -> int:
     from distributed import wait
 
+    from ..limits import current
+
     token = uuid.uuid4().hex[:8]
+    max_memory = current().max_memory
     futs = {
-        client.submit(run_point, sweep.base_raw, p.overrides, p.seed, sweep.base_file,
+        client.submit(run_point, sweep.base_raw, p.overrides, p.seed, sweep.base_file, max_memory,
                       key=f"netsteer-point-{i}-{token}", pure=False): p
         for i, p in enumerate(todo)
     }
