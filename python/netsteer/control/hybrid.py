@@ -163,10 +163,11 @@ class HybridController(Controller):
     def _electrical_uplinks(self) -> list[int]:
         out = []
         cores = set(int(x) for x in self.topo.meta["cores"])
+        dst = self.topo.channel_dst()
         for tor in self.tors:
             for port in np.flatnonzero(self.topo.out_channel[tor] >= 0):
                 c = int(self.topo.out_channel[tor, port])
-                if int(self.topo.channel_dst[c]) in cores:
+                if int(dst[c]) in cores:
                     out.append(c)
         return out
 
@@ -195,6 +196,17 @@ class HybridController(Controller):
             for c in sorted(circuits, key=lambda c: (c.ocs, c.a, c.b)):
                 routes.setdefault((c.a, c.b), []).append(((c.a, c.b), (c.ocs,), 1.0))
                 routes.setdefault((c.b, c.a), []).append(((c.b, c.a), (c.ocs,), 1.0))
+            if self.hops > 1:
+                # pairs without a circuit go through one rack joined to both, if any
+                nbr: dict[int, dict[int, int]] = {}
+                for c in sorted(circuits, key=lambda c: c.ocs):
+                    nbr.setdefault(c.a, {}).setdefault(c.b, c.ocs)
+                    nbr.setdefault(c.b, {}).setdefault(c.a, c.ocs)
+                for a in sorted(nbr):
+                    for m in sorted(nbr[a]):
+                        for b in sorted(nbr.get(m, {})):
+                            if b != a and b not in nbr[a] and (a, b) not in routes:
+                                routes[(a, b)] = [((a, m, b), (nbr[a][m], nbr[m][b]), 1.0)]
         n_paths = sum(len(v) for v in routes.values())
         if n_paths > MAX_VLANS:
             raise NetsteerError(f"{n_paths} rack-to-rack paths need {n_paths} VLANs; at most {MAX_VLANS} exist",
@@ -356,7 +368,9 @@ class HybridController(Controller):
             if demand is None:
                 return
             plan, cur, new = self._evaluate(inp.now, demand, "congestion")
-            if frozenset(plan.circuits) != self.config.circuits and new > cur + 1e-9:
+            # only a plan that relieves enough: a bulk flow filling its own circuit
+            # is congestion that no configuration cures
+            if frozenset(plan.circuits) != self.config.circuits and new > cur * (1 + self.congestion["threshold"]) + 1e-9:
                 self._queue_plan("congestion", plan)
 
     # -- make-before-break ---------------------------------------------------------------
@@ -478,6 +492,9 @@ class HybridController(Controller):
             r.status = "done"
             self.config = r.new
         self.current = None
+        # measure the new configuration only: windows start after it is in force
+        self._pair_hist, self._last_ports, self._last_counters = [], None, None
+        self._hot_streak = self._gain_streak = 0
         self.history.append({"at_s": r.started_ns / 1e9, "what": "reconfiguration", "id": r.id, "status": r.status})
         return []
 

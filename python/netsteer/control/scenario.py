@@ -11,9 +11,9 @@ controller:
     requests: [{at: 1s, until: 5s, src: 0, dst: 5, bandwidth: 10Gbps},
                {at: 6s, demand: [[0, 8], [8, 0]]}]     # Gbit/s, racks x racks
     periodic: {period: 1s, threshold: 0.1, hold: 2}
-    congestion: {poll: 100ms, utilization: 0.9, hold: 2}
+    congestion: {poll: 100ms, utilization: 0.9, hold: 2, threshold: 0.1}
 driver:
-  delay: {rule_time: 0.4ms, vlan_tag_time: 1.2s, push: sequential, circuit_command: 0s}
+  delay: {rule_time: 0.4ms, vlan_tag_time: 0.6s, push: sequential, tag: parallel, circuit_command: 0s}
   faults: [{kind: circuits, switch: ocs0, from: 0s, to: 30s}]
 ```
 """
@@ -85,6 +85,7 @@ class CongestionModel(_Strict):
     poll: Duration = Field(gt=0)
     utilization: float = Field(0.9, gt=0, le=1)
     hold: int = Field(2, ge=1)
+    threshold: float = Field(0.1, ge=0)
 
 
 class HybridModel(_Strict):
@@ -106,6 +107,7 @@ class DelayModelSpec(_Strict):
     rule_time: Duration = 0
     vlan_tag_time: Duration = 0
     push: Literal["sequential", "parallel"] = "sequential"
+    tag: Literal["sequential", "parallel"] = "parallel"
     circuit_command: Duration = 0
 
 
@@ -147,7 +149,7 @@ def build_driver_options(data: dict | None, topo, file=None) -> dict[str, Any]:
             except KeyError:
                 raise NetsteerError(f"no node named {f.switch!r}", file=file, field=f"driver.faults.{i}.switch") from None
         faults.append(Fault(f.kind, sw, int(f.from_), int(f.to) if f.to is not None else 2**62))
-    delay = DelayModel(int(d.rule_time), int(d.vlan_tag_time), d.push, int(d.circuit_command))
+    delay = DelayModel(int(d.rule_time), int(d.vlan_tag_time), d.push, int(d.circuit_command), d.tag)
     return {"delay": delay, "faults": faults}
 
 

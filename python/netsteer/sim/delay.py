@@ -20,9 +20,12 @@ class DelayModel:
     rule_time_ns : int
         Installing or removing one forwarding rule in one switch.
     vlan_tag_time_ns : int
-        Re-tagging one ToR port with its VLANs (a ToR's ports one after another).
+        Re-tagging one ToR port with its VLANs (a ToR's ports one after another;
+        untagging a port that leaves a circuit counts as re-tagging it).
     push : {"sequential", "parallel"}
-        Whether switches are programmed one after another or all at once.
+        Whether switches get their rules one after another or all at once.
+    tag : {"parallel", "sequential"}
+        The same for ToRs being re-tagged (separate devices: parallel by default).
     circuit_command_ns : int
         Controller-to-circuit-switch command time, paid before the switch moves
         (its switching time is the topology's).
@@ -40,14 +43,16 @@ class DelayModel:
     vlan_tag_time_ns: int = 0
     push: Literal["sequential", "parallel"] = "sequential"
     circuit_command_ns: int = 0
+    tag: Literal["sequential", "parallel"] = "parallel"
 
-    def _combine(self, per_device: list[int]) -> int:
+    @staticmethod
+    def _combine(per_device: list[int], mode: str) -> int:
         if not per_device:
             return 0
-        return int(sum(per_device)) if self.push == "sequential" else int(max(per_device))
+        return int(sum(per_device)) if mode == "sequential" else int(max(per_device))
 
     def rules_time(self, rules_per_switch: list[int]) -> int:
-        return self._combine([n * self.rule_time_ns for n in rules_per_switch])
+        return self._combine([n * self.rule_time_ns for n in rules_per_switch], self.push)
 
     def tag_time(self, ports_per_tor: list[int]) -> int:
-        return self._combine([n * self.vlan_tag_time_ns for n in ports_per_tor])
+        return self._combine([n * self.vlan_tag_time_ns for n in ports_per_tor], self.tag)
