@@ -15,7 +15,9 @@ Examples
 
 from __future__ import annotations
 
+import math
 import re
+from decimal import ROUND_HALF_EVEN, Decimal
 
 _NUM = r"(?P<num>[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)\s*(?P<unit>[A-Za-z/]*)"
 _RE = re.compile(rf"^\s*{_NUM}\s*$")
@@ -38,22 +40,38 @@ class UnitError(ValueError):
     """A value whose unit is missing, unknown, or of the wrong kind."""
 
 
-def _split(value: str | int | float, kind: str, table: dict) -> tuple[float, str]:
+#: The largest duration: the simulator's clock is int64 nanoseconds (about 292 years).
+MAX_DURATION_NS = 2**63 - 1
+
+
+def _show(value) -> str:
+    from .errors import short_repr
+
+    return short_repr(value)
+
+
+def _split(value: str | int | float, kind: str, table: dict) -> tuple[Decimal, str]:
+    """The number (exact) and the unit of ``value``."""
     if isinstance(value, bool):
-        raise UnitError(f"expected a {kind} such as {_example(kind)}, got {value!r}")
+        raise UnitError(f"expected a {kind} such as {_example(kind)}, got {_show(value)}")
     if isinstance(value, (int, float)):
-        if kind == "size" and value >= 0:
-            return float(value), "B"
-        raise UnitError(f"expected a {kind} with a unit, such as {_example(kind)}, got {value!r}")
-    m = _RE.match(str(value))
+        if kind == "size" and value >= 0 and math.isfinite(value):
+            return Decimal(value), "B"
+        raise UnitError(f"expected a {kind} with a unit, such as {_example(kind)}, got {_show(value)}")
+    if not isinstance(value, str) or len(value) > 100:
+        raise UnitError(f"expected a {kind} such as {_example(kind)}, got {_show(value)}")
+    m = _RE.match(value)
     if not m:
-        raise UnitError(f"expected a {kind} such as {_example(kind)}, got {value!r}")
+        raise UnitError(f"expected a {kind} such as {_example(kind)}, got {_show(value)}")
     unit = m.group("unit")
     if unit not in table:
         raise UnitError(
-            f"unknown {kind} unit {unit!r} in {value!r}; use one of {', '.join(table)}"
+            f"unknown {kind} unit {_show(unit)} in {_show(value)}; use one of {', '.join(table)}"
         )
-    return float(m.group("num")), unit
+    num = Decimal(m.group("num"))
+    if num.adjusted() > 40:
+        raise UnitError(f"{kind} {_show(value)} is too large")
+    return num, unit
 
 
 def _example(kind: str) -> str:
@@ -67,9 +85,11 @@ def parse_bandwidth(value: str | float) -> float:
     100000000.0
     """
     num, unit = _split(value, "bandwidth", _BANDWIDTH)
-    bps = num * _BANDWIDTH[unit]
+    bps = float(num * Decimal(_BANDWIDTH[unit]))
+    if not math.isfinite(bps) or bps > 1e18:
+        raise UnitError(f"bandwidth {_show(value)} is too large: at most 1e18 bps (1 Ebps)")
     if bps <= 0:
-        raise UnitError(f"bandwidth must be positive, got {value!r}")
+        raise UnitError(f"bandwidth must be positive, got {_show(value)}")
     return bps
 
 
@@ -82,7 +102,12 @@ def parse_size(value: str | int) -> int:
     512
     """
     num, unit = _split(value, "size", _SIZE)
-    return int(round(num * _SIZE[unit]))
+    n = num * _SIZE[unit]
+    if n > 2**80:
+        raise UnitError(f"size {_show(value)} is too large")
+    if n != n.to_integral_value():
+        raise UnitError(f"size {_show(value)} is not a whole number of bytes")
+    return int(n)
 
 
 def parse_duration(value: str | int | float) -> int:
@@ -96,7 +121,10 @@ def parse_duration(value: str | int | float) -> int:
     if not isinstance(value, bool) and isinstance(value, (int, float)) and value == 0:
         return 0
     num, unit = _split(value, "duration", _DURATION_NS)
-    return int(round(num * _DURATION_NS[unit]))
+    ns = num * Decimal(str(_DURATION_NS[unit]))
+    if ns > MAX_DURATION_NS:
+        raise UnitError(f"duration {_show(value)} is too long: the clock counts int64 nanoseconds (at most about 292 years)")
+    return int(ns.to_integral_value(rounding=ROUND_HALF_EVEN))
 
 
 def format_bandwidth(bps: float) -> str:

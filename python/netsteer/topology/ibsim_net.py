@@ -205,6 +205,8 @@ def _parse(path: Path, st: _State, depth: int, where: tuple[str, int] | None = N
             else:
                 st.next_guid[kind] = st.base_guid[kind] + v
             continue
+        if re.match(r"^(switchguid|hcaguids|caguid)\s*[=+]", line):
+            raise fail(f"cannot read {s[:40]!r}: a GUID base is a number, 0x... or decimal", here)
         m = _SETVAR.match(line)
         if m:
             v = c_int(m.group(2), here)
