@@ -15,7 +15,7 @@ from netsteer.drivers.opensm.lids import opensm_lids, read_guid2lid
 from netsteer.drivers.opensm.partitions import Partition, write_partitions_conf
 from netsteer.drivers.opensm.runner import IbFabric
 from netsteer.routing import build_routing
-from netsteer.routing.pftree import partitions_with_sl
+from netsteer.drivers.opensm.qos import partitions_with_sl
 from netsteer.topology.ibsim_net import ibsim_args, read_ibsim_net, write_ibsim_net
 from netsteer.topology.pgft import pgft
 

@@ -1,17 +1,19 @@
-"""pFTree: balance first (ftree's loads), then isolation of partitions: links, else VLs."""
+"""pFTree: balance first (never above ftree's loads), then isolation of partitions: links, else VLs."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from netsteer.drivers.opensm.partitions import Partition, parse_partitions_conf, format_partitions_conf
+from netsteer.drivers.opensm.partitions import format_partitions_conf, parse_partitions_conf
+from netsteer.drivers.opensm.qos import opensm_qos_conf, partitions_with_sl
 from netsteer.errors import RoutingError
 from netsteer.routing import build_routing
 from netsteer.routing.deadlock import PairPolicy, check_deadlock, partition_channels
 from netsteer.routing.evaluate import link_load_stats, pattern_flows
-from netsteer.routing.pftree import host_partitions, opensm_qos_conf, partitions_with_sl, shared_channels
+from netsteer.routing.pftree import host_partitions, shared_channels
 from netsteer.topology.ibsim_net import read_ibsim_net, write_ibsim_net
+from netsteer.topology.partitions import Partition
 from netsteer.topology.pgft import pgft
 
 TREES = {
@@ -50,7 +52,7 @@ def test_checked_and_as_balanced_as_ftree(name):
     check_deadlock(p)
     s, d = pattern_flows("all-to-all", np.arange(t.n_hosts), np.random.default_rng(0))
     f = link_load_stats(build_routing(t, "ftree"), s, d)
-    assert link_load_stats(p, s, d)["max"] == f["max"]
+    assert link_load_stats(p, s, d)["max"] <= f["max"]
 
 
 def test_aligned_partitions_are_isolated_physically():

@@ -150,12 +150,12 @@ def route(
         if parts is None or sl is None:
             raise NetsteerError("--sl-out needs --partitions and an engine that assigns SLs (pftree)",
                                 field="--sl-out")
-        from ..routing.pftree import partitions_with_sl
+        from ..drivers.opensm.qos import partitions_with_sl
 
         write_partitions_conf(partitions_with_sl(parts, sl), topo, sl_out)
         files.append(str(sl_out))
     if qos_out is not None:
-        from ..routing.pftree import opensm_qos_conf
+        from ..drivers.opensm.qos import opensm_qos_conf
 
         qos_out.write_text(opensm_qos_conf(getattr(r, "vls", vls)))
         files.append(str(qos_out))

@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-from ..drivers.opensm.partitions import Partition
+from ..topology.partitions import Partition
 from ..routing import build_routing
 from ..routing.evaluate import pattern_flows, solve
 from ..routing.pftree import shared_channels

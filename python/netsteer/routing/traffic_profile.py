@@ -128,7 +128,8 @@ class _Pusher:
             pend = np.bincount(nxt[on] * C + c[on], weights=w[on], minlength=S * C).astype(np.int64).reshape(S, C)
 
 
-def profile(routing, partitions: Sequence | None = None) -> Profile:
+def profile(routing, partitions: Sequence | None = None, *, balance: bool = True,
+            isolation: bool = True) -> Profile:
     """All-to-all loads and partition isolation of ``routing``.
 
     Parameters
@@ -137,6 +138,9 @@ def profile(routing, partitions: Sequence | None = None) -> Profile:
         Single-port tables (no ECMP groups).
     partitions : list of Partition, optional
         Default: ``routing.partitions``. The default partition (0x7fff) is left out.
+    balance, isolation : bool
+        Profile the all-hosts traffic (``load``, ``routes``), the partitions'
+        (``partition_mask``, ``partition_load``); what is skipped stays zero.
     """
     topo = routing.topo
     parts = isolating(partitions if partitions is not None else getattr(routing, "partitions", None))
@@ -149,8 +153,9 @@ def profile(routing, partitions: Sequence | None = None) -> Profile:
     every = np.ones(H, dtype=bool)
     base = pu.per_switch(every)
     sources = pu.hch >= 0
-    np.add.at(load, pu.hch[sources], H - 1)
-    for a in range(0, H, _CHUNK):
+    if balance:
+        np.add.at(load, pu.hch[sources], H - 1)
+    for a in range(0, H if balance else 0, _CHUNK):
         d = np.arange(a, min(a + _CHUNK, H))
         start = np.repeat(base[:, None], len(d), axis=1)
         own = pu.entry[d] >= 0
@@ -160,7 +165,7 @@ def profile(routing, partitions: Sequence | None = None) -> Profile:
             routes += np.bincount(ch, minlength=nC)
     mask = np.zeros(nC, dtype=np.uint64)
     pload = np.zeros(nC, dtype=np.int64)
-    for i, p in enumerate(parts):
+    for i, p in enumerate(parts if isolation else []):
         bit = np.uint64(1) << np.uint64(i)
         member = np.zeros(H, dtype=bool)
         full = np.zeros(H, dtype=bool)
