@@ -9,7 +9,8 @@ parser (``osm_prtn_config.c``) reads it::
 - A definition runs to ``;`` and may span lines, but its header (up to ``:``)
   must be on its first line; several definitions may share a line.
 - ``PKey`` is C-style (``0x`` hex, leading-0 octal, decimal); only the low 15
-  bits count. Omitted, it is taken from an earlier partition of the same name,
+  bits count, and they must not be 0 (``0x0000`` and ``0x8000`` are refused: OpenSM
+  would silently generate another PKey). Omitted, it is taken from an earlier partition of the same name,
   else generated as OpenSM does (the next unused value counting from 1). A bare
   number as the name is the PKey. The same PKey twice merges the member lists and
   keeps the first name.
@@ -137,6 +138,10 @@ class _Reader:
                 raise self.err(f"bad PKey {pkey_text!r}", line) from None
             if pkey > 0xFFFF:
                 raise self.err(f"PKey {pkey_text} does not fit in 16 bits", line)
+            if not pkey & 0x7FFF:
+                # OpenSM masks the membership bit and, left with 0, silently generates a PKey
+                raise self.err(f"PKey {pkey_text} has no partition number (its low 15 bits are 0); "
+                               "give one in 0x0001..0x7fff, or leave the PKey out to have one generated", line)
             pkey &= 0x7FFF
         flags: dict[str, object] = {}
         ipoib = indx0 = False
