@@ -5,6 +5,10 @@ import numpy.typing as npt
 
 __version__: str
 
+def set_sample_limit(values: int) -> None:
+    """Cap the counter samples (samples x channels) of engines made from now on;
+    a run that would sample past it raises ``MemoryError``."""
+
 class Engine:
     """The flow-level engine: channels with capacity (bytes/s) and latency (ns)."""
 
@@ -57,6 +61,43 @@ class Engine:
     def channel_bytes(self) -> npt.NDArray[np.float64]: ...
     def samples(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]: ...
     def stats(self) -> dict[str, int]: ...
+    # streamed MPI jobs (netsteer.sim.stream)
+    def set_router_tables(
+        self,
+        table: npt.NDArray[np.int32],
+        row_of: npt.NDArray[np.int64],
+        host_port: npt.NDArray[np.int64],
+        out_channel: npt.NDArray[np.int64],
+        channel_dst: npt.NDArray[np.int64],
+        is_host: npt.NDArray[np.bool_],
+        give_up: npt.NDArray[np.bool_],
+        host_nodes: npt.NDArray[np.int64],
+    ) -> None: ...
+    def set_router_pgft(
+        self,
+        levels: int,
+        down: list[int],
+        up: list[int],
+        parallel: list[int],
+        labels: npt.NDArray[np.int64],
+        level: npt.NDArray[np.int64],
+        out_channel: npt.NDArray[np.int64],
+        channel_dst: npt.NDArray[np.int64],
+    ) -> None: ...
+    def route_path(self, src: int, dst: int) -> npt.NDArray[np.uint32]: ...
+    def add_mpi_job(
+        self,
+        hosts: npt.NDArray[np.int64],
+        steps: list[tuple],
+        repeat: int = 1,
+        start_ns: int = 0,
+        priority: int = 0,
+        weight: float = 1.0,
+        envelope_bytes: int = 0,
+    ) -> int: ...
+    def mpi_progress(self) -> dict[str, int]: ...
+    def mpi_spans(self) -> dict[str, npt.NDArray]: ...
+    def mpi_jobs(self) -> list[tuple[int, int]]: ...
 
 def maxmin(
     capacity: npt.NDArray[np.float64],

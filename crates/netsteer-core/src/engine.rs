@@ -10,7 +10,9 @@
 //! The network may change between events: channels go down (capacity 0, their flows
 //! stall) or come back, capacities change, and flows in flight are re-routed.
 
+use crate::mpi::{JobSpec, Stream};
 use crate::queue::EventQueue;
+use crate::route::Router;
 use crate::sharing::{FlowView, SharingModel};
 use crate::solver::{solve_subset, Problem, Workspace};
 use crate::Ns;
@@ -119,6 +121,10 @@ struct Flow {
     done_at: Ns,
     version: u32,
     background: bool,
+    // a streamed flow's slot is reused once its source has heard that it finished
+    streamed: bool,
+    // room for the path at path_start (a reused slot keeps its room)
+    path_cap: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -215,6 +221,9 @@ pub struct Engine {
     // unfinished flows that are not background traffic
     foreground_left: usize,
     sample_interval: Ns,
+    // most sample values (samples x channels) held; past it sampling stops
+    sample_limit: usize,
+    sample_overflow: bool,
     sample_scheduled: bool,
     sample_times: Vec<Ns>,
     samples: Vec<f64>,
@@ -225,6 +234,12 @@ pub struct Engine {
     stamp: u64,
     ws: Workspace,
     scratch: Scratch,
+    // streamed flows: slots free for reuse, finished ones the stream has not heard of
+    free: Vec<u32>,
+    done_log: Vec<u32>,
+    stream: Option<Box<Stream>>,
+    // the stream's unsent work counts as foreground until it is all sent
+    stream_hold: bool,
 }
 
 impl Engine {
@@ -256,6 +271,8 @@ impl Engine {
             unfinished: 0,
             foreground_left: 0,
             sample_interval: 0,
+            sample_limit: usize::MAX,
+            sample_overflow: false,
             sample_scheduled: false,
             sample_times: vec![],
             samples: vec![],
@@ -265,6 +282,10 @@ impl Engine {
             stamp: 0,
             ws: Workspace::default(),
             scratch: Scratch::default(),
+            free: vec![],
+            done_log: vec![],
+            stream: None,
+            stream_hold: false,
         }
     }
 
@@ -288,6 +309,19 @@ impl Engine {
     }
 
     /// Record every channel's cumulative bytes each `interval` ns (0 turns it off).
+    /// Hold at most `values` sample values (samples x channels). A sample past the
+    /// limit, or one whose buffer cannot be allocated, is not taken: sampling stops
+    /// and [`Engine::sample_overflow`] turns true, for the caller to report. The
+    /// engine never aborts on a sample buffer it cannot allocate.
+    pub fn set_sample_limit(&mut self, values: usize) {
+        self.sample_limit = values;
+    }
+
+    /// True when sampling stopped at the limit (or on an allocation that failed).
+    pub fn sample_overflow(&self) -> bool {
+        self.sample_overflow
+    }
+
     pub fn set_sample_interval(&mut self, interval: Ns) {
         self.sample_interval = interval.max(0);
         if self.sample_interval > 0 && !self.sample_scheduled {
@@ -465,6 +499,8 @@ impl Engine {
                 done_at: -1,
                 version: 0,
                 background: false,
+                streamed: false,
+                path_cap: path.len() as u32,
             });
             self.succ_start.push((fill[i] - count[i] as usize) as u64);
             self.succ_len.push(count[i]);
@@ -702,8 +738,13 @@ impl Engine {
         let fl = &mut self.flows[f];
         fl.state = FlowState::Latency;
         fl.released_at = self.now;
-        let t = self.now.saturating_add(self.path_latency(f)).saturating_add(self.flows[f].delay);
-        self.push(t, Kind::LatencyDone, f as u32, 0);
+        let t = self
+            .now
+            .saturating_add(self.path_latency(f))
+            .saturating_add(self.flows[f].delay);
+        // the version tells a reused slot's flow from a stale event of its former one
+        let v = self.flows[f].version;
+        self.push(t, Kind::LatencyDone, f as u32, v);
     }
 
     fn finish(&mut self, f: usize) {
@@ -717,23 +758,13 @@ impl Engine {
         fl.state = FlowState::Done;
         fl.done_at = self.now;
         let was_background = fl.background;
+        if fl.streamed {
+            self.done_log.push(f as u32);
+        }
         self.unfinished -= 1;
         if !was_background {
             self.foreground_left -= 1;
-            if self.foreground_left == 0 && self.unfinished > 0 {
-                // iperf-like traffic ends with the work it runs beside
-                let bg: Vec<u32> = (0..self.flows.len() as u32)
-                    .filter(|&g| {
-                        self.flows[g as usize].background
-                            && self.flows[g as usize].state != FlowState::Done
-                    })
-                    .collect();
-                for g in bg {
-                    if self.flows[g as usize].state != FlowState::Done {
-                        self.finish(g as usize);
-                    }
-                }
-            }
+            self.end_background_if_idle();
         }
         if self.unfinished == 0 && self.sample_interval > 0 {
             // a last sample when the work ends, so the counters hold every byte
@@ -748,6 +779,23 @@ impl Engine {
         if let Some(extra) = self.succ_extra.remove(&(f as u32)) {
             for s in extra {
                 self.dependency_done(s as usize);
+            }
+        }
+    }
+
+    /// iperf-like traffic ends with the work it runs beside.
+    fn end_background_if_idle(&mut self) {
+        if self.foreground_left == 0 && self.unfinished > 0 {
+            let bg: Vec<u32> = (0..self.flows.len() as u32)
+                .filter(|&g| {
+                    self.flows[g as usize].background
+                        && self.flows[g as usize].state != FlowState::Done
+                })
+                .collect();
+            for g in bg {
+                if self.flows[g as usize].state != FlowState::Done {
+                    self.finish(g as usize);
+                }
             }
         }
     }
@@ -790,6 +838,16 @@ impl Engine {
                 if self.sample_times.last() == Some(&self.now) {
                     return;
                 }
+                let n = self.capacity.len();
+                if self.samples.len().saturating_add(n) > self.sample_limit
+                    || self.samples.try_reserve(n).is_err()
+                    || self.sample_times.try_reserve(1).is_err()
+                {
+                    self.sample_overflow = true;
+                    self.sample_interval = 0;
+                    self.sample_scheduled = false;
+                    return;
+                }
                 self.sample_times.push(self.now);
                 for c in 0..self.capacity.len() {
                     let dt = (self.now - self.chan_last[c]) as f64 * 1e-9;
@@ -813,7 +871,10 @@ impl Engine {
                 fl.state == FlowState::Active && fl.version == ev.version
             }
             Kind::Release => self.flows[ev.id as usize].state == FlowState::Waiting,
-            Kind::LatencyDone => self.flows[ev.id as usize].state == FlowState::Latency,
+            Kind::LatencyDone => {
+                let fl = &self.flows[ev.id as usize];
+                fl.state == FlowState::Latency && fl.version == ev.version
+            }
             Kind::Sample => true,
         }
     }
@@ -822,6 +883,7 @@ impl Engine {
     /// events were handled.
     pub fn run(&mut self, until: Ns, max_events: u64) -> RunStatus {
         let mut handled = 0u64;
+        self.feed_stream();
         loop {
             self.resolve();
             if self.unfinished == 0 {
@@ -860,6 +922,8 @@ impl Engine {
                     }
                 }
                 self.events.recycle(batch);
+                // what finished may let ranks send more at this very instant
+                self.feed_stream();
             }
         }
     }
@@ -867,6 +931,156 @@ impl Engine {
     /// Run to the end.
     pub fn run_to_end(&mut self) -> RunStatus {
         self.run(Ns::MAX, u64::MAX)
+    }
+
+    // -- streamed flows ---------------------------------------------------------
+
+    /// Route streamed MPI messages with `router` from now on (before
+    /// [`Engine::add_mpi_job`]).
+    pub fn set_router(&mut self, router: Box<dyn Router>) {
+        match &mut self.stream {
+            Some(s) => s.set_router(router),
+            None => self.stream = Some(Box::new(Stream::new(router))),
+        }
+    }
+
+    /// Run an MPI job rank by rank from now on: each rank's messages become flows
+    /// when the rank reaches them and both ends have posted, and their slots are
+    /// reused once they finish. Returns the job's index in [`Stream::jobs`].
+    pub fn add_mpi_job(&mut self, spec: JobSpec) -> Result<usize, EngineError> {
+        let Some(mut stream) = self.stream.take() else {
+            return Err(EngineError::BadFlow {
+                flow: self.flows.len(),
+                reason: "an MPI job needs a router first (set_router)".into(),
+            });
+        };
+        let added = stream.add_job(self, spec);
+        self.stream = Some(stream);
+        let job = added.map_err(|reason| EngineError::BadFlow {
+            flow: self.flows.len(),
+            reason,
+        })?;
+        if !self.stream_hold {
+            self.stream_hold = true;
+            self.foreground_left += 1;
+        }
+        self.check_stream_done();
+        Ok(job)
+    }
+
+    pub fn stream(&self) -> Option<&Stream> {
+        self.stream.as_deref()
+    }
+
+    /// Add one flow released now, with no dependencies, in a reused slot when one
+    /// is free; returns its id. Its path must name existing channels.
+    pub fn add_streamed(
+        &mut self,
+        bytes: f64,
+        path: &[u32],
+        delay: Ns,
+        weight: f64,
+        priority: u8,
+    ) -> u32 {
+        debug_assert!(path.iter().all(|&c| (c as usize) < self.capacity.len()));
+        let now = self.now;
+        let fresh = |path_start: usize, version: u32| Flow {
+            bytes,
+            remaining: bytes,
+            rate: 0.0,
+            last: now,
+            path_start,
+            path_len: path.len(),
+            weight,
+            eff_weight: weight,
+            bound: f64::INFINITY,
+            priority,
+            state: FlowState::Waiting,
+            deps_left: 0,
+            start: now,
+            delay,
+            released_at: -1,
+            done_at: -1,
+            version,
+            background: false,
+            streamed: true,
+            path_cap: path.len() as u32,
+        };
+        let f = if let Some(f) = self.free.pop() {
+            let old = &self.flows[f as usize];
+            let (start, cap) = if path.len() <= old.path_cap as usize {
+                (old.path_start, old.path_cap)
+            } else {
+                let s = self.paths.len();
+                self.paths.extend_from_slice(path);
+                self.hop_pos.resize(self.paths.len(), 0);
+                (s, path.len() as u32)
+            };
+            let v = old.version.wrapping_add(1);
+            self.flows[f as usize] = Flow {
+                path_cap: cap,
+                ..fresh(start, v)
+            };
+            self.paths[start..start + path.len()].copy_from_slice(path);
+            f as usize
+        } else {
+            let s = self.paths.len();
+            self.paths.extend_from_slice(path);
+            self.hop_pos.resize(self.paths.len(), 0);
+            self.flows.push(fresh(s, 0));
+            self.succ_start.push(0);
+            self.succ_len.push(0);
+            self.stamp_flow.push(0);
+            self.flows.len() - 1
+        };
+        self.unfinished += 1;
+        self.foreground_left += 1;
+        self.release(f);
+        if self.sample_interval > 0 && !self.sample_scheduled {
+            self.sample_scheduled = true;
+            self.push(now, Kind::Sample, 0, 0);
+        }
+        f as u32
+    }
+
+    /// Flow slots held by streamed flows, in flight or free (the stream's footprint).
+    pub fn streamed_slots(&self) -> usize {
+        self.flows.iter().filter(|f| f.streamed).count()
+    }
+
+    /// Tell the stream which of its flows finished; their slots become free.
+    fn feed_stream(&mut self) {
+        if self.done_log.is_empty() {
+            return;
+        }
+        let Some(mut stream) = self.stream.take() else {
+            self.done_log.clear();
+            return;
+        };
+        let mut done = std::mem::take(&mut self.done_log);
+        let mut i = 0;
+        while i < done.len() {
+            let f = done[i];
+            // free first: the message this one lets a rank send can take its slot
+            self.free.push(f);
+            stream.flow_done(self, f);
+            i += 1;
+            // flows that finished while the stream added more (zero-time ones)
+            done.append(&mut self.done_log);
+        }
+        done.clear();
+        self.done_log = done;
+        self.stream = Some(stream);
+        self.check_stream_done();
+    }
+
+    fn check_stream_done(&mut self) {
+        let finished = self.stream.as_ref().is_some_and(|s| s.finished());
+        if finished && self.stream_hold {
+            self.stream_hold = false;
+            self.foreground_left -= 1;
+            self.end_background_if_idle();
+        }
     }
 
     // -- reconfiguration ------------------------------------------------------
@@ -922,6 +1136,7 @@ impl Engine {
         } else {
             self.flows[f].path_start = self.paths.len();
             self.flows[f].path_len = path.len();
+            self.flows[f].path_cap = path.len() as u32;
             self.paths.extend_from_slice(path);
             self.hop_pos.extend(std::iter::repeat(0).take(path.len()));
         }

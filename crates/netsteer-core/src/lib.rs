@@ -3,14 +3,18 @@
 //! * [`solver`]: weighted max-min fair sharing by progressive filling, with
 //!   strict-priority classes and per-flow rate bounds.
 //! * [`sharing`]: swappable sharing models (plain max-min, SimGrid's CM02 weighting).
+//! * [`mpi`]: MPI jobs streamed rank by rank through the engine, in bounded memory.
+//! * [`route`]: host-to-host paths resolved in Rust (tables, closed-form D-mod-K).
 //! * [`engine`]: the event-driven, deterministic engine with integer time in
 //!   nanoseconds, flow DAGs, reconfiguration and port counters.
 //!
 //! The Python package reaches this crate through the thin `netsteer-py` crate.
 
 pub mod engine;
+pub mod mpi;
 pub mod paths;
 pub mod queue;
+pub mod route;
 pub mod sharing;
 pub mod solver;
 

@@ -36,44 +36,52 @@ pub fn walk(
     let mut channels = Vec::with_capacity(src.len() * 4);
     offsets.push(0);
     for i in 0..src.len() {
-        let (target, d) = (dst_node[i], dst[i] as usize);
-        let mut cur = src[i];
-        let mut hops = 0;
-        while cur != target {
-            if hops >= t.limit {
-                return Err(i);
-            }
-            let node = cur as usize;
-            if t.give_up[node] {
-                return Err(i);
-            }
-            let row = t.row_of[node];
-            let mut port = if row >= 0 {
-                t.table[row as usize * t.n_hosts + d] as i64
-            } else {
-                -1
-            };
-            if port == -1 && t.is_host[node] {
-                port = t.host_port[node];
-            }
-            if port < 0 || port as usize >= t.n_slots {
-                return Err(i);
-            }
-            let ch = t.out_channel[node * t.n_slots + port as usize];
-            if ch < 0 {
-                return Err(i);
-            }
-            channels.push(ch as u32);
-            let next = t.channel_dst[ch as usize];
-            if next != target && t.is_host[next as usize] {
-                return Err(i); // delivered to the wrong host
-            }
-            cur = next;
-            hops += 1;
+        if !walk_one(t, src[i], dst[i] as usize, dst_node[i], &mut channels) {
+            return Err(i);
         }
         offsets.push(channels.len());
     }
     Ok((offsets, channels))
+}
+
+/// Append the path from node `src` to host index `dst` (node `target`) to `out`;
+/// false (with `out` partly extended) when the fast walk cannot resolve it.
+pub fn walk_one(t: &Tables, src: i64, d: usize, target: i64, out: &mut Vec<u32>) -> bool {
+    let mut cur = src;
+    let mut hops = 0;
+    while cur != target {
+        if hops >= t.limit {
+            return false;
+        }
+        let node = cur as usize;
+        if t.give_up[node] {
+            return false;
+        }
+        let row = t.row_of[node];
+        let mut port = if row >= 0 {
+            t.table[row as usize * t.n_hosts + d] as i64
+        } else {
+            -1
+        };
+        if port == -1 && t.is_host[node] {
+            port = t.host_port[node];
+        }
+        if port < 0 || port as usize >= t.n_slots {
+            return false;
+        }
+        let ch = t.out_channel[node * t.n_slots + port as usize];
+        if ch < 0 {
+            return false;
+        }
+        out.push(ch as u32);
+        let next = t.channel_dst[ch as usize];
+        if next != target && t.is_host[next as usize] {
+            return false; // delivered to the wrong host
+        }
+        cur = next;
+        hops += 1;
+    }
+    true
 }
 
 #[cfg(test)]

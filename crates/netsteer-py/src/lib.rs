@@ -3,11 +3,14 @@
 use numpy::{
     IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
 };
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyMemoryError, PyValueError};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use netsteer_core::engine::{FlowBatch, RunStatus};
+use netsteer_core::mpi::{Algo, Collective, JobSpec, Step};
+use netsteer_core::route::{PgftDmodk, TableRouter};
 use netsteer_core::sharing;
 use netsteer_core::solver::{solve, Problem};
 
@@ -56,9 +59,9 @@ impl Engine {
                 "unknown sharing model {sharing:?}; use maxmin or cm02"
             ))
         })?;
-        Ok(Engine {
-            inner: netsteer_core::Engine::new(cap, lat, model),
-        })
+        let mut inner = netsteer_core::Engine::new(cap, lat, model);
+        inner.set_sample_limit(SAMPLE_LIMIT.load(Ordering::Relaxed));
+        Ok(Engine { inner })
     }
 
     /// Add flows given as columns; returns the id of the first.
@@ -117,17 +120,204 @@ impl Engine {
         py: Python<'_>,
         until_ns: Option<i64>,
         max_events: Option<u64>,
-    ) -> &'static str {
+    ) -> PyResult<&'static str> {
         let until = until_ns.unwrap_or(i64::MAX);
         let budget = max_events.unwrap_or(u64::MAX);
         let inner = &mut self.inner;
         let status = py.detach(|| inner.run(until, budget));
-        match status {
+        if inner.sample_overflow() {
+            return Err(sample_overflow(inner));
+        }
+        if let Some(e) = inner.stream().and_then(|s| s.error()) {
+            return Err(err(format!("MPI stream stopped: {e}")));
+        }
+        Ok(match status {
             RunStatus::Done => "done",
             RunStatus::Until => "until",
             RunStatus::Budget => "budget",
             RunStatus::Stalled => "stalled",
-        }
+        })
+    }
+
+    /// Route streamed MPI messages by plain destination tables (``Routing``'s
+    /// compact rows; the arguments of ``walk_tables`` without the flows).
+    #[allow(clippy::too_many_arguments)]
+    fn set_router_tables(
+        &mut self,
+        table: PyReadonlyArray2<i32>,
+        row_of: PyReadonlyArray1<i64>,
+        host_port: PyReadonlyArray1<i64>,
+        out_channel: PyReadonlyArray2<i64>,
+        channel_dst: PyReadonlyArray1<i64>,
+        is_host: PyReadonlyArray1<bool>,
+        give_up: PyReadonlyArray1<bool>,
+        host_nodes: PyReadonlyArray1<i64>,
+    ) -> PyResult<()> {
+        let n_hosts = table.shape()[1];
+        let n_slots = out_channel.shape()[1];
+        self.check_channels(channel_dst.len())?;
+        let r = TableRouter::new(
+            table.as_slice()?.to_vec(),
+            row_of.as_slice()?.to_vec(),
+            n_hosts,
+            host_port.as_slice()?.to_vec(),
+            out_channel.as_slice()?.to_vec(),
+            n_slots,
+            channel_dst.as_slice()?.to_vec(),
+            is_host.as_slice()?.to_vec(),
+            give_up.as_slice()?.to_vec(),
+            host_nodes.as_slice()?.to_vec(),
+        )
+        .map_err(err)?;
+        self.inner.set_router(Box::new(r));
+        Ok(())
+    }
+
+    /// Route streamed MPI messages by D-mod-K on a PGFT, computed per hop (no tables).
+    #[allow(clippy::too_many_arguments)]
+    fn set_router_pgft(
+        &mut self,
+        levels: usize,
+        down: Vec<u64>,
+        up: Vec<u64>,
+        parallel: Vec<u64>,
+        labels: PyReadonlyArray2<i64>,
+        level: PyReadonlyArray1<i64>,
+        out_channel: PyReadonlyArray2<i64>,
+        channel_dst: PyReadonlyArray1<i64>,
+    ) -> PyResult<()> {
+        self.check_channels(channel_dst.len())?;
+        let labels: Vec<u32> = labels
+            .as_slice()?
+            .iter()
+            .map(|&x| u32::try_from(x).map_err(|_| err(format!("label digit {x} out of range"))))
+            .collect::<PyResult<_>>()?;
+        let level: Vec<u8> = level
+            .as_slice()?
+            .iter()
+            .map(|&x| u8::try_from(x).map_err(|_| err(format!("level {x} out of range"))))
+            .collect::<PyResult<_>>()?;
+        let r = PgftDmodk::new(
+            levels,
+            down,
+            up,
+            parallel,
+            labels,
+            level,
+            out_channel.as_slice()?.to_vec(),
+            out_channel.shape()[1],
+            channel_dst.as_slice()?.to_vec(),
+        )
+        .map_err(err)?;
+        self.inner.set_router(Box::new(r));
+        Ok(())
+    }
+
+    /// The streamed router's path from host ``src`` to host ``dst`` (for checks).
+    fn route_path<'py>(
+        &self,
+        py: Python<'py>,
+        src: usize,
+        dst: usize,
+    ) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let s = self.inner.stream().ok_or_else(|| err("no router set"))?;
+        let mut out = vec![];
+        s.router().path(src, dst, &mut out).map_err(err)?;
+        Ok(out.into_pyarray(py))
+    }
+
+    /// Run an MPI job rank by rank (after ``set_router_*``); returns its index.
+    ///
+    /// ``steps``: tuples ``("collective", op, algorithm, bytes, root, elem_bytes)``,
+    /// ``("compute", ns)`` or ``("send", src, dst, bytes)``.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (hosts, steps, repeat=1, start_ns=0, priority=0, weight=1.0, envelope_bytes=0))]
+    fn add_mpi_job(
+        &mut self,
+        hosts: PyReadonlyArray1<i64>,
+        steps: Vec<Bound<'_, PyAny>>,
+        repeat: u32,
+        start_ns: i64,
+        priority: u8,
+        weight: f64,
+        envelope_bytes: u64,
+    ) -> PyResult<usize> {
+        let hosts = to_u32(hosts.as_slice()?, "host")?;
+        let steps = steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| parse_step(s).map_err(|e| err(format!("program step {i}: {e}"))))
+            .collect::<PyResult<Vec<_>>>()?;
+        let spec = JobSpec {
+            hosts,
+            steps,
+            repeat,
+            start_ns,
+            priority,
+            weight,
+            envelope: envelope_bytes,
+        };
+        self.inner.add_mpi_job(spec).map_err(err)
+    }
+
+    /// Streamed MPI work so far: messages and computes done, in flight, ranks.
+    fn mpi_progress<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        let p = self
+            .inner
+            .stream()
+            .map(|s| s.progress())
+            .unwrap_or_default();
+        d.set_item("messages_done", p.messages_done)?;
+        d.set_item("computes_done", p.computes_done)?;
+        d.set_item("in_flight", p.in_flight)?;
+        d.set_item("peak_in_flight", p.peak_in_flight)?;
+        d.set_item("ranks", p.ranks)?;
+        d.set_item("ranks_done", p.ranks_done)?;
+        d.set_item("flow_slots", self.inner.streamed_slots())?;
+        Ok(d)
+    }
+
+    /// Per executed step of every streamed job, as columns: ``job``, ``iteration``,
+    /// ``step``, ``first_release_ns`` and ``last_done_ns`` (-1: never), ``flows``, ``bytes``.
+    fn mpi_spans<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let spans = self.inner.stream().map(|s| s.spans()).unwrap_or(&[]);
+        let d = PyDict::new(py);
+        let col = |f: &dyn Fn(&netsteer_core::mpi::Span) -> i64| -> Vec<i64> {
+            spans.iter().map(f).collect()
+        };
+        d.set_item("job", col(&|s| s.job as i64).into_pyarray(py))?;
+        d.set_item("iteration", col(&|s| s.iteration as i64).into_pyarray(py))?;
+        d.set_item("step", col(&|s| s.step as i64).into_pyarray(py))?;
+        d.set_item(
+            "first_release_ns",
+            col(&|s| {
+                if s.first_release == i64::MAX {
+                    -1
+                } else {
+                    s.first_release
+                }
+            })
+            .into_pyarray(py),
+        )?;
+        d.set_item("last_done_ns", col(&|s| s.last_done).into_pyarray(py))?;
+        d.set_item("flows", col(&|s| s.flows as i64).into_pyarray(py))?;
+        let bytes: Vec<f64> = spans.iter().map(|s| s.bytes).collect();
+        d.set_item("bytes", bytes.into_pyarray(py))?;
+        Ok(d)
+    }
+
+    /// Per streamed job: (completion_ns, ranks not done).
+    fn mpi_jobs(&self) -> Vec<(i64, usize)> {
+        self.inner
+            .stream()
+            .map(|s| {
+                s.jobs()
+                    .iter()
+                    .map(|j| (j.completion, j.ranks_left))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     #[getter]
@@ -271,7 +461,44 @@ impl Engine {
     }
 }
 
+fn parse_step(s: &Bound<'_, PyAny>) -> PyResult<Step> {
+    let kind: String = s.get_item(0)?.extract()?;
+    Ok(match kind.as_str() {
+        "collective" => {
+            let (_, op, algo, bytes, root, elem): (String, String, String, u64, usize, u64) =
+                s.extract()?;
+            let a = Algo::by_name(&op, &algo)
+                .ok_or_else(|| err(format!("unknown collective {op}/{algo}")))?;
+            Step::Collective(Collective {
+                algo: a,
+                bytes,
+                root,
+                elem_bytes: elem,
+            })
+        }
+        "compute" => {
+            let (_, ns): (String, i64) = s.extract()?;
+            Step::Compute(ns)
+        }
+        "send" => {
+            let (_, src, dst, bytes): (String, usize, usize, u64) = s.extract()?;
+            Step::Send { src, dst, bytes }
+        }
+        other => return Err(err(format!("unknown step kind {other:?}"))),
+    })
+}
+
 impl Engine {
+    fn check_channels(&self, n: usize) -> PyResult<()> {
+        if n != self.inner.n_channels() {
+            return Err(err(format!(
+                "the router knows {n} channels, the engine {}",
+                self.inner.n_channels()
+            )));
+        }
+        Ok(())
+    }
+
     fn channels(&self, xs: &[i64]) -> PyResult<Vec<u32>> {
         let n = self.inner.n_channels() as i64;
         xs.iter()
@@ -410,9 +637,31 @@ fn walk_tables<'py>(
     }))
 }
 
+/// Sample values (samples x channels) an engine made from now on may hold.
+static SAMPLE_LIMIT: AtomicUsize = AtomicUsize::new(1 << 27);
+
+/// Cap the counter samples of engines created from now on (values: samples x channels);
+/// a run that would sample past it raises ``MemoryError``.
+#[pyfunction]
+fn set_sample_limit(values: usize) {
+    SAMPLE_LIMIT.store(values, Ordering::Relaxed);
+}
+
+fn sample_overflow(inner: &netsteer_core::Engine) -> PyErr {
+    let (times, _) = inner.samples();
+    PyMemoryError::new_err(format!(
+        "the port counters reached the limit of {} values ({} samples of {} channels) before the run ended; \
+         use a longer sample_interval, or raise --max-memory or NETSTEER_MAX_MEMORY",
+        SAMPLE_LIMIT.load(Ordering::Relaxed),
+        times.len(),
+        inner.n_channels()
+    ))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Engine>()?;
+    m.add_function(wrap_pyfunction!(set_sample_limit, m)?)?;
     m.add_function(wrap_pyfunction!(maxmin, m)?)?;
     m.add_function(wrap_pyfunction!(walk_tables, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

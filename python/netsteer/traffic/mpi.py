@@ -27,7 +27,7 @@ Examples
 """
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Sequence, Union
+from typing import Annotated, Any, Iterable, Literal, Sequence, Union
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
@@ -244,12 +244,13 @@ def build_job(
         raise e.located(prefix="placement" if not isinstance(placement, str) or
                         placement not in ("linear", "random") else "ranks") from None
     dag = dag if dag is not None else FlowDag()
+    kw = dict(rendezvous=rendezvous, envelope_bytes=envelope_bytes,
+              traffic_class=traffic_class, priority=priority)
+    _check_size(steps, ranks, repeat, dag, kw)
     out = JobExpansion(dag=dag, hosts=hosts)
     frontier: list[list[int]] = [[] for _ in range(ranks)]
     if start_ns:
         frontier = [[dag.delay(h, start_ns, label=f"{job_label}:start")] for h in hosts]
-    kw = dict(rendezvous=rendezvous, envelope_bytes=envelope_bytes,
-              traffic_class=traffic_class, priority=priority)
     for it in range(repeat):
         for i, st in enumerate(steps):
             first = len(dag)
@@ -262,6 +263,58 @@ def build_job(
                                     first, len(dag)))
     out.frontier = frontier
     return out
+
+
+def estimate_step_flows(st, p: int, kw: dict | None = None) -> int | None:
+    """Flows one execution of step ``st`` on ``p`` ranks makes, without expanding it at
+    size ``p``: exact up to 32 ranks, else extrapolated from 16 and 32 ranks with the
+    growth the algorithm shows there (``p**2`` for an alltoall, ``p log p`` for a tree).
+    None when the step cannot be expanded at those sizes.
+
+    >>> st = parse_program([{"op": "alltoall", "bytes": "1KiB"}])[0]
+    >>> estimate_step_flows(st, 8) == len(expand_job(8, "linear", [st], 1, 8)), estimate_step_flows(st, 10**5) > 10**9
+    (True, True)
+    """
+    import math
+
+    kw = kw or {}
+    if st.op == "send":
+        st = st.model_copy(update={"src": 0, "dst": 1})
+    elif getattr(st, "root", 0):
+        st = st.model_copy(update={"root": 0})
+
+    def count(n: int) -> int:
+        d = FlowDag()
+        _expand_step(d, st, list(range(n)), [[] for _ in range(n)], "x", kw)
+        return len(d)
+
+    try:
+        if p <= 32:
+            return count(p)
+        f1, f2 = count(16), count(32)
+    except NetsteerError:
+        return None
+    growth = math.log2(f2 / f1) if f1 > 0 and f2 > 0 else 2.0
+    return int(f2 * (p / 32) ** max(growth, 1.0)) + 1
+
+
+def _check_size(steps, ranks: int, repeat: int, dag: FlowDag, kw: dict) -> None:
+    """Refuse a job whose flows would exceed the DAG's budget, before expanding it."""
+    from ..errors import LimitError
+    from ..limits import FLOW_BYTES, current, fmt_bytes
+
+    budget = dag.max_flows if dag.max_flows is not None else current().max_flows(0)
+    room = budget - len(dag)
+    per_step = [estimate_step_flows(st, ranks, kw) or 0 for st in steps]
+    per_iter = sum(per_step)
+    if per_iter * repeat <= room:
+        return
+    big = max(range(len(steps)), key=lambda i: per_step[i])
+    where = "repeat" if per_step[big] <= room and repeat > 1 else f"program.{big}"
+    raise LimitError(
+        f"the job would make about {per_iter * repeat:,} flows ({per_iter:,} per iteration x {repeat:,}; "
+        f"about {fmt_bytes(per_iter * repeat * FLOW_BYTES)}), more than the {max(room, 0):,} that fit in the memory "
+        "limit; raise it with --max-memory or NETSTEER_MAX_MEMORY", field=where)
 
 
 def _expand_step(dag, st, hosts, frontier, label, kw):
@@ -367,7 +420,8 @@ def op_report(spans: Sequence[OpSpan], dag: FlowDag, completion_ns: np.ndarray,
 
     A step's time runs from the release of its first flow to the end of its last:
     the wall time of the collective as the slowest rank sees it. The algorithm
-    bandwidth (``algbw``, as in nccl-tests) is the MPI size over that time.
+    bandwidth (``algbw``, as in nccl-tests) is the data over that time: the MPI size,
+    and for ``alltoall`` the per-peer size times the ranks (see :func:`aggregate_ops`).
 
     Returns
     -------
@@ -384,20 +438,35 @@ def op_report(spans: Sequence[OpSpan], dag: FlowDag, completion_ns: np.ndarray,
     """
     comp = np.asarray(completion_ns, dtype=np.int64)
     rel = release_times(dag, comp) if release_ns is None else np.asarray(release_ns, dtype=np.int64)
+    return aggregate_ops((s, int(rel[s.first:s.end].min()), int(comp[s.first:s.end].max()))
+                         if s.end > s.first else (s, None, None) for s in spans)
+
+
+def aggregate_ops(timed: Iterable[tuple[OpSpan, int | None, int | None]]) -> dict:
+    """:func:`op_report` from each executed step's ``(span, start_ns, end_ns)``
+    (``None`` times: a step that moved nothing; its job is still listed).
+
+    The data of an alltoall is what each rank moves, the per-peer size times the
+    ranks, as nccl-tests and OSU count it; other operations count their MPI size.
+
+    >>> s = OpSpan("j", 0, 0, "alltoall", "pairwise", 4096, 8, 0, 0)
+    >>> aggregate_ops([(s, 0, 1000)])["j"]["ops"]["alltoall"]["algbw_Bps"]
+    32768000000.0
+    """
     out: dict = {}
-    for s in spans:
+    for s, t0, t1 in timed:
         job = out.setdefault(s.job, {"completion_ns": 0, "ops": {}})
-        if s.end == s.first:
+        if t0 is None or t1 is None:
             continue
-        t0 = int(rel[s.first:s.end].min())
-        t1 = int(comp[s.first:s.end].max())
         job["completion_ns"] = max(job["completion_ns"], t1)
-        o = job["ops"].setdefault(s.op, {"count": 0, "time_ns": 0, "bytes": 0})
+        o = job["ops"].setdefault(s.op, {"count": 0, "time_ns": 0, "bytes": 0, "_moved": 0})
         o["count"] += 1
         o["time_ns"] += t1 - t0
         o["bytes"] += s.nbytes
+        o["_moved"] += s.nbytes * (s.ranks if s.op == "alltoall" else 1)
     for job in out.values():
         for op, o in job["ops"].items():
+            moved = o.pop("_moved")
             if op not in ("compute", "barrier") and o["time_ns"] > 0:
-                o["algbw_Bps"] = o["bytes"] * 1e9 / o["time_ns"]
+                o["algbw_Bps"] = moved * 1e9 / o["time_ns"]
     return out

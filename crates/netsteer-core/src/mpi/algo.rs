@@ -1,0 +1,865 @@
+//! Collective algorithms as per-rank generators of blocking operations.
+//!
+//! Each algorithm gives, for one rank, the operations it runs in order -- the same
+//! partners, sizes and order as `python/netsteer/traffic/collectives` (which follow
+//! SMPI's `src/smpi/colls`). Nothing is built for the whole job: a rank's operations
+//! are produced when it enters the collective, as a short list (trees, O(log p)) and
+//! an arithmetic tail for the long lock-step runs (rings, pairwise, linear roots), so
+//! a rank costs O(log p) memory whatever the collective.
+
+/// One blocking operation: at most one send `(peer, bytes)` and one receive `peer`.
+/// A `sendrecv` has both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Op {
+    pub send: Option<(u32, u64)>,
+    pub recv: Option<u32>,
+}
+
+pub fn send(peer: usize, bytes: u64) -> Op {
+    Op {
+        send: Some((peer as u32, bytes)),
+        recv: None,
+    }
+}
+pub fn recv(peer: usize) -> Op {
+    Op {
+        send: None,
+        recv: Some(peer as u32),
+    }
+}
+pub fn sendrecv(dst: usize, bytes: u64, src: usize) -> Op {
+    Op {
+        send: Some((dst as u32, bytes)),
+        recv: Some(src as u32),
+    }
+}
+
+/// The collectives, by operation and algorithm (netsteer's names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algo {
+    BcastBinomial,
+    BcastScatterAllgather,
+    ReduceBinomial,
+    ReduceRabenseifner,
+    AllreduceRing,
+    AllreduceRecursiveDoubling,
+    AllreduceRabenseifner,
+    AlltoallPairwise,
+    AlltoallBruck,
+    AllgatherRing,
+    GatherBinomial,
+    GatherLinear,
+    ScatterBinomial,
+    ScatterLinear,
+    BarrierDissemination,
+    BarrierRecursiveDoubling,
+}
+
+impl Algo {
+    /// `(op, algorithm)` as the Python registry names them.
+    pub fn by_name(op: &str, algorithm: &str) -> Option<Algo> {
+        use Algo::*;
+        Some(match (op, algorithm) {
+            ("bcast", "binomial") => BcastBinomial,
+            ("bcast", "scatter_allgather") => BcastScatterAllgather,
+            ("reduce", "binomial") => ReduceBinomial,
+            ("reduce", "rabenseifner") => ReduceRabenseifner,
+            ("allreduce", "ring") => AllreduceRing,
+            ("allreduce", "recursive_doubling") => AllreduceRecursiveDoubling,
+            ("allreduce", "rabenseifner") => AllreduceRabenseifner,
+            ("alltoall", "pairwise") => AlltoallPairwise,
+            ("alltoall", "bruck") => AlltoallBruck,
+            ("allgather", "ring") => AllgatherRing,
+            ("gather", "binomial") => GatherBinomial,
+            ("gather", "linear") => GatherLinear,
+            ("scatter", "binomial") => ScatterBinomial,
+            ("scatter", "linear") => ScatterLinear,
+            ("barrier", "dissemination") => BarrierDissemination,
+            ("barrier", "recursive_doubling") => BarrierRecursiveDoubling,
+            _ => return None,
+        })
+    }
+}
+
+/// One collective of a program, as the job runs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Collective {
+    pub algo: Algo,
+    /// MPI count semantics, as in the Python registry.
+    pub bytes: u64,
+    pub root: usize,
+    pub elem_bytes: u64,
+}
+
+fn pof2_floor(p: usize) -> usize {
+    1 << (usize::BITS - 1 - p.leading_zeros())
+}
+
+fn elements(nbytes: u64, elem: u64) -> Result<u64, String> {
+    if elem < 1 {
+        return Err(format!("element size must be at least 1 byte, got {elem}"));
+    }
+    if nbytes % elem != 0 {
+        return Err(format!(
+            "buffer of {nbytes} bytes is not a whole number of {elem}-byte elements"
+        ));
+    }
+    Ok(nbytes / elem)
+}
+
+impl Collective {
+    /// Refuse what the Python expansion refuses, with the same words.
+    pub fn check(&self, p: usize) -> Result<(), String> {
+        use Algo::*;
+        let rooted = matches!(
+            self.algo,
+            BcastBinomial
+                | BcastScatterAllgather
+                | ReduceBinomial
+                | ReduceRabenseifner
+                | GatherBinomial
+                | GatherLinear
+                | ScatterBinomial
+                | ScatterLinear
+        );
+        if rooted && self.root >= p {
+            return Err(format!(
+                "root {} is not a rank of a {p}-rank job (0..{})",
+                self.root,
+                p - 1
+            ));
+        }
+        if p == 1 {
+            return Ok(());
+        }
+        match self.algo {
+            AllreduceRing => {
+                let count = elements(self.bytes, self.elem_bytes)?;
+                if count < p as u64 || count % p as u64 != 0 {
+                    return Err(format!(
+                        "allreduce ring splits the buffer in {p} equal chunks: {count} elements \
+                         of {} bytes is not a positive multiple of {p}",
+                        self.elem_bytes
+                    ));
+                }
+            }
+            AlltoallPairwise if !p.is_power_of_two() => {
+                return Err(format!(
+                    "alltoall pairwise pairs ranks by XOR and needs a power-of-two rank count, \
+                     got {p}; use algorithm bruck"
+                ));
+            }
+            ReduceRabenseifner => {
+                if !p.is_power_of_two() {
+                    return Err(format!(
+                        "reduce rabenseifner needs a power-of-two rank count, got {p} \
+                         (SMPI's scatter_gather fails on others); use algorithm binomial"
+                    ));
+                }
+                let count = elements(self.bytes, self.elem_bytes)?;
+                if count < p as u64 {
+                    return Err(format!(
+                        "reduce rabenseifner needs at least one element per rank: \
+                         {count} elements for {p} ranks; use algorithm binomial"
+                    ));
+                }
+            }
+            AllreduceRabenseifner => {
+                elements(self.bytes, self.elem_bytes)?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Rank `rank`'s operations in a `p`-rank job (after [`Collective::check`]).
+    pub fn cursor(&self, p: usize, rank: usize) -> Cursor {
+        use Algo::*;
+        let (n, r, root) = (self.bytes, rank, self.root);
+        let mut c = Cursor::default();
+        if p == 1 {
+            return c;
+        }
+        let list = &mut c.list;
+        match self.algo {
+            BcastBinomial => {
+                let rel = (r + p - root) % p;
+                let mut mask = 1;
+                while mask < p {
+                    if rel & mask != 0 {
+                        list.push(recv((r + p - mask) % p));
+                        break;
+                    }
+                    mask <<= 1;
+                }
+                mask >>= 1;
+                while mask > 0 {
+                    if rel + mask < p {
+                        list.push(send((r + mask) % p, n));
+                    }
+                    mask >>= 1;
+                }
+            }
+            BcastScatterAllgather => {
+                scatter_for_bcast(p, n, root, r, list);
+                let piece = n.div_ceil(p as u64);
+                c.tail = Tail::BcastRing {
+                    src: r,
+                    piece,
+                    nbytes: n,
+                    root,
+                };
+                c.left = p as u32 - 1;
+            }
+            ReduceBinomial => {
+                let rel = (r + p - root) % p;
+                let mut mask = 1;
+                while mask < p {
+                    if rel & mask == 0 {
+                        let child = rel | mask;
+                        if child < p {
+                            list.push(recv((child + root) % p));
+                        }
+                    } else {
+                        list.push(send(((rel & !mask) + root) % p, n));
+                        break;
+                    }
+                    mask <<= 1;
+                }
+            }
+            ReduceRabenseifner => reduce_rabenseifner(p, n, root, self.elem_bytes, r, list),
+            AllreduceRing => {
+                let chunk = n / self.elem_bytes / p as u64 * self.elem_bytes;
+                c.tail = Tail::Ring { bytes: chunk };
+                c.left = 2 * (p as u32 - 1);
+            }
+            AllreduceRecursiveDoubling => {
+                let pof2 = pof2_floor(p);
+                let rem = p - pof2;
+                let newrank = fold_in(list, r, rem, n);
+                if let Some(nr) = newrank {
+                    let mut mask = 1;
+                    while mask < pof2 {
+                        let dst = real_rank(nr ^ mask, rem);
+                        list.push(sendrecv(dst, n, dst));
+                        mask <<= 1;
+                    }
+                }
+                if r < 2 * rem {
+                    list.push(if r % 2 == 1 {
+                        send(r - 1, n)
+                    } else {
+                        recv(r + 1)
+                    });
+                }
+            }
+            AllreduceRabenseifner => allreduce_rabenseifner(p, n, self.elem_bytes, r, list),
+            AlltoallPairwise => {
+                c.tail = Tail::Xor { i: 1, bytes: n };
+                c.left = p as u32 - 1;
+            }
+            AlltoallBruck => {
+                let mut pof2 = 1;
+                while pof2 < p {
+                    // blocks whose index (1..p) has this bit set
+                    let blocks = count_with_bit(p, pof2) as u64;
+                    list.push(sendrecv((r + pof2) % p, blocks * n, (r + p - pof2) % p));
+                    pof2 *= 2;
+                }
+            }
+            AllgatherRing => {
+                c.tail = Tail::Shift { i: 1, bytes: n };
+                c.left = p as u32 - 1;
+            }
+            GatherBinomial => {
+                let vrank = (r + p - root) % p;
+                let (parent, kids) = in_order_children(vrank, p);
+                let mut total = 1u64;
+                for vkid in kids {
+                    list.push(recv((vkid + root) % p));
+                    total += (vkid - vrank).min(p - vkid) as u64;
+                }
+                if let Some(par) = parent {
+                    list.push(send((par + root) % p, total * n));
+                }
+            }
+            ScatterBinomial => {
+                let vrank = (r + p - root) % p;
+                let (parent, kids) = in_order_children(vrank, p);
+                if let Some(par) = parent {
+                    list.push(recv((par + root) % p));
+                }
+                for vkid in kids {
+                    list.push(send(
+                        (vkid + root) % p,
+                        (vkid - vrank).min(p - vkid) as u64 * n,
+                    ));
+                }
+            }
+            GatherLinear => {
+                if r == root {
+                    c.tail = Tail::LinearRecv { next: 0, root };
+                    c.left = p as u32 - 1;
+                } else {
+                    list.push(send(root, n));
+                }
+            }
+            ScatterLinear => {
+                if r == root {
+                    c.tail = Tail::LinearSend {
+                        next: 0,
+                        root,
+                        bytes: n,
+                    };
+                    c.left = p as u32 - 1;
+                } else {
+                    list.push(recv(root));
+                }
+            }
+            BarrierDissemination => {
+                let mut d = 1;
+                while d < p {
+                    list.push(sendrecv((r + d) % p, 0, (r + p - d) % p));
+                    d <<= 1;
+                }
+            }
+            BarrierRecursiveDoubling => {
+                let adj = pof2_floor(p);
+                if adj != p {
+                    if r >= adj {
+                        list.push(sendrecv(r - adj, 0, r - adj));
+                    } else if r < p - adj {
+                        list.push(recv(r + adj));
+                    }
+                }
+                if r < adj {
+                    let mut mask = 1;
+                    while mask < adj {
+                        let remote = r ^ mask;
+                        mask <<= 1;
+                        if remote < adj {
+                            list.push(sendrecv(remote, 0, remote));
+                        }
+                    }
+                }
+                if adj != p && r < p - adj {
+                    list.push(send(r + adj, 0));
+                }
+            }
+        }
+        c
+    }
+}
+
+/// How many of `1..p` have bit `bit` set.
+fn count_with_bit(p: usize, bit: usize) -> usize {
+    // full periods of 2*bit contribute bit each; then the partial period
+    let n = p; // numbers 0..p (0 has no bit set)
+    let period = 2 * bit;
+    (n / period) * bit + (n % period).saturating_sub(bit)
+}
+
+/// A rank's remaining operations: a list, then an arithmetic tail of `left` ops.
+#[derive(Debug, Clone, Default)]
+pub struct Cursor {
+    list: Vec<Op>,
+    at: usize,
+    tail: Tail,
+    left: u32,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+enum Tail {
+    #[default]
+    None,
+    /// sendrecv to `rank + 1`, from `rank - 1` (ring allreduce)
+    Ring { bytes: u64 },
+    /// sendrecv with `rank ^ i`, `i = 1, 2, ...` (pairwise alltoall)
+    Xor { i: usize, bytes: u64 },
+    /// sendrecv to `rank + i`, from `rank - i` (ring allgather)
+    Shift { i: usize, bytes: u64 },
+    /// van de Geijn's ring allgather of the bcast pieces
+    BcastRing {
+        src: usize,
+        piece: u64,
+        nbytes: u64,
+        root: usize,
+    },
+    /// the root of a linear gather receives from every other rank in order
+    LinearRecv { next: usize, root: usize },
+    /// the root of a linear scatter sends to every other rank in order
+    LinearSend {
+        next: usize,
+        root: usize,
+        bytes: u64,
+    },
+}
+
+impl Cursor {
+    /// A cursor over an explicit list of operations.
+    pub fn from_ops(list: Vec<Op>) -> Self {
+        Cursor {
+            list,
+            ..Cursor::default()
+        }
+    }
+
+    /// The next operation of rank `rank` in a `p`-rank job, or `None` when done.
+    pub fn next(&mut self, p: usize, rank: usize) -> Option<Op> {
+        if self.at < self.list.len() {
+            self.at += 1;
+            if self.at == self.list.len() && self.left == 0 {
+                // done with the list: give its memory back while the rank waits
+                let op = self.list[self.at - 1];
+                self.list = Vec::new();
+                self.at = 0;
+                return Some(op);
+            }
+            return Some(self.list[self.at - 1]);
+        }
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let r = rank;
+        Some(match &mut self.tail {
+            Tail::None => unreachable!("a tail with operations left"),
+            Tail::Ring { bytes } => sendrecv((r + 1) % p, *bytes, (r + p - 1) % p),
+            Tail::Xor { i, bytes } => {
+                let peer = r ^ *i;
+                *i += 1;
+                sendrecv(peer, *bytes, peer)
+            }
+            Tail::Shift { i, bytes } => {
+                let op = sendrecv((r + *i) % p, *bytes, (r + p - *i) % p);
+                *i += 1;
+                op
+            }
+            Tail::BcastRing {
+                src,
+                piece,
+                nbytes,
+                root,
+            } => {
+                let idx = ((*src + p - *root) % p) as u64;
+                let count = (*piece).min(nbytes.saturating_sub(idx * *piece));
+                *src = (*src + p - 1) % p;
+                sendrecv((r + 1) % p, count, (r + p - 1) % p)
+            }
+            Tail::LinearRecv { next, root } => {
+                if *next == *root {
+                    *next += 1;
+                }
+                let op = recv(*next);
+                *next += 1;
+                op
+            }
+            Tail::LinearSend { next, root, bytes } => {
+                if *next == *root {
+                    *next += 1;
+                }
+                let op = send(*next, *bytes);
+                *next += 1;
+                op
+            }
+        })
+    }
+
+    /// Every remaining operation (tests and small jobs).
+    pub fn collect_all(mut self, p: usize, rank: usize) -> Vec<Op> {
+        std::iter::from_fn(|| self.next(p, rank)).collect()
+    }
+}
+
+/// MPICH's binomial scatter of a bcast buffer in `ceil(nbytes / p)` pieces: rank
+/// `rank`'s part of it.
+fn scatter_for_bcast(p: usize, nbytes: u64, root: usize, rank: usize, list: &mut Vec<Op>) {
+    let piece = nbytes.div_ceil(p as u64);
+    let rel = (rank + p - root) % p;
+    // what relative rank `rel` holds after its receive: its parent sent it
+    // `curr_parent - piece * mask` where the parent's running total decreases
+    // with each child sent; recomputed from the root down the tree
+    let held = |rel: usize| -> u64 { bcast_scatter_held(p, nbytes, piece, rel) };
+    let mut curr = 0u64;
+    let mut mask = 1;
+    while mask < p {
+        if rel & mask != 0 {
+            if nbytes as i128 - rel as i128 * piece as i128 > 0 {
+                list.push(recv((rank + p - mask) % p));
+                curr = held(rel);
+            }
+            break;
+        }
+        mask <<= 1;
+    }
+    if rel == 0 {
+        curr = nbytes;
+    }
+    mask >>= 1;
+    while mask > 0 {
+        if rel + mask < p {
+            let size = curr as i128 - (piece as i128) * mask as i128;
+            if size > 0 {
+                list.push(send((rank + mask) % p, size as u64));
+                curr -= size as u64;
+            }
+        }
+        mask >>= 1;
+    }
+}
+
+/// Bytes relative rank `rel` receives in the bcast scatter (0 if none): walk from the
+/// root down the binomial tree to `rel`, replaying each ancestor's sends.
+fn bcast_scatter_held(p: usize, nbytes: u64, piece: u64, rel: usize) -> u64 {
+    if rel == 0 {
+        return nbytes;
+    }
+    // the parent of rel is rel minus its lowest set bit
+    let low = rel & rel.wrapping_neg();
+    let parent = rel - low;
+    let mut curr = bcast_scatter_held(p, nbytes, piece, parent) as i128;
+    // the parent sends to children parent + mask for masks below its own low bit,
+    // from the largest down; rel is parent + low
+    let top = if parent == 0 {
+        pof2_ceil(p) >> 1
+    } else {
+        (parent & parent.wrapping_neg()) >> 1
+    };
+    let mut mask = top;
+    while mask > 0 {
+        if parent + mask < p {
+            let size = curr - piece as i128 * mask as i128;
+            if mask == low {
+                return if size > 0 { size as u64 } else { 0 };
+            }
+            if size > 0 {
+                curr -= size;
+            }
+        }
+        mask >>= 1;
+    }
+    0
+}
+
+fn pof2_ceil(p: usize) -> usize {
+    p.next_power_of_two()
+}
+
+/// Open MPI's in-order binomial tree: parent and children of virtual rank `v`.
+fn in_order_children(v: usize, p: usize) -> (Option<usize>, Vec<usize>) {
+    let mut kids = vec![];
+    let mut mask = 1;
+    while mask < p {
+        let remote = v ^ mask;
+        if remote < v {
+            return (Some(remote), kids);
+        }
+        if remote < p {
+            kids.push(remote);
+        }
+        mask <<= 1;
+    }
+    (None, kids)
+}
+
+/// Non-powers of two: the first `2 * rem` ranks fold in pairs (even sends to odd).
+fn fold_in(list: &mut Vec<Op>, rank: usize, rem: usize, nbytes: u64) -> Option<usize> {
+    if rank >= 2 * rem {
+        return Some(rank - rem);
+    }
+    if rank % 2 == 0 {
+        list.push(send(rank + 1, nbytes));
+        return None;
+    }
+    list.push(recv(rank - 1));
+    Some(rank / 2)
+}
+
+fn real_rank(newrank: usize, rem: usize) -> usize {
+    if newrank < rem {
+        newrank * 2 + 1
+    } else {
+        newrank + rem
+    }
+}
+
+fn halving_counts(count: u64, pof2: usize) -> Vec<u64> {
+    let base = count / pof2 as u64;
+    let mut c = vec![base; pof2];
+    c[pof2 - 1] = count - base * (pof2 as u64 - 1);
+    c
+}
+
+fn sum(c: &[u64], a: usize, b: usize) -> u64 {
+    if a >= b {
+        0
+    } else {
+        c[a..b].iter().sum()
+    }
+}
+
+/// Recursive halving among `pof2` virtual ranks: (send_idx, last_idx) after it.
+fn reduce_scatter_halving(
+    newrank: usize,
+    pof2: usize,
+    cnts: &[u64],
+    real: &dyn Fn(usize) -> usize,
+    elem: u64,
+    list: &mut Vec<Op>,
+) -> (usize, usize) {
+    let (mut mask, mut send_idx, mut recv_idx, mut last_idx) = (1usize, 0usize, 0usize, pof2);
+    while mask < pof2 {
+        let newdst = newrank ^ mask;
+        let send_cnt;
+        if newrank < newdst {
+            send_idx = recv_idx + pof2 / (mask * 2);
+            send_cnt = sum(cnts, send_idx, last_idx);
+        } else {
+            recv_idx = send_idx + pof2 / (mask * 2);
+            send_cnt = sum(cnts, send_idx, recv_idx);
+        }
+        let dst = real(newdst);
+        list.push(sendrecv(dst, send_cnt * elem, dst));
+        send_idx = recv_idx;
+        mask <<= 1;
+        if mask < pof2 {
+            last_idx = recv_idx + pof2 / mask;
+        }
+    }
+    (send_idx, last_idx)
+}
+
+/// One doubling step: (recv_idx, last_idx, elements to send).
+fn doubling_indices(
+    newrank: usize,
+    newdst: usize,
+    mask: usize,
+    pof2: usize,
+    cnts: &[u64],
+    send_idx: usize,
+    mut last_idx: usize,
+) -> (usize, usize, u64) {
+    if newrank < newdst {
+        if mask != pof2 / 2 {
+            last_idx += pof2 / (mask * 2);
+        }
+        let recv_idx = send_idx + pof2 / (mask * 2);
+        return (recv_idx, last_idx, sum(cnts, send_idx, recv_idx));
+    }
+    // Python's negative start of a slice counts from the end; these indices stay
+    // non-negative in every reachable state (send_idx >= pof2 / (2 mask) here)
+    let recv_idx = send_idx - pof2 / (mask * 2);
+    (recv_idx, last_idx, sum(cnts, send_idx, last_idx))
+}
+
+fn allreduce_rabenseifner(p: usize, nbytes: u64, elem: u64, rank: usize, list: &mut Vec<Op>) {
+    let count = nbytes / elem;
+    let pof2 = pof2_floor(p);
+    let rem = p - pof2;
+    let cnts = halving_counts(count, pof2);
+    let real = |nd: usize| real_rank(nd, rem);
+    if let Some(newrank) = fold_in(list, rank, rem, nbytes) {
+        let (mut send_idx, mut last_idx) =
+            reduce_scatter_halving(newrank, pof2, &cnts, &real, elem, list);
+        let mut mask = pof2 >> 1;
+        while mask > 0 {
+            let newdst = newrank ^ mask;
+            let dst = real(newdst);
+            let (recv_idx, li, send_cnt) =
+                doubling_indices(newrank, newdst, mask, pof2, &cnts, send_idx, last_idx);
+            last_idx = li;
+            list.push(sendrecv(dst, send_cnt * elem, dst));
+            if newrank > newdst {
+                send_idx = recv_idx;
+            }
+            mask >>= 1;
+        }
+    }
+    if rank < 2 * rem {
+        list.push(if rank % 2 == 1 {
+            send(rank - 1, nbytes)
+        } else {
+            recv(rank + 1)
+        });
+    }
+}
+
+fn reduce_rabenseifner(
+    p: usize,
+    nbytes: u64,
+    root: usize,
+    elem: u64,
+    rank: usize,
+    list: &mut Vec<Op>,
+) {
+    let count = nbytes / elem;
+    let pof2 = pof2_floor(p);
+    let rem = p - pof2;
+    let cnts = halving_counts(count, pof2);
+    let real = |nd: usize| if nd < rem { nd * 2 } else { nd + rem };
+    let newroot = if root < 2 * rem {
+        if root % 2 == 1 {
+            0
+        } else {
+            root / 2
+        }
+    } else {
+        root - rem
+    };
+    let levels = pof2.trailing_zeros() as i64;
+    let mut newrank: Option<usize>;
+    if rank < 2 * rem {
+        if rank % 2 == 1 {
+            list.push(send(rank - 1, nbytes));
+            newrank = None;
+        } else {
+            list.push(recv(rank + 1));
+            newrank = Some(rank / 2);
+        }
+    } else {
+        newrank = Some(rank - rem);
+    }
+    let (mut send_idx, mut last_idx) = (0, 0);
+    if let Some(nr) = newrank {
+        (send_idx, last_idx) = reduce_scatter_halving(nr, pof2, &cnts, &real, elem, list);
+    }
+    if root < 2 * rem && root % 2 == 1 {
+        if rank == root {
+            list.push(recv(0));
+            newrank = Some(0);
+            send_idx = 0;
+            last_idx = 2;
+        } else if newrank == Some(0) {
+            list.push(send(root, cnts[0] * elem));
+            newrank = None;
+        }
+    }
+    let Some(nr) = newrank else { return };
+    let (mut mask, mut j) = (pof2 >> 1, levels - 1);
+    while mask > 0 {
+        let newdst = nr ^ mask;
+        let mut dst = real(newdst);
+        if newdst == 0 && root < 2 * rem && root % 2 == 1 {
+            dst = root;
+        }
+        let (recv_idx, li, send_cnt) =
+            doubling_indices(nr, newdst, mask, pof2, &cnts, send_idx, last_idx);
+        last_idx = li;
+        let sh = j.max(0) as u32;
+        if (newdst >> sh) << sh == (newroot >> sh) << sh {
+            list.push(send(dst, send_cnt * elem));
+            break;
+        }
+        list.push(recv(dst));
+        if nr > newdst {
+            send_idx = recv_idx;
+        }
+        mask >>= 1;
+        j -= 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(c: Collective, p: usize) -> Vec<Vec<Op>> {
+        (0..p).map(|r| c.cursor(p, r).collect_all(p, r)).collect()
+    }
+
+    fn coll(algo: Algo, bytes: u64, root: usize) -> Collective {
+        Collective {
+            algo,
+            bytes,
+            root,
+            elem_bytes: 1,
+        }
+    }
+
+    /// Every send is matched by a receive at its peer, in order, per pair.
+    fn balanced(progs: &[Vec<Op>]) {
+        let p = progs.len();
+        let mut sends = vec![vec![0usize; p]; p];
+        let mut recvs = vec![vec![0usize; p]; p];
+        for (r, prog) in progs.iter().enumerate() {
+            for op in prog {
+                if let Some((d, _)) = op.send {
+                    sends[r][d as usize] += 1;
+                }
+                if let Some(s) = op.recv {
+                    recvs[s as usize][r] += 1;
+                }
+            }
+        }
+        assert_eq!(sends, recvs);
+    }
+
+    #[test]
+    fn binomial_bcast_on_eight_ranks_is_a_tree() {
+        let progs = all(coll(Algo::BcastBinomial, 100, 0), 8);
+        assert_eq!(progs[0], vec![send(4, 100), send(2, 100), send(1, 100)]);
+        assert_eq!(progs[6], vec![recv(4), send(7, 100)]);
+        balanced(&progs);
+    }
+
+    #[test]
+    fn every_algorithm_balances_on_odd_and_even_counts() {
+        use Algo::*;
+        for p in [2usize, 3, 5, 8, 12, 13, 16] {
+            for algo in [
+                BcastBinomial,
+                BcastScatterAllgather,
+                ReduceBinomial,
+                AllreduceRecursiveDoubling,
+                AllreduceRabenseifner,
+                AlltoallBruck,
+                AllgatherRing,
+                GatherBinomial,
+                GatherLinear,
+                ScatterBinomial,
+                ScatterLinear,
+                BarrierDissemination,
+                BarrierRecursiveDoubling,
+            ] {
+                let c = coll(algo, 960, p / 2);
+                c.check(p).unwrap();
+                balanced(&all(c, p));
+            }
+        }
+        for p in [2usize, 4, 16] {
+            balanced(&all(coll(Algo::AlltoallPairwise, 64, 0), p));
+            balanced(&all(coll(Algo::ReduceRabenseifner, 64, 1), p));
+        }
+        balanced(&all(coll(Algo::AllreduceRing, 12 * 40, 0), 12));
+    }
+
+    #[test]
+    fn refusals_match_the_python_expansion() {
+        let e = coll(Algo::AlltoallPairwise, 8, 0).check(12).unwrap_err();
+        assert!(e.contains("power-of-two rank count, got 12"), "{e}");
+        let e = coll(Algo::AllreduceRing, 100, 0).check(8).unwrap_err();
+        assert!(e.contains("not a positive multiple of 8"), "{e}");
+        let e = coll(Algo::BcastBinomial, 8, 9).check(4).unwrap_err();
+        assert!(e.starts_with("root 9 is not a rank"), "{e}");
+    }
+
+    #[test]
+    fn bruck_block_counts() {
+        for p in 2..40 {
+            let mut b = 1;
+            while b < p {
+                let want = (1..p).filter(|i| i & b != 0).count();
+                assert_eq!(count_with_bit(p, b), want, "p={p} bit={b}");
+                b *= 2;
+            }
+        }
+    }
+
+    #[test]
+    fn lists_are_freed_when_exhausted() {
+        let c = coll(Algo::BcastBinomial, 1, 0);
+        let mut cur = c.cursor(8, 0);
+        while cur.next(8, 0).is_some() {}
+        assert_eq!(cur.list.capacity(), 0);
+    }
+}

@@ -1,0 +1,443 @@
+//! MPI jobs streamed through the engine, rank by rank.
+//!
+//! Each rank walks its program one blocking operation at a time. An operation is
+//! *posted* when the rank's previous one is over (every message of it finished);
+//! a message becomes an engine flow when its send and its receive are both posted
+//! (rendezvous, as SMPI runs every message under netsteer's settings). This is the
+//! flow DAG of `netsteer.traffic.mpi` -- a message depends on the frontiers of both
+//! ends -- run instead of built: only the messages in flight exist.
+//!
+//! A rank blocks on one operation at a time, and an operation has at most one send
+//! and one receive, so a pair of ranks never has more than one unmatched message:
+//! matching is a look at the peer's posted operation, and the memory is O(ranks +
+//! messages in flight).
+
+use super::algo::{Collective, Cursor, Op};
+use crate::engine::Engine;
+use crate::route::Router;
+use crate::Ns;
+
+/// One step of a program.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Step {
+    Collective(Collective),
+    /// Every rank computes (a pure delay) for this long.
+    Compute(Ns),
+    /// `MPI_Send` from rank `src` matched by `MPI_Recv` at rank `dst`.
+    Send {
+        src: usize,
+        dst: usize,
+        bytes: u64,
+    },
+}
+
+/// An MPI job as the engine runs it.
+#[derive(Debug, Clone)]
+pub struct JobSpec {
+    /// Host index of each rank.
+    pub hosts: Vec<u32>,
+    pub steps: Vec<Step>,
+    pub repeat: u32,
+    /// Every rank waits this long (from when the job is added) before its program.
+    pub start_ns: Ns,
+    pub priority: u8,
+    pub weight: f64,
+    /// Added to every message (SMPI's MPI envelope).
+    pub envelope: u64,
+}
+
+/// One executed step of one job: when its first message was released, when its
+/// last one finished, and how many flows it made.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Span {
+    pub job: u32,
+    pub iteration: u32,
+    pub step: u32,
+    /// `Ns::MAX` / -1 while nothing of it has been released / finished.
+    pub first_release: Ns,
+    pub last_done: Ns,
+    pub flows: u64,
+    pub bytes: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub spec: JobSpec,
+    pub first_rank: usize,
+    pub first_span: usize,
+    pub ranks_left: usize,
+    /// Last finish of any of its flows, -1 before any.
+    pub completion: Ns,
+}
+
+const NO_SPAN: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Message { src: u32, dst: u32 },
+    Compute { rank: u32 },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct InFlight {
+    kind: Kind,
+    span: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Rank {
+    job: u32,
+    /// step index in the program, and the iteration
+    step: u32,
+    iteration: u32,
+    /// messages (or the compute) of the posted operation not finished yet
+    pending: u32,
+    /// the posted operation's send not matched yet: (peer, bytes)
+    send_wait: Option<(u32, u64)>,
+    /// the posted operation's receive not matched yet: the peer
+    recv_wait: Option<u32>,
+    cursor: Cursor,
+    started: bool,
+    done: bool,
+}
+
+/// Progress counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub messages_done: u64,
+    pub computes_done: u64,
+    pub in_flight: u64,
+    pub peak_in_flight: u64,
+    pub ranks: u64,
+    pub ranks_done: u64,
+}
+
+/// The source of streamed MPI flows (see the module notes).
+pub struct Stream {
+    router: Box<dyn Router>,
+    jobs: Vec<Job>,
+    ranks: Vec<Rank>,
+    spans: Vec<Span>,
+    /// per engine slot: what the flow in it is
+    slots: Vec<Option<InFlight>>,
+    progress: Progress,
+    path: Vec<u32>,
+    error: Option<String>,
+}
+
+impl Stream {
+    pub fn new(router: Box<dyn Router>) -> Self {
+        Stream {
+            router,
+            jobs: vec![],
+            ranks: vec![],
+            spans: vec![],
+            slots: vec![],
+            progress: Progress::default(),
+            path: vec![],
+            error: None,
+        }
+    }
+
+    pub fn set_router(&mut self, router: Box<dyn Router>) {
+        self.router = router;
+    }
+    pub fn router(&self) -> &dyn Router {
+        self.router.as_ref()
+    }
+    pub fn jobs(&self) -> &[Job] {
+        &self.jobs
+    }
+    pub fn spans(&self) -> &[Span] {
+        &self.spans
+    }
+    pub fn progress(&self) -> Progress {
+        self.progress
+    }
+    /// What stopped the stream (a message with no route), if anything did.
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+    /// Every rank of every job is through its program.
+    pub fn finished(&self) -> bool {
+        self.progress.ranks_done == self.progress.ranks || self.error.is_some()
+    }
+    /// Ranks that have not finished, by job index (a deadlock leaves some).
+    pub fn ranks_left(&self) -> Vec<(usize, usize)> {
+        self.jobs
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| j.ranks_left > 0)
+            .map(|(i, j)| (i, j.ranks_left))
+            .collect()
+    }
+    /// Bytes held per rank and per flow in flight (the engine's and the stream's),
+    /// for memory estimates.
+    pub fn bytes_per_rank() -> usize {
+        std::mem::size_of::<Rank>() + 4 * 16
+    }
+
+    /// Check `spec` and post every rank's first operation.
+    pub fn add_job(&mut self, eng: &mut Engine, spec: JobSpec) -> Result<usize, String> {
+        let p = spec.hosts.len();
+        if p == 0 {
+            return Err("a job needs at least one rank".into());
+        }
+        if spec.repeat == 0 {
+            return Err("repeat must be at least 1".into());
+        }
+        if !(spec.weight > 0.0 && spec.weight.is_finite()) {
+            return Err(format!("weight {} is not positive", spec.weight));
+        }
+        if spec.start_ns < 0 {
+            return Err("start must not be negative".into());
+        }
+        let n_hosts = self.router.n_hosts();
+        if let Some(h) = spec.hosts.iter().find(|&&h| h as usize >= n_hosts) {
+            return Err(format!(
+                "host {h} does not exist: the router knows {n_hosts} hosts"
+            ));
+        }
+        for (i, st) in spec.steps.iter().enumerate() {
+            let bad = match *st {
+                Step::Collective(c) => c.check(p).err(),
+                Step::Compute(ns) if ns < 0 => Some("negative duration".into()),
+                Step::Send { src, dst, .. } if src >= p || dst >= p || src == dst => Some(format!(
+                    "send from rank {src} to rank {dst}: not two distinct ranks of this {p}-rank job"
+                )),
+                _ => None,
+            };
+            if let Some(reason) = bad {
+                return Err(format!("program step {i}: {reason}"));
+            }
+        }
+        let job = self.jobs.len() as u32;
+        let first_rank = self.ranks.len();
+        let first_span = self.spans.len();
+        for it in 0..spec.repeat {
+            for s in 0..spec.steps.len() {
+                self.spans.push(Span {
+                    job,
+                    iteration: it,
+                    step: s as u32,
+                    first_release: Ns::MAX,
+                    last_done: -1,
+                    flows: 0,
+                    bytes: 0.0,
+                });
+            }
+        }
+        let start = spec.start_ns;
+        self.ranks.extend((0..p).map(|_| Rank {
+            job,
+            ..Rank::default()
+        }));
+        self.progress.ranks += p as u64;
+        self.jobs.push(Job {
+            spec,
+            first_rank,
+            first_span,
+            ranks_left: p,
+            completion: -1,
+        });
+        for r in first_rank..first_rank + p {
+            if start > 0 {
+                // the job's start: a delay on every rank, part of no step
+                self.ranks[r].pending = 1;
+                self.compute(eng, r, start, NO_SPAN);
+            } else {
+                self.advance(eng, r);
+            }
+        }
+        Ok(job as usize)
+    }
+
+    /// The engine says flow `f` (one of ours) finished now.
+    pub fn flow_done(&mut self, eng: &mut Engine, f: u32) {
+        let Some(info) = self.slots.get_mut(f as usize).and_then(|s| s.take()) else {
+            return;
+        };
+        let now = eng.now();
+        self.progress.in_flight -= 1;
+        if info.span != NO_SPAN {
+            let sp = &mut self.spans[info.span as usize];
+            sp.last_done = sp.last_done.max(now);
+            let job = &mut self.jobs[sp.job as usize];
+            job.completion = job.completion.max(now);
+        }
+        match info.kind {
+            Kind::Message { src, dst } => {
+                self.progress.messages_done += 1;
+                for r in [src as usize, dst as usize] {
+                    self.ranks[r].pending -= 1;
+                    if self.ranks[r].pending == 0 {
+                        self.advance(eng, r);
+                    }
+                }
+            }
+            Kind::Compute { rank } => {
+                self.progress.computes_done += 1;
+                let r = rank as usize;
+                self.ranks[r].pending -= 1;
+                if self.ranks[r].pending == 0 {
+                    self.advance(eng, r);
+                }
+            }
+        }
+    }
+
+    fn span_of(&self, r: usize) -> u32 {
+        let rk = &self.ranks[r];
+        let job = &self.jobs[rk.job as usize];
+        (job.first_span + rk.iteration as usize * job.spec.steps.len() + rk.step as usize) as u32
+    }
+
+    /// Rank `r`'s posted operation is over: post its next one (entering the next
+    /// steps as needed), or mark it done.
+    fn advance(&mut self, eng: &mut Engine, r: usize) {
+        if self.error.is_some() {
+            return;
+        }
+        loop {
+            let rk = &self.ranks[r];
+            let job = &self.jobs[rk.job as usize];
+            let p = job.spec.hosts.len();
+            let local = r - job.first_rank;
+            let n_steps = job.spec.steps.len();
+            if !rk.started {
+                // enter the current step
+                if rk.iteration as usize >= job.spec.repeat as usize || n_steps == 0 {
+                    self.rank_done(r);
+                    return;
+                }
+                let step = job.spec.steps[rk.step as usize];
+                let span = self.span_of(r);
+                self.ranks[r].started = true;
+                match step {
+                    Step::Collective(c) => self.ranks[r].cursor = c.cursor(p, local),
+                    Step::Compute(ns) => {
+                        self.ranks[r].pending = 1;
+                        self.compute(eng, r, ns, span);
+                        return;
+                    }
+                    Step::Send { src, dst, bytes } => {
+                        let mut ops = Cursor::default();
+                        if local == src {
+                            ops = Cursor::from_ops(vec![super::algo::send(dst, bytes)]);
+                        } else if local == dst {
+                            ops = Cursor::from_ops(vec![super::algo::recv(src)]);
+                        }
+                        self.ranks[r].cursor = ops;
+                    }
+                }
+            }
+            let next = self.ranks[r].cursor.next(p, local);
+            match next {
+                Some(op) => {
+                    self.post(eng, r, op);
+                    if self.ranks[r].pending > 0 || self.error.is_some() {
+                        return;
+                    }
+                }
+                None => {
+                    // the step is over for this rank: on to the next one
+                    let rk = &mut self.ranks[r];
+                    rk.started = false;
+                    rk.cursor = Cursor::default();
+                    rk.step += 1;
+                    if rk.step as usize == n_steps {
+                        rk.step = 0;
+                        rk.iteration += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    fn rank_done(&mut self, r: usize) {
+        let rk = &mut self.ranks[r];
+        if !rk.done {
+            rk.done = true;
+            self.progress.ranks_done += 1;
+            self.jobs[rk.job as usize].ranks_left -= 1;
+        }
+    }
+
+    /// Post `op` for rank `r`: match what the peers have posted, queue the rest.
+    fn post(&mut self, eng: &mut Engine, r: usize, op: Op) {
+        let base = self.jobs[self.ranks[r].job as usize].first_rank;
+        let span = self.span_of(r);
+        let mut pending = 0;
+        if let Some((peer, bytes)) = op.send {
+            pending += 1;
+            let d = base + peer as usize;
+            if self.ranks[d].recv_wait == Some((r - base) as u32) {
+                self.ranks[d].recv_wait = None;
+                self.message(eng, r, d, bytes, span);
+            } else {
+                self.ranks[r].send_wait = Some((peer, bytes));
+            }
+        }
+        if let Some(peer) = op.recv {
+            pending += 1;
+            let s = base + peer as usize;
+            match self.ranks[s].send_wait {
+                Some((to, bytes)) if to as usize == r - base => {
+                    self.ranks[s].send_wait = None;
+                    self.message(eng, s, r, bytes, span);
+                }
+                _ => self.ranks[r].recv_wait = Some(peer),
+            }
+        }
+        self.ranks[r].pending = pending;
+    }
+
+    fn message(&mut self, eng: &mut Engine, s: usize, d: usize, bytes: u64, span: u32) {
+        let job = &self.jobs[self.ranks[s].job as usize];
+        let local = |x: usize| x - job.first_rank;
+        let (hs, hd) = (job.spec.hosts[local(s)], job.spec.hosts[local(d)]);
+        let size = (bytes + job.spec.envelope) as f64;
+        let (w, prio) = (job.spec.weight, job.spec.priority);
+        self.path.clear();
+        if let Err(e) = self.router.path(hs as usize, hd as usize, &mut self.path) {
+            self.error = Some(e);
+            return;
+        }
+        let f = eng.add_streamed(size, &self.path, 0, w, prio);
+        self.track(
+            f,
+            InFlight {
+                kind: Kind::Message {
+                    src: s as u32,
+                    dst: d as u32,
+                },
+                span,
+            },
+            eng.now(),
+            size,
+        );
+    }
+
+    fn compute(&mut self, eng: &mut Engine, r: usize, ns: Ns, span: u32) {
+        let prio = self.jobs[self.ranks[r].job as usize].spec.priority;
+        let f = eng.add_streamed(0.0, &[], ns, 1.0, prio);
+        let kind = Kind::Compute { rank: r as u32 };
+        self.track(f, InFlight { kind, span }, eng.now(), 0.0);
+    }
+
+    fn track(&mut self, f: u32, info: InFlight, now: Ns, bytes: f64) {
+        let f = f as usize;
+        if self.slots.len() <= f {
+            self.slots.resize(f + 1, None);
+        }
+        self.slots[f] = Some(info);
+        self.progress.in_flight += 1;
+        self.progress.peak_in_flight = self.progress.peak_in_flight.max(self.progress.in_flight);
+        if info.span != NO_SPAN {
+            let sp = &mut self.spans[info.span as usize];
+            sp.first_release = sp.first_release.min(now);
+            sp.flows += 1;
+            sp.bytes += bytes;
+        }
+    }
+}

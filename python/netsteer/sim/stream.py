@@ -1,0 +1,335 @@
+"""MPI jobs streamed through the engine: rank programs run in Rust, in bounded memory.
+
+:func:`netsteer.traffic.mpi.build_job` materialises a job's whole flow DAG before the
+run (hundreds of bytes per message: a 4,096-rank alltoall of 4 KiB is 16.8 million
+flows). Here the same programs run inside the engine instead: each rank walks its
+operations (the collective algorithms of :mod:`netsteer.traffic.collectives`, written
+again as Rust generators), a message becomes a flow when both ends have posted it,
+its path is walked in Rust, and its slot is reused once it finishes. Memory grows
+with the ranks and the messages in flight, never with the messages in all. The
+predictions are those of the DAG (same dependencies, same engine); only the order in
+which flows get their ids differs.
+
+How the run path calls it (see :func:`attach_jobs`)::
+
+    engine = Engine(capacity, latency, sharing, tcp_gamma)
+    jobs = attach_jobs(engine, topo, routing, mpi_jobs)   # MpiJob list
+    while engine.run(until, 50_000) == "budget":
+        p = engine.mpi_progress()                          # messages done, now
+    report = stream_report(engine, jobs)                  # op_report's shape
+
+:func:`simulate_mpi` does all of it for a topology, a routing and a list of jobs.
+
+Examples
+--------
+>>> from netsteer.topology.pgft import pgft
+>>> from netsteer.traffic.mpi import MpiJob
+>>> t = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)
+>>> job = MpiJob(name="a", ranks=16, program=[{"op": "allreduce", "bytes": "1MiB",
+...                                            "algorithm": "recursive_doubling"}])
+>>> r = simulate_mpi(t, "dmodk", [job], sharing="cm02")
+>>> r.status, r.makespan_ns, r.progress["messages_done"]
+('done', 5045244, 64)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .._core import Engine
+from ..errors import NetsteerError
+from ..topology.model import CIRCUIT, HOST, Topology
+from ..traffic import collectives as coll
+from ..traffic.mpi import MpiJob, OpSpan, aggregate_ops, parse_program
+from ..traffic.placement import place
+
+# events handled per engine call, so progress can be shown on long runs
+_CHUNK = 200_000
+
+#: Bytes per rank (program state, matching, one cursor) and per message in flight
+#: (engine flow, path, stream record), rounded up from the Rust structures.
+RANK_BYTES = 160
+FLOW_BYTES = 400
+CHANNEL_BYTES = 120
+
+
+@dataclass
+class StreamedJob:
+    """One job as streamed: its index in the engine, hosts and program."""
+
+    index: int
+    job: MpiJob
+    hosts: list[int]
+    steps: list
+
+
+@dataclass
+class MpiResult:
+    """What :func:`simulate_mpi` produced.
+
+    ``report`` has the shape of :func:`netsteer.traffic.mpi.op_report`; ``spans`` the
+    executed steps, with ``first`` and ``end`` standing for the release and finish
+    times (there are no flow ids to index).
+    """
+
+    makespan_ns: int
+    status: str
+    wall_s: float
+    stats: dict
+    progress: dict
+    report: dict
+    jobs: list[dict]
+    sample_times_ns: np.ndarray
+    channel_bytes: np.ndarray
+    final_channel_bytes: np.ndarray
+
+
+# --------------------------------------------------------------------------------------
+# routing
+# --------------------------------------------------------------------------------------
+
+
+def set_router(engine: Engine, topo: Topology, routing: Any) -> None:
+    """Give ``engine`` the router of streamed messages.
+
+    ``routing`` is a :class:`netsteer.routing.Routing` with plain tables (no ECMP
+    groups, no class overrides, no circuit switch in the topology), walked in Rust;
+    or the string ``"dmodk"`` on a PGFT, computed per hop without building tables
+    (the same paths as :func:`netsteer.routing.dmodk`).
+    """
+    out = np.ascontiguousarray(topo.out_channel, dtype=np.int64)
+    cdst = topo.channel_dst().astype(np.int64)
+    if isinstance(routing, str):
+        meta = topo.meta
+        if routing != "dmodk" or meta.get("kind") != "pgft":
+            raise NetsteerError(f"streamed MPI routes by name only with dmodk on a pgft, got "
+                                f"{routing!r} on {meta.get('kind', 'a topology')!r}", field="routing")
+        labels = np.asarray(meta["labels"], dtype=np.int64).reshape(topo.n_nodes, meta["levels"])
+        level = np.zeros(topo.n_nodes, dtype=np.int64)
+        for lv, (first, count) in enumerate(zip(meta["first_node"], meta["nodes_by_level"])):
+            level[first:first + count] = lv
+        engine.set_router_pgft(meta["levels"], list(meta["down"]), list(meta["up"]),
+                               list(meta["parallel"]), labels, level, out, cdst)
+        return
+    if getattr(routing, "groups", None) or getattr(routing, "overrides", None) or \
+            (topo.node_kind == CIRCUIT).any() or not hasattr(routing, "table"):
+        raise NetsteerError(
+            "streamed MPI jobs need plain destination tables (no ECMP groups, class "
+            "overrides or circuit switches); run them as a flow DAG instead", field="routing")
+    engine.set_router_tables(
+        np.ascontiguousarray(routing.table, dtype=np.int32),
+        np.asarray(routing.row_of, dtype=np.int64),
+        routing._host_port().astype(np.int64),
+        out, cdst, topo.node_kind == HOST, topo.node_kind == CIRCUIT,
+        np.asarray(topo.hosts, dtype=np.int64))
+
+
+# --------------------------------------------------------------------------------------
+# jobs
+# --------------------------------------------------------------------------------------
+
+
+def job_steps(job: MpiJob) -> list[tuple]:
+    """The program of ``job`` as the engine's step tuples, checked as
+    :func:`netsteer.traffic.mpi.build_job` checks it (errors name ``program.<i>``)."""
+    out = []
+    p = job.ranks
+    for i, st in enumerate(parse_program(job.program)):
+        if st.op == "compute":
+            out.append(("compute", int(st.duration)))
+            continue
+        if st.op == "send":
+            for name in ("src", "dst"):
+                if getattr(st, name) >= p:
+                    raise NetsteerError(
+                        f"{getattr(st, name)} is not a rank of this {p}-rank job (0..{p - 1})",
+                        field=f"program.{i}.{name}")
+            out.append(("send", st.src, st.dst, int(st.bytes)))
+            continue
+        root = getattr(st, "root", 0)
+        if root >= p:
+            raise NetsteerError(f"root {root} is not a rank of this {p}-rank job (0..{p - 1})",
+                                field=f"program.{i}.root")
+        algo = coll.lookup(st.op, st.algorithm)
+        nbytes = int(getattr(st, "bytes", 0))
+        out.append(("collective", st.op, algo.name, nbytes, int(root), int(st.elem_bytes)))
+    return out
+
+
+def estimate_bytes(topo: Topology, jobs: Sequence[MpiJob], routing: Any = "dmodk") -> int:
+    """Memory a streamed run needs: ranks, the messages that can be in flight at
+    once (at most one per rank: a rank blocks on one operation, which sends at most
+    one message), the router and the network.
+
+    >>> from netsteer.topology.pgft import pgft
+    >>> t = pgft(2, [4, 4], [1, 2], link_bandwidth=1e9, link_latency_ns=0)
+    >>> estimate_bytes(t, [MpiJob(ranks=16, program=[{"op": "barrier"}])]) < 2**20
+    True
+    """
+    ranks = sum(j.ranks for j in jobs)
+    table = 0 if isinstance(routing, str) else int(np.asarray(routing.table).nbytes)
+    network = topo.n_channels * CHANNEL_BYTES + topo.out_channel.nbytes * 2
+    return ranks * (RANK_BYTES + FLOW_BYTES) + table + network
+
+
+def available_bytes() -> int | None:
+    """``MemAvailable`` of ``/proc/meminfo``, or None where there is none."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def check_memory(need: int, limit: int | None = None, *, field: str = "jobs") -> None:
+    """Refuse a run whose estimate exceeds ``limit`` (default: the memory available).
+
+    >>> check_memory(3 * 2**30, limit=2**30)
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.NetsteerError: jobs: the MPI jobs would need about 3.0 GiB, more than the 1.0 GiB available
+    """
+    limit = available_bytes() if limit is None else limit
+    if limit is not None and need > limit:
+        raise NetsteerError(f"the MPI jobs would need about {need / 2**30:.1f} GiB, more than "
+                            f"the {limit / 2**30:.1f} GiB available", field=field)
+
+
+def attach_jobs(engine: Engine, topo: Topology, routing: Any, jobs: Sequence[MpiJob], *,
+                envelope_bytes: int = coll.MPI_ENVELOPE_BYTES,
+                memory_limit: int | None = None) -> list[StreamedJob]:
+    """Set the router and start every job on ``engine``, at its current time.
+
+    Raises
+    ------
+    NetsteerError
+        A program the DAG expansion would refuse (``field`` names ``jobs.<j>.program.<i>``),
+        ranks beyond the hosts, a routing that cannot be streamed, or jobs too large
+        for the memory available (with the estimate).
+    """
+    check_memory(estimate_bytes(topo, jobs, routing), memory_limit)
+    set_router(engine, topo, routing)
+    out = []
+    for j, job in enumerate(jobs):
+        where = f"jobs.{j}"
+        try:
+            hosts = place(job.ranks, job.placement, topo.n_hosts, job.seed)
+        except NetsteerError as e:
+            raise e.located(prefix=f"{where}.placement") from None
+        try:
+            steps = job_steps(job)
+        except NetsteerError as e:
+            raise e.located(prefix=where) from None
+        try:
+            idx = engine.add_mpi_job(np.asarray(hosts, dtype=np.int64), steps, job.repeat,
+                                     int(job.start), job.priority, 1.0, envelope_bytes)
+        except ValueError as e:
+            msg = str(e)
+            field = where
+            if msg.startswith("flow ") and ": program step " in msg:
+                msg = msg.split(": program step ", 1)[1]
+                i, msg = msg.split(": ", 1)
+                field = f"{where}.program.{i}.algorithm"
+            raise NetsteerError(msg, field=field) from None
+        out.append(StreamedJob(idx, job, hosts, steps))
+    return out
+
+
+def stream_spans(engine: Engine, jobs: Sequence[StreamedJob]) -> list[OpSpan]:
+    """The executed steps as :class:`OpSpan`, ``first``/``end`` holding the release
+    and finish times in ns (-1 where a step never ran)."""
+    cols = engine.mpi_spans()
+    by_index = {sj.index: sj for sj in jobs}
+    out = []
+    for k in range(len(cols["job"])):
+        sj = by_index.get(int(cols["job"][k]))
+        if sj is None or cols["flows"][k] == 0:
+            continue
+        st = sj.steps[int(cols["step"][k])]
+        op = st[1] if st[0] == "collective" else st[0]
+        algo = st[2] if st[0] == "collective" else None
+        nbytes = st[3] if st[0] == "collective" else (st[3] if st[0] == "send" else 0)
+        out.append(OpSpan(sj.job.name, int(cols["iteration"][k]), int(cols["step"][k]), op, algo,
+                          int(nbytes), sj.job.ranks, int(cols["first_release_ns"][k]),
+                          int(cols["last_done_ns"][k])))
+    return out
+
+
+def stream_report(engine: Engine, jobs: Sequence[StreamedJob]) -> dict:
+    """Time per operation kind and bandwidth per collective, per job, as
+    :func:`netsteer.traffic.mpi.op_report` gives it for a DAG."""
+    spans = stream_spans(engine, jobs)
+    return aggregate_ops((s, s.first, s.end) for s in spans if s.end >= 0)
+
+
+def simulate_mpi(
+    topo: Topology,
+    routing: Any,
+    jobs: Sequence[MpiJob],
+    *,
+    sharing: str = "maxmin",
+    tcp_gamma: float | None = None,
+    sample_interval_ns: int = 0,
+    envelope_bytes: int = coll.MPI_ENVELOPE_BYTES,
+    memory_limit: int | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
+) -> MpiResult:
+    """Run MPI jobs on ``topo`` streamed through the engine.
+
+    Parameters
+    ----------
+    topo : Topology
+    routing : Routing or ``"dmodk"``
+        See :func:`set_router`.
+    jobs : list of MpiJob
+    sharing, tcp_gamma, sample_interval_ns
+        As in :func:`netsteer.sim.simulate`.
+    envelope_bytes : int
+        Added to every message (SMPI's envelope).
+    memory_limit : int, optional
+        Refuse jobs whose estimate exceeds it (default: the memory available).
+    progress : callable(messages_done, messages_in_flight, now_ns), optional
+        Called every few hundred thousand events: totals are not known up front.
+    """
+    capacity = topo.channel_bandwidth() / 8.0
+    engine = Engine(capacity, topo.channel_latency_ns().astype(np.int64), sharing, tcp_gamma)
+    if sample_interval_ns > 0:
+        engine.set_sample_interval(int(sample_interval_ns))
+    t0 = time.perf_counter()
+    streamed = attach_jobs(engine, topo, routing, jobs, envelope_bytes=envelope_bytes,
+                           memory_limit=memory_limit)
+    while True:
+        status = engine.run(None, _CHUNK)
+        if progress is not None:
+            p = engine.mpi_progress()
+            progress(p["messages_done"], p["in_flight"], engine.now)
+        if status != "budget":
+            break
+    wall = time.perf_counter() - t0
+    left = [(streamed[i].job.name, n) for i, (_, n) in enumerate(engine.mpi_jobs()) if n]
+    if status == "done" and left:
+        # nothing in flight, yet ranks wait: an unmatched send or receive
+        raise RuntimeError(f"MPI jobs deadlock: ranks left {left}")
+    completion = [c for c, _ in engine.mpi_jobs()]
+    times, samples = engine.samples()
+    return MpiResult(
+        makespan_ns=max([c for c in completion if c >= 0], default=0),
+        status=status,
+        wall_s=wall,
+        stats=dict(engine.stats()),
+        progress=dict(engine.mpi_progress()),
+        report=stream_report(engine, streamed),
+        jobs=[{"name": sj.job.name, "ranks": sj.job.ranks, "completion_ns": c}
+              for sj, c in zip(streamed, completion)],
+        sample_times_ns=times,
+        channel_bytes=samples,
+        final_channel_bytes=engine.channel_bytes(),
+    )
+

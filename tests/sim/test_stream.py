@@ -1,0 +1,217 @@
+"""Streamed MPI jobs (netsteer.sim.stream) against the flow DAG they replace.
+
+The DAG expansion (netsteer.traffic.mpi) is the reference: same engine, same
+dependencies, so a streamed run must give the same completion and the same
+per-operation report, to the nanosecond, on programs, placements and trees chosen
+at random here (none of them is a scenario or a benchmark case).
+"""
+
+import numpy as np
+import pytest
+
+from netsteer._core import Engine
+from netsteer.errors import NetsteerError
+from netsteer.routing import build_routing
+from netsteer.sim import simulate
+from netsteer.sim.stream import attach_jobs, check_memory, estimate_bytes, simulate_mpi
+from netsteer.topology.pgft import pgft
+from netsteer.traffic import collectives as coll
+from netsteer.traffic.dag import FlowDag
+from netsteer.traffic.mpi import MpiJob, expand_mpi_job, op_report
+
+TREES = [
+    dict(levels=2, down=[8, 4], up=[1, 2]),  # oversubscribed 4:2
+    dict(levels=2, down=[4, 8], up=[1, 4], parallel=[1, 2]),  # parallel cables
+    dict(levels=3, down=[4, 2, 4], up=[1, 2, 2]),
+]
+
+
+def tree(i):
+    return pgft(**TREES[i], link_bandwidth=10e9, link_latency_ns=1000)
+
+
+def dag_run(topo, routing, jobs, sharing):
+    dag, spans = FlowDag(), []
+    for j in jobs:
+        spans += expand_mpi_job(j, topo.n_hosts, dag=dag).spans
+    r = simulate(topo, routing, dag, sharing=sharing)
+    return r.makespan_ns, op_report(spans, dag, r.completion_ns, r.release_ns), len(dag)
+
+
+def _cases():
+    for (op, name), algo in coll.REGISTRY.items():
+        for p, placement in [(12, "random"), (16, "linear"), (13, "random")]:
+            yield op, name, algo.rooted, p, placement
+
+
+@pytest.mark.parametrize("ti", range(len(TREES)))
+@pytest.mark.parametrize("op,name,rooted,p,placement", list(_cases()), ids=str)
+def test_every_algorithm_streams_as_its_dag(ti, op, name, rooted, p, placement):
+    topo = tree(ti)
+    step = {"op": op, "algorithm": name}
+    if op != "barrier":
+        step["bytes"] = 2**12 if op in ("alltoall", "allgather", "gather", "scatter") else p * 2**10
+    if rooted:
+        step["root"] = 5
+    job = MpiJob(name="j", ranks=p, placement=placement, seed=3 + ti, program=[step])
+    routing = build_routing(topo, "dmodk")
+    try:
+        want, report, n_flows = dag_run(topo, routing, [job], "cm02")
+    except NetsteerError as e:  # the stream must refuse it the same way
+        with pytest.raises(NetsteerError) as got:
+            simulate_mpi(topo, routing, [job])
+        assert got.value.reason == e.reason
+        return
+    for r in (routing, "dmodk"):
+        got = simulate_mpi(topo, r, [job], sharing="cm02")
+        assert got.makespan_ns == want
+        assert got.report == report
+        assert got.progress["messages_done"] == n_flows
+        assert got.progress["ranks_done"] == p
+
+
+def random_jobs(rng, n_jobs, max_ranks):
+    kinds = [("allreduce", "rabenseifner"), ("alltoall", "bruck"), ("bcast", "scatter_allgather"),
+             ("allreduce", "ring"), ("allgather", "ring"), ("gather", "linear"),
+             ("scatter", "binomial"), ("reduce", "binomial"), ("barrier", "recursive_doubling"),
+             ("allreduce", "recursive_doubling"), ("alltoall", "pairwise")]
+    jobs = []
+    for j in range(n_jobs):
+        p = int(rng.choice([r for r in (6, 8, 16, 24, 32) if r <= max_ranks]))
+        prog = []
+        for _ in range(3):
+            op, name = kinds[rng.integers(len(kinds))]
+            if name == "pairwise" and p & (p - 1):
+                name = "bruck"
+            st = {"op": op, "algorithm": name}
+            if op != "barrier":
+                per_rank = op in ("alltoall", "allgather", "gather", "scatter")
+                st["bytes"] = int(rng.choice([64, 4096])) if per_rank else p * int(rng.choice([64, 4096, 65536]))
+            if op in ("gather", "scatter", "reduce", "bcast"):
+                st["root"] = int(rng.integers(p))
+            prog.append(st)
+            if rng.random() < 0.3:
+                prog.append({"op": "compute", "duration": f"{int(rng.integers(1, 50))}us"})
+            if rng.random() < 0.3:
+                prog.append({"op": "send", "src": int(rng.integers(p)), "dst": 0, "bytes": "1MiB"})
+                if prog[-1]["src"] == 0:
+                    prog[-1]["src"] = p - 1
+        jobs.append(MpiJob(name=f"j{j}", ranks=p, placement="random", seed=int(rng.integers(1000)),
+                           program=prog, repeat=int(rng.integers(1, 3)),
+                           start=f"{int(rng.integers(0, 20))}us", priority=int(rng.integers(0, 2))))
+    return jobs
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_mixed_programs_stream_as_their_dag(seed):
+    rng = np.random.default_rng(seed)
+    topo = pgft(**[dict(levels=2, down=[8, 8], up=[1, 2]),
+                   dict(levels=2, down=[8, 8], up=[1, 4], parallel=[1, 2]),
+                   dict(levels=3, down=[4, 4, 4], up=[1, 2, 2])][seed % 3],
+                link_bandwidth=10e9, link_latency_ns=1000)
+    routing = build_routing(topo, "dmodk")
+    jobs = random_jobs(rng, 1 + seed % 2, topo.n_hosts)
+    for sharing in ("cm02", "maxmin"):
+        want, report, n_flows = dag_run(topo, routing, jobs, sharing)
+        got = simulate_mpi(topo, routing, jobs, sharing=sharing)
+        assert got.makespan_ns == want
+        assert got.report == report
+        assert got.progress["messages_done"] + got.progress["computes_done"] <= n_flows
+
+
+@pytest.mark.parametrize("shape", [
+    dict(levels=2, down=[4, 4], up=[1, 2], parallel=[1, 1]),
+    dict(levels=2, down=[4, 4], up=[2, 2], parallel=[2, 1]),
+    dict(levels=3, down=[3, 2, 4], up=[2, 3, 2], parallel=[3, 2, 2]),
+    dict(levels=3, down=[2, 3, 2], up=[1, 2, 3], parallel=[1, 1, 2]),
+], ids=str)
+def test_closed_form_dmodk_is_the_table(shape):
+    topo = pgft(**shape, link_bandwidth=1e9, link_latency_ns=0)
+    table = build_routing(topo, "dmodk")
+    e = Engine(topo.channel_bandwidth() / 8, topo.channel_latency_ns().astype(np.int64))
+    from netsteer.sim.stream import set_router
+    set_router(e, topo, "dmodk")
+    for s in range(topo.n_hosts):
+        for d in range(topo.n_hosts):
+            assert e.route_path(s, d).tolist() == table.path(s, d), (s, d)
+
+
+def test_flows_held_at_once_stay_below_the_ranks():
+    """A 64-rank pairwise alltoall makes 64 * 63 messages; at most one per rank is
+    ever in flight, and the engine's slots are reused."""
+    topo = pgft(2, [8, 8], [1, 4], link_bandwidth=10e9, link_latency_ns=1000)
+    job = MpiJob(name="a", ranks=64, program=[{"op": "alltoall", "bytes": "4KiB"},
+                                              {"op": "allreduce", "bytes": "64KiB"}])
+    r = simulate_mpi(topo, "dmodk", [job], sharing="cm02")
+    assert r.progress["messages_done"] == 64 * 63 + 2 * 63 * 64
+    assert r.progress["peak_in_flight"] <= 64
+    assert r.progress["flow_slots"] == r.progress["peak_in_flight"]
+
+
+def test_alltoall_bandwidth_counts_what_a_rank_moves():
+    topo = pgft(2, [4, 4], [1, 4], link_bandwidth=10e9, link_latency_ns=1000)
+    job = MpiJob(name="a", ranks=16, program=[{"op": "alltoall", "bytes": "4KiB"}])
+    o = simulate_mpi(topo, "dmodk", [job]).report["a"]["ops"]["alltoall"]
+    assert o["bytes"] == 4096
+    assert o["algbw_Bps"] == pytest.approx(4096 * 16 * 1e9 / o["time_ns"])
+
+
+def test_streamed_jobs_run_beside_dag_flows_and_background():
+    """An MPI job streamed next to a bulk flow marked background: the bulk flow
+    ends when the job does, as in a scenario, and slows the job as the DAG run does."""
+    topo = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)
+    routing = build_routing(topo, "dmodk")
+    job = MpiJob(name="a", ranks=8, placement="linear",
+                 program=[{"op": "allreduce", "bytes": "8MiB", "algorithm": "ring"}])
+    dag = FlowDag()
+    bulk = dag.add(1, 9, 10**15)
+    expand_mpi_job(job, topo.n_hosts, dag=dag)
+    bg = np.zeros(len(dag), bool)
+    bg[bulk] = True
+    want = simulate(topo, routing, dag, sharing="cm02", background=bg)
+
+    e = Engine(topo.channel_bandwidth() / 8, topo.channel_latency_ns().astype(np.int64), "cm02")
+    off, ch = routing.paths([1], [9])
+    e.add_flows(np.array([1e15]), off.astype(np.int64), ch.astype(np.int64), np.array([-1]),
+                np.array([0]), np.array([1.0]), np.array([0]), np.zeros(2, np.int64),
+                np.zeros(0, np.int64))
+    e.set_background(np.array([0]))
+    attach_jobs(e, topo, routing, [job])
+    assert e.run() == "done"
+    [(completion, left)] = e.mpi_jobs()
+    assert left == 0
+    assert completion == want.makespan_ns
+    assert e.completion_ns()[0] == completion  # the bulk flow ended with the job
+
+
+def test_bad_jobs_are_refused_naming_the_field():
+    topo = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)
+    ring = MpiJob(name="a", ranks=6, program=[{"op": "barrier"},
+                                              {"op": "allreduce", "bytes": 100, "algorithm": "ring"}])
+    with pytest.raises(NetsteerError) as e:
+        simulate_mpi(topo, "dmodk", [ring])
+    assert e.value.field == "jobs.0.program.1.algorithm"
+    assert "not a positive multiple of 6" in e.value.reason
+    root = MpiJob(name="a", ranks=4, program=[{"op": "bcast", "bytes": 8, "root": 4}])
+    with pytest.raises(NetsteerError, match="root 4 is not a rank") as e:
+        simulate_mpi(topo, "dmodk", [root])
+    assert e.value.field == "jobs.0.program.0.root"
+    big = MpiJob(name="a", ranks=17, program=[{"op": "barrier"}])
+    with pytest.raises(NetsteerError, match="17 ranks do not fit on 16 hosts"):
+        simulate_mpi(topo, "dmodk", [big])
+    with pytest.raises(NetsteerError, match="only with dmodk on a pgft"):
+        simulate_mpi(topo, "minhop", [root])
+
+
+def test_a_job_too_large_for_memory_is_refused_with_its_estimate():
+    topo = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)
+    job = MpiJob(name="a", ranks=16, program=[{"op": "barrier"}])
+    need = estimate_bytes(topo, [job])
+    with pytest.raises(NetsteerError, match=r"would need about .* GiB, more than") as e:
+        simulate_mpi(topo, "dmodk", [job], memory_limit=need - 1)
+    assert e.value.field == "jobs"
+    simulate_mpi(topo, "dmodk", [job], memory_limit=need)
+    # a million ranks: refused by estimate, before anything is allocated
+    huge = MpiJob.model_construct(name="h", ranks=2**20, program=[], placement="linear")
+    with pytest.raises(NetsteerError, match="would need about"):
+        check_memory(estimate_bytes(topo, [huge]), limit=2**29)
