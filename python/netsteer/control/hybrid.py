@@ -175,8 +175,8 @@ class HybridController(Controller):
         """The forwarding state for ``circuits``: one VLAN per directed rack-to-rack
         path (``paths``: the planner's multi-hop paths; default one direct path per
         circuit, each way)."""
-        circuits = frozenset(Circuit(int(c[0]), int(c[1]), int(c[2])) if not isinstance(c, Circuit) else c
-                             for c in circuits)
+        circuits = [Circuit(int(c[0]), int(c[1]), int(c[2])) if not isinstance(c, Circuit) else c
+                    for c in circuits]
         seen: dict[tuple[int, int], int] = {}
         for c in circuits:
             if not (0 <= c.ocs < self.planes and 0 <= c.a < self.racks and 0 <= c.b < self.racks and c.a != c.b):
@@ -187,6 +187,7 @@ class HybridController(Controller):
                     raise NetsteerError(f"circuit switch plane {c.ocs} is asked to pair rack {r}'s port twice",
                                         field="controller.hybrid")
                 seen[(c.ocs, r)] = 1
+        circuits = frozenset(circuits)
         routes: dict[tuple[int, int], list[tuple[tuple[int, ...], tuple[int, ...], float]]] = {}
         if paths:
             for p in paths:

@@ -1,0 +1,168 @@
+"""The hybrid controller against the simulator driver: make-before-break moves
+traffic, failures roll back, the modes trigger when (and only when) they should."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from netsteer.errors import NetsteerError
+from netsteer.reproduce.hybrid import IPERF, PairRecorder, _run
+from netsteer.scenario import Scenario, ScenarioModel, build_scenario
+from netsteer.sim.run import run_scenario
+
+
+def iperf(**hybrid) -> dict:
+    data = copy.deepcopy(IPERF)
+    data["jobs"][0]["bulk"][0]["duration"] = "10s"
+    data["controller"]["hybrid"].update(hybrid)
+    return data
+
+
+def build(data):
+    return build_scenario(Scenario(ScenarioModel.model_validate(data), "t.yaml"))
+
+
+def reconfigs(res):
+    return res.controller["hybrid"]["reconfigurations"]
+
+
+def test_make_before_break_keeps_traffic_on_the_electrical_network_during_the_window():
+    rec = PairRecorder(50_000_000, [(0, 1)])
+    _, res = _run(iperf(schedule=[{"at": "2s", "circuits": [[1, 0, 1]]}], extra_rules=1000), rec)
+    (r,) = reconfigs(res)
+    assert r["status"] == "done" and [s["step"] for s in r["steps"]] == [1, 2, 3]
+    t, g = np.array(rec.times), np.array(rec.gbps)
+    inside = g[(t > r["start_s"] + 0.1) & (t < r["end_s"] - 0.05)]
+    before = g[(t > 1.0) & (t < r["start_s"])]
+    after = g[t > r["end_s"] + 0.1]
+    # 10 Gbit/s on a circuit, the 1 Gbit/s electrical network in the window, never zero
+    assert np.allclose(before, 10, rtol=1e-4) and np.allclose(after, 10, rtol=1e-4)
+    assert np.allclose(inside, 1, rtol=1e-4)
+    # the delay is the slowest part of step 2: tagging two ports per ToR (1.2 s) vs 1000 rules
+    step2 = r["steps"][1]
+    assert step2["end_s"] - step2["start_s"] == pytest.approx(max(1.2, 1002 * 0.44e-3), rel=1e-3)
+
+
+def test_break_before_make_loses_the_traffic_that_make_before_break_keeps():
+    got = {}
+    for method in ("make-before-break", "break-before-make"):
+        rec = PairRecorder(100_000_000, [(0, 1)])
+        _, res = _run(iperf(method=method, schedule=[{"at": "2s", "circuits": [[1, 0, 1]]}]), rec)
+        got[method] = rec.total_bytes
+        assert reconfigs(res)[0]["status"] == "done"
+    lost = (got["make-before-break"] - got["break-before-make"]) * 8 / 1e9
+    # about the window (1.2 s) at the electrical rate (1 Gbit/s)
+    assert 0.9 < lost < 1.4
+
+
+def test_a_failing_circuit_switch_rolls_back_to_the_last_good_configuration():
+    data = iperf(schedule=[{"at": "2s", "circuits": [[1, 0, 1]]}])
+    data["driver"]["faults"] = [{"kind": "circuits", "switch": "ocs0", "from": "0s", "to": "5s"}]
+    rec = PairRecorder(100_000_000, [(0, 1)])
+    _, res = _run(data, rec)
+    (r,) = reconfigs(res)
+    assert r["status"].startswith("failed, rolled back")
+    assert res.controller["hybrid"]["circuits"] == [[0, 0, 1]]  # the old circuit is in force
+    assert any("injected circuits fault" in f for s in r["steps"] for f in s.get("failed", []))
+    t, g = np.array(rec.times), np.array(rec.gbps)
+    assert np.allclose(g[t > r["end_s"] + 0.1], 10, rtol=1e-4)  # back on the old circuit
+
+
+def test_a_failing_tor_mid_step_two_undoes_the_circuit_switch_too():
+    data = iperf(schedule=[{"at": "2s", "circuits": [[1, 0, 1]]}])
+    data["driver"]["faults"] = [{"kind": "tags", "switch": "tor1", "from": "0s", "to": "5s"}]
+    b = build(data)
+    res = run_scenario(b, sample=False)
+    (r,) = reconfigs(res)
+    assert r["status"].startswith("failed, rolled back")
+    ocs = [e for e in res.applied_events if e["intent"] == "circuits"]
+    assert [e["pairs"] for e in ocs] == [[[2, 4]], [[1, 3]]]  # moved, then moved back
+    assert res.status == "done"
+
+
+def test_periodic_mode_reconfigures_once_for_a_lasting_shift_and_not_for_noise():
+    # three racks, one plane; demand 0->1 first, then 0->2 for good
+    data = {
+        "name": "periodic",
+        "topology": {"kind": "hybrid", "racks": 3, "servers_per_rack": 1, "server_bandwidth": "10Gbps",
+                     "tor_uplinks": 1, "core_bandwidth": "1Gbps", "circuit_switches": 1, "circuit_ports": 3,
+                     "circuit_uplinks": 1, "circuit_bandwidth": "10Gbps", "switching_time": "10ms",
+                     "link_latency": "1us"},
+        "routing": {"engine": "minhop"},
+        "jobs": [{"name": "a", "bulk": [{"src": 0, "dst": 1, "duration": "3s"}]},
+                 {"name": "b", "bulk": [{"src": 0, "dst": 2, "start": "3s", "duration": "6s"}]}],
+        "controller": {"hybrid": {"initial": [[0, 0, 1]],
+                                  "periodic": {"period": "500ms", "threshold": 0.2, "hold": 2}}},
+        "driver": {"delay": {"rule_time": "1ms", "vlan_tag_time": "100ms"}},
+    }
+    res = run_scenario(build(data), sample=False)
+    rc = reconfigs(res)
+    assert len(rc) == 1 and rc[0]["trigger"] == "periodic"
+    assert rc[0]["circuits_after"] == [[0, 0, 2]]
+    # hysteresis: two periods of gain after the shift at 3 s, not the first one
+    assert 3.9 < rc[0]["start_s"] <= 4.5
+
+
+def test_an_application_request_pins_its_circuit_against_the_periodic_mode():
+    data = {
+        "name": "api",
+        "topology": {"kind": "hybrid", "racks": 3, "servers_per_rack": 1, "server_bandwidth": "10Gbps",
+                     "tor_uplinks": 1, "core_bandwidth": "1Gbps", "circuit_switches": 1, "circuit_ports": 3,
+                     "circuit_uplinks": 1, "circuit_bandwidth": "10Gbps", "switching_time": "10ms",
+                     "link_latency": "1us"},
+        "routing": {"engine": "minhop"},
+        # heavy 0->1 traffic, but a job asked for 1->2 until 4 s
+        "jobs": [{"name": "heavy", "bulk": [{"src": 0, "dst": 1, "duration": "6s"}]}],
+        "controller": {"hybrid": {"requests": [{"at": "100ms", "until": "4s", "src": 1, "dst": 2,
+                                                "bandwidth": "10Gbps"}],
+                                  "periodic": {"period": "500ms", "threshold": 0.1, "hold": 1}}},
+        "driver": {"delay": {"rule_time": "1ms", "vlan_tag_time": "100ms"}},
+    }
+    res = run_scenario(build(data), sample=False)
+    rc = reconfigs(res)
+    assert rc[0]["trigger"] == "request" and rc[0]["circuits_after"] == [[0, 1, 2]]
+    later = [r for r in rc[1:] if r["trigger"] == "periodic"]
+    assert later and all(r["start_s"] >= 4.0 for r in later)  # only once the request ended
+    assert later[0]["circuits_after"] == [[0, 0, 1]]
+
+
+def test_bad_controller_input_is_one_line_and_exit_2(tmp_path):
+    cases = {
+        "no-such-host": {"requests": [{"at": "1s", "src": 0, "dst": 99, "bandwidth": "1Gbps"}]},
+        "port-twice": {"initial": [[0, 0, 1], [0, 0, 1]]},
+        "bad-plane": {"initial": [[5, 0, 1]]},
+        "demand-shape": {"requests": [{"at": "1s", "demand": [[0, 1, 2], [1, 0, 2]]}]},
+        "negative-demand": {"requests": [{"at": "1s", "demand": [[0, -1], [1, 0]]}]},
+        "unknown-key": {"periodical": {}},
+    }
+    for name, hybrid in cases.items():
+        data = iperf()
+        data["controller"]["hybrid"] = hybrid
+        f = tmp_path / f"{name}.json"
+        f.write_text(json.dumps(data))
+        out = subprocess.run([sys.executable, "-m", "netsteer", "run", str(f)], capture_output=True, text=True)
+        assert out.returncode == 2, (name, out.stderr)
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(f) in lines[0] and "controller" in lines[0], (name, out.stderr)
+        assert "Traceback" not in out.stderr
+
+
+def test_more_than_4094_vlans_is_refused():
+    from netsteer.control.hybrid import HybridController
+    from netsteer.topology import hybrid
+
+    t = hybrid(128, 1, server_bandwidth=1e10, tor_uplinks=1, core_bandwidth=1e9, circuit_ports=128,
+               circuit_switches=33, circuit_uplinks=1, circuit_bandwidth=1e10, switching_time_ns=0, link_latency_ns=0)
+
+    def matchings(planes):  # plane k pairs rack i with rack i xor (k + 1)
+        return [(k, i, i ^ (k + 1)) for k in range(planes) for i in range(128) if i < i ^ (k + 1)]
+
+    HybridController(t, initial=matchings(31))  # 1984 circuits, 3968 directed paths
+    with pytest.raises(NetsteerError, match="4094"):
+        HybridController(t, initial=matchings(33))  # 2112 circuits, 4224 paths
