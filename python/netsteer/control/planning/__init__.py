@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .matrix import PlanningError, check_demand, read_demand_csv
-from .multihop import fill_spare_ports, route_two_hop
+from .multihop import default_two_hop_kicks, fill_spare_ports, improve_two_hop, route_two_hop
 from .singlehop import State, default_kicks, plan_single_hop
 
 __all__ = [
@@ -224,20 +224,51 @@ def _pin(st: State, pinned) -> list[Circuit]:
 class _Paths:
     """Decomposes rack-level flows onto circuits, one VLAN per circuit path (both directions)."""
 
-    def __init__(self, st: State, c: float):
+    def __init__(self, st: State, c: float, direct: np.ndarray, *, relaying: bool):
+        """Place the direct flows (vectorised): a pair's circuits are filled in switch order,
+        each direction on its own; every circuit that carries something is one VLAN."""
         self.c = c
+        n = st.n
         o, a, b = st.circuits()
-        self.by_pair: dict[tuple[int, int], list[int]] = {}
-        for oo, aa, bb in zip(o.tolist(), a.tolist(), b.tolist()):
-            self.by_pair.setdefault((aa, bb), []).append(oo)
-        self.rem: dict[tuple[int, int, int], float] = {}  # (ocs, from, to) -> Gbit/s left
-        for (aa, bb), os_ in self.by_pair.items():
-            for oo in os_:
-                self.rem[(oo, aa, bb)] = c
-                self.rem[(oo, bb, aa)] = c
-        self.vlan_of: dict[tuple, int] = {}  # canonical circuit path -> vlan
+        order = np.lexsort((o, b, a))
+        o, a, b = o[order], a[order], b[order]
+        pid = a * n + b
+        start = np.r_[True, pid[1:] != pid[:-1]] if len(pid) else np.zeros(0, dtype=bool)
+        first = np.maximum.accumulate(np.where(start, np.arange(len(pid)), 0)) if len(pid) else pid
+        rank = np.arange(len(pid)) - first
+        up = np.clip(direct[a, b] - rank * c, 0.0, c)
+        dn = np.clip(direct[b, a] - rank * c, 0.0, c)
+        used = (up > 0) | (dn > 0)
+        nv = int(used.sum())
+        if nv > MAX_VLANS:
+            raise VlanError(f"the plan needs {nv} VLANs for its direct circuit paths (one per circuit that "
+                            f"carries demand), more than the {MAX_VLANS} VLAN IDs; plan fewer racks or "
+                            f"circuit switches per plan")
+        self.direct_paths: list[CircuitPath] = []
+        vlan = 0
+        for oo, aa, bb, u, w in zip(o[used].tolist(), a[used].tolist(), b[used].tolist(), up[used].tolist(),
+                                    dn[used].tolist()):
+            vlan += 1
+            circ = (Circuit(oo, aa, bb),)
+            if u > 0:
+                self.direct_paths.append(CircuitPath(aa, bb, (aa, bb), u, vlan, circ))
+            if w > 0:
+                self.direct_paths.append(CircuitPath(bb, aa, (bb, aa), w, vlan, circ))
+        self.n_direct = nv
+        self.vlan_of: dict[tuple, int] = {}  # relayed: (canonical racks, circuit switches) -> vlan
         self.keys_by_racks: dict[tuple[int, ...], list[tuple]] = {}
         self.flow: dict[tuple[tuple, int, int], float] = {}  # (key, src, dst) -> gbps
+        self.by_pair: dict[tuple[int, int], list[int]] = {}
+        self.rem: dict[tuple[int, int, int], float] = {}  # (ocs, from, to) -> Gbit/s left
+        if relaying:
+            for oo, aa, bb, u, w in zip(o.tolist(), a.tolist(), b.tolist(), up.tolist(), dn.tolist()):
+                self.by_pair.setdefault((aa, bb), []).append(oo)
+                self.rem[(oo, aa, bb)] = c - u
+                self.rem[(oo, bb, aa)] = c - w
+
+    @property
+    def vlans(self) -> int:
+        return self.n_direct + len(self.vlan_of)
 
     @staticmethod
     def _canon(racks):
@@ -256,7 +287,7 @@ class _Paths:
                     key = kk
                     break
             if key is None:
-                if not new_vlans or len(self.vlan_of) >= MAX_VLANS:
+                if not new_vlans or self.vlans >= MAX_VLANS:
                     break
                 choice = []
                 for x, y in hops:
@@ -273,7 +304,7 @@ class _Paths:
                 if (canon, key) in self.vlan_of:  # same circuits, exhausted this way
                     break
                 key = (canon, key)
-                self.vlan_of[key] = len(self.vlan_of) + 1
+                self.vlan_of[key] = self.vlans + 1
                 self.keys_by_racks.setdefault(canon, []).append(key)
             x = min(amount - placed, self._avail(key, canon, racks))
             self._use(key, canon, racks, x)
@@ -372,34 +403,28 @@ def plan_circuits(demand, k: int, capacity_gbps: float, *, hops: int = 1, pinned
     n = d.shape[0]
     st = State(d, k, c)
     _pin(st, pinned)
-    plan_single_hop(st, kicks=default_kicks(n, k) if effort is None else int(effort), seed=seed)
+    bound = upper_bound(d, k, c, hops=hops)
+    plan_single_hop(st, kicks=default_kicks(n, k) if effort is None else int(effort), seed=seed,
+                    target=upper_bound(d, k, c) if hops == 1 else np.inf)
     notes: list[str] = []
     if hops == 1:
         direct = np.minimum(d, c * st.mult[:n, :n])
         relayed: dict = {}
     else:
-        direct0 = np.minimum(d, c * st.mult[:n, :n])
-        fill_spare_ports(st, d - direct0)
+        improve_two_hop(st, default_two_hop_kicks(n, k) if effort is None else int(effort), seed=seed)
+        fill_spare_ports(st, d - np.minimum(d, c * st.mult[:n, :n]))
         direct, relayed = route_two_hop(d, st.mult, c)
-    paths = _Paths(st, c)
-    iu, ju = np.nonzero(direct > 0)
-    for s, t, g in zip(iu.tolist(), ju.tolist(), direct[iu, ju].tolist()):
-        paths.carry((s, t), g, new_vlans=True)
-    placed_direct = sum(paths.flow.values())
-    if placed_direct < float(direct.sum()) - 1e-6 * max(1.0, float(direct.sum())):
-        need = sum(len(v) for v in paths.by_pair.values())
-        raise VlanError(f"the plan has {need} circuits, each a direct circuit path with its own VLAN, "
-                        f"more than the {MAX_VLANS} VLAN IDs; use fewer racks or circuit switches")
+    paths = _Paths(st, c, direct, relaying=bool(relayed))
     if relayed:
         order = sorted(relayed.items(), key=lambda kv: (-kv[1], kv[0]))
         dropped = 0.0
         for (s, v, t), g in order:
             dropped += g - paths.carry((s, v, t), g, new_vlans=True)
         if dropped > 1e-9:
-            notes.append(f"{len(paths.vlan_of)} VLANs: {dropped:.6g} Gbit/s of relayed demand left out "
+            notes.append(f"{paths.vlans} VLANs: {dropped:.6g} Gbit/s of relayed demand left out "
                          f"for want of VLAN IDs")
             # the freed capacity serves more over the relayed paths that have a VLAN
-            served_now = np.zeros((n, n))
+            served_now = direct.copy()
             for (key, s, t), g in paths.flow.items():
                 served_now[s, t] += g
             for key in list(paths.vlan_of):
@@ -410,10 +435,9 @@ def plan_circuits(demand, k: int, capacity_gbps: float, *, hops: int = 1, pinned
                     left = d[racks[0], racks[-1]] - served_now[racks[0], racks[-1]]
                     if left > 1e-9:
                         served_now[racks[0], racks[-1]] += paths.carry(racks, left, new_vlans=False)
-    out_paths = tuple(paths.paths())
+    out_paths = tuple(paths.direct_paths + paths.paths())
     o, a, b = st.circuits()
     circuits = tuple(Circuit(int(x), int(y), int(z)) for x, y, z in sorted(zip(o.tolist(), a.tolist(), b.tolist())))
-    bound = upper_bound(d, k, c, hops=hops)
     served = float(sum(p.gbps for p in out_paths))
     return CircuitPlan(circuits, out_paths, served, bound, time.perf_counter() - t0, hops=hops, k=k,
-                       capacity_gbps=c, demand_gbps=float(d.sum()), vlans=len(paths.vlan_of), notes=tuple(notes))
+                       capacity_gbps=c, demand_gbps=float(d.sum()), vlans=paths.vlans, notes=tuple(notes))

@@ -18,26 +18,46 @@ from .singlehop import State, pair_gain
 
 
 def fill_spare_ports(st: State, residual: np.ndarray) -> None:
-    """Join racks with free ports on the same switch, best relay value first.
+    """Join racks with free ports, best relay value first, one circuit at a time.
 
-    The value of a new circuit ``u - v`` is the residual demand it could relay in one
-    extra hop: ``u`` to ``v``'s neighbours and ``v``'s neighbours to ``u``, both ways.
+    The value of a new circuit ``u - v`` is the residual demand it lets ride one extra hop
+    (``u`` to ``v``'s neighbours, ``v``'s neighbours to ``u``, both ways) plus its direct gain.
+    Demand a circuit makes relayable is counted once: it is struck from the working residual
+    before the next circuit is chosen. Ports left over are joined in index order.
     """
     n = st.n
-    R = np.array([r for r in range(n) if st.free[r]], dtype=np.int64)
-    if len(R) < 2:
-        return
-    adj = (st.mult[:n, :n] > 0).astype(np.float64)
-    # relay value u -> v -> t and s -> u -> v, both directions
-    rel = residual[R] @ adj[:, R]  # [u, v] = sum_t residual[u, t] * adj[t, v]
-    score = rel + rel.T + (adj[R] @ residual[:, R]) + (adj[R] @ residual[:, R]).T
-    score += pair_gain(st.d, st.c, R[:, None], R[None, :], st.mult[R[:, None], R[None, :]] + 1)
-    iu, ju = np.triu_indices(len(R), 1)
-    sv = score[iu, ju]
-    order = np.argsort(-sv, kind="stable")
-    for x, y in zip(R[iu[order]].tolist(), R[ju[order]].tolist()):
-        if st.free[x] and st.free[y]:
-            st.try_add(x, y)
+    W = residual.astype(np.float64, copy=True)
+    np.fill_diagonal(W, 0.0)
+    while True:
+        R = np.array([r for r in range(n) if st.free[r]], dtype=np.int64)
+        if len(R) < 2:
+            return
+        adj = (st.mult[:n, :n] > 0).astype(np.float64)
+        a_rel = W[R] @ adj[:, R]  # [u, v] = sum_t W[u, t] adj[t, v]: u -> v -> t
+        b_rel = adj[R] @ W[:, R]  # [u, v] = sum_s adj[u, s] W[s, v]: s -> u -> v
+        # .T of each: the reverse directions, v -> u -> s and t -> v -> u
+        score = a_rel + a_rel.T + b_rel + b_rel.T
+        score += pair_gain(st.d, st.c, R[:, None], R[None, :], st.mult[R[:, None], R[None, :]] + 1)
+        np.fill_diagonal(score, -1.0)
+        iu, ju = np.triu_indices(len(R), 1)
+        sv = score[iu, ju]
+        order = np.argsort(-sv, kind="stable")
+        added = None
+        for t in order.tolist():
+            x, y = int(R[iu[t]]), int(R[ju[t]])
+            if st.try_add(x, y):
+                added = (x, y, sv[t])
+                break
+        if added is None:
+            return
+        u, v, _ = added
+        # strike what the new circuit makes relayable: s -> u -> v, u -> v -> t, and reverse
+        nu = np.nonzero(adj[u] > 0)[0]
+        nv = np.nonzero(adj[v] > 0)[0]
+        W[nu, v] = 0.0
+        W[v, nu] = 0.0
+        W[u, nv] = 0.0
+        W[nv, u] = 0.0
 
 
 def route_two_hop(d: np.ndarray, mult: np.ndarray, c: float, *, sweeps: int = 3):
@@ -115,3 +135,41 @@ def route_two_hop(d: np.ndarray, mult: np.ndarray, c: float, *, sweeps: int = 3)
         if moved <= tol:
             break
     return direct, relayed
+
+
+def two_hop_value(st: State) -> float:
+    """Gbit/s served with ``hops=2`` if spare ports were filled now (the state is left unchanged)."""
+    n, d, c = st.n, st.d, st.c
+    snap = st.snapshot()
+    fill_spare_ports(st, d - np.minimum(d, c * st.mult[:n, :n]))
+    direct, relayed = route_two_hop(d, st.mult, c)
+    st.restore(snap)
+    return float(direct.sum()) + float(sum(relayed.values()))
+
+
+def default_two_hop_kicks(n: int, k: int) -> int:
+    """Kicks of the two-hop local search: each one re-routes everything, so only small instances get them."""
+    return int(min(200, 4e5 // (n * n * k)))
+
+
+def improve_two_hop(st: State, kicks: int, seed: int = 0) -> float:
+    """Local search on the two-hop objective: drop one or two circuits of a switch (their
+    ports are re-joined by :func:`fill_spare_ports` for relaying) and keep the change if the
+    two-hop service does not fall. Returns the value reached."""
+    rng = np.random.default_rng(seed)
+    best = two_hop_value(st)
+    tol = 1e-9 * max(1.0, best)
+    for _ in range(kicks):
+        o = int(rng.integers(st.k))
+        snap = st.snapshot()
+        for _ in range(int(rng.integers(1, 3))):
+            racks = np.nonzero((st.partner[o] >= 0) & ~st.pinned[o])[0]
+            if len(racks) == 0:
+                break
+            st.remove(o, int(racks[rng.integers(len(racks))]))
+        v = two_hop_value(st)
+        if v >= best - tol:
+            best = max(best, v)
+        else:
+            st.restore(snap)
+    return best

@@ -305,13 +305,21 @@ class State:
             self.remove(o, y)
         self.refill(tabu)
 
-    def improve(self, kicks: int, seed: int = 0) -> int:
-        """Iterated local search: ``kicks`` times kick, refill, 2-opt; keep if not worse."""
+    def improve(self, kicks: int, seed: int = 0, *, target: float = np.inf, patience: int = 150) -> int:
+        """Iterated local search: up to ``kicks`` times kick, refill, 2-opt; keep if not worse.
+
+        Stops early once ``target`` (an upper bound) is reached or after ``patience`` kicks
+        in a row without a strict improvement.
+        """
         rng = np.random.default_rng(seed)
         best = self.served()
         tol = 1e-9 * max(1.0, best)
         kept = 0
+        stale = 0
         for _ in range(kicks):
+            if best >= target - tol or stale >= patience:
+                break
+            stale += 1
             snap = self.snapshot()
             self.touched.clear()
             self.kick(rng)
@@ -320,7 +328,9 @@ class State:
             if s < best - tol:
                 self.restore(snap)
             else:
-                kept += s > best + tol
+                if s > best + tol:
+                    kept += 1
+                    stale = 0
                 best = max(best, s)
         return kept
 
@@ -335,11 +345,11 @@ def default_kicks(n: int, k: int) -> int:
     return int(min(400, 4e5 // (n * n * k)))
 
 
-def plan_single_hop(st: State, *, kicks: int | None = None, seed: int = 0) -> State:
-    """Greedy, then 2-opt until no switch improves, then iterated local search, then drop
-    circuits that serve nothing."""
+def plan_single_hop(st: State, *, kicks: int | None = None, seed: int = 0, target: float = np.inf) -> State:
+    """Greedy, then 2-opt until no switch improves, then iterated local search (until
+    ``target``, an upper bound, is met), then drop circuits that serve nothing."""
     st.greedy()
     st.two_opt()
-    st.improve(default_kicks(st.n, st.k) if kicks is None else kicks, seed=seed)
+    st.improve(default_kicks(st.n, st.k) if kicks is None else kicks, seed=seed, target=target)
     st.drop_idle()
     return st
