@@ -13,7 +13,7 @@ from .helpers import netsteer
 
 
 def _result(makespan, status="done", error=None):
-    return {"status": status, "error": error, "makespan_s": makespan, "wall_s": 0.01,
+    return {"status": status, "error": error, "makespan_s": makespan, "wall_s": 0.01, "cpu_s": 0.009,
             "jobs": {"app": makespan}}
 
 
@@ -35,7 +35,7 @@ def test_rows_are_rewritten_whole_and_read_back(results, tmp_path):
     t = pq.read_table(tmp_path / "results.parquet")
     assert t.num_rows == 9
     assert t.column_names == ["point", "routing.engine", "jobs.0.ranks", "seed", "status", "error", "makespan_s",
-                              "job.app.completion_s", "wall_s", "finished_at"]
+                              "job.app.completion_s", "wall_s", "cpu_s", "finished_at"]
     again = ResultStore(tmp_path / "results.parquet")
     assert again.rows == results.rows
     assert again.finished() == set(results.rows)

@@ -89,8 +89,8 @@ def run_point(base_raw: dict, overrides: dict[str, Any], seed: int | None, base_
     -------
     dict
         ``status`` (``done``, ``stalled`` or ``failed``), ``error``, ``makespan_s``,
-        ``jobs`` (name to completion in s, None if never done) and ``wall_s`` (building
-        and simulating the point).
+        ``jobs`` (name to completion in s, None if never done), ``wall_s`` (building
+        and simulating the point) and ``cpu_s`` (the worker process's CPU time for it).
     """
     from ..scenario import parse_scenario
 
@@ -98,7 +98,7 @@ def run_point(base_raw: dict, overrides: dict[str, Any], seed: int | None, base_
         from ..limits import set_max_memory
 
         set_max_memory(max_memory)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out: dict[str, Any] = {"status": "failed", "error": None, "makespan_s": None, "jobs": {}}
     try:
         sc = parse_scenario(point_scenario_text(base_raw, overrides, seed), file=base_file)
@@ -110,4 +110,5 @@ def run_point(base_raw: dict, overrides: dict[str, Any], seed: int | None, base_
     except Exception as exc:  # noqa: BLE001 - one point's bug must not stop the sweep
         out["error"] = f"internal error: {type(exc).__name__}: {exc}"
     out["wall_s"] = time.perf_counter() - t0
+    out["cpu_s"] = time.process_time() - c0  # below wall_s when the worker waited for a core
     return out

@@ -7,7 +7,7 @@ recorded once however often its task ran.
 
 Columns: ``point`` (the key), one per parameter (named by its dotted path; ``seed``),
 ``status``, ``error``, ``makespan_s``, ``job.<name>.completion_s`` per job,
-``wall_s``, ``finished_at`` (UTC, ISO 8601).
+``wall_s``, ``cpu_s``, ``finished_at`` (UTC, ISO 8601).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from ..errors import NetsteerError
 from ..report.atomic import atomic_path
 
-FIXED = ("point", "status", "error", "makespan_s", "wall_s", "finished_at")
+FIXED = ("point", "status", "error", "makespan_s", "wall_s", "cpu_s", "finished_at")
 FINISHED = ("done", "stalled", "failed")  # "lost" (its worker died too often) runs again
 RESULTS = "results.parquet"
 
@@ -77,6 +77,7 @@ class ResultStore:
         for name, comp in (result.get("jobs") or {}).items():
             row[job_column(name)] = comp
         row["wall_s"] = result.get("wall_s")
+        row["cpu_s"] = result.get("cpu_s")
         row["finished_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
         self.rows.pop(key, None)
         self.rows[key] = row
@@ -87,10 +88,10 @@ class ResultStore:
         return row
 
     def ordered_columns(self) -> list[str]:
-        """point, parameters, status, error, makespan_s, jobs, wall_s, finished_at."""
+        """point, parameters, status, error, makespan_s, jobs, wall_s, cpu_s, finished_at."""
         jobs = sorted(c for c in self.columns if c.startswith("job."))
         params = [c for c in self.columns if c not in FIXED and c not in jobs]
-        return ["point", *params, "status", "error", "makespan_s", *jobs, "wall_s", "finished_at"]
+        return ["point", *params, "status", "error", "makespan_s", *jobs, "wall_s", "cpu_s", "finished_at"]
 
     def write(self) -> None:
         cols = self.ordered_columns()
