@@ -11,6 +11,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
@@ -47,7 +48,7 @@ def _root(
     if max_memory is not None:
         limits.set_max_memory(limits.parse_memory(max_memory, field="--max-memory"))
     else:
-        limits.current()  # a bad NETSTEER_MAX_MEMORY is refused before any work
+        limits.reset()  # a bad NETSTEER_MAX_MEMORY is refused before any work
 
 
 def _progress(enabled: bool):
@@ -140,7 +141,17 @@ def _print_result(result: dict) -> None:
         out_console.print(ops)
     out_console.print(f"makespan {result['makespan_s']:.6f} s   simulated in {result['wall_s']:.3f} s wall")
     for e in result["events"]:
-        out_console.print(f"  event {e}")
+        detail = ", ".join(f"{k}={v}" for k, v in e.items() if k not in ("intent", "at_s", "done_s", "failed"))
+        line = f"  {e['at_s']:.6f} s  {e['intent']}" + (f" ({detail})" if detail else "")
+        if "done_s" in e and e["done_s"] != e["at_s"]:
+            line += f", in effect at {e['done_s']:.6f} s"
+        if "failed" in e:
+            line += f"  [red]FAILED[/]: {escape(e['failed'])}"
+        out_console.print(line)
+    for r in (result.get("controller") or {}).get("hybrid", {}).get("reconfigurations", []):
+        end = "-" if r["end_s"] is None else f"{r['end_s']:.6f}"
+        out_console.print(f"  reconfiguration {r['id']} ({r['trigger']}, {r['method']}): "
+                          f"{r['start_s']:.6f}-{end} s, {r['status']}")
 
 
 @app.command()
@@ -155,9 +166,16 @@ def topo(
     export: Optional[Path] = typer.Option(None, "--export", help="Export as ibsim net (.net) or JSON (.json)."),
 ) -> None:
     """Print a topology's counts and bisection bandwidth; draw or export it."""
+    from .report.atomic import check_writable
     from .topology import metrics
     from .topology.spec import parse_topo_arg
 
+    if draw is not None:
+        check_writable(draw, field="--draw")
+    if export is not None:
+        if export.suffix not in (".net", ".json"):
+            raise NetsteerError("export to .net (ibsim) or .json", file=str(export), field="--export")
+        check_writable(export, field="--export")
     t = parse_topo_arg(spec)
     info = metrics.describe(t)
     if draw is not None:
@@ -285,8 +303,9 @@ def run_cli(argv: list[str] | None = None) -> int:
     except MemoryError as exc:
         from .limits import ENV
 
-        _fail("error", f"out of memory: {exc or 'an allocation failed'}; the input is too large for this "
-              f"machine (see --max-memory and {ENV})")
+        msg = str(exc) or "an allocation failed"
+        hint = "" if "--max-memory" in msg else f"; the input is too large for this machine (see --max-memory and {ENV})"
+        _fail("error", f"out of memory: {msg}{hint}")
         return 2
     except RecursionError:
         _fail("error", "the input is nested too deeply to process")

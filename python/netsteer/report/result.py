@@ -82,6 +82,8 @@ def result_dict(built, res) -> dict[str, Any]:
         "engine": res.stats,
         "sample_interval_s": built.sample_interval_ns * 1e-9,
     }
+    if getattr(res, "controller", None):
+        out["controller"] = res.controller  # reconfigurations, with their timelines
     stalled = stalled_summary(built, res)
     if stalled is not None:
         out["status"] = "stalled"  # never "done" with work left
