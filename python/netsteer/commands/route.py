@@ -57,10 +57,15 @@ def with_guids(topo):
 
     from ..topology.ibsim_net import read_ibsim_net, write_ibsim_net
 
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "fabric.net"
-        write_ibsim_net(topo, p)
-        out = read_ibsim_net(p)
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            p = Path(d) / "fabric.net"
+            write_ibsim_net(topo, p)
+            out = read_ibsim_net(p)
+    except NetsteerError as exc:
+        # the temporary file is gone: name the fabric instead
+        raise NetsteerError(f"cannot number this fabric as ibsim would: {exc.reason}",
+                            field="--topology") from None
     out.meta = {**out.meta, **topo.meta}  # same nodes in the same order: keep the generator's labels
     return out
 
@@ -92,6 +97,38 @@ def route_topology(topo, engine: str, parts, *, topology_file: str | None = None
     return r
 
 
+def choose_lids(topo, sm_node: str | None, topology_file: str):
+    """The LIDs the dump is written with, and where they come from.
+
+    The fabric's own (ibnetdiscover output carries them) when it has some; else
+    what a fresh OpenSM on ``sm_node`` (default: the file's first node, where
+    ibsim attaches the SM) would assign.
+    """
+    from ..drivers.opensm.lids import fabric_lids, opensm_lids
+
+    try:
+        lids = fabric_lids(topo)
+    except ValueError as exc:
+        raise NetsteerError(str(exc), file=topology_file, field="lid") from None
+    if lids is not None:
+        if sm_node is not None:
+            raise NetsteerError("the topology carries the fabric's LIDs (ibnetdiscover output); "
+                                "--sm-node only places the SM on fabrics without LIDs", field="--sm-node")
+        return lids, "fabric (as discovered)"
+    if sm_node is None:
+        node = 0
+    else:
+        try:
+            node = topo.node(sm_node)
+        except (KeyError, ValueError):
+            raise NetsteerError(f"no node named {sm_node!r} in {topo.name}", field="--sm-node") from None
+    try:
+        lids = opensm_lids(topo, sm_node=node)
+    except ValueError as exc:
+        raise NetsteerError(str(exc), field="--sm-node" if sm_node else None, file=topology_file) from None
+    return lids, f"assigned as OpenSM would, SM on {topo.node_names[node]}"
+
+
 def check_all(routing, advance=lambda n=1: None) -> None:
     """Completeness and loops (:meth:`Routing.check`), then deadlock freedom per VL."""
     from ..routing.deadlock import check_deadlock
@@ -115,6 +152,10 @@ def route(
     vls: int = typer.Option(8, "--vls", help="Data VLs pftree may give partitions that share links."),
     sl_out: Optional[Path] = typer.Option(None, "--sl-out", help="Write partitions.conf with pftree's sl= per partition."),
     qos_out: Optional[Path] = typer.Option(None, "--qos-out", help="Write opensm.conf QoS lines (SL i on VL i)."),
+    sm_node: Optional[str] = typer.Option(
+        None, "--sm-node",
+        help="Node the SM runs on, for fabrics without LIDs (generated, ibsim net): LIDs are then "
+             "assigned as a fresh OpenSM there would. Default: the first node of the file."),
     check: bool = typer.Option(True, "--check/--no-check", help="Check completeness, loops and deadlock first."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
@@ -122,10 +163,19 @@ def route(
     import time
 
     from ..drivers.opensm.lft_dump import format_lft_dump
-    from ..drivers.opensm.lids import opensm_lids
     from ..drivers.opensm.partitions import read_partitions_conf, write_partitions_conf
-    from ..report.atomic import atomic_write
+    from ..report.atomic import atomic_write, check_writable
 
+    if not 1 <= vls <= 15:
+        raise NetsteerError(f"--vls must be 1..15 (InfiniBand has at most 15 data VLs), got {vls}", field="--vls")
+    # every output is checked before any work, and every refusal comes before any write
+    check_writable(out, field="--out")
+    for path, flag in ((sl_out, "--sl-out"), (qos_out, "--qos-out")):
+        if path is not None:
+            check_writable(path, field=flag)
+    if sl_out is not None and partitions is None:
+        raise NetsteerError("--sl-out needs --partitions (and an engine that assigns SLs, pftree)",
+                            field="--sl-out")
     topo = with_guids(load_topology(topology))
     parts = read_partitions_conf(partitions, topo) if partitions is not None else None
     t0 = time.perf_counter()
@@ -136,20 +186,16 @@ def route(
         with progress_bar("checking", topo.n_hosts) as adv:
             check_all(r, lambda n=1: adv(n))
     check_s = time.perf_counter() - t0
-    try:
-        # ibsim attaches the SM to the first node of the net file (node 0 here)
-        lids = opensm_lids(topo, sm_node=0)
-    except ValueError as exc:
-        raise NetsteerError(str(exc), file=topology) from None
+    lids, lid_source = choose_lids(topo, sm_node, topology)
     text = format_lft_dump(topo, r, lids)
+    sl = getattr(r, "partition_sl", None)
+    if sl_out is not None and (parts is None or sl is None):
+        raise NetsteerError(f"--sl-out needs an engine that assigns SLs (pftree), not {engine}",
+                            field="--sl-out")
     with atomic_write(out) as f:
         f.write(text)
-    sl = getattr(r, "partition_sl", None)
     files = [str(out)]
     if sl_out is not None:
-        if parts is None or sl is None:
-            raise NetsteerError("--sl-out needs --partitions and an engine that assigns SLs (pftree)",
-                                field="--sl-out")
         from ..drivers.opensm.qos import partitions_with_sl
 
         write_partitions_conf(partitions_with_sl(parts, sl), topo, sl_out)
@@ -157,7 +203,8 @@ def route(
     if qos_out is not None:
         from ..drivers.opensm.qos import opensm_qos_conf
 
-        qos_out.write_text(opensm_qos_conf(getattr(r, "vls", vls)))
+        with atomic_write(qos_out) as f:
+            f.write(opensm_qos_conf(getattr(r, "vls", vls)))
         files.append(str(qos_out))
     info = {
         "engine": r.engine,
@@ -167,6 +214,7 @@ def route(
         "checked": check,
         "route_s": round(route_s, 3),
         "check_s": round(check_s, 3),
+        "lids": lid_source,
         "partition_sl": {f"{k:#06x}": v for k, v in (sl or {}).items()},
         "files": files,
     }
@@ -196,11 +244,18 @@ def route_eval(
 
     if pattern not in PATTERNS:
         raise NetsteerError(f"unknown pattern {pattern!r}; use one of {', '.join(PATTERNS)}", field="--pattern")
-    if seeds < 1:
-        raise NetsteerError(f"--seeds must be at least 1, got {seeds}", field="--seeds")
+    if not 1 <= seeds <= 10_000:
+        raise NetsteerError(f"--seeds must be 1..10000, got {seeds}", field="--seeds")
     if vl_model not in ("shared", "split"):
         raise NetsteerError(f"--vl-model must be shared or split, got {vl_model!r}", field="--vl-model")
+    if pattern == "partition-local" and partitions is None:
+        raise NetsteerError("the partition-local pattern needs --partitions", field="--pattern")
     topo = load_topology(topology)
+    from ..limits import FLOW_BYTES, check
+
+    n = topo.n_hosts
+    flows = n * (n - 1) if pattern in ("all-to-all", "partition-local") else n
+    check(flows * FLOW_BYTES, f"the {pattern} pattern", detail=f"{flows:,} flows on {n:,} hosts", field="--pattern")
     tables = read_lft_tables(lfts, topo)
     r = Routing(topo, tables.hosts, engine=f"file:{lfts.name}")
     try:
@@ -237,8 +292,8 @@ def reproduce_pftree(
     """pFTree's evaluation (topologies A-F, victims vs an aggressor; random ring and EBB)."""
     from ..reproduce.pftree import print_report, run
 
-    if seeds < 1:
-        raise NetsteerError(f"--seeds must be at least 1, got {seeds}", field="--seeds")
+    if not 1 <= seeds <= 1000:
+        raise NetsteerError(f"--seeds must be 1..1000, got {seeds}", field="--seeds")
     with progress_bar("reproducing pftree", 1) as adv:
         rep = run(seeds=seeds, quick=quick, progress=adv)
     if as_json:

@@ -39,8 +39,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import NetsteerError
 from .model import HOST, SWITCH, Topology, TopologyBuilder
+
+#: Above this LIDs are multicast.
+MAX_UNICAST_LID = 0xBFFF
 
 #: Default cable latency of imported fabrics: a few metres of copper plus a switch hop.
 DEFAULT_LATENCY_NS = 100
@@ -247,6 +252,8 @@ _PORT = re.compile(
 _DESC = re.compile(r'^#\s*"([^"]*)"')
 _RATE = re.compile(r"\b(\d+)x([A-Za-z0-9?]+)\b")
 _GUID_ID = re.compile(r"^[SHR]-([0-9a-fA-F]{1,16})$")
+_SWITCH_LID = re.compile(r"\bbase port \d+ lid (\d+)\b")
+_CA_LID = re.compile(r"^#\s*lid (\d+)\b")  # a CA port line names its own LID first
 _GUID_LINE = re.compile(r"^(switchguid|caguid)\s*=\s*(0x[0-9a-fA-F]+|[0-9]+)")
 
 
@@ -287,15 +294,17 @@ def read_ibnetdiscover(
     -------
     Topology
         Hosts (``Ca``) and switches with level -1, ``node_guid`` set; ``meta`` holds
-        ``kind="ibnetdiscover"``, ``path`` and ``ident`` (the ``S-``/``H-`` identifier
-        of each node).
+        ``kind="ibnetdiscover"``, ``path``, ``ident`` (the ``S-``/``H-`` identifier
+        of each node) and ``lid`` (the LID of each node's endpoint as the fabric
+        has it: a switch's ``base port 0 lid``, a CA's lowest cabled port's own
+        ``lid``; 0 where the file has none).
 
     Raises
     ------
     NetsteerError
         Naming the file and line: unreadable lines inside a block, a cable to a node
         not in the file, two ends that disagree, a port beyond the node's count,
-        an unknown rate, router (``Rt``) nodes.
+        an unknown rate, router (``Rt``) nodes, a LID above 0xbfff or given to two ports.
 
     Examples
     --------
@@ -312,11 +321,14 @@ def read_ibnetdiscover(
     ...     t = read_ibnetdiscover(p)
     >>> t.node_names, t.n_links, float(t.link_bandwidth[0]), hex(int(t.node_guid[0]))
     (['sw', 'node1 mlx4_0'], 1, 32000000000.0, '0xa')
+    >>> t.meta["lid"]
+    [1, 2]
     """
     file = str(path)
     lines = _read_lines(path)
     nodes: list[NodeRec] = []
     ports: list[PortRec] = []
+    port_lids: dict[tuple[int, int], tuple[int, tuple[str, int]]] = {}  # (node, port) -> (LID, where)
     guid_line = 0
     current = -1
     for no, raw in enumerate(lines, 1):
@@ -345,6 +357,10 @@ def read_ibnetdiscover(
                 raise fail("empty node identifier", where)
             g = _GUID_ID.match(ident)
             d = _DESC.match(tail)
+            if kind_s == "Switch":
+                lm = _SWITCH_LID.search(tail)
+                if lm:
+                    port_lids[(len(nodes), 0)] = (_lid(lm.group(1), where), where)
             nodes.append(NodeRec(HOST if kind_s == "Ca" else SWITCH, ident,
                                  d.group(1).strip() if d else "", nports,
                                  int(g.group(1), 16) if g else guid_line, where))
@@ -363,6 +379,10 @@ def read_ibnetdiscover(
                 raise fail(f'port {port} of "{n.ident}" is outside 1..{n.nports}', where)
             if rport < 1:
                 raise fail(f"remote port {rport} must be >= 1", where)
+            if n.kind == HOST:
+                lm = _CA_LID.match(m.group(6))
+                if lm:
+                    port_lids[(current, port)] = (_lid(lm.group(1), where), where)
             ports.append(PortRec(current, port, m.group(3), rport,
                                  parse_rate(m.group(6), where) or default_bandwidth, where))
             continue
@@ -370,8 +390,41 @@ def read_ibnetdiscover(
             continue  # vendid=, devid=, sysimgguid= ...
         raise fail(f"cannot read line {line[:40]!r}; expected Switch, Ca, a port line "
                    "or key=value", where)
-    return assemble(nodes, ports, name=name or Path(file).stem, kind="ibnetdiscover",
+    topo = assemble(nodes, ports, name=name or Path(file).stem, kind="ibnetdiscover",
                     file=file, link_latency_ns=link_latency_ns)
+    topo.meta["lid"] = _endpoint_lids(topo, port_lids)
+    return topo
+
+
+def _lid(text: str, where: tuple[str, int]) -> int:
+    lid = int(text)
+    if lid > MAX_UNICAST_LID:
+        raise fail(f"LID {lid} is not a unicast LID (0..{MAX_UNICAST_LID})", where)
+    return lid
+
+
+def _endpoint_lids(topo: Topology, port_lids: dict) -> list[int]:
+    """LID of each node's endpoint (a switch's port 0, a CA's lowest cabled port);
+    0 where the file gives none (an SM has not run yet). A LID given twice is an error."""
+    lid = [0] * topo.n_nodes
+    for n in range(topo.n_nodes):
+        if topo.node_kind[n] == HOST:
+            cabled = np.flatnonzero(topo.out_channel[n] >= 0)
+            port = int(cabled[0]) if cabled.size else -1
+        else:
+            port = 0
+        got = port_lids.get((n, port))
+        if got:
+            lid[n] = got[0]
+    owner: dict[int, tuple[int, int]] = {}
+    for (n, port), (value, where) in sorted(port_lids.items(), key=lambda kv: kv[1][1][1]):
+        if value == 0:
+            continue
+        if value in owner and owner[value] != (n, port):
+            first = topo.node_names[owner[value][0]]
+            raise fail(f"LID {value} is given to {topo.node_names[n]} port {port} and to {first}", where)
+        owner[value] = (n, port)
+    return lid
 
 
 def _read_lines(path: str | Path) -> list[str]:

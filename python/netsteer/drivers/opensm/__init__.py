@@ -9,13 +9,14 @@ See ``docs/opensm.md``.
 """
 
 from .lft_dump import LftTables, read_lft_dump, read_lft_tables, write_lft_dump
-from .lids import LidMap, opensm_lids, read_guid2lid
+from .lids import LidMap, fabric_lids, opensm_lids, read_guid2lid
 from .partitions import Partition, read_partitions_conf, write_partitions_conf
 
 __all__ = [
     "LftTables",
     "LidMap",
     "Partition",
+    "fabric_lids",
     "opensm_lids",
     "read_guid2lid",
     "read_lft_dump",

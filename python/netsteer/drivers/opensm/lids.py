@@ -1,5 +1,9 @@
 """LID assignment: one LID per node endpoint (LMC 0), as OpenSM gives them.
 
+A real fabric already has its LIDs: ibnetdiscover output carries them and
+:func:`fabric_lids` returns them. For fabrics that have none (generated, ibsim net
+files), :func:`opensm_lids` computes what a fresh OpenSM would assign.
+
 OpenSM (``osm_lid_mgr.c``) gives the SM's own port LID 1 first, then walks its
 port table (a map keyed by the port GUID in *network* byte order, compared as a
 host integer) and hands out the next free LID to each port. On a little-endian
@@ -94,6 +98,29 @@ def opensm_lids(topo: Topology, sm_node: int) -> LidMap:
     for k, (_, n, ep) in enumerate(order, 1):
         if ep:
             lid[n] = k
+    guids = [endpoint_guid(topo, n) if lid[n] else 0 for n in range(topo.n_nodes)]
+    return LidMap(lid, np.array(guids, dtype=np.uint64))
+
+
+def fabric_lids(topo: Topology) -> LidMap | None:
+    """The LIDs the fabric itself has (``topo.meta["lid"]``, from ibnetdiscover output).
+
+    Returns None when the topology carries no LIDs (generated, ibsim net files, or
+    discovered before an SM ran: all 0); then :func:`opensm_lids` computes them.
+
+    Raises
+    ------
+    ValueError
+        Some nodes have a LID and others, with a GUID, none: naming the first.
+    """
+    given = topo.meta.get("lid")
+    if not given or not any(given):
+        return None
+    lid = np.asarray(given, dtype=np.int32)
+    missing = [n for n in range(topo.n_nodes) if topo.node_guid[n] and lid[n] == 0]
+    if missing:
+        raise ValueError(f"{topo.node_names[missing[0]]} has no LID while other nodes have one "
+                         "(was the fabric discovered before the SM assigned LIDs?)")
     guids = [endpoint_guid(topo, n) if lid[n] else 0 for n in range(topo.n_nodes)]
     return LidMap(lid, np.array(guids, dtype=np.uint64))
 
