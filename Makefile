@@ -16,3 +16,4 @@ bench: setup
 	.venv/bin/python benchmarks/bench_scale.py
 	.venv/bin/python benchmarks/bench_mpi.py
 	.venv/bin/python benchmarks/bench_pftree.py
+	.venv/bin/python benchmarks/bench_plan.py
