@@ -64,3 +64,19 @@ def test_report_cli_json_and_plots(results, tmp_path):
 def test_report_of_a_folder_without_results_is_exit_2(tmp_path):
     rc, out, err = netsteer("sweep", "report", tmp_path / "nothing")
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "no sweep results here" in err
+
+
+def test_a_second_sweep_into_a_busy_folder_is_refused(write_sweep, tmp_path):
+    import fcntl
+
+    from netsteer.errors import NetsteerError
+    from netsteer.sweep import load_sweep, run_sweep
+
+    sw = load_sweep(write_sweep("base: base.yaml\ngrid: {jobs.0.repeat: [1, 2]}\n"))
+    out = tmp_path / "out"
+    out.mkdir()
+    with open(out / ".sweep.lock", "w") as held:  # as a running sweep holds it
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(NetsteerError, match="another sweep is writing its results here"):
+            run_sweep(sw, out, client=object())  # refused before the client is touched
+    assert not (out / "results.parquet").exists()

@@ -26,6 +26,7 @@ from .results import RESULTS, ResultStore
 from .spec import Sweep
 
 MANIFEST = "sweep.json"
+LOCK = ".sweep.lock"
 POLL_S = 0.5  # how often the running count is refreshed while no point finishes
 
 
@@ -135,21 +136,25 @@ def run_sweep(
         The summary ``netsteer sweep --json`` prints.
     """
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    store = ResultStore(out / RESULTS)
-    _check_manifest(sweep, out, store)
-    skip = store.finished(retry_failed)
-    todo = [p for p in sweep.points if p.key not in skip]
-    prog = Progress(total=len(sweep.points), done=len(sweep.points) - len(todo))
-    prog.failed = sum(1 for p in sweep.points if p.key in skip and store.rows[p.key]["status"] == "failed")
-    t0 = time.perf_counter()
-    n_workers = 0
-    if todo:
-        ctx = _given(client) if client is not None else dask_client(scheduler, workers)
-        with ctx as cl:
-            n_workers = _submit_and_record(cl, sweep, todo, store, prog, progress)
-    elif progress is not None:
-        progress(prog)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise NetsteerError(f"cannot make the results folder: {exc.strerror}", file=str(out), field="--out") from None
+    with _only_writer(out):
+        store = ResultStore(out / RESULTS)
+        _check_manifest(sweep, out, store)
+        skip = store.finished(retry_failed)
+        todo = [p for p in sweep.points if p.key not in skip]
+        prog = Progress(total=len(sweep.points), done=len(sweep.points) - len(todo))
+        prog.failed = sum(1 for p in sweep.points if p.key in skip and store.rows[p.key]["status"] == "failed")
+        t0 = time.perf_counter()
+        n_workers = 0
+        if todo:
+            ctx = _given(client) if client is not None else dask_client(scheduler, workers)
+            with ctx as cl:
+                n_workers = _submit_and_record(cl, sweep, todo, store, prog, progress)
+        elif progress is not None:
+            progress(prog)
     statuses = [store.rows[p.key]["status"] for p in sweep.points if p.key in store.rows]
     return {
         "sweep": sweep.name,
@@ -168,6 +173,20 @@ def run_sweep(
 @contextmanager
 def _given(client) -> Iterator:
     yield client
+
+
+@contextmanager
+def _only_writer(out: Path) -> Iterator:
+    """Hold ``out``'s lock: two sweeps rewriting one results file would drop each other's rows."""
+    import fcntl
+
+    with open(out / LOCK, "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise NetsteerError("another sweep is writing its results here; wait for it, or give another --out",
+                                file=str(out)) from None
+        yield  # the lock goes with the file's closing, and with the process
 
 
 def _submit_and_record(client, sweep, todo, store, prog, progress) -> int:
