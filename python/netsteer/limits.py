@@ -41,7 +41,7 @@ FLOW_BYTES = 500  # DAG columns, paths, engine state and results, per flow
 SAMPLE_VALUE_BYTES = 160  # engine buffer, numpy copy, and the Parquet table of one (sample, channel)
 YAML_NODE_BYTES = 500  # a parsed and validated YAML value
 MAX_INPUT_FILE = 256 * 2**20  # input files larger than this (or the memory limit / 8) are refused
-BASE_BYTES = 200 * 2**20  # the interpreter, numpy, pyarrow, matplotlib
+BASE_BYTES = 100 * 2**20  # the interpreter, numpy, pyarrow, matplotlib
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,13 @@ def current() -> Limits:
     return _current
 
 
+def reset() -> Limits:
+    """Back to ``NETSTEER_MAX_MEMORY`` or the default (each command starts here)."""
+    global _current
+    _current = None
+    return current()
+
+
 def set_max_memory(n: int) -> Limits:
     """Set the memory limit for this process (also the engine's counter-sample cap)."""
     global _current
@@ -130,7 +137,7 @@ def check(need: float, what: str, *, detail: str = "", limits: Limits | None = N
           file: str | None = None, field: str | None = None) -> None:
     """Refuse with the estimate when ``need`` bytes exceed the memory limit."""
     lim = limits or current()
-    if need > lim.max_memory:
+    if need > lim.usable:
         extra = f" ({detail})" if detail else ""
         raise LimitError(
             f"{what} would need about {fmt_bytes(need)}{extra}, more than the memory limit of "
@@ -149,7 +156,7 @@ def check_topology(nodes: int, links: int, max_port: int, *, hosts: int | None =
     """Refuse a topology too large to build; returns its estimated bytes."""
     need = topology_bytes(nodes, links, max_port)
     detail = f"{nodes:,} nodes" if hosts is None else f"{hosts:,} hosts, {nodes - hosts:,} switches"
-    check(BASE_BYTES + need, "the topology", detail=f"{detail}, {links:,} links", file=file, field=field)
+    check(need, "the topology", detail=f"{detail}, {links:,} links", file=file, field=field)
     return need
 
 
@@ -163,7 +170,7 @@ def check_routing(topo, *, file: str | None = None, field: str | None = "routing
     """Refuse routing a topology whose tables would not fit; returns topology + routing bytes."""
     used = topology_bytes(topo.n_nodes, topo.n_links, int(topo.out_channel.shape[1]) - 1)
     need = routing_bytes(topo)
-    check(BASE_BYTES + used + need, "the routing tables",
+    check(used + need, "the routing tables",
           detail=f"{topo.n_switches:,} switches x {topo.n_hosts:,} destinations", file=file, field=field)
     return used + need
 

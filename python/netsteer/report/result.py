@@ -29,7 +29,7 @@ def job_summaries(built, res) -> list[dict[str, Any]]:
             "name": name,
             "completion_s": float(comp[sel].max()) * 1e-9 if done.all() and sel.any() else None,
             "flows": int(mask.sum()),
-            "bytes": float(np.minimum(nbytes[mask & ~built.background], 1e18).sum()),
+            "bytes": _job_bytes(nbytes, mask & ~built.background, res),
         }
         mpi = mpi_ops.get(name)
         if mpi is not None:
@@ -51,6 +51,18 @@ def job_summaries(built, res) -> list[dict[str, Any]]:
         job["operations"] = ops
         out.append(job)
     return out
+
+
+def _job_bytes(nbytes: np.ndarray, sel: np.ndarray, res) -> float:
+    """Bytes a job's flows carry: the sizes of sized flows, plus what its timed bulk
+    flows (sent until stopped, sized as "unlimited") actually sent, when the run
+    reports per-flow sent bytes; never the bulk flows' nominal size."""
+    bulk = nbytes >= 1e18
+    total = float(nbytes[sel & ~bulk].sum())
+    sent = getattr(res, "sent_bytes", None)
+    if sent is not None and (sel & bulk).any():
+        total += float(np.asarray(sent, dtype=np.float64)[sel & bulk].sum())
+    return total
 
 
 def stalled_summary(built, res) -> dict[str, Any] | None:

@@ -415,7 +415,10 @@ def write_ibsim_net(topo: Topology, path: str | Path) -> None:
                 out.append(f'[{port}]\t{remote}\t\t# "{descs[peer]}" lid 0 {rate}')
         out.append("")
     try:
-        Path(path).write_text("\n".join(out))
+        from ..report.atomic import atomic_write
+
+        with atomic_write(path) as f:
+            f.write("\n".join(out))
     except OSError as e:
         raise NetsteerError(f"cannot write file: {e.strerror}", file=file) from None
 

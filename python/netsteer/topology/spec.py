@@ -233,13 +233,31 @@ def _hybrid(a: dict, file: str | None) -> Topology:
         link_latency_ns=a["link_latency"], name=a.get("name"))
 
 
+def _looks_like_ibnetdiscover(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(200_000).decode("utf-8", errors="replace")
+    except OSError:
+        return True  # the reader says why it cannot read it
+    return bool(_IBND_HEADER.search(head))
+
+
 def _ibnetdiscover(a: dict, file: str | None) -> Topology:
-    return read_ibnetdiscover(_path(a, file), link_latency_ns=a["link_latency"],
+    path = _path(a, file)
+    if not _looks_like_ibnetdiscover(path):
+        raise NetsteerError(f"{a['path']!r} is not ibnetdiscover output (no Switch/Ca line with an "
+                            "\"S-<guid>\"/\"H-<guid>\" identifier); for an ibsim net file use kind: ibsim",
+                            file=file, field="topology.kind")
+    return read_ibnetdiscover(path, link_latency_ns=a["link_latency"],
                               default_bandwidth=a.get("default_bandwidth"), name=a.get("name"))
 
 
 def _ibsim(a: dict, file: str | None) -> Topology:
-    return read_ibsim_net(_path(a, file), link_latency_ns=a["link_latency"], name=a.get("name"))
+    path = _path(a, file)
+    if _looks_like_ibnetdiscover(path):
+        raise NetsteerError(f"{a['path']!r} is ibnetdiscover output, not an ibsim net file; use kind: ibnetdiscover",
+                            file=file, field="topology.kind")
+    return read_ibsim_net(path, link_latency_ns=a["link_latency"], name=a.get("name"))
 
 
 def _est_pgft(a: dict) -> tuple[int, int, int, int]:

@@ -365,4 +365,7 @@ def format_partitions_conf(parts: list[Partition], topo: Topology) -> str:
 
 def write_partitions_conf(parts: list[Partition], topo: Topology, path: str | Path) -> None:
     """Write :func:`format_partitions_conf` output to ``path`` (for ``opensm -P``)."""
-    Path(path).write_text(format_partitions_conf(parts, topo), encoding="utf-8")
+    from ...report.atomic import atomic_write
+
+    with atomic_write(path) as f:
+        f.write(format_partitions_conf(parts, topo))
