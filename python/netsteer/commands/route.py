@@ -19,9 +19,10 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import NetsteerError
+from ._console import output_console
 
 err_console = Console(stderr=True)
-out_console = Console()
+out_console = output_console()
 
 reproduce_app = typer.Typer(help="Reproduce a source document's evaluation from the model.", no_args_is_help=True)
 

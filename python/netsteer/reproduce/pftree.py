@@ -156,14 +156,16 @@ def print_report(rep: dict, console) -> None:
     from rich.table import Table
 
     t = Table(title="Victim throughput with an all-to-all aggressor (fraction of a host link, max-min)")
-    for c in ("topo", "hosts", "sub", "victims", "pattern", "alone", "ftree", "pftree", "pftree+VL", "pftree vs ftree"):
+    for c in ("topo", "hosts", "sub", "victims", "pattern", "alone", "ftree", "pftree", "pftree+VL", "pftree vs ftree",
+              "shared ch. ftree/pftree"):
         t.add_column(c, justify="right")
     for name, pats in rep["victims"].items():
         info = rep["topologies"][name]
+        sh = info["shared_channels"]
         for pat, v in pats.items():
             t.add_row(name, str(info["hosts"]), info["subscription"], str(info["victims"]), pat,
                       f"{v['alone']:.3f}", f"{v['ftree']:.3f}", f"{v['pftree']:.3f}", f"{v['pftree+vl']:.3f}",
-                      _gain(v["ftree"], v["pftree"]))
+                      _gain(v["ftree"], v["pftree"]), f"{sh['ftree']:.1f}/{sh['pftree']:.1f}")
     console.print(t)
     t = Table(title="Random ring and EBB of one partition while three others run all-to-all")
     for c in ("tree", "metric", "ftree", "pftree", "pftree+VL", "pftree vs ftree", "shared ch. ftree/pftree"):
@@ -173,6 +175,6 @@ def print_report(rep: dict, console) -> None:
         for label, key in (("random ring", "random_ring"), ("EBB", "effective_bisection_bandwidth")):
             v = r[key]
             t.add_row(name, label, f"{v['ftree']:.3f}", f"{v['pftree']:.3f}", f"{v['pftree+vl']:.3f}",
-                      _gain(v["ftree"], v["pftree"]), f"{sh['ftree']:.0f}/{sh['pftree']:.0f}")
+                      _gain(v["ftree"], v["pftree"]), f"{sh['ftree']:.1f}/{sh['pftree']:.1f}")
     console.print(t)
     console.print(f"{rep['seeds']} placements per case, {rep['wall_s']:.1f} s")
