@@ -44,7 +44,7 @@ def register(app: typer.Typer) -> None:
 class _Bar:
     """A rich progress bar on stderr (only on a terminal): points done, running, failed."""
 
-    def __init__(self, enabled: bool):
+    def __init__(self, enabled: bool, total: int):
         self.prog = None
         if enabled and err_console.is_terminal:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -52,7 +52,7 @@ class _Bar:
             self.prog = Progress(TextColumn("[bold]sweep"), BarColumn(), MofNCompleteColumn(),
                                  TextColumn("points  running {task.fields[running]}  failed {task.fields[failed]}"),
                                  TimeElapsedColumn(), console=err_console, transient=True)
-            self.task = self.prog.add_task("sweep", total=1, running=0, failed=0)
+            self.task = self.prog.add_task("sweep", total=max(total, 1), running=0, failed=0)
 
     def __enter__(self):
         if self.prog is not None:
@@ -87,7 +87,7 @@ def sweep_run(
     sweep = load_sweep(sweep_file)  # a bad file stops here, before any cluster starts
     out = out if out is not None else Path("out/sweeps") / sweep_file.stem
     try:
-        with _Bar(progress and not as_json) as bar:
+        with _Bar(progress and not as_json, len(sweep.points)) as bar:
             summary = run_sweep(sweep, out, scheduler=scheduler, workers=workers, retry_failed=retry_failed,
                                 progress=bar)
     except BaseException as exc:

@@ -95,8 +95,11 @@ def _outcome(fut) -> dict:
 
 
 def _running(client, keys: set[str]) -> int:
+    """Points executing now: the scheduler's "processing" also counts a few queued on
+    each worker ahead of time, so a worker counts at most one per thread."""
     try:
-        return sum(1 for ks in client.processing().values() for k in ks if k in keys)
+        threads = client.nthreads()
+        return sum(min(sum(k in keys for k in ks), threads.get(w, 1)) for w, ks in client.processing().items())
     except (OSError, TimeoutError):
         return 0
 
@@ -149,12 +152,12 @@ def run_sweep(
         prog.failed = sum(1 for p in sweep.points if p.key in skip and store.rows[p.key]["status"] == "failed")
         t0 = time.perf_counter()
         n_workers = 0
+        if progress is not None:
+            progress(prog)  # the bar shows the whole sweep while a cluster starts
         if todo:
             ctx = _given(client) if client is not None else dask_client(scheduler, workers)
             with ctx as cl:
                 n_workers = _submit_and_record(cl, sweep, todo, store, prog, progress)
-        elif progress is not None:
-            progress(prog)
     statuses = [store.rows[p.key]["status"] for p in sweep.points if p.key in store.rows]
     return {
         "sweep": sweep.name,
