@@ -108,10 +108,11 @@ def check_path(raw: dict, model: BaseModel, path: str) -> None:
         Dotted path; list entries by index.
 
     >>> from netsteer.scenario import parse_scenario
-    >>> text = "name: x\\ntopology: {kind: pgft}\\nrouting: {engine: dmodk}\\njobs: [{name: a, flows: []}]"
-    >>> raw = __import__("yaml").safe_load(text)
-    >>> check_path(raw, parse_scenario(text.replace("[]", "[{src: 0, dst: 1, bytes: 1B}]")).model, "jobs.0.seed")
-    >>> check_path(raw, None, "jobs.3.seed")
+    >>> sc = parse_scenario('''{name: x, topology: {kind: pgft}, routing: {engine: dmodk},
+    ...                       jobs: [{name: a, flows: [{src: 0, dst: 1, bytes: 1B}]}]}''')
+    >>> raw = sc.model.model_dump(by_alias=True, exclude_unset=True)
+    >>> check_path(raw, sc.model, "jobs.0.seed")  # absent from the file, known to the schema
+    >>> check_path(raw, sc.model, "jobs.3.seed")
     Traceback (most recent call last):
     ...
     ValueError: jobs has 1 entry; there is no index 3
