@@ -30,7 +30,7 @@ Examples
 ...               [0, 0, 9, 0]], dtype=float)
 >>> plan = plan_circuits(d, k=2, capacity_gbps=10)
 >>> [(c.ocs, c.a, c.b) for c in plan.circuits]
-[(0, 0, 1), (0, 2, 3), (1, 0, 1)]
+[(0, 0, 1), (1, 0, 1), (1, 2, 3)]
 >>> plan.served_gbps, plan.bound_gbps
 (42.0, 43.0)
 >>> [(p.src, p.dst, p.gbps, p.vlan) for p in plan.paths]
