@@ -150,13 +150,18 @@ def load_yaml(text: str, *, file: str | None = None, max_nodes: int | None = Non
     """Parse YAML (or JSON) text; every failure is a :class:`NetsteerError` naming the line."""
     from .limits import current
 
-    loader = _Loader(text)
-    loader.max_nodes = max_nodes if max_nodes is not None else current().max_yaml_nodes
+    loader = None
     try:
+        loader = _Loader(text)
+        loader.max_nodes = max_nodes if max_nodes is not None else current().max_yaml_nodes
         return loader.get_single_data()
     except _Located as exc:
         cls = LimitError if exc.limit else NetsteerError
         raise cls(exc.reason, file=file, field=f"line {exc.mark.line + 1}") from None
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1 if isinstance(exc.position, int) else None
+        raise NetsteerError(f"not valid YAML: character {exc.character!r} is not allowed", file=file,
+                            field=f"line {line}" if line else None) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
@@ -169,7 +174,8 @@ def load_yaml(text: str, *, file: str | None = None, max_nodes: int | None = Non
         raise NetsteerError(f"not valid YAML: a value cannot be read ({type(exc).__name__}: {exc})",
                             file=file) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def load_json(text: str, *, file: str | None = None) -> Any:

@@ -109,10 +109,12 @@ def output_dir(path: str | os.PathLike, *, field: str = "--out") -> Iterator[Pat
     _remove_stale(parent, final.name)
     tmp = parent / f".{final.name}{_TMP_TAG}{os.getpid()}-{secrets.token_hex(4)}"
     try:
-        tmp.mkdir(mode=0o700)
-    except OSError as exc:
-        raise NetsteerError(f"cannot write here: {exc.strerror}", file=str(final), field=field) from None
-    try:
+        # made with signals held, inside the try: no moment where it exists unowned
+        with _signals_blocked():
+            try:
+                tmp.mkdir(mode=0o700)
+            except OSError as exc:
+                raise NetsteerError(f"cannot write here: {exc.strerror}", file=str(final), field=field) from None
         yield tmp
         _commit(tmp, final)
     except BaseException:
