@@ -147,6 +147,10 @@ pub struct PgftDmodk {
     /// `labels[node * levels + i]`
     labels: Vec<u32>,
     level: Vec<u8>,
+    /// a switch's label digits `>= its level`, as one number (its subtree)
+    sub_key: Vec<u64>,
+    /// the same number of a host's digits `>= l`, at `host_key[host * levels + l]`
+    host_key: Vec<u64>,
     out_channel: Vec<i64>,
     n_slots: usize,
     channel_dst: Vec<i64>,
@@ -181,6 +185,21 @@ impl PgftDmodk {
             return Err("levels, channels or nodes out of range".into());
         }
         let n_hosts = level.iter().take_while(|&&l| l == 0).count();
+        // digit i counts to down[i] above the node's level: mixed radix over those
+        let key = |node: usize, from: usize| -> u64 {
+            let mut k = 0u64;
+            for i in (from..levels).rev() {
+                k = k * down[i] + labels[node * levels + i] as u64;
+            }
+            k
+        };
+        let sub_key: Vec<u64> = (0..n_nodes)
+            .map(|v| key(v, (level[v] as usize).min(levels)))
+            .collect();
+        let host_key: Vec<u64> = (0..n_hosts)
+            .flat_map(|h| (0..levels).map(move |l| (h, l)))
+            .map(|(h, l)| key(h, l))
+            .collect();
         let mut cum = vec![1u64; levels + 1];
         for l in 0..levels {
             cum[l + 1] = cum[l] * up[l];
@@ -193,6 +212,8 @@ impl PgftDmodk {
             cum,
             labels,
             level,
+            sub_key,
+            host_key,
             out_channel,
             n_slots,
             channel_dst,
@@ -218,7 +239,9 @@ impl Router for PgftDmodk {
             let lv = self.level[node] as usize;
             let port = if lv == 0 {
                 1 + p % (self.up[0] * self.par[0])
-            } else if lv == self.levels || self.label(node)[lv..] == ld[lv..] {
+            } else if lv == self.levels
+                || self.sub_key[node] == self.host_key[dst * self.levels + lv]
+            {
                 let j = (p / self.cum[lv]) % self.par[lv - 1];
                 1 + ld[lv - 1] as u64 + j * self.down[lv - 1]
             } else {

@@ -7,7 +7,7 @@
 //! pushed back. Strict priority: class 0 is filled first, each next class shares
 //! what the classes above left.
 
-use std::cmp::Ordering;
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// One sharing problem over `n_channels` channels.
@@ -28,21 +28,36 @@ pub struct Problem<'a> {
 /// channel counts as saturated for lower-priority classes.
 pub const SATURATED: f64 = 1e-9;
 
-#[derive(PartialEq)]
-struct Key(f64, u32, bool);
+/// A heap entry packed in one integer, popped in ascending order of (level,
+/// channel before flow, id): one integer compare instead of three. Levels are never
+/// negative; -0.0 sorts before +0.0, as `f64::total_cmp` has it.
+#[derive(PartialEq, Eq, PartialOrd, Ord, Clone, Copy)]
+struct Key(u128);
 
-impl Eq for Key {}
-impl Ord for Key {
-    fn cmp(&self, o: &Self) -> Ordering {
-        // min-heap on level; ties broken by id for determinism
-        o.0.total_cmp(&self.0)
-            .then_with(|| o.2.cmp(&self.2))
-            .then_with(|| o.1.cmp(&self.1))
+impl Key {
+    #[inline]
+    fn new(level: f64, id: u32, is_flow: bool) -> Self {
+        debug_assert!(!(level < 0.0) && !level.is_nan());
+        let bits = level.to_bits();
+        let l = if bits >> 63 == 1 { 0 } else { bits as u128 + 1 };
+        Key((l << 64) | ((is_flow as u128) << 32) | id as u128)
     }
-}
-impl PartialOrd for Key {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
+    #[inline]
+    fn level(self) -> f64 {
+        let l = (self.0 >> 64) as u64;
+        if l == 0 {
+            -0.0
+        } else {
+            f64::from_bits(l - 1)
+        }
+    }
+    #[inline]
+    fn id(self) -> u32 {
+        self.0 as u32
+    }
+    #[inline]
+    fn is_flow(self) -> bool {
+        (self.0 >> 32) & 1 == 1
     }
 }
 
@@ -58,7 +73,8 @@ pub struct Workspace {
     adj: Vec<u32>,
     frozen: Vec<bool>,
     mark: Vec<bool>,
-    heap: BinaryHeap<Key>,
+    heap: BinaryHeap<Reverse<Key>>,
+    init: Vec<Key>,
 }
 
 /// Solve `p` and return the rate of every flow (capacity units per second).
@@ -112,15 +128,17 @@ pub fn solve_subset(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Work
     for &c in &ws.touched {
         ws.mark[c as usize] = false;
     }
+    // one class is the common case: no scan of the 256 classes, no allocation
+    let first = flows.first().map_or(0, |&f| p.priority[f as usize]);
+    if flows.iter().all(|&f| p.priority[f as usize] == first) {
+        fill(p, flows, rates, ws);
+        return;
+    }
     let mut present = [false; 256];
     for &f in flows {
         present[p.priority[f as usize] as usize] = true;
     }
     let classes: Vec<u8> = (0..=255u8).filter(|&c| present[c as usize]).collect();
-    if classes.len() == 1 {
-        fill(p, flows, rates, ws);
-        return;
-    }
     let mut class_flows: Vec<u32> = Vec::with_capacity(flows.len());
     for &class in &classes {
         class_flows.clear();
@@ -160,8 +178,13 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
         ws.load[c] = 0.0;
         ws.wsum[c] = 0.0;
     }
+    // every entry starts in `init`, sorted once; only entries found stale go
+    // through the heap. Popping the smaller of the two heads is the order a single
+    // heap would give (keys are unique: one live entry per channel or flow).
     let mut heap = std::mem::take(&mut ws.heap);
     heap.clear();
+    let mut init = std::mem::take(&mut ws.init);
+    init.clear();
     for &f in flows {
         let fu = f as usize;
         ws.frozen[fu] = false;
@@ -177,7 +200,7 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
         // a bound above what the path can carry never binds (CM02's TCP window
         // usually is): leaving it out of the heap saves a push and a pop
         if p.bound[fu].is_finite() && p.bound[fu] < tightest {
-            heap.push(Key(p.bound[fu] / w, f, true));
+            init.push(Key::new(p.bound[fu] / w, f, true));
         } else if path.is_empty() {
             // crosses nothing and has no bound: unconstrained
             ws.frozen[fu] = true;
@@ -204,10 +227,22 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
     for &c in &ws.touched {
         let cu = c as usize;
         if ws.wsum[cu] > 0.0 {
-            heap.push(Key(ws.residual[cu] / ws.wsum[cu], c, false));
+            init.push(Key::new(ws.residual[cu] / ws.wsum[cu], c, false));
         }
     }
-    while let Some(Key(level, id, is_flow)) = heap.pop() {
+    init.sort_unstable();
+    let mut next = 0;
+    loop {
+        let key = match (init.get(next), heap.peek()) {
+            (Some(&a), Some(&Reverse(b))) if b < a => heap.pop().unwrap().0,
+            (Some(&a), _) => {
+                next += 1;
+                a
+            }
+            (None, Some(_)) => heap.pop().unwrap().0,
+            (None, None) => break,
+        };
+        let (level, id, is_flow) = (key.level(), key.id(), key.is_flow());
         if is_flow {
             let f = id as usize;
             if !ws.frozen[f] {
@@ -221,7 +256,7 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
         }
         let current = (ws.residual[c] - ws.load[c]).max(0.0) / ws.wsum[c];
         if current > level * (1.0 + 1e-12) + 1e-300 {
-            heap.push(Key(current, id, false));
+            heap.push(Reverse(Key::new(current, id, false)));
             continue;
         }
         for k in ws.adj_start[c]..ws.adj_end[c] {
@@ -233,6 +268,7 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
         ws.wsum[c] = 0.0;
     }
     ws.heap = heap;
+    ws.init = init;
 }
 
 #[inline]

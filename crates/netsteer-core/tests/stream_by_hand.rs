@@ -65,8 +65,11 @@ fn a_ring_allreduce_on_four_hosts_takes_six_steps_of_latency_and_chunk() {
     let (mut e, r) = star(4);
     e.set_router(Box::new(r));
     // 4 MB in 4 chunks of 1 MB; each step: 2 us of latency, then 1 MB at 1 GB/s
-    e.add_mpi_job(job(vec![0, 1, 2, 3], vec![coll(Algo::AllreduceRing, 4_000_000)]))
-        .unwrap();
+    e.add_mpi_job(job(
+        vec![0, 1, 2, 3],
+        vec![coll(Algo::AllreduceRing, 4_000_000)],
+    ))
+    .unwrap();
     assert_eq!(e.run_to_end(), RunStatus::Done);
     let s = e.stream().unwrap();
     assert_eq!(s.jobs()[0].completion, 6 * (2_000 + 1_000_000));
@@ -75,7 +78,10 @@ fn a_ring_allreduce_on_four_hosts_takes_six_steps_of_latency_and_chunk() {
     assert_eq!(s.progress().peak_in_flight, 4);
     assert_eq!(e.streamed_slots(), 4);
     let span = s.spans()[0];
-    assert_eq!((span.first_release, span.last_done, span.flows), (0, 6_012_000, 24));
+    assert_eq!(
+        (span.first_release, span.last_done, span.flows),
+        (0, 6_012_000, 24)
+    );
 }
 
 #[test]
@@ -99,7 +105,10 @@ fn compute_start_and_repeat_delay_each_rank() {
     assert_eq!(e.run_to_end(), RunStatus::Done);
     let s = e.stream().unwrap();
     // start, then twice: compute 5 us, send (2 us latency + 1 ms)
-    assert_eq!(s.jobs()[0].completion, 3_000 + 2 * (5_000 + 2_000 + 1_000_000));
+    assert_eq!(
+        s.jobs()[0].completion,
+        3_000 + 2 * (5_000 + 2_000 + 1_000_000)
+    );
     assert_eq!(s.spans().len(), 4);
     assert_eq!(s.spans()[1].first_release, 8_000);
 }

@@ -1,0 +1,173 @@
+"""Benchmark: MPI programs streamed through the engine (netsteer.sim.stream), against
+SimGrid's SMPI, whole process against whole process.
+
+Mixed programs (Rabenseifner allreduce, Bruck alltoall, scatter+allgather bcast ...)
+at 256 to 2048 ranks, random and linear placement, oversubscribed trees and parallel
+cables. Each netsteer run is a fresh Python process (import, topology, routing, run),
+as an smpirun is; its wall time and peak RSS come from ``wait4``. The simulation alone
+is timed inside it. The prediction is checked against SimGrid's and against the flow
+DAG of ``netsteer.traffic.mpi`` (today's path) run in another process.
+
+``--scale`` runs the large jobs instead (no SimGrid: it would take hours): 16,384
+ranks (pairwise alltoall 4 KiB then ring allreduce 16 MiB) and 65,536 ranks (binomial
+bcast then recursive-doubling allreduce), with peak memory and memory per rank and per
+message in flight.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+MIXED = [("allreduce", "rabenseifner", 4 << 20, 0), ("alltoall", "bruck", 4 << 10, 0),
+         ("bcast", "scatter_allgather", 4 << 20, 0)]
+CASES = [
+    dict(name="p256 random, 2 levels, parallel cables, 2:1", ranks=256, placement="random",
+         tree=dict(levels=2, down=[16, 32], up=[1, 8], parallel=[1, 2]), program=MIXED),
+    dict(name="p512 random, 3 levels, 4:1 leaves", ranks=512, placement="random",
+         tree=dict(levels=3, down=[8, 8, 16], up=[1, 2, 4]),
+         program=[("reduce", "rabenseifner", 2 << 20, 7), ("allgather", "ring", 2 << 10, 0),
+                  ("allreduce", "recursive_doubling", 1 << 20, 0)]),
+    dict(name="p1024 linear, 3 levels, full bisection", ranks=1024, placement="linear",
+         tree=dict(levels=3, down=[8, 8, 16], up=[1, 8, 8]), program=MIXED),
+    dict(name="p2048 random, 3 levels, 2:1", ranks=2048, placement="random",
+         tree=dict(levels=3, down=[16, 16, 16], up=[1, 8, 8]),
+         program=[("allreduce", "rabenseifner", 8 << 20, 0), ("alltoall", "bruck", 1 << 10, 0),
+                  ("bcast", "binomial", 16 << 20, 0), ("gather", "binomial", 4 << 10, 3)]),
+]
+SCALE = [
+    dict(name="p16384 pairwise alltoall 4KiB + ring allreduce 16MiB", ranks=16384,
+         placement="linear", tree=dict(levels=3, down=[16, 32, 32], up=[1, 16, 32]),
+         program=[("alltoall", "pairwise", 4 << 10, 0), ("allreduce", "ring", 16 << 20, 0)]),
+    dict(name="p65536 binomial bcast 1MiB + recursive-doubling allreduce 1MiB", ranks=65536,
+         placement="linear", tree=dict(levels=3, down=[32, 32, 64], up=[1, 32, 32]),
+         program=[("bcast", "binomial", 1 << 20, 0), ("allreduce", "recursive_doubling", 1 << 20, 0)]),
+]
+BW, LAT = 10e9, 1000
+
+
+def _job(case):
+    from netsteer.traffic.mpi import MpiJob
+
+    prog = [{"op": op, "algorithm": a, **({"bytes": n} if op != "barrier" else {}),
+             **({"root": r} if op in ("bcast", "reduce", "gather", "scatter") else {})}
+            for op, a, n, r in case["program"]]
+    return MpiJob(name="job", ranks=case["ranks"], placement=case["placement"], seed=1, program=prog)
+
+
+def child(case: dict, dag: bool) -> dict:
+    """One netsteer run, in this (fresh) process."""
+    t0 = time.perf_counter()
+    from netsteer.topology.pgft import pgft
+
+    topo = pgft(**case["tree"], link_bandwidth=BW, link_latency_ns=LAT)
+    job = _job(case)
+    if dag:
+        from netsteer.routing import build_routing
+        from netsteer.sim import simulate
+        from netsteer.traffic.mpi import expand_mpi_job
+
+        x = expand_mpi_job(job, topo.n_hosts)
+        res = simulate(topo, build_routing(topo, "dmodk"), x.dag, sharing="cm02")
+        return {"predicted_ns": res.makespan_ns, "sim_wall_s": res.wall_s, "flows": len(x.dag)}
+    from netsteer.sim.stream import simulate_mpi
+
+    res = simulate_mpi(topo, "dmodk", [job], sharing="cm02")
+    return {"predicted_ns": res.makespan_ns, "sim_wall_s": res.wall_s, "status": res.status,
+            "messages": res.progress["messages_done"], "peak_in_flight": res.progress["peak_in_flight"],
+            "flow_slots": res.progress["flow_slots"], "stats": res.stats,
+            "inside_wall_s": time.perf_counter() - t0}
+
+
+def spawn(index: int, scale: bool, dag: bool = False) -> dict:
+    """Run case ``index`` in a fresh process; add its wall time and peak RSS."""
+    cmd = [sys.executable, __file__, "--child", str(index)] + (["--scale"] if scale else []) + \
+          (["--dag"] if dag else [])
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    if status != 0:
+        raise RuntimeError(f"netsteer child failed: {cmd}")
+    row = json.loads(out.strip().splitlines()[-1])
+    row.update(wall_s=wall, peak_rss_bytes=usage.ru_maxrss * 1024)
+    return row
+
+
+def simgrid(case: dict) -> dict:
+    from _peers import run_smpi_program
+    from netsteer.traffic.placement import place
+    from netsteer.validation.simgrid import SMPI_CONFIG, platform_xml
+
+    t = case["tree"]
+    hosts = place(case["ranks"], case["placement"], __import__("math").prod(t["down"]), 1)
+    xml = platform_xml(t["levels"], t["down"], t["up"], t.get("parallel"), BW, LAT)
+    return run_smpi_program(case["program"], hosts, xml, {**SMPI_CONFIG, "network/optim": "Full"})
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--scale", action="store_true", help="the large jobs, without SimGrid")
+    ap.add_argument("--only", type=int, help="run one case (index)")
+    ap.add_argument("--no-dag", action="store_true", help="skip the DAG check")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--dag", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    cases = SCALE if a.scale else CASES
+    if a.child is not None:
+        print(json.dumps(child(cases[a.child], a.dag)))
+        return
+    rows = []
+    for i, case in enumerate(cases):
+        if a.only is not None and i != a.only:
+            continue
+        ns = spawn(i, a.scale)
+        row = {"case": case["name"], "ranks": case["ranks"], "netsteer": ns}
+        if a.scale:
+            from netsteer.sim.stream import FLOW_BYTES, RANK_BYTES
+
+            row["bytes_per_rank"] = (ns["peak_rss_bytes"]) / case["ranks"]
+            if not a.json:
+                print(f"{case['name']:<62} {ns['messages']:>12,} messages, predicted "
+                      f"{ns['predicted_ns'] * 1e-6:10.3f} ms; wall {ns['wall_s']:7.1f} s "
+                      f"(simulation {ns['sim_wall_s']:7.1f} s), peak RSS "
+                      f"{ns['peak_rss_bytes'] / 2**20:7.0f} MiB = {row['bytes_per_rank']:.0f} B/rank; "
+                      f"peak {ns['peak_in_flight']:,} messages in flight "
+                      f"(estimate {RANK_BYTES} B/rank + {FLOW_BYTES} B/message)", flush=True)
+            rows.append(row)
+            continue
+        sg = simgrid(case)
+        dag = None if a.no_dag else spawn(i, False, dag=True)
+        row.update(simgrid=sg, dag=dag,
+                   rel_diff_simgrid=(ns["predicted_ns"] * 1e-9 - sg["seconds"]) / sg["seconds"],
+                   rel_diff_dag=None if dag is None else (ns["predicted_ns"] - dag["predicted_ns"]) /
+                   dag["predicted_ns"],
+                   speedup_end_to_end=sg["wall_s"] / ns["wall_s"],
+                   speedup_simulation=sg["wall_s"] / ns["sim_wall_s"])
+        rows.append(row)
+        if not a.json:
+            dd = "n/a" if dag is None else f"{100 * row['rel_diff_dag']:+.4f}%"
+            print(f"{case['name']:<46} {ns['messages']:>10,} msgs  predicted {ns['predicted_ns'] * 1e-6:9.3f} ms "
+                  f"(SimGrid {sg['seconds'] * 1e3:9.3f} ms, {100 * row['rel_diff_simgrid']:+.3f}%; DAG {dd})  "
+                  f"wall netsteer {ns['wall_s']:5.2f} s (sim {ns['sim_wall_s']:6.3f} s, "
+                  f"{ns['peak_rss_bytes'] / 2**20:.0f} MiB)  SimGrid {sg['wall_s']:6.1f} s "
+                  f"({sg['peak_rss_bytes'] / 2**20:.0f} MiB)  -> {row['speedup_end_to_end']:.0f}x "
+                  f"({row['speedup_simulation']:.0f}x)", flush=True)
+    if a.json:
+        print(json.dumps({"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()} "
+                          f"cores={os.cpu_count()}", "rows": rows}))
+
+
+if __name__ == "__main__":
+    main()
