@@ -7,7 +7,8 @@ reads OpenSM's own log for its routing time: from ``fabric_dump_general_info``
 (fabric built, routing starts) to ``ftree tables configured``. OpenSM's time
 includes building its LID matrices; netsteer's routing time includes ranking
 and indexing the fabric. The checks (completeness, loops, deadlock per VL) are
-timed separately. Prints figures (``--json`` for one JSON object); records
+timed separately, and so is the all-to-all profile of ftree's tables that pftree's
+figures are set against (pftree profiles its own tables as part of routing). Prints figures (``--json`` for one JSON object); records
 nothing by itself: copy the output into benchmarks/RESULTS.md.
 
     .venv/bin/python benchmarks/bench_pftree.py [--json] [--no-opensm] [--small]
@@ -26,10 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
-from netsteer.drivers.opensm.partitions import Partition
 from netsteer.routing import build_routing
 from netsteer.routing.deadlock import PairPolicy, check_deadlock
+from netsteer.routing.traffic_profile import profile
 from netsteer.topology.ibsim_net import ibsim_args, read_ibsim_net, write_ibsim_net
+from netsteer.topology.partitions import Partition
 from netsteer.topology.pgft import pgft
 
 _STAMP = re.compile(r"^(\w+ +\d+ [\d:]+) (\d+) ")
@@ -70,11 +72,17 @@ def main() -> None:
         t0 = time.perf_counter()
         ft = build_routing(topo, "ftree")
         out["netsteer_ftree_s"] = round(time.perf_counter() - t0, 3)
+        ft_prof = profile(ft, parts)
         del ft
         t0 = time.perf_counter()
         pf = build_routing(topo, "pftree", partitions=parts)
         out["netsteer_pftree_s"] = round(time.perf_counter() - t0, 3)
         out["pftree_vls_used"] = len(set(pf.partition_vl.values()))
+        out["pftree_tables"] = pf.choice
+        # balance and isolation against ftree's (all-to-all over all hosts; partitions' own traffic)
+        out["max_channel_load_ftree_pftree"] = [ft_prof.max_switch_load, pf.profile.max_switch_load]
+        out["max_destinations_per_channel_ftree_pftree"] = [ft_prof.max_routes, pf.profile.max_routes]
+        out["shared_channels_ftree_pftree"] = [ft_prof.shared_channels, pf.profile.shared_channels]
         t0 = time.perf_counter()
         pf.check()
         out["check_complete_loops_s"] = round(time.perf_counter() - t0, 3)

@@ -200,10 +200,13 @@ def plan_main_paths(ft: FatTree, order: np.ndarray, part: np.ndarray, n_parts: i
         y = ut.y[sel][rr]
         e = ut.edges[sel][rr, dd]
         v = ut.via[sel][rr]
-        trip = np.unique(np.stack([y, e, v]), axis=1)
-        ye, nvia = np.unique(trip[:2], axis=1, return_counts=True)
-        # the via of (Y, e) pairs that all enter Y from one child
-        first_via = trip[2][np.r_[0, np.cumsum(nvia)[:-1]]] if trip.size else np.zeros(0, np.int64)
+        # unique (Y, group, via) and (Y, group) through one int64 key each (sorted alike)
+        N = np.int64(ft.topo.n_nodes)
+        key = np.unique((y * G + e) * N + v)
+        trip = np.stack([key // N // G, key // N % G, key % N]) if key.size else np.zeros((3, 0), np.int64)
+        ye_key, first, nvia = np.unique(key // N, return_index=True, return_counts=True)
+        ye = np.stack([ye_key // G, ye_key % G]) if ye_key.size else np.zeros((2, 0), np.int64)
+        first_via = trip[2][first]  # the via of (Y, e) pairs that all enter Y from one child
         one = nvia == 1
         conflict = (mark_up[ye[1]] & ~bit) != 0 if ye.size else np.zeros(0, bool)
         up_users = np.zeros(G, np.int64)  # channels the group's up traffic crosses

@@ -45,7 +45,7 @@ Examples
 >>> r = pftree(t, partitions=[a, b])
 >>> r.check()
 >>> shared_channels(r, [a, b]), shared_channels(ftree(t), [a, b])
-(0, 120)
+(0, 40)
 >>> r.choice, sorted(r.partition_sl.values())
 ('planned', [0, 0])
 """
@@ -121,6 +121,7 @@ def pftree(
     bound = (p_base.max_switch_load, p_base.max_routes)
     if p_plan.shared_channels == 0 and _within(p_plan, bound):
         return _finish(planned, parts, real, vls, "planned", p_plan)
+    # links could not isolate everything: the per-step greedy and ftree compete with the plan
     greedy = fill_tables(ft, order, main_paths(ft, order, _greedy_marks(ft, order, hpart)), blocks, engine="pftree")
     cands = [("planned", planned, p_plan), ("greedy", greedy, profile(greedy, real)), ("ftree", base, p_base)]
     ok = [c for c in cands if _within(c[2], bound)]

@@ -27,7 +27,7 @@ Examples
 >>> b = Partition("b", 2, {t.host_node(1): "full", t.host_node(3): "full"})
 >>> p = profile(r, [a, b])
 >>> p.max_switch_load, p.max_routes, p.shared_channels
-(2, 2, 0)
+(2, 1, 0)
 """
 
 from __future__ import annotations
@@ -110,9 +110,9 @@ class _Pusher:
         e = self.entry[hosts & (self.entry >= 0)]
         return np.bincount(e, minlength=len(self.sw)).astype(np.int64)
 
-    def push(self, dsts: np.ndarray, start: np.ndarray):
-        """Yield ``(channels, columns, flows)`` hop by hop from ``start`` ``[S, C]``."""
-        nc = next_channels(self.routing, dsts)[self.sw]
+    def push(self, nc: np.ndarray, start: np.ndarray):
+        """Yield ``(channels, columns, flows)`` hop by hop from ``start`` ``[S, C]``;
+        ``nc[S, C]`` is the channel each switch sends each column's traffic on."""
         S, C = start.shape
         pend = start
         for _ in range(S + 1):  # loop-free tables end within S hops
@@ -155,44 +155,51 @@ def profile(routing, partitions: Sequence | None = None, *, balance: bool = True
     sources = pu.hch >= 0
     if balance:
         np.add.at(load, pu.hch[sources], H - 1)
-    for a in range(0, H if balance else 0, _CHUNK):
-        d = np.arange(a, min(a + _CHUNK, H))
-        start = np.repeat(base[:, None], len(d), axis=1)
-        own = pu.entry[d] >= 0
-        start[pu.entry[d][own], np.flatnonzero(own)] -= 1  # a host does not send to itself
-        for ch, _, w in pu.push(d, start):
-            load += np.bincount(ch, weights=w, minlength=nC).astype(np.int64)
-            routes += np.bincount(ch, minlength=nC)
     mask = np.zeros(nC, dtype=np.uint64)
     pload = np.zeros(nC, dtype=np.int64)
+    # per partition: members, full members, and where their traffic enters
+    member = np.zeros((len(parts), H), dtype=bool)
+    full = np.zeros((len(parts), H), dtype=bool)
     for i, p in enumerate(parts if isolation else []):
-        bit = np.uint64(1) << np.uint64(i)
-        member = np.zeros(H, dtype=bool)
-        full = np.zeros(H, dtype=bool)
         for node, m in p.members.items():
             h = topo.host_index[node]
             if h >= 0:
-                member[h] = True
-                full[h] = m != LIMITED
-        if member.sum() < 2 or not full.any():
+                member[i, h] = True
+                full[i, h] = m != LIMITED
+        if member[i].sum() < 2 or not full[i].any():
+            member[i] = False  # nobody may talk
             continue
         # a member sends when another member may hear it (one of the two full)
-        n_full = int(full.sum())
-        talks = member & (full | (n_full - full > 0))
-        talks &= sources
-        mask[pu.hch[talks]] |= bit
-        hears = np.where(full, int(member.sum()) - 1, n_full)  # destinations each member sends to
+        n_full = int(full[i].sum())
+        talks = member[i] & (full[i] | (n_full - full[i] > 0)) & sources
+        mask[pu.hch[talks]] |= np.uint64(1) << np.uint64(i)
+        hears = np.where(full[i], int(member[i].sum()) - 1, n_full)  # destinations each member sends to
         np.add.at(pload, pu.hch[talks], hears[talks])
-        base_all, base_full = pu.per_switch(member), pu.per_switch(member & full)
-        dsts = np.flatnonzero(member)
-        for a in range(0, len(dsts), _CHUNK):
-            d = dsts[a : a + _CHUNK]
-            start = np.where(full[d][None, :], base_all[:, None], base_full[:, None]).astype(np.int64)
+    base_all = np.stack([pu.per_switch(m) for m in member], axis=1) if parts else None
+    base_full = np.stack([pu.per_switch(m & f) for m, f in zip(member, full)], axis=1) if parts else None
+    bits = np.uint64(1) << np.arange(len(parts), dtype=np.uint64)
+    for a in range(0, H, _CHUNK):
+        d = np.arange(a, min(a + _CHUNK, H))
+        pi, pc = np.nonzero(member[:, d]) if isolation and parts else (np.zeros(0, int), np.zeros(0, int))
+        if not balance and pi.size == 0:
+            continue
+        nc = next_channels(routing, d)[pu.sw]  # shared by both traffic sets
+        if balance:
+            start = np.repeat(base[:, None], len(d), axis=1)
+            own = pu.entry[d] >= 0
+            start[pu.entry[d][own], np.flatnonzero(own)] -= 1  # a host does not send to itself
+            for ch, _, w in pu.push(nc, start):
+                load += np.bincount(ch, weights=w, minlength=nC).astype(np.int64)
+                routes += np.bincount(ch, minlength=nC)
+        if pi.size:
+            # one column per (partition, member destination)
+            dfull = full[pi, d[pc]]
+            start = np.where(dfull[None, :], base_all[:, pi], base_full[:, pi]).astype(np.int64)
             # d is among its own sources only when full (a limited d hears full members)
-            cols = np.flatnonzero((pu.entry[d] >= 0) & full[d])
-            start[pu.entry[d][cols], cols] -= 1
-            for ch, _, w in pu.push(d, start):
-                mask[np.unique(ch)] |= bit
+            cols = np.flatnonzero((pu.entry[d[pc]] >= 0) & dfull)
+            start[pu.entry[d[pc]][cols], cols] -= 1
+            for ch, c, w in pu.push(nc[:, pc], start):
+                np.bitwise_or.at(mask, ch, bits[pi[c]])
                 pload += np.bincount(ch, weights=w, minlength=nC).astype(np.int64)
     return Profile(load=load, routes=routes, partition_mask=mask, partition_load=pload,
                    switch_channel=_switch_channels(topo))
