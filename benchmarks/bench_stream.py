@@ -31,8 +31,8 @@ sys.path.insert(0, str(HERE))
 MIXED = [("allreduce", "rabenseifner", 4 << 20, 0), ("alltoall", "bruck", 4 << 10, 0),
          ("bcast", "scatter_allgather", 4 << 20, 0)]
 CASES = [
-    dict(name="p256 random, 2 levels, parallel cables, 2:1", ranks=256, placement="random",
-         tree=dict(levels=2, down=[16, 32], up=[1, 8], parallel=[1, 2]), program=MIXED),
+    dict(name="p256 random, 2 levels, 2:1", ranks=256, placement="random",
+         tree=dict(levels=2, down=[16, 32], up=[1, 8]), program=MIXED),
     dict(name="p512 random, 3 levels, 4:1 leaves", ranks=512, placement="random",
          tree=dict(levels=3, down=[8, 8, 16], up=[1, 2, 4]),
          program=[("reduce", "rabenseifner", 2 << 20, 7), ("allgather", "ring", 2 << 10, 0),

@@ -230,9 +230,12 @@ def dag_depth(dag: FlowDag, first: int = 0) -> int:
     >>> d = FlowDag(); a = d.add(0, 1, 1); b = d.add(1, 2, 1, deps=[a]); dag_depth(d)
     2
     """
+    c = dag.columns()  # the arrays once: reading dag.src[i] rebuilds a column per access
+    src, dst = c.src.tolist(), c.dst.tolist()
+    off, deps = c.dep_offsets.tolist(), c.deps.tolist()
     depth = [0] * (len(dag) - first)
     for i in range(first, len(dag)):
-        own = 1 if dag.src[i] != dag.dst[i] else 0
-        below = max((depth[d - first] for d in dag.deps[i] if d >= first), default=0)
+        own = 1 if src[i] != dst[i] else 0
+        below = max((depth[d - first] for d in deps[off[i]:off[i + 1]] if d >= first), default=0)
         depth[i - first] = below + own
     return max(depth, default=0)
