@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from netsteer.routing import build_routing
@@ -102,6 +102,8 @@ def _case(seed: int, with_priorities: bool):
 @pytest.mark.parametrize("with_priorities", [False, True], ids=["weights", "weights+priorities"])
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1))
+# two finish events rounded to whole ns 2 ns apart left a starved flow 0.7 bytes short
+@example(seed=4459065)
 def test_engine_matches_the_exact_simulation(seed, with_priorities):
     topo, routing, d = _case(seed, with_priorities)
     res = simulate(topo, routing, d)

@@ -135,6 +135,11 @@ enum Kind {
     Finish = 3,
 }
 
+/// A flow starved (rate 0) with less than this many ns of sending left at its old
+/// rate finishes at once: the rest is rounding of finish times to whole ns, and
+/// would otherwise wait for the higher class to end.
+const FINISH_SLACK_NS: i64 = 16;
+
 /// An event; its time is its bucket's in the queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Event {
@@ -707,6 +712,19 @@ impl Engine {
                 continue; // its finish event still stands
             }
             self.settle_flow(f);
+            let old = self.flows[f].rate;
+            if old > 0.0
+                && r == 0.0
+                && self.flows[f].remaining <= old * FINISH_SLACK_NS as f64 * 1e-9
+            {
+                // a few ns of sending left at its old rate: what is left is the ceil
+                // of finish times to whole ns, accumulated. It finishes now rather than
+                // wait (starved, perhaps) for its last byte.
+                self.flows[f].version = self.flows[f].version.wrapping_add(1);
+                let (t, v) = (self.now, self.flows[f].version);
+                self.push(t, Kind::Finish, f as u32, v);
+                continue;
+            }
             self.set_rate(f, r);
             self.flows[f].version = self.flows[f].version.wrapping_add(1);
             if let Some(t) = self.finish_time(f, r) {
