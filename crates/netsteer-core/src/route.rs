@@ -133,32 +133,30 @@ impl Router for TableRouter {
     }
 }
 
-/// D-mod-K on a PGFT (`netsteer.routing.dmodk`), computed per hop from the labels:
-/// no table. Going up towards host position `p`, a node at level `l` takes port
-/// `below + 1 + (p / prod(up[..l])) mod (up[l] * parallel[l])`; a switch whose label
-/// digits `>= l` are the destination's turns down, on port
-/// `1 + label_dst[l-1] + j * down[l-1]`, `j = (p / prod(up[..l])) mod parallel[l-1]`.
+/// D-mod-K on a PGFT (`netsteer.routing.dmodk`), computed from the labels: no table,
+/// no memory lookups per hop. Going up towards host position `p`, a node at level `l`
+/// takes slot `s = (p / prod(up[..l])) mod (up[l] * parallel[l])` (parent `s mod up[l]`,
+/// cable `s / up[l]`); the first switch whose label digits `>= l` are the destination's
+/// turns down, to the child whose digit `l-1` is the destination's, on cable
+/// `(p / prod(up[..l])) mod parallel[l-1]`. A cable's channel follows from the order in
+/// which `netsteer.topology.pgft` creates links (level, child position, parent, cable),
+/// checked against the topology's port table when the router is built.
 pub struct PgftDmodk {
     levels: usize,
     down: Vec<u64>,
     up: Vec<u64>,
     par: Vec<u64>,
     cum: Vec<u64>,
-    /// `labels[node * levels + i]`
-    labels: Vec<u32>,
-    level: Vec<u8>,
-    /// a switch's label digits `>= its level`, as one number (its subtree)
-    sub_key: Vec<u64>,
-    /// the same number of a host's digits `>= l`, at `host_key[host * levels + l]`
-    host_key: Vec<u64>,
-    out_channel: Vec<i64>,
-    n_slots: usize,
-    channel_dst: Vec<i64>,
+    /// first link of the cables leaving level `l` upwards
+    link_base: Vec<u64>,
+    /// `stride[l][i]`: weight of digit `i` in the position of a node at level `l`
+    stride: Vec<Vec<u64>>,
     n_hosts: usize,
 }
 
 impl PgftDmodk {
-    /// Hosts are nodes `0..n_hosts` in position order, as `netsteer.topology.pgft` builds them.
+    /// Hosts are nodes `0..n_hosts` in position order, as `netsteer.topology.pgft`
+    /// builds them; `out_channel` and `channel_dst` are only checked, not kept.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         levels: usize,
@@ -178,28 +176,72 @@ impl PgftDmodk {
         if labels.len() != n_nodes * levels || out_channel.len() != n_nodes * n_slots {
             return Err("labels or out_channel do not match the node count".into());
         }
-        if level.iter().any(|&l| l as usize > levels)
-            || out_channel.iter().any(|&c| c >= channel_dst.len() as i64)
-            || channel_dst.iter().any(|&n| n < 0 || n as usize >= n_nodes)
-        {
-            return Err("levels, channels or nodes out of range".into());
+        let radix = |l: usize, i: usize| if i < l { up[i] } else { down[i] };
+        let stride: Vec<Vec<u64>> = (0..=levels)
+            .map(|l| {
+                let mut st = vec![1u64; levels];
+                for i in 1..levels {
+                    st[i] = st[i - 1] * radix(l, i - 1);
+                }
+                st
+            })
+            .collect();
+        let count = |l: usize| (0..levels).map(|i| radix(l, i)).product::<u64>();
+        let mut link_base = vec![0u64; levels + 1];
+        for l in 0..levels {
+            link_base[l + 1] = link_base[l] + count(l) * up[l] * par[l];
         }
-        let n_hosts = level.iter().take_while(|&&l| l == 0).count();
-        // digit i counts to down[i] above the node's level: mixed radix over those
-        let key = |node: usize, from: usize| -> u64 {
-            let mut k = 0u64;
-            for i in (from..levels).rev() {
-                k = k * down[i] + labels[node * levels + i] as u64;
+        let n_hosts = count(0) as usize;
+        let first: Vec<usize> = (0..=levels)
+            .scan(0usize, |acc, l| {
+                let f = *acc;
+                *acc += count(l) as usize;
+                Some(f)
+            })
+            .collect();
+        if n_nodes != first[levels] + count(levels) as usize
+            || channel_dst.len() as u64 != 2 * link_base[levels]
+        {
+            return Err("the topology is not the PGFT its parameters describe".into());
+        }
+        // every up port of every node must be the cable the arithmetic names
+        for l in 0..levels {
+            let below = if l > 0 { down[l - 1] * par[l - 1] } else { 0 };
+            for pos in 0..count(l) as usize {
+                let node = first[l] + pos;
+                if level[node] as usize != l {
+                    return Err(format!("node {node} is not at level {l}"));
+                }
+                for s in 0..up[l] * par[l] {
+                    let (u, j) = (s % up[l], s / up[l]);
+                    let port = (below + 1 + s) as usize;
+                    let want = 2 * (link_base[l] + pos as u64 * up[l] * par[l] + u * par[l] + j);
+                    let got = if port < n_slots {
+                        out_channel[node * n_slots + port]
+                    } else {
+                        -1
+                    };
+                    if got != want as i64 {
+                        return Err(format!(
+                            "node {node} port {port}: channel {got}, the PGFT order says {want}"
+                        ));
+                    }
+                    let parent = channel_dst[want as usize] as usize;
+                    let lab = &labels[node * levels..(node + 1) * levels];
+                    let plab = &labels[parent * levels..(parent + 1) * levels];
+                    let same = (0..levels).all(|i| {
+                        if i == l {
+                            plab[i] as u64 == u
+                        } else {
+                            plab[i] == lab[i]
+                        }
+                    });
+                    if !same {
+                        return Err(format!("node {node} port {port} reaches the wrong parent"));
+                    }
+                }
             }
-            k
-        };
-        let sub_key: Vec<u64> = (0..n_nodes)
-            .map(|v| key(v, (level[v] as usize).min(levels)))
-            .collect();
-        let host_key: Vec<u64> = (0..n_hosts)
-            .flat_map(|h| (0..levels).map(move |l| (h, l)))
-            .map(|(h, l)| key(h, l))
-            .collect();
+        }
         let mut cum = vec![1u64; levels + 1];
         for l in 0..levels {
             cum[l + 1] = cum[l] * up[l];
@@ -210,19 +252,14 @@ impl PgftDmodk {
             up,
             par,
             cum,
-            labels,
-            level,
-            sub_key,
-            host_key,
-            out_channel,
-            n_slots,
-            channel_dst,
+            link_base,
+            stride,
             n_hosts,
         })
     }
 
-    fn label(&self, node: usize) -> &[u32] {
-        &self.labels[node * self.levels..(node + 1) * self.levels]
+    fn pos(&self, l: usize, lab: &[u64]) -> u64 {
+        lab.iter().zip(&self.stride[l]).map(|(d, s)| d * s).sum()
     }
 }
 
@@ -231,34 +268,39 @@ impl Router for PgftDmodk {
         if src >= self.n_hosts || dst >= self.n_hosts {
             return Err(format!("host {} does not exist", src.max(dst)));
         }
+        if src == dst {
+            return Ok(());
+        }
+        let n = self.levels;
         let p = dst as u64;
-        let ld = self.label(dst);
-        let mut node = src;
-        let mut hops = 0;
-        while node != dst {
-            let lv = self.level[node] as usize;
-            let port = if lv == 0 {
-                1 + p % (self.up[0] * self.par[0])
-            } else if lv == self.levels
-                || self.sub_key[node] == self.host_key[dst * self.levels + lv]
-            {
-                let j = (p / self.cum[lv]) % self.par[lv - 1];
-                1 + ld[lv - 1] as u64 + j * self.down[lv - 1]
-            } else {
-                let below = self.down[lv - 1] * self.par[lv - 1];
-                below + 1 + (p / self.cum[lv]) % (self.up[lv] * self.par[lv])
-            } as usize;
-            let ch = if port < self.n_slots {
-                self.out_channel[node * self.n_slots + port]
-            } else {
-                -1
-            };
-            if ch < 0 || hops > 2 * self.levels {
-                return Err(format!("no D-mod-K route from host {src} to host {dst}"));
-            }
-            out.push(ch as u32);
-            node = self.channel_dst[ch as usize] as usize;
-            hops += 1;
+        let (mut lab, mut ld) = ([0u64; 16], [0u64; 16]);
+        if n > 16 {
+            return Err("more than 16 levels".into());
+        }
+        let (mut a, mut b) = (src as u64, p);
+        for i in 0..n {
+            lab[i] = a % self.down[i];
+            ld[i] = b % self.down[i];
+            a /= self.down[i];
+            b /= self.down[i];
+        }
+        // the turning level: above the highest digit where they differ
+        let turn = (0..n).rev().find(|&i| lab[i] != ld[i]).map_or(0, |i| i + 1);
+        for l in 0..turn {
+            let k = self.up[l] * self.par[l];
+            let s = (p / self.cum[l]) % k;
+            let (u, j) = (s % self.up[l], s / self.up[l]);
+            let pos = self.pos(l, &lab[..n]);
+            out.push((2 * (self.link_base[l] + pos * k + u * self.par[l] + j)) as u32);
+            lab[l] = u;
+        }
+        for l in (1..=turn).rev() {
+            let j = (p / self.cum[l]) % self.par[l - 1];
+            let u = lab[l - 1];
+            lab[l - 1] = ld[l - 1];
+            let pos = self.pos(l - 1, &lab[..n]);
+            let k = self.up[l - 1] * self.par[l - 1];
+            out.push((2 * (self.link_base[l - 1] + pos * k + u * self.par[l - 1] + j) + 1) as u32);
         }
         Ok(())
     }
@@ -266,8 +308,6 @@ impl Router for PgftDmodk {
         self.n_hosts
     }
     fn bytes(&self) -> usize {
-        self.labels.len() * 4
-            + self.level.len()
-            + (self.out_channel.len() + self.channel_dst.len()) * 8
+        (self.stride.len() * self.levels + 6 * self.levels) * 8
     }
 }
