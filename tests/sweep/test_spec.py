@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
 
@@ -87,3 +89,15 @@ def test_bad_sweep_file_is_one_line_exit_2_before_any_cluster(write_sweep, tmp_p
     assert err.strip().splitlines() == [f"netsteer: error: {path}: grid.routing.engin: the scenario has no key "
                                         "'engin' under routing (keys: engine)"]
     assert "Traceback" not in err and not out.exists()  # refused before anything ran or was written
+
+
+def test_check_counts_points_and_runs_nothing(write_sweep, tmp_path):
+    path = write_sweep("base: base.yaml\ngrid: {routing.engine: [dmodk, minhop], jobs.0.ranks: [4, 8]}\n"
+                       "repeat_seeds: [1, 2, 3]\n")
+    out = tmp_path / "out"
+    rc, stdout, err = netsteer("sweep", path, "--check", "--json", "--out", out)
+    assert rc == 0, err
+    info = json.loads(stdout)
+    assert (info["points"], info["recorded"], info["to_run"]) == (12, 0, 12)
+    assert info["params"] == ["routing.engine", "jobs.0.ranks", "seed"]
+    assert not out.exists()

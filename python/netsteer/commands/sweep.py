@@ -74,18 +74,27 @@ def sweep_run(
     workers: Optional[int] = typer.Option(None, "--workers", "-w", min=1, help="Worker processes of the local cluster (default: one per core)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results folder (default out/sweeps/<sweep file name>)."),
     retry_failed: bool = typer.Option(False, "--retry-failed", help="Run points recorded as failed again."),
+    check: bool = typer.Option(False, "--check", help="Check the sweep file and count the points left to run; run nothing."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on stderr."),
 ) -> None:
     """Run every point of a sweep not yet in DIR/results.parquet (rerun to resume)."""
     from ..errors import NetsteerError
-    from ..sweep import load_sweep, run_sweep
+    from ..sweep import load_sweep, plan, run_sweep
 
     if scheduler and workers:
         raise NetsteerError("--workers sizes the local cluster; with --scheduler the cluster has its own workers",
                             field="--workers")
     sweep = load_sweep(sweep_file)  # a bad file stops here, before any cluster starts
     out = out if out is not None else Path("out/sweeps") / sweep_file.stem
+    if check:
+        info = plan(sweep, out, retry_failed=retry_failed)
+        if as_json:
+            typer.echo(json.dumps(info))
+        else:
+            out_console.print(f"{sweep_file}: ok, {info['points']} points over {', '.join(info['params'])}; "
+                              f"{info['recorded']} recorded in {out}, {info['to_run']} to run", highlight=False)
+        return
     try:
         with _Bar(progress and not as_json, len(sweep.points)) as bar:
             summary = run_sweep(sweep, out, scheduler=scheduler, workers=workers, retry_failed=retry_failed,

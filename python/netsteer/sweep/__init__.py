@@ -9,7 +9,7 @@ the command-line faces; docs/sweeps.md has the format.
 from .point import point_scenario_text, run_point
 from .report import plot_all, summarize
 from .results import ResultStore, read_results
-from .runner import Progress, dask_client, run_sweep
+from .runner import Progress, dask_client, plan, run_sweep
 from .spec import Point, Sweep, load_sweep
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "Sweep",
     "dask_client",
     "load_sweep",
+    "plan",
     "plot_all",
     "point_scenario_text",
     "read_results",

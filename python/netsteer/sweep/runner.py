@@ -104,6 +104,16 @@ def _running(client, keys: set[str]) -> int:
         return 0
 
 
+def plan(sweep: Sweep, out: str | Path, *, retry_failed: bool = False) -> dict:
+    """What a run into ``out`` would do, without running or writing anything:
+    ``{"sweep", "base", "params", "points", "recorded", "to_run"}``."""
+    path = Path(out) / RESULTS
+    skip = ResultStore(path).finished(retry_failed) if path.exists() else set()
+    to_run = sum(p.key not in skip for p in sweep.points)
+    return {"sweep": sweep.name, "base": sweep.base_file, "params": sweep.params, "points": len(sweep.points),
+            "recorded": len(sweep.points) - to_run, "to_run": to_run}
+
+
 def run_sweep(
     sweep: Sweep,
     out: str | Path,
