@@ -40,6 +40,7 @@ class SimResult:
     applied_events : list of dict, every intent applied (what, when, done, failed)
         and every controller decision that failed, in time order
     controller : dict, the controllers' own reports (reconfigurations, ...)
+    sent_bytes : ndarray [flows], bytes each flow sent (bulk flows: until stopped)
     """
 
     completion_ns: np.ndarray
@@ -53,6 +54,7 @@ class SimResult:
     final_channel_bytes: np.ndarray
     applied_events: list[dict] = field(default_factory=list)
     controller: dict | None = None
+    sent_bytes: np.ndarray | None = None
 
 
 def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
@@ -78,6 +80,7 @@ def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
         final_channel_bytes=eng.channel_bytes()[:n_ch],
         applied_events=events,
         controller=controller.report(),
+        sent_bytes=eng.sent_bytes(),
     )
 
 
