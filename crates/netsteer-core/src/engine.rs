@@ -1061,6 +1061,12 @@ impl Engine {
         f as u32
     }
 
+    /// Bytes a flow slot holds in the engine besides its path (4 bytes a hop, and 4
+    /// more for its place in each channel's list), for memory estimates.
+    pub fn bytes_per_flow() -> usize {
+        std::mem::size_of::<Flow>() + 8 + 8 + 4
+    }
+
     /// Flow slots held by streamed flows, in flight or free (the stream's footprint).
     pub fn streamed_slots(&self) -> usize {
         self.flows.iter().filter(|f| f.streamed).count()

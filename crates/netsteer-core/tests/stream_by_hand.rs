@@ -177,3 +177,17 @@ fn bad_jobs_are_errors_not_aborts() {
     }
     assert_eq!(e.run_to_end(), RunStatus::Done);
 }
+
+#[test]
+fn memory_per_rank_and_per_message_stay_small() {
+    use netsteer_core::mpi::Stream;
+    let (rank, msg, flow) = (
+        Stream::bytes_per_rank(),
+        Stream::bytes_per_message(),
+        Engine::bytes_per_flow(),
+    );
+    println!("per rank {rank} B, per message in flight {msg} + {flow} B + 8 B per hop");
+    // the estimates netsteer.sim.stream refuses jobs by (RANK_BYTES, FLOW_BYTES)
+    assert!(rank <= 400, "{rank}");
+    assert!(msg + flow + 8 * 12 <= 400, "{msg} {flow}");
+}

@@ -52,7 +52,7 @@ _CHUNK = 200_000
 
 #: Bytes per rank (program state, matching, one cursor) and per message in flight
 #: (engine flow, path, stream record), rounded up from the Rust structures.
-RANK_BYTES = 160
+RANK_BYTES = 400
 FLOW_BYTES = 400
 CHANNEL_BYTES = 120
 

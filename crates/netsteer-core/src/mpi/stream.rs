@@ -171,10 +171,15 @@ impl Stream {
             .map(|(i, j)| (i, j.ranks_left))
             .collect()
     }
-    /// Bytes held per rank and per flow in flight (the engine's and the stream's),
-    /// for memory estimates.
+    /// Bytes held per rank (its state and a cursor list of a few operations), for
+    /// memory estimates.
     pub fn bytes_per_rank() -> usize {
-        std::mem::size_of::<Rank>() + 4 * 16
+        std::mem::size_of::<Rank>() + 8 * std::mem::size_of::<Op>()
+    }
+
+    /// Bytes the stream holds per message in flight (the engine's flow slot apart).
+    pub fn bytes_per_message() -> usize {
+        std::mem::size_of::<Option<InFlight>>()
     }
 
     /// Check `spec` and post every rank's first operation.
