@@ -156,12 +156,11 @@ def build_driver_options(data: dict | None, topo, file=None) -> dict[str, Any]:
 def build_hybrid_controller(data: dict | None, topo, file=None, host_ref=None):
     """The :class:`~netsteer.control.hybrid.HybridController` of a scenario's
     ``controller.hybrid``, or None."""
-    from .hybrid import HybridController
-
     m = _validate(ControllerModel, data or {}, file, "controller")
     h = m.hybrid
     if h is None:
         return None
+    from .hybrid import HybridController  # planning needs scipy: only when asked for
     key = "controller.hybrid"
     if topo.meta.get("kind") != "hybrid":
         raise NetsteerError("the hybrid controller needs a hybrid topology (topology.kind: hybrid)",
