@@ -4,7 +4,8 @@ Runs every point of a sweep file (default: scenarios/sweeps/allreduce-routing.ya
 16 points) into a fresh results folder, alternating 1 and 2 workers ``--rounds``
 times, and reports the best sweep time of each and the speed-up. Cluster start-up
 (and the workers' first import of netsteer) is timed apart, since a long sweep pays
-it once. The points' CPU time is reported beside their wall time: on a machine shared
+it once. The same points split over 1 and 2 plain processes (no Dask) give the
+ceiling: what the machine offers two processes at that moment. The points' CPU time is reported beside their wall time: on a machine shared
 with other work, a point waits for a core and the speed-up is bounded by the CPU
 left free. Checks that both worker counts give the same makespan for every point.
 Prints figures (``--json`` for one JSON object); records nothing by itself: copy the
@@ -23,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from netsteer.sweep import ResultStore, dask_client, load_sweep, run_sweep
+from netsteer.sweep import ResultStore, dask_client, load_sweep, run_point, run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,6 +56,30 @@ def measure(sweep, workers: int) -> dict:
     }
 
 
+def _points(args) -> int:
+    sweep_file, start, step = args
+    sw = load_sweep(sweep_file)
+    for p in sw.points[start::step]:
+        run_point(sw.base_raw, p.overrides, p.seed, sw.base_file)
+    return 0
+
+
+def plain(sweep_file: str, n: int) -> float:
+    """The same points split over ``n`` plain processes, no Dask: what the machine
+    gives to ``n`` processes at this moment, the ceiling of the Dask speed-up."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(n) as pool:
+        list(pool.map(_warm_plain, range(n)))
+        t = time.perf_counter()
+        list(pool.map(_points, [(sweep_file, i, n) for i in range(n)]))
+        return time.perf_counter() - t
+
+
+def _warm_plain(_) -> None:
+    _warm()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sweep", default=str(ROOT / "scenarios/sweeps/allreduce-routing.yaml"))
@@ -64,9 +89,11 @@ def main() -> None:
     sweep = load_sweep(args.sweep)
     load_before = os.getloadavg()[0]
     runs: dict[int, list[dict]] = {1: [], 2: []}
+    ceiling: dict[int, list[float]] = {1: [], 2: []}
     for _ in range(args.rounds):
         for n in (1, 2):
             runs[n].append(measure(sweep, n))
+            ceiling[n].append(plain(args.sweep, n))
     best = {n: min(rs, key=lambda r: r["sweep_s"]) for n, rs in runs.items()}
     same = all(r["makespans"] == runs[1][0]["makespans"] for rs in runs.values() for r in rs)
     out = {
@@ -80,6 +107,8 @@ def main() -> None:
         "point_wall_sum_s": {n: round(best[n]["point_wall_sum_s"], 3) for n in best},
         "point_cpu_sum_s": {n: round(best[n]["point_cpu_sum_s"], 3) for n in best},
         "speedup": best[1]["sweep_s"] / best[2]["sweep_s"],
+        "plain_s": {n: [round(t, 3) for t in ts] for n, ts in ceiling.items()},
+        "plain_speedup": min(ceiling[1]) / min(ceiling[2]),
         "same_makespans": same,
     }
     if args.json:
@@ -94,6 +123,8 @@ def main() -> None:
         print(f"| {n} | {best[n]['sweep_s']:.2f} s ({alls}) | {out['point_wall_sum_s'][n]:.2f} s "
               f"| {out['point_cpu_sum_s'][n]:.2f} s | {out['start_s'][n]:.2f} s |")
     print(f"speed-up 1 -> 2 workers: {out['speedup']:.2f}x; same makespans for every point: {same}")
+    print(f"ceiling, the same points in 1 and 2 plain processes (no Dask): {min(ceiling[1]):.2f} s and "
+          f"{min(ceiling[2]):.2f} s, {out['plain_speedup']:.2f}x")
 
 
 if __name__ == "__main__":
