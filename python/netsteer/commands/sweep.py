@@ -136,11 +136,11 @@ def sweep_report(
         return
     t = Table(title=f"{metric} over {summary['rows']} points ({store.path})")
     for p in summary["params"]:
-        t.add_column(p)
+        t.add_column(p, overflow="fold")
     for c in ("runs", "failed", "mean", "min", "max"):
         t.add_column(c, justify="right")
     for g in summary["groups"]:
-        stats = ["" if g[s] is None else f"{g[s]:.6g}" for s in ("mean", "min", "max")]
+        stats = ["" if g[s] is None else f"{g[s]:.4g}" for s in ("mean", "min", "max")]  # --json has every digit
         t.add_row(*(str(g[p]) for p in summary["params"]), str(g["runs"]), str(g["failed"]), *stats)
     out_console.print(t)
     for e in summary["errors"][:5]:
