@@ -58,11 +58,9 @@ def dask_client(scheduler: str | None = None, workers: int | None = None) -> Ite
     n = workers or os.cpu_count() or 1
     # Dask starts workers with MALLOC_TRIM_THRESHOLD_=65536 to hand memory back early;
     # a point allocates and frees large arrays all along, which that makes ~17% slower
-    env = {k: v for k, v in dask.config.get("distributed.nanny.pre-spawn-environ", {}).items()
-           if k != "MALLOC_TRIM_THRESHOLD_"}
-    # processes, not threads: a point holds the GIL while it builds its scenario;
-    # any free port: two sweeps (or other Dask users) on one machine must not collide on 8787
-    with dask.config.set({"distributed.nanny.pre-spawn-environ": env}), \
+    # (None unsets it). Processes, not threads: a point holds the GIL while it builds its
+    # scenario; any free port: two sweeps (or other Dask users) must not collide on 8787
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}), \
             LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
                          silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
         yield client
