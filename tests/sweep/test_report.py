@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import types
 
 import pyarrow.parquet as pq
 import pytest
@@ -80,3 +81,30 @@ def test_a_second_sweep_into_a_busy_folder_is_refused(write_sweep, tmp_path):
         with pytest.raises(NetsteerError, match="another sweep is writing its results here"):
             run_sweep(sw, out, client=object())  # refused before the client is touched
     assert not (out / "results.parquet").exists()
+
+
+class _Future:
+    """What the runner reads of a Dask future that did not return a result."""
+
+    def __init__(self, status, exc=None):
+        self.status, self._exc = status, exc
+
+    def exception(self):
+        return self._exc
+
+
+def test_dask_failures_are_lost_and_run_again(tmp_path):
+    from distributed import KilledWorker
+
+    from netsteer.sweep.runner import _outcome
+
+    worker = types.SimpleNamespace(address="tcp://10.0.0.7:40000")
+    killed = _outcome(_Future("error", KilledWorker("netsteer-point-3", worker, 3)))
+    assert killed["status"] == "lost" and "netsteer-point-3" in killed["error"]
+    assert _outcome(_Future("cancelled"))["status"] == "lost"
+    bug = _outcome(_Future("error", ModuleNotFoundError("No module named 'netsteer'")))
+    assert bug == {"status": "failed", "error": "internal error: ModuleNotFoundError: No module named 'netsteer'"}
+    store = ResultStore(tmp_path / "results.parquet")
+    store.add("a", {}, {**killed, "makespan_s": None, "wall_s": None})
+    store.add("b", {}, {**bug, "makespan_s": None, "wall_s": None})
+    assert ResultStore(tmp_path / "results.parquet").finished() == {"b"}  # the lost point runs again
