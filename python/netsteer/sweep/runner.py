@@ -14,7 +14,7 @@ import logging
 import os
 import time
 import uuid
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -169,7 +169,7 @@ def run_sweep(
         if progress is not None:
             progress(prog)  # the bar shows the whole sweep while a cluster starts
         if todo:
-            ctx = _given(client) if client is not None else dask_client(scheduler, workers)
+            ctx = nullcontext(client) if client is not None else dask_client(scheduler, workers)
             with ctx as cl:
                 n_workers = _submit_and_record(cl, sweep, todo, store, prog, progress)
     statuses = [store.rows[p.key]["status"] for p in sweep.points if p.key in store.rows]
@@ -185,11 +185,6 @@ def run_sweep(
         "scheduler": scheduler or ("given client" if client is not None else "local"),
         "wall_s": time.perf_counter() - t0,
     }
-
-
-@contextmanager
-def _given(client) -> Iterator:
-    yield client
 
 
 @contextmanager
@@ -227,7 +222,7 @@ def _submit_and_record(client, sweep, todo, store, prog, progress) -> int:
             except TimeoutError:
                 done = set()
             for f in done:
-                p = futs[f]
+                p = futs.pop(f)  # dropping the future frees its result on the worker
                 res = _outcome(f)
                 store.add(p.key, sweep.columns(p), res)
                 prog.done += res["status"] != "lost"
