@@ -15,5 +15,6 @@ bench: setup
 	.venv/bin/python benchmarks/bench_solver.py
 	.venv/bin/python benchmarks/bench_scale.py
 	.venv/bin/python benchmarks/bench_mpi.py
+	.venv/bin/python benchmarks/bench_stream.py
 	.venv/bin/python benchmarks/bench_pftree.py
 	.venv/bin/python benchmarks/bench_plan.py
