@@ -1,7 +1,12 @@
 """Type stubs for the compiled engine (crates/netsteer-py)."""
 
+from typing import final
+
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Self
+
+__all__ = ["Engine", "set_sample_limit", "maxmin", "walk_tables", "__version__"]
 
 __version__: str
 
@@ -9,16 +14,18 @@ def set_sample_limit(values: int) -> None:
     """Cap the counter samples (samples x channels) of engines made from now on;
     a run that would sample past it raises ``MemoryError``."""
 
+@final
 class Engine:
     """The flow-level engine: channels with capacity (bytes/s) and latency (ns)."""
 
-    def __init__(
-        self,
+    # a PyO3 class is made by __new__ (stubtest checks the signature against it)
+    def __new__(
+        cls,
         capacity: npt.NDArray[np.float64],
         latency_ns: npt.NDArray[np.int64],
         sharing: str = "maxmin",
         tcp_gamma: float | None = None,
-    ) -> None: ...
+    ) -> Self: ...
     def add_flows(
         self,
         bytes: npt.NDArray[np.float64],
