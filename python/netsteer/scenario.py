@@ -430,13 +430,17 @@ def _auto_interval(topo: Topology, dag: FlowDag) -> int:
     return int(step * mag)
 
 
-def build_scenario(sc: Scenario) -> BuiltScenario:
-    """Resolve a validated scenario into topology, routing, DAG and events."""
+def build_scenario(sc: Scenario, *, topology: Topology | None = None) -> BuiltScenario:
+    """Resolve a validated scenario into topology, routing, DAG and events.
+
+    ``topology``, when given, is the one ``sc.model.topology`` describes, already
+    built (the Python API keeps the object it made instead of building it again).
+    """
     from .sim.events import CircuitChange, LinkChange, RoutingChange, StopFlows
     from .topology.spec import build_topology
 
     m, file = sc.model, sc.file
-    topo = build_topology(m.topology, file=file)
+    topo = topology if topology is not None else build_topology(m.topology, file=file)
     routing, make_routing = _routing_factory(topo, m.routing, file, "routing")
     names: dict[str, int] = {}
     for j, job in enumerate(m.jobs):
