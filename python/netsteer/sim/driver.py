@@ -116,6 +116,7 @@ class SimDriver:
             # one more channel, of capacity 0, for paths that lead nowhere
             capacity, latency = np.append(capacity, 0.0), np.append(latency, 0)
             self.overlay = VlanOverlay(topo, blackhole=self.n_channels)
+        capacity, latency = self._extra_channels(capacity, latency)
         if forwarding is not None:
             # the forwarding state the network starts with: (rules at low priority, tags)
             if self.overlay is None:
@@ -314,6 +315,22 @@ class SimDriver:
                 ov.tag(payload.ports)
             self._repath()
 
+    # -- hooks for dataplanes built on this driver (netsteer.unisonflow) ----------
+
+    def _extra_channels(self, capacity: np.ndarray, latency: np.ndarray):
+        """Channels the engine gets beyond the topology's (none here)."""
+        return capacity, latency
+
+    def _flow_paths(self, flows: np.ndarray):
+        """CSR paths of ``flows`` as the network forwards them now."""
+        offsets, channels = dag_paths(self.topo, self.routing, self.dag, flows, self.circuits.as_dict())
+        if self._overlay_active():
+            c = self.dag.columns()
+            offsets, channels = self.overlay.override(
+                c.src[flows], c.dst[flows], flows, offsets, channels, self.circuits.as_dict()
+            )
+        return offsets, channels
+
     def _overlay_active(self) -> bool:
         return self.overlay is not None and any(self.overlay.rules.values())
 
@@ -321,12 +338,7 @@ class SimDriver:
         flows = self.engine.unfinished_flows().astype(np.int64)
         if not len(flows):
             return
-        offsets, channels = dag_paths(self.topo, self.routing, self.dag, flows, self.circuits.as_dict())
-        if self._overlay_active():
-            c = self.dag.columns()
-            offsets, channels = self.overlay.override(
-                c.src[flows], c.dst[flows], flows, offsets, channels, self.circuits.as_dict()
-            )
+        offsets, channels = self._flow_paths(flows)
         self.engine.reroute(flows, np.asarray(offsets, dtype=np.int64), np.asarray(channels, dtype=np.int64))
 
     # -- the engine ---------------------------------------------------------------
@@ -340,11 +352,7 @@ class SimDriver:
             bad = col[(col < 0) | (col >= topo.n_hosts)]
             if len(bad):
                 raise NetsteerError(f"host {bad[0]} does not exist: {topo.name} has {topo.n_hosts} hosts", field=name)
-        offsets, channels = dag_paths(topo, self.routing, self.dag, np.arange(n), self.circuits.as_dict())
-        if self._overlay_active():
-            offsets, channels = self.overlay.override(
-                c.src, c.dst, np.arange(n), offsets, channels, self.circuits.as_dict()
-            )
+        offsets, channels = self._flow_paths(np.arange(n))
         try:
             self.engine.add_flows(
                 c.bytes.astype(np.float64),
