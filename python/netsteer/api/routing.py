@@ -1,0 +1,67 @@
+"""Routing a topology with a named engine, as a scenario's ``routing:`` does.
+
+Examples
+--------
+>>> from netsteer.api.topology import pgft
+>>> t = pgft(2, [4, 4], [1, 2], link_bandwidth="10Gbps")
+>>> r = route(t, engine="dmodk")
+>>> r.engine, [t.channel_name(c) for c in r.path(0, 15)]
+('dmodk', ['h0[1]->s1_0', 's1_0[6]->s2_1', 's2_1[4]->s1_3', 's1_3[4]->h15'])
+>>> route(t, engine="updn")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+netsteer.errors.RoutingError: routing: unknown routing engine 'updn'; known engines: dmodk, ...
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..routing.table import Routing
+from ..topology.model import Topology
+from ._values import given, validated
+
+
+def route(topo: Topology, engine: str = "dmodk", *, hash: str | None = None,
+          partitions: str | os.PathLike | None = None) -> Routing:
+    """Forwarding tables for ``topo``, built by ``engine`` and checked (complete,
+    loop-free).
+
+    Parameters
+    ----------
+    topo : Topology
+    engine : {"dmodk", "minhop", "ecmp", "ftree", "pftree"}
+        Any name in :data:`netsteer.routing.ENGINES`.
+    hash : {"dst", "src-dst", "flow"}, optional
+        What ``ecmp`` hashes.
+    partitions : path, optional
+        An OpenSM ``partitions.conf`` (``pftree`` isolates its partitions).
+
+    Returns
+    -------
+    Routing
+        With the scenario's ``routing:`` mapping in ``spec``.
+
+    Raises
+    ------
+    RoutingError
+        An unknown engine, a parameter it does not take, tables that are incomplete
+        or loop (naming the switch and the destination).
+    """
+    from ..scenario import RoutingModel, _routing_factory
+
+    spec: dict[str, Any] = {"engine": engine, **given(hash=hash)}
+    if partitions is not None:
+        spec["partitions"] = str(Path(partitions).resolve())
+    model = validated(RoutingModel, spec, "routing")
+    routing, _ = _routing_factory(topo, model, None, "routing")
+    routing.spec = spec
+    return routing
+
+
+def spec_of(routing: Any) -> dict[str, Any] | None:
+    """The ``routing:`` mapping a routing was built from, or None."""
+    spec = getattr(routing, "spec", None)
+    return dict(spec) if isinstance(spec, dict) else None
