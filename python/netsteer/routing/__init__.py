@@ -14,7 +14,7 @@ Examples
 >>> build_routing(t, "updn")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-netsteer.errors.RoutingError: unknown routing engine 'updn'; known engines: dmodk, ecmp, ...
+netsteer.errors.RoutingError: unknown routing engine 'updn'; known engines: dmodk, dor, ecmp, ...
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from collections.abc import Callable
 from ..errors import RoutingError
 from ..topology.model import Topology
 from .dmodk import dmodk
+from .dor import dor
 from .ecmp import ecmp
 from .ftree import ftree
 from .minhop import minhop
@@ -86,6 +87,7 @@ register_engine("minhop", minhop)
 register_engine("ecmp", ecmp)
 register_engine("ftree", ftree)
 register_engine("pftree", pftree)
+register_engine("dor", dor)
 
 __all__ = [
     "ENGINES",
@@ -94,6 +96,7 @@ __all__ = [
     "accepts_down_links",
     "build_routing",
     "dmodk",
+    "dor",
     "ecmp",
     "flow_hash",
     "ftree",

@@ -33,10 +33,14 @@ from ..topology.model import CIRCUIT, HOST, SWITCH, Topology
 def circuit_table(topo: Topology, circuits: dict | None) -> np.ndarray:
     """Dense ``[n_nodes, n_port_slots]`` int32: out port for each in port, -1 unpaired.
 
-    Rows of nodes that are not circuit switches stay -1. Raises :class:`RoutingError`
+    Rows of nodes that are not circuit switches stay -1. ``None`` means the
+    topology's standing pairing (``meta["initial_circuits"]``, e.g. a flexible HyperX
+    wired as the plain HyperX), or all unpaired. Raises :class:`RoutingError`
     when ``circuits`` names a node that is not a circuit switch or pairs a port that is
     not connected.
     """
+    if circuits is None:
+        circuits = topo.meta.get("initial_circuits")
     n_slots = topo.out_channel.shape[1]
     table = np.full((topo.n_nodes, n_slots), -1, dtype=np.int32)
     for node, arr in (circuits or {}).items():

@@ -61,7 +61,8 @@ class SimDriver:
     sample_interval_ns : int
         Port-counter sampling for reports (0: none).
     circuits : CircuitState, optional
-        Initial circuit pairing (default: everything unpaired).
+        Initial circuit pairing (default: the topology's standing pairing, if it has
+        one, else everything unpaired).
     background : ndarray of bool, optional
         Flows that end when every other flow is done (iperf-like bulk traffic).
     stops : list of (time_ns, flows)
@@ -106,7 +107,7 @@ class SimDriver:
         progress: Callable[[int, int, int], None] | None = None,
     ):
         self.topo, self.routing, self.dag = topo, routing, dag
-        self.circuits = circuits.copy() if circuits is not None else CircuitState.empty(topo)
+        self.circuits = circuits.copy() if circuits is not None else CircuitState.initial(topo)
         self.delay, self.faults, self.progress = delay, list(faults), progress
         self.n_channels = topo.n_channels
         capacity = topo.channel_bandwidth() / 8.0

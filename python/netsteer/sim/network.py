@@ -33,6 +33,16 @@ class CircuitState:
         nodes = np.flatnonzero(topo.node_kind == CIRCUIT)
         return cls({int(n): np.full(width, -1, dtype=np.int64) for n in nodes})
 
+    @classmethod
+    def initial(cls, topo: Topology) -> "CircuitState":
+        """The topology's standing pairing (``meta["initial_circuits"]``), the rest unpaired."""
+        state = cls.empty(topo)
+        for node, arr in (topo.meta.get("initial_circuits") or {}).items():
+            arr = np.asarray(arr, dtype=np.int64)
+            n = min(len(arr), len(state.pairing[int(node)]))
+            state.pairing[int(node)][:n] = arr[:n]
+        return state
+
     def copy(self) -> "CircuitState":
         return CircuitState({n: p.copy() for n, p in self.pairing.items()})
 

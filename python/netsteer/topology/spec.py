@@ -15,7 +15,9 @@ A spec names its ``kind`` and that kind's keys; values with units are strings
 Kinds and keys (``?`` optional):
 
 - ``pgft``: levels, down, up, parallel?, link_bandwidth, link_latency?, name?
-- ``hyperx``: S, K? (default 1), T, link_bandwidth, host_bandwidth?, link_latency?, name?
+- ``hyperx``: S, K? (default 1), T, link_bandwidth, host_bandwidth?, link_latency?, radix?,
+  circuits? (a list of ``{links: [[x0_0, x0_1], ...] | dim: 0, switching_time: 10us, name?}``:
+  circuit switches inserted into those cables, see :mod:`netsteer.topology.hyperx`), name?
 - ``hybrid``: racks, servers_per_rack, server_bandwidth, tor_uplinks, core_switches?
   (1), core_bandwidth, circuit_switches? (1), circuit_ports, circuit_uplinks,
   circuit_bandwidth, switching_time, link_latency?, name?
@@ -111,6 +113,35 @@ def _str(v: Any) -> str:
     return v
 
 
+def _hyperx_circuits(v: Any) -> list:
+    from .hyperx import CircuitSpec
+
+    if not isinstance(v, list) or not v:
+        raise _Bad(f"expected a list of circuit switches such as [{{dim: 0, switching_time: 10us}}], got {v!r}")
+    out = []
+    for c, item in enumerate(v):
+        if not isinstance(item, dict):
+            raise _Bad(f"circuits[{c}] must be a mapping with links or dim, and switching_time")
+        extra = set(item) - {"links", "dim", "switching_time", "name"}
+        if extra:
+            raise _Bad(f"circuits[{c}]: unknown key {sorted(extra)[0]!r}; known keys: links, dim, switching_time, name")
+        if "switching_time" not in item:
+            raise _Bad(f"circuits[{c}]: missing key 'switching_time' (how long moved ports stay dark)")
+        try:
+            links = item.get("links", [])
+            if not isinstance(links, list):
+                raise _Bad(f"circuits[{c}].links must be a list of [switch, switch] pairs, got {links!r}")
+            out.append(CircuitSpec(
+                links=tuple(tuple(x) if isinstance(x, list) else x for x in links),
+                dim=_int(item["dim"]) if "dim" in item else None,
+                switching_time_ns=_dur(item["switching_time"]),
+                name=_str(item["name"]) if "name" in item else None,
+            ))
+        except _Bad as e:
+            raise _Bad(f"circuits[{c}]: {e}") from None
+    return out
+
+
 _R, _O = True, False  # required, optional
 _SCHEMA: dict[str, dict[str, tuple[Callable, bool]]] = {
     "pgft": {
@@ -121,7 +152,8 @@ _SCHEMA: dict[str, dict[str, tuple[Callable, bool]]] = {
     "hyperx": {
         "S": (_list(_int), _R), "K": (_one_or_list(_int), _O), "T": (_int, _R),
         "link_bandwidth": (_bw, _R), "host_bandwidth": (_bw, _O),
-        "link_latency": (_dur, _O), "name": (_str, _O),
+        "link_latency": (_dur, _O), "radix": (_int, _O), "circuits": (_hyperx_circuits, _O),
+        "name": (_str, _O),
     },
     "hybrid": {
         "racks": (_int, _R), "servers_per_rack": (_int, _R), "server_bandwidth": (_bw, _R),
@@ -220,7 +252,7 @@ def _pgft(a: dict, file: str | None) -> Topology:
 def _hyperx(a: dict, file: str | None) -> Topology:
     return hyperx(a["S"], a.get("K", 1), a["T"], link_bandwidth=a["link_bandwidth"],
                   link_latency_ns=a["link_latency"], host_bandwidth=a.get("host_bandwidth"),
-                  name=a.get("name"))
+                  radix=a.get("radix"), circuits=a.get("circuits"), name=a.get("name"))
 
 
 def _hybrid(a: dict, file: str | None) -> Topology:
@@ -268,7 +300,7 @@ def _est_pgft(a: dict) -> tuple[int, int, int, int]:
 def _est_hyperx(a: dict) -> tuple[int, int, int, int]:
     K = a.get("K", 1)
     K = K if isinstance(K, list) else [K] * len(a["S"])
-    check_hyperx(a["S"], K, a["T"])
+    check_hyperx(a["S"], K, a["T"], a.get("radix"))
     return estimate_hyperx(a["S"], K, a["T"])
 
 
