@@ -2,21 +2,46 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
-from pathlib import Path
-from typing import Optional
 
-import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from . import __version__
-from .errors import NetsteerError
-from .units import format_bandwidth
+def _exit_on_early_signal(signum, frame) -> None:
+    """Ctrl-C (or SIGTERM) while the command line is still importing (about 0.1 s):
+    nothing is written yet, so there is nothing to clean up; one line, exit 128 + signal."""
+    name = "interrupted" if signum == signal.SIGINT else "terminated"
+    os.write(2, f"netsteer: {name}: stopped by signal {signal.Signals(signum).name}\n".encode())
+    os._exit(128 + signum)
+
+
+def _started_as_command() -> bool:
+    """True when this process is ``netsteer`` (the console script or ``python -m netsteer``),
+    not a program or test that imports the module: only then are its signals ours."""
+    main_module = sys.modules.get("__main__")
+    spec = getattr(main_module, "__spec__", None)
+    if spec is not None and spec.name == "netsteer.__main__":
+        return True
+    return os.path.basename(getattr(main_module, "__file__", None) or "") == "netsteer"
+
+
+if _started_as_command():  # before the heavy imports below; main() takes over from here
+    for _sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_sig, _exit_on_early_signal)
+
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Optional  # noqa: E402
+
+import typer  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.markup import escape  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from . import __version__  # noqa: E402
+from .commands._console import output_console  # noqa: E402
+from .errors import NetsteerError  # noqa: E402
+from .units import format_bandwidth  # noqa: E402
 
 app = typer.Typer(
     help="netsteer: an application-aware control plane for reconfigurable HPC interconnects.",
@@ -25,7 +50,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 err_console = Console(stderr=True)
-out_console = Console()
+out_console = output_console()  # piped or in CI: tables whole, not cut at 80 columns
 
 
 def _version(value: bool) -> None:
@@ -337,8 +362,11 @@ def run_cli(argv: list[str] | None = None) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: SIGINT and SIGTERM unwind (cleaning up partial outputs), then :func:`run_cli`."""
+    from .commands._console import plain_width_for_all
+
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _on_signal)
+    plain_width_for_all()  # every command's tables whole in pipes and CI logs
     code = run_cli(argv)
     try:
         sys.stdout.flush()

@@ -32,3 +32,32 @@ def output_console(stderr: bool = False) -> Console:
     if not c.is_terminal:
         c = Console(stderr=stderr, width=PLAIN_WIDTH)
     return c
+
+
+def plain_width_for_all() -> bool:
+    """Off a terminal, give every rich console of this process :data:`PLAIN_WIDTH`.
+
+    Consoles made with ``Console()`` (a command that does not use
+    :func:`output_console`) read ``COLUMNS`` whenever they measure themselves; with no
+    terminal on stdin, stdout or stderr they would otherwise assume 80. A ``COLUMNS``
+    the user set is kept. Returns whether it set it; the entry point calls it once.
+
+    >>> import os
+    >>> old = os.environ.get("COLUMNS")
+    >>> os.environ["COLUMNS"] = "123"
+    >>> plain_width_for_all(), os.environ["COLUMNS"]
+    (False, '123')
+    >>> _ = os.environ.pop("COLUMNS") if old is None else os.environ.update(COLUMNS=old)
+    """
+    import os
+
+    if "COLUMNS" in os.environ:
+        return False
+    for fd in (0, 1, 2):
+        try:
+            if os.isatty(fd):
+                return False  # rich measures that terminal
+        except OSError:
+            pass
+    os.environ["COLUMNS"] = str(PLAIN_WIDTH)
+    return True

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from ..errors import NetsteerError
+from ._console import output_console
 
-out_console = Console()
+out_console = output_console()  # whole tables when piped
 
 plan_app = typer.Typer(help="Plan a network configuration from demand.", no_args_is_help=True)
 

@@ -15,8 +15,10 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
+from ._console import output_console
+
 err_console = Console(stderr=True)
-out_console = Console()
+out_console = output_console()  # whole tables when piped
 
 
 class _RunByDefault(TyperGroup):
