@@ -77,11 +77,13 @@ def read_demand_csv(path: str | Path) -> np.ndarray:
         Unreadable file, a cell that is not a number, rows of different lengths, a
         matrix that is not square, negative or NaN entries.
     """
+    from ...inputs import read_text
+
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise PlanningError(f"cannot read the demand matrix: {exc.strerror or exc}", file=str(p)) from None
+    try:  # UTF-8 only, no NUL bytes, at most the input size limit: each a located error
+        text = read_text(p, what="the demand matrix")
+    except NetsteerError as exc:
+        raise PlanningError(exc.reason, file=exc.file, field=exc.field) from None
     rows: list[list[float]] = []
     for lineno, line in enumerate(text.splitlines(), start=1):
         line = line.split("#", 1)[0].strip()
