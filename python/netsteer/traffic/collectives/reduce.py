@@ -75,15 +75,16 @@ def _doubling_indices(newrank: int, newdst: int, mask: int, pof2: int, cnts: lis
 
 
 def reduce_rabenseifner(
-    p: int, nbytes: int, root: int = 0, elem_bytes: int = 1
+    p: int, nbytes: int, root: int = 0, elem_bytes: int = 1, pof2_only: bool = True
 ) -> list[Program]:
     """Rabenseifner (SMPI ``scatter_gather``): reduce-scatter by recursive halving,
     then a binomial gather of the reduced blocks to the root. Needs a power of two:
     SMPI's code has a folding step for other counts (odd ranks send to even ones),
     kept below, but it aborts there with ``MPI_ERR_TRUNCATE``, so netsteer refuses
-    what no reference can check."""
+    what no reference can check. ``pof2_only=False`` runs the folding step as MPICH
+    does (the UnisonFlow reproduction: 24 ranks), unchecked by SMPI."""
     _check_root(p, root)
-    if not _is_pof2(p):
+    if pof2_only and not _is_pof2(p):
         raise NetsteerError(
             f"reduce rabenseifner needs a power-of-two rank count, got {p} "
             f"(SMPI's scatter_gather fails on others); use algorithm binomial"
