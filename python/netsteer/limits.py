@@ -42,6 +42,7 @@ SAMPLE_VALUE_BYTES = 160  # engine buffer, numpy copy, and the Parquet table of 
 YAML_NODE_BYTES = 500  # a parsed and validated YAML value
 MAX_INPUT_FILE = 256 * 2**20  # input files larger than this (or the memory limit / 8) are refused
 BASE_BYTES = 100 * 2**20  # the interpreter, numpy, pyarrow, matplotlib
+WORKER_BYTES = 128 * 2**20  # a local sweep worker process with netsteer imported (75 MiB measured), before its point
 
 
 @dataclass(frozen=True)
@@ -203,3 +204,27 @@ def estimate_hybrid(a: dict) -> tuple[int, int, int, int]:
     max_port = max(spr + a["tor_uplinks"] + a["circuit_uplinks"], a["circuit_ports"],
                    racks * a["tor_uplinks"] // max(core, 1) + 1)
     return nodes, racks * spr, racks * spr + up_links, max_port
+
+
+def check_workers(n: int, *, limits: Limits | None = None, field: str = "--workers") -> None:
+    """Refuse starting ``n`` local worker processes whose baseline alone exceeds the limit.
+
+    >>> four = Limits(max_memory=4 * 2**30)
+    >>> check_workers(2, limits=four)
+    >>> check_workers(1000, limits=four)
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.LimitError: --workers: 1,000 worker processes would need about 125 GiB (128 MiB each, before their points), more than the memory limit of 4 GiB; raise it with --max-memory or NETSTEER_MAX_MEMORY
+    """
+    check(n * WORKER_BYTES, f"{n:,} worker processes", detail=f"{fmt_bytes(WORKER_BYTES)} each, before their points",
+          limits=limits, field=field)
+
+
+def default_workers(cores: int, *, limits: Limits | None = None) -> int:
+    """Local sweep workers by default: one per core, as many as the memory limit holds (at least one).
+
+    >>> four = Limits(max_memory=4 * 2**30)
+    >>> default_workers(2, limits=four), default_workers(512, limits=four)
+    (2, 31)
+    """
+    return max(1, min(cores, (limits or current()).usable // WORKER_BYTES))

@@ -87,6 +87,10 @@ def sweep_run(
     if scheduler and workers:
         raise NetsteerError("--workers sizes the local cluster; with --scheduler the cluster has its own workers",
                             field="--workers")
+    if workers is not None:
+        from ..limits import check_workers
+
+        check_workers(workers)  # refused now, with the estimate, not after the base scenario is read
     sweep = load_sweep(sweep_file)  # a bad file stops here, before any cluster starts
     out = out if out is not None else Path("out/sweeps") / sweep_file.stem
     if check:

@@ -55,7 +55,11 @@ def dask_client(scheduler: str | None = None, workers: int | None = None) -> Ite
         with client:
             yield client
         return
-    n = workers or os.cpu_count() or 1
+    from ..limits import check_workers, default_workers
+
+    if workers is not None:
+        check_workers(workers)  # --workers 10**20 would start processes until the machine gives out
+    n = workers or default_workers(os.cpu_count() or 1)
     # Dask starts workers with MALLOC_TRIM_THRESHOLD_=65536 to hand memory back early;
     # a point allocates and frees large arrays all along, which that makes ~17% slower
     # (None unsets it). Processes, not threads: a point holds the GIL while it builds its
