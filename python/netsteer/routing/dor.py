@@ -90,10 +90,14 @@ class MinimalRoutes:
             far[via] = np.where(c2 >= 0, cdst[np.maximum(c2, 0)], -1)
         keep = (far >= 0) & ~down[ch1 // 2] & ((ch2 < 0) | ~down[np.maximum(ch2, 0) // 2])
         keep &= np.where(far >= 0, kind[np.maximum(far, 0)] == SWITCH, False)
-        self.edge_src = src_node[keep].astype(np.int64)
-        self.edge_port = port[keep].astype(np.int64)
-        self.edge_dst = idx[far[keep]]
-        self.edge_channels = np.stack([ch1[keep], ch2[keep]], axis=1).astype(np.int64)
+        # edges sorted by switch, then port: the order equal choices are taken in
+        src_i, port_k = src_node[keep].astype(np.int64), port[keep].astype(np.int64)
+        order = np.lexsort((port_k, src_i))
+        self.edge_src = src_i[order]
+        self.edge_port = port_k[order]
+        self.edge_dst = idx[far[keep]][order]
+        self.edge_channels = np.stack([ch1[keep], ch2[keep]], axis=1).astype(np.int64)[order]
+        self.edge_first = np.searchsorted(self.edge_src, np.arange(n + 1))  # CSR by switch
         coords = topo.meta.get("coords")
         if coords is not None:
             c = np.asarray(coords)[self.switches]
@@ -104,13 +108,14 @@ class MinimalRoutes:
             self.n_dims = 0
             self.edge_rank = np.zeros(len(self.edge_src), dtype=np.int64)
         self.dist = _bfs_all(n, self.edge_src, self.edge_dst)
+        self.host_switch = idx[_host_switch(topo)]
 
     @property
     def n_switches(self) -> int:
         return len(self.switches)
 
     def candidates(self, targets: np.ndarray) -> np.ndarray:
-        """``[E, len(targets)]`` bool: edge ``e`` is a chosen next hop towards switch
+        """``[E, len(targets)]`` bool: edge ``e`` may carry traffic towards switch
         ``t`` (on a shortest path, of the lowest rank available at its switch)."""
         d = self.dist
         ds, dn = d[self.edge_src][:, targets], d[self.edge_dst][:, targets]
@@ -121,9 +126,25 @@ class MinimalRoutes:
         np.minimum.at(best, self.edge_src, r)
         return on & (r == best[self.edge_src])
 
+    def choice(self, hosts: np.ndarray) -> np.ndarray:
+        """``[E, len(hosts)]`` bool: the one edge each switch takes towards each host
+        (host ``h`` takes the ``h mod n``-th of its ``n`` candidates, port order)."""
+        hosts = np.asarray(hosts, dtype=np.int64)
+        cand = self.candidates(self.host_switch[hosts])
+        cs = np.cumsum(cand, axis=0, dtype=np.int64)
+        before = np.zeros((self.n_switches + 1, len(hosts)), dtype=np.int64)
+        starts = self.edge_first[:-1]
+        has = starts > 0
+        before[:-1][has] = cs[starts[has] - 1]
+        before[-1] = cs[-1] if len(cs) else 0
+        rank = cs - before[self.edge_src]  # 1-based among the switch's candidates
+        count = before[1:] - before[:-1]
+        k = hosts[None, :] % np.maximum(count, 1)
+        return cand & (rank == k[self.edge_src] + 1)
+
     def channel_load(self, demand: np.ndarray, chunk: int | None = None) -> np.ndarray:
-        """Channel loads of a switch-to-switch ``demand`` matrix (``[n, n]``, any
-        unit), each pair's demand split evenly over its equal next hops.
+        """Channel loads of ``demand`` (``[switches, hosts]``: what each switch's
+        hosts send to each host, any unit) routed as the tables route it.
 
         Raises
         ------
@@ -140,31 +161,29 @@ class MinimalRoutes:
         >>> float(load.max()), t.channel_name(int(load.argmax()))
         (5.0, 'x0[4]->x3')
         """
-        n = self.n_switches
+        n, H = self.n_switches, self.topo.n_hosts
         demand = np.asarray(demand, dtype=np.float64)
-        if demand.shape != (n, n):
-            raise RoutingError(f"demand is {demand.shape}, the network has {n} switches")
-        np.fill_diagonal(demand := demand.copy(), 0.0)
-        unreachable = (demand > 0) & (self.dist < 0)
+        if demand.shape != (n, H):
+            raise RoutingError(f"demand is {demand.shape}, expected (switches, hosts) = {(n, H)}")
+        dist_h = self.dist[:, self.host_switch]
+        unreachable = (demand > 0) & (dist_h < 0)
         if unreachable.any():
-            s, t = np.argwhere(unreachable)[0]
+            s, h = np.argwhere(unreachable)[0]
             names = self.topo.node_names
-            raise RoutingError(f"switch {names[self.switches[s]]} cannot reach {names[self.switches[t]]}")
+            raise RoutingError(f"switch {names[self.switches[s]]} cannot reach {names[self.topo.hosts[h]]}")
         load = np.zeros(self.topo.n_channels, dtype=np.float64)
+        cols = np.flatnonzero((demand > 0).any(axis=0))
         E = len(self.edge_src)
-        chunk = chunk or max(1, min(n, 20_000_000 // max(E, 1)))
-        for a in range(0, n, chunk):
-            targets = np.arange(a, min(n, a + chunk))
-            cand = self.candidates(targets)
-            count = np.zeros((n, len(targets)))
-            np.add.at(count, self.edge_src, cand)
-            share = cand / np.maximum(count[self.edge_src], 1)
-            flow = demand[:, targets].copy()  # what sits at each switch for each target
-            dist = self.dist[:, targets]
+        chunk = chunk or max(1, 20_000_000 // max(E, 1))
+        for a in range(0, len(cols), chunk):
+            hosts = cols[a:a + chunk]
+            pick = self.choice(hosts)
+            flow = demand[:, hosts].copy()  # what sits at each switch for each host
+            dist = dist_h[:, hosts]
             edge_load = np.zeros(E)
             for level in range(int(dist.max(initial=0)), 0, -1):
                 at = np.where(dist == level, flow, 0.0)
-                moved = at[self.edge_src] * share
+                moved = np.where(pick, at[self.edge_src], 0.0)
                 edge_load += moved.sum(axis=1)
                 np.add.at(flow, self.edge_dst, moved)
             for k in (0, 1):
@@ -177,21 +196,15 @@ class MinimalRoutes:
         """Destination tables: every switch's port towards every host."""
         topo = self.topo
         H, n = topo.n_hosts, self.n_switches
-        host_sw = self.index[_host_switch(topo)]
-        host_port = _host_port_at_switch(topo)
         table = np.full((n, H), -1, dtype=np.int32)
-        cand = self.candidates(np.arange(n))
-        order = np.lexsort((self.edge_port, self.edge_src))  # by switch, then port
-        for s in range(n):
-            es = order[np.searchsorted(self.edge_src[order], s):np.searchsorted(self.edge_src[order], s, "right")]
-            c = cand[es][:, host_sw]  # [edges of s, hosts]
-            cnt = c.sum(axis=0)
-            k = np.arange(H) % np.maximum(cnt, 1)
-            pick = c & (np.cumsum(c, axis=0) - 1 == k[None, :])
-            has = cnt > 0
-            table[s, has] = self.edge_port[es][pick[:, has].argmax(axis=0)]
-            local = host_sw == s
-            table[s, local] = host_port[local]
+        step = max(1, 20_000_000 // max(len(self.edge_src), 1))
+        for a in range(0, H, step):
+            hosts = np.arange(a, min(H, a + step))
+            pick = self.choice(hosts)
+            e, j = np.nonzero(pick)
+            table[self.edge_src[e], hosts[j]] = self.edge_port[e]
+        local = self.host_switch
+        table[local, np.arange(H)] = _host_port_at_switch(topo)
         return Routing(topo, table, rows=self.switches, engine=engine)
 
 

@@ -1,0 +1,423 @@
+"""Bandwidth steering: circuit pairings that relieve the most loaded links under
+minimal routing (Hung et al., "A Flexible HyperX Topology using Silicon Photonic
+Switching for Bandwidth Steering").
+
+Given switch-to-switch demand (what the jobs, placed, will send), a configuration is
+scored by routing the demand over it with minimal routing
+(:class:`netsteer.routing.dor.MinimalRoutes`, each pair's demand split evenly over
+equal next hops) and reading the channel loads over their capacities. Configurations
+are compared by, in order:
+
+1. the highest utilisation of any channel (the bottleneck a ring all-reduce runs at);
+2. the total of all utilisations (traffic times hops: shorter paths first);
+3. the number of circuit ports that move (each one is dark while its switch moves).
+
+A circuit switch's configuration is a perfect matching of its cabled ports (a port
+left out when the count is odd); two ports that lead to the same packet switch are
+never paired (a loop back carries nothing).
+
+Methods
+-------
+``exhaustive``
+    Every combination of matchings, when there are at most ``max_configs`` of them
+    (one 8-port switch: 105).
+``local-search`` (the heuristic for large switches)
+    Start from the current pairing. A *move* pairs two ports ``p, q`` of one circuit
+    switch and pairs their old partners together (a 2-swap). Each round ranks the
+    moves by the demand between the two packet switches ``p`` and ``q`` lead to,
+    when they are two or more hops apart, evaluates the ``candidates`` best, and
+    applies the one that improves the score most. It stops when no move improves it
+    or after ``max_rounds``. The result is never worse than the start.
+``auto``
+    Exhaustive when it fits, local search otherwise.
+
+The decision core is pure: :func:`plan_steering` takes the demand and the current
+pairing and returns a :class:`SteeringPlan`; :class:`SteeringController` turns plans
+into ``SetCircuits`` intents at the times it is given (the default re-route policy
+then installs minimal routes over the new circuits).
+
+Examples
+--------
+The source's flexible HyperX (two meshes of four, the four links between them
+through one SiP switch), with two streams that both cross one mesh link:
+
+>>> from netsteer.topology.hyperx import hyperx, CircuitSpec
+>>> t = hyperx([2, 4], 1, 2, link_bandwidth=10e9, link_latency_ns=0,
+...            circuits=[CircuitSpec(dim=0, switching_time_ns=10_000)])
+>>> d = switch_demand(t, [0, 2], [14, 14], [1.0, 1.0])  # x0_0 -> x1_3 (by x1_0), x1_0 -> x1_3
+>>> plan = plan_steering(t, d)
+>>> plan.method, plan.before["max_utilization"] > plan.after["max_utilization"]
+('exhaustive', True)
+>>> sorted(plan.circuits(t))
+[('x0_0', 'x1_3'), ('x0_1', 'x1_2'), ('x0_2', 'x1_1'), ('x0_3', 'x1_0')]
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import NetsteerError
+from ..routing.dor import MinimalRoutes
+from ..topology.model import CIRCUIT, Topology
+from .core import Controller, Inputs
+from .intents import Intent, SetCircuits
+
+METHODS = ("auto", "exhaustive", "local-search")
+
+
+@dataclass(frozen=True)
+class SteeringPlan:
+    """A chosen configuration and what it changes.
+
+    ``pairings`` maps each circuit switch node to its whole pairing (port pairs);
+    ``before``/``after`` hold ``max_utilization`` and ``total_utilization`` of the
+    demand under minimal routing; ``evaluated`` counts configurations scored.
+    """
+
+    pairings: dict[int, tuple[tuple[int, int], ...]]
+    before: dict[str, float]
+    after: dict[str, float]
+    method: str
+    evaluated: int
+    moved_ports: int
+    changed: tuple[int, ...] = field(default_factory=tuple)
+
+    def circuits(self, topo: Topology) -> list[tuple[str, str]]:
+        """The packet-switch pairs the circuits join, by name."""
+        ends = _port_ends(topo)
+        out = []
+        for sw, pairs in self.pairings.items():
+            for p, q in pairs:
+                a, b = sorted((topo.node_names[ends[sw][p]], topo.node_names[ends[sw][q]]))
+                out.append((a, b))
+        return out
+
+    def as_dict(self, topo: Topology) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "evaluated": self.evaluated,
+            "moved_ports": self.moved_ports,
+            "before": dict(self.before),
+            "after": dict(self.after),
+            "circuits": [list(c) for c in sorted(self.circuits(topo))],
+        }
+
+
+def switch_demand(topo: Topology, src_hosts, dst_hosts, nbytes) -> np.ndarray:
+    """Host-to-host transfers as the ``[switches, hosts]`` matrix :func:`plan_steering`
+    takes: what the hosts of each packet switch (node order) send to each host.
+
+    >>> from netsteer.topology.hyperx import hyperx
+    >>> t = hyperx([2], 1, 2, link_bandwidth=1e9, link_latency_ns=0)
+    >>> switch_demand(t, [0, 1, 2], [2, 2, 0], [5, 1, 2]).tolist()
+    [[0.0, 0.0, 6.0, 0.0], [2.0, 0.0, 0.0, 0.0]]
+    """
+    from ..routing.dor import _host_switch
+
+    idx = _switch_index(topo)
+    hs = idx[_host_switch(topo)]
+    out = np.zeros((int((idx >= 0).sum()), topo.n_hosts))
+    src, dst = np.asarray(src_hosts, dtype=np.int64), np.asarray(dst_hosts, dtype=np.int64)
+    np.add.at(out, (hs[src], dst), np.asarray(nbytes, dtype=np.float64))
+    return out
+
+
+def score(topo: Topology, demand: np.ndarray, circuits: dict | None, down_links=()) -> tuple[float, float]:
+    """``(max utilisation, total utilisation)`` of ``demand`` (bits per second, or any
+    unit: only comparisons matter) under minimal routing over ``circuits``;
+    ``(inf, inf)`` when some demand cannot be routed at all."""
+    routes = MinimalRoutes(topo, circuits, down_links)
+    if ((np.asarray(demand) > 0) & (routes.dist[:, routes.host_switch] < 0)).any():
+        return float("inf"), float("inf")
+    load = routes.channel_load(demand)
+    util = load / topo.channel_bandwidth()
+    return float(util.max(initial=0.0)), float(util.sum())
+
+
+def plan_steering(
+    topo: Topology,
+    demand: np.ndarray,
+    current: dict | None = None,
+    *,
+    method: str = "auto",
+    max_configs: int = 20_000,
+    candidates: int = 24,
+    max_rounds: int = 200,
+    down_links=(),
+) -> SteeringPlan:
+    """Choose circuit pairings for ``demand`` (see the module text).
+
+    Parameters
+    ----------
+    topo : Topology
+        A network with circuit switches (a flexible HyperX).
+    demand : ndarray ``[switches, hosts]``
+        What each packet switch's hosts send to each host, e.g. :func:`switch_demand`.
+    current : dict of int to ndarray, optional
+        The pairing in force (default: the topology's standing pairing).
+    method : {"auto", "exhaustive", "local-search"}
+    max_configs : int
+        Largest number of configurations searched exhaustively.
+    candidates : int
+        Moves scored per local-search round.
+    max_rounds : int
+        Local-search rounds at most.
+    down_links : iterable of int
+        Links that are down (routing avoids them).
+
+    Raises
+    ------
+    NetsteerError
+        No circuit switch, a demand of the wrong shape, an unknown method, or
+        ``exhaustive`` over more than ``max_configs`` configurations.
+    """
+    if method not in METHODS:
+        raise NetsteerError(f"unknown steering method {method!r}; use one of {', '.join(METHODS)}",
+                            field="method")
+    nodes = [int(n) for n in np.flatnonzero(topo.node_kind == CIRCUIT)]
+    if not nodes:
+        raise NetsteerError(f"{topo.name} has no circuit switch to steer", field="topology")
+    ends = _port_ends(topo)
+    if current is None:
+        current = topo.meta.get("initial_circuits") or {}
+    width = topo.out_channel.shape[1]
+    cur = {n: _pairs_of(np.asarray(current.get(n, np.full(width, -1)))) for n in nodes}
+    demand = np.asarray(demand, dtype=np.float64)
+    down = tuple(down_links)
+
+    def evaluate(conf: dict[int, tuple]) -> tuple[float, float, int]:
+        mx, tot = score(topo, demand, _arrays(conf, width), down)
+        return (mx, tot, _moved(cur, conf))
+
+    base = evaluate(cur)
+    counts = [_n_matchings(ends[n]) for n in nodes]
+    total = int(np.prod([float(c) for c in counts]))
+    if method == "exhaustive" and total > max_configs:
+        raise NetsteerError(f"{total:,} configurations are more than max_configs={max_configs:,}; "
+                            "use method local-search", field="method")
+    if method == "exhaustive" or (method == "auto" and total <= max_configs):
+        best, best_s, n_eval = cur, base, 1
+        for combo in itertools.product(*[list(_matchings(ends[n])) for n in nodes]):
+            conf = dict(zip(nodes, combo))
+            s = evaluate(conf)
+            n_eval += 1
+            if _better(s, best_s):
+                best, best_s = conf, s
+        used = "exhaustive"
+    else:
+        best, best_s, n_eval = _local_search(topo, demand, cur, base, ends, evaluate, candidates, max_rounds, down)
+        used = "local-search"
+    changed = tuple(n for n in nodes if set(best[n]) != set(cur[n]))
+    return SteeringPlan(
+        pairings={n: tuple(sorted(best[n])) for n in nodes},
+        before={"max_utilization": base[0], "total_utilization": base[1]},
+        after={"max_utilization": best_s[0], "total_utilization": best_s[1]},
+        method=used, evaluated=n_eval, moved_ports=best_s[2], changed=changed,
+    )
+
+
+def _local_search(topo, demand, cur, base, ends, evaluate, k, max_rounds, down):
+    """2-swap local search guided by demand between far-apart switches."""
+    conf = {n: tuple(p) for n, p in cur.items()}
+    s_conf, n_eval = base, 1
+    sw_index = _switch_index(topo)
+    hs = MinimalRoutes(topo, None, down).host_switch
+    sw_sw = np.zeros((len(demand), len(demand)))
+    np.add.at(sw_sw.T, hs, demand.T)  # switch-to-switch totals
+    sym = sw_sw + sw_sw.T
+    for _ in range(max_rounds):
+        dist = MinimalRoutes(topo, _arrays(conf, topo.out_channel.shape[1]), down).dist
+        moves = []
+        for n, pairs in conf.items():
+            partner = {p: q for a, b in pairs for p, q in ((a, b), (b, a))}
+            ports = sorted(ends[n])
+            for i, p in enumerate(ports):
+                for q in ports[i + 1:]:
+                    if partner.get(p) == q:
+                        continue
+                    a, b = sw_index[ends[n][p]], sw_index[ends[n][q]]
+                    if a == b or dist[a, b] == 1:
+                        continue
+                    gain = sym[a, b]
+                    if gain > 0:
+                        moves.append((-gain, n, p, q))
+        moves.sort()
+        best, best_s = None, s_conf
+        for _, n, p, q in moves[:k]:
+            new = _swap(conf[n], p, q, ends[n])
+            if new is None:
+                continue
+            trial = dict(conf)
+            trial[n] = new
+            s = evaluate(trial)
+            n_eval += 1
+            if _better(s, best_s):
+                best, best_s = trial, s
+        if best is None:
+            break
+        conf, s_conf = best, best_s
+    return conf, s_conf, n_eval
+
+
+def _swap(pairs, p, q, ends_of):
+    """Pair ``p`` with ``q`` and their old partners together (None: a loop back)."""
+    partner = {x: y for a, b in pairs for x, y in ((a, b), (b, a))}
+    rest = [pr for pr in pairs if p not in pr and q not in pr]
+    new = [(min(p, q), max(p, q))]
+    p2, q2 = partner.get(p), partner.get(q)
+    if p2 is not None and q2 is not None:
+        if ends_of[p2] == ends_of[q2]:
+            return None
+        new.append((min(p2, q2), max(p2, q2)))
+    return tuple(sorted(rest + new))
+
+
+def _better(a, b) -> bool:
+    """Lexicographic with a tolerance, so float noise does not count as a gain."""
+    for x, y in zip(a, b):
+        tol = 1e-9 * abs(y) if np.isfinite(y) else 0.0
+        if x < y - tol:
+            return True
+        if x > y + tol:
+            return False
+    return False
+
+
+def _port_ends(topo: Topology) -> dict[int, dict[int, int]]:
+    """Per circuit switch: cabled port -> the packet switch (or host) behind it."""
+    out = {}
+    dst = topo.channel_dst()
+    for n in np.flatnonzero(topo.node_kind == CIRCUIT):
+        row = topo.out_channel[n]
+        out[int(n)] = {int(p): int(dst[row[p]]) for p in np.flatnonzero(row >= 0)}
+    return out
+
+
+def _switch_index(topo: Topology) -> np.ndarray:
+    from ..topology.model import SWITCH
+
+    idx = np.full(topo.n_nodes, -1, dtype=np.int64)
+    sw = np.flatnonzero(topo.node_kind == SWITCH)
+    idx[sw] = np.arange(len(sw))
+    return idx
+
+
+def _pairs_of(arr: np.ndarray) -> tuple[tuple[int, int], ...]:
+    return tuple(sorted((int(p), int(q)) for p, q in enumerate(arr) if q > p))
+
+
+def _arrays(conf: dict, width: int) -> dict[int, np.ndarray]:
+    out = {}
+    for n, pairs in conf.items():
+        a = np.full(width, -1, dtype=np.int64)
+        for p, q in pairs:
+            a[p], a[q] = q, p
+        out[n] = a
+    return out
+
+
+def _moved(cur: dict, conf: dict) -> int:
+    moved = 0
+    for n, pairs in conf.items():
+        old = {x: y for a, b in cur[n] for x, y in ((a, b), (b, a))}
+        new = {x: y for a, b in pairs for x, y in ((a, b), (b, a))}
+        moved += sum(1 for p in set(old) | set(new) if old.get(p) != new.get(p))
+    return moved
+
+
+def _matchings(ends_of: dict[int, int]):
+    """Perfect matchings (one port out when odd) avoiding loop backs."""
+    ports = sorted(ends_of)
+
+    def rec(rest):
+        if len(rest) < 2:
+            yield ()
+            return
+        if len(rest) % 2:  # odd: some port stays unpaired
+            for i in range(len(rest)):
+                yield from rec(rest[:i] + rest[i + 1:]) if i == 0 else ()
+            return
+        p = rest[0]
+        for i in range(1, len(rest)):
+            q = rest[i]
+            if ends_of[p] == ends_of[q]:
+                continue
+            for m in rec(rest[1:i] + rest[i + 1:]):
+                yield ((p, q),) + m
+
+    return rec(ports)
+
+
+def _n_matchings(ends_of: dict[int, int]) -> int:
+    """(n-1)!! for n cabled ports: an upper bound of the matchings (fast, no listing)."""
+    n = len(ends_of) - len(ends_of) % 2
+    out = 1
+    for k in range(n - 1, 0, -2):
+        out *= k
+        if out > 10**15:
+            break
+    return out
+
+
+class SteeringController(Controller):
+    """Steer the circuits for the demand given, at the times given.
+
+    Parameters
+    ----------
+    topo : Topology
+    steps : list of (time_ns, demand)
+        At ``time_ns``, plan for ``demand`` (``[switches, hosts]``) from the
+        pairing in force and re-pair the circuit switches that change.
+    method, max_configs, candidates : see :func:`plan_steering`.
+
+    Examples
+    --------
+    >>> from netsteer.topology.hyperx import hyperx, CircuitSpec
+    >>> from netsteer.control.driver import NetworkView
+    >>> t = hyperx([2, 4], 1, 2, link_bandwidth=10e9, link_latency_ns=0,
+    ...            circuits=[CircuitSpec(dim=0, switching_time_ns=10_000)])
+    >>> d = switch_demand(t, [0, 2], [14, 14], [1.0, 1.0])
+    >>> c = SteeringController(t, [(0, d)])
+    >>> view = NetworkView(0, frozenset(), dict(t.meta["initial_circuits"]))
+    >>> [type(i).__name__ for i in c.decide(Inputs(0, view))]
+    ['SetCircuits']
+    >>> c.next_wakeup(0) is None
+    True
+    """
+
+    name = "steering"
+
+    def __init__(self, topo: Topology, steps: list, *, method: str = "auto", max_configs: int = 20_000,
+                 candidates: int = 24):
+        super().__init__()
+        self.topo = topo
+        self.steps = sorted(steps, key=lambda s: s[0])
+        self.kw = dict(method=method, max_configs=max_configs, candidates=candidates)
+        self._next = 0
+        self.plans: list[dict[str, Any]] = []
+
+    def next_wakeup(self, now: int) -> int | None:
+        if self._next < len(self.steps):
+            return max(int(self.steps[self._next][0]), now + 1) if self.steps[self._next][0] > now else now + 1
+        return None
+
+    def decide(self, inp: Inputs) -> list[Intent]:
+        out: list[Intent] = []
+        while self._next < len(self.steps) and self.steps[self._next][0] <= inp.now:
+            _, demand = self.steps[self._next]
+            self._next += 1
+            plan = plan_steering(self.topo, demand, inp.view.circuits or None,
+                                 down_links=inp.view.down_links, **self.kw)
+            rec = dict(plan.as_dict(self.topo), at_s=inp.now / 1e9, what="steering")
+            self.plans.append(rec)
+            self.history.append(rec)
+            for sw in plan.changed:
+                out.append(SetCircuits(sw, plan.pairings[sw]))
+        return out
+
+    def report(self) -> dict[str, Any] | None:
+        return {"plans": self.plans} if self.plans else None
