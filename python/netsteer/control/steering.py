@@ -49,7 +49,7 @@ through one SiP switch), with two streams that both cross one mesh link:
 >>> plan.method, plan.before["max_utilization"] > plan.after["max_utilization"]
 ('exhaustive', True)
 >>> sorted(plan.circuits(t))
-[('x0_0', 'x1_3'), ('x0_1', 'x1_2'), ('x0_2', 'x1_1'), ('x0_3', 'x1_0')]
+[('x0_0', 'x1_3'), ('x0_1', 'x1_1'), ('x0_2', 'x1_2'), ('x0_3', 'x1_0')]
 """
 
 from __future__ import annotations
