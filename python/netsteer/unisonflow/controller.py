@@ -1,0 +1,200 @@
+"""The interconnect controller: packet-in -> decode -> module -> rules.
+
+Pure, in the style of the controller core: :meth:`InterconnectController.handle`
+is a function of the tag, the jobs' modules and the network state it is given;
+:meth:`InterconnectController.decide` turns the driver's :class:`PacketIn` reports
+into :class:`InstallTagRules` intents. It sends nothing and reads no clock.
+
+A module that raises, or returns rules the network cannot hold, does not take the
+controller down: the tag is routed by the default module (``ecmp``) and the failure
+is reported (or, with ``on_failure="fail"``, the run stops with the error).
+
+Examples
+--------
+>>> from netsteer.topology.pgft import pgft
+>>> from .fabric import Fabric
+>>> from .modules import JobView
+>>> from .tags import Tag
+>>> f = Fabric(pgft(2, [2, 2], [1, 2], link_bandwidth=1e9, link_latency_ns=0))
+>>> c = InterconnectController(f, {0: (JobView(0, {0: [0, 1, 2, 3]}), [{"module": "pin", "primitive": "bcast", "via": "s2_1"}])})
+>>> d = c.handle(Tag("bcast", 0, 0, 0, 3).value())
+>>> d.module, [f.name(r.switch) for r in d.rules], d.failed
+('pin', ['s1_0', 's2_1', 's1_1'], None)
+>>> c.handle(Tag("reduce", 0, 0, 0, 3).value()).module  # no module: the default
+'ecmp'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ..control.core import Controller, Inputs
+from ..errors import NetsteerError
+from . import modules as _modules
+from .fabric import Fabric
+from .modules import JobView, NetState, PrimitiveModule
+from .rules import FlowRule, RuleError, check_rules
+from .tags import TagError, decode, format_mac
+
+
+@dataclass(frozen=True)
+class PacketIn:
+    """A frame matched no rule: ``switch`` sent it to the controller at ``at_ns``.
+    ``flow`` is the simulator's flow (-1 elsewhere)."""
+
+    at_ns: int
+    switch: int
+    mac: int
+    flow: int = -1
+    cause: str = "packet-in"
+
+
+@dataclass(frozen=True)
+class InstallTagRules:
+    """Install ``rules`` for ``tag``; they take effect after the packet-in's round
+    trip and the installation (the driver's delay model). No rules: the tag's
+    traffic takes the default routing (``fallback`` says why)."""
+
+    tag: int
+    rules: tuple[FlowRule, ...]
+    packet_in_ns: int
+    module: str
+    fallback: str | None = None
+
+
+@dataclass(frozen=True)
+class RulesGone:
+    """The switches dropped a tag's rules (idle timeout, evicted for room)."""
+
+    at_ns: int
+    tag: int
+    cause: str
+    channels: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class RulesInstalled:
+    """A tag's rules took effect; ``channels`` are the links they send it over."""
+
+    at_ns: int
+    tag: int
+    channels: tuple[int, ...] = ()
+
+
+class Decision(NamedTuple):
+    rules: tuple
+    module: str
+    failed: str | None
+
+
+class InterconnectController(Controller):
+    """Per job, one module per primitive; ``default`` serves the rest and failures.
+
+    Parameters
+    ----------
+    fabric : Fabric
+    jobs : dict
+        ``job -> (JobView, [module specs])`` (specs: ``{module, primitive?, ...}``).
+    default : str
+        The module for primitives without one, and for failures.
+    on_failure : {"fallback", "fail"}
+    """
+
+    name = "unisonflow"
+
+    def __init__(self, fabric: Fabric, jobs: dict, default: str = "ecmp", on_failure: str = "fallback"):
+        super().__init__()
+        self.fabric, self.on_failure = fabric, on_failure
+        self.state = NetState(fabric)
+        self.jobs: dict[int, JobView] = {}
+        self.modules: dict[int, dict[str, PrimitiveModule]] = {}
+        self.defaults: dict[int, PrimitiveModule] = {}
+        cls = _modules.REGISTRY.get(default)
+        if cls is None:
+            raise NetsteerError(f"unknown default module {default!r}", field="default")
+        for j, (view, specs) in jobs.items():
+            self.jobs[j] = view
+            try:
+                self.modules[j] = _modules.build(specs, fabric, view)
+            except NetsteerError as exc:
+                raise exc.located(prefix=f"jobs.{j}") from None
+            self.defaults[j] = cls(fabric, view, "send")
+        self.packet_ins = 0
+        self.rules_made = 0
+        self.by_module: dict[str, int] = {}
+        self.failures: list[dict[str, Any]] = []
+        self.n_failures = 0
+
+    def handle(self, mac: int, now: int = 0) -> Decision:
+        """Decide the rules for one packet-in's tag. Raises :class:`TagError` for a
+        frame whose tag is not valid (unknown primitive, job, communicator, rank
+        outside the communicator)."""
+        self.packet_ins += 1
+        self.state.now = now
+        job = (mac >> 34) & 0x3F
+        view = self.jobs.get(job)
+        if view is None:
+            raise TagError(f"{format_mac(mac)} names job {job}, which the controller does not run", field="job")
+        comm = (mac >> 30) & 0xF
+        hosts = view.comms.get(comm)
+        if hosts is None:
+            raise TagError(f"{format_mac(mac)} names communicator {comm}, which job {job} does not have", field="comm")
+        tag = decode(mac, len(hosts))
+        module = self.modules[job].get(tag.primitive)
+        failed = None
+        if module is not None:
+            try:
+                rules = module.rules(tag, self.state)
+                check_rules(rules, self.fabric, mac, module.name)
+            except Exception as exc:  # a module's bug must not stop the controller
+                reason = exc.message() if isinstance(exc, NetsteerError) else f"{type(exc).__name__}: {exc}"
+                failed = f"module {module.name} failed for {format_mac(mac)} ({tag.primitive}): {reason}"
+                if self.on_failure == "fail":
+                    raise RuleError(failed, field=f"jobs.{job}.modules") from None
+                module = None
+        if module is None:
+            module = self.defaults[job]
+            rules = module.rules(tag, self.state)
+        self.rules_made += len(rules)
+        self.by_module[module.name] = self.by_module.get(module.name, 0) + 1
+        return Decision(tuple(rules), module.name, failed)
+
+    def decide(self, inp: Inputs) -> list:
+        out = []
+        for ev in inp.changes:
+            if isinstance(ev, RulesGone):
+                for ch in ev.channels:
+                    self.state.load[ch] = self.state.load.get(ch, 0) - 1
+                continue
+            if isinstance(ev, RulesInstalled):
+                self.installed(ev.channels)
+                continue
+            if not isinstance(ev, PacketIn):
+                continue
+            try:
+                d = self.handle(ev.mac, inp.now)
+            except TagError as exc:
+                if self.on_failure == "fail":
+                    raise
+                self._failed(ev, exc.message())
+                out.append(InstallTagRules(ev.mac, (), ev.at_ns, "default", fallback=exc.message()))
+                continue
+            if d.failed:
+                self._failed(ev, d.failed)
+            out.append(InstallTagRules(ev.mac, d.rules, ev.at_ns, d.module, fallback=d.failed))
+        return out
+
+    def installed(self, channels) -> None:
+        """The driver reports the channels a tag's installed rules send it over."""
+        for ch in channels:
+            self.state.load[ch] = self.state.load.get(ch, 0) + 1
+
+    def _failed(self, ev: PacketIn, reason: str) -> None:
+        self.n_failures += 1
+        if len(self.failures) < 20:  # the first ones say why; the count says how many
+            self.failures.append({"at_s": ev.at_ns / 1e9, "tag": format_mac(ev.mac), "reason": reason})
+
+    def report(self) -> dict[str, Any]:
+        return {"packet_ins": self.packet_ins, "rules": self.rules_made, "by_module": dict(self.by_module),
+                "failures": self.n_failures, "failed": list(self.failures)}
