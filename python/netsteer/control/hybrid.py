@@ -21,17 +21,26 @@ whose circuits are pinned until it ends), ``periodic`` (estimate the rack-to-rac
 demand from counters, replan, reconfigure when the gain passes a threshold for
 ``hold`` periods in a row) and ``congestion`` (poll the ports; when an inter-rack
 port stays above a utilisation for ``hold`` polls, replan and reconfigure at once).
+
+Both estimate the demand from counters the way Helios does
+(:mod:`netsteer.control.demand`): a rack pair whose current path (its circuits, or
+the electrical uplink and downlink) runs at ``saturation`` or above is limited by the
+network, so its demand is its fair share of what the racks' active servers can send
+and receive, not the rate it measured. Demand above one circuit's worth is then
+compressed (:func:`netsteer.control.demand.spread`) so circuits are spread across
+pairs before they are stacked on one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from ..errors import NetsteerError
 from .core import Controller, Inputs
+from .demand import estimate_demand, spread
 from .intents import PairRule, PushRules, RemoveRules, SetCircuits, TagPorts, VlanPath
 from .planning import Circuit, plan_circuits
 
@@ -115,12 +124,19 @@ class HybridController(Controller):
         ``{"poll": ns, "utilization": fraction, "hold": polls}``.
     extra_rules : int
         Rules pushed besides the real ones in step 2 (a larger fabric's count).
+    saturation : float
+        Utilisation from which a port counts as saturated for demand estimation.
+    memory : int
+        Half-life (ns) of the demand memory: a pair's estimated demand decays by half
+        over this time once it stops, so a job between bursts (a compute phase) keeps
+        its circuits. 0: only the last window counts.
     """
 
     name = "hybrid"
 
     def __init__(self, topo, *, method="make-before-break", hops=1, initial=(), schedule=(), requests=(),
-                 periodic=None, congestion=None, extra_rules=0):
+                 periodic=None, congestion=None, extra_rules=0, saturation=0.9,
+                 memory=2_000_000_000):
         super().__init__()
         m = topo.meta
         if m.get("kind") != "hybrid":
@@ -157,6 +173,9 @@ class HybridController(Controller):
         ocs_ch = [int(self.topo.out_channel[o, p]) for r in range(self.racks) for k in range(self.planes)
                   for o, p in [self.circuit_port_of[r, k]]]
         self._watched = np.array([c for c, _ in links] + ocs_ch + self._electrical_uplinks(), dtype=np.int64)
+        self.saturation, self.memory = saturation, int(memory)
+        self._recent: tuple[int, np.ndarray] | None = None  # (time, remembered demand)
+        self._index_channels()
 
     # -- configurations --------------------------------------------------------------
 
@@ -170,6 +189,33 @@ class HybridController(Controller):
                 if int(dst[c]) in cores:
                     out.append(c)
         return out
+
+    def _index_channels(self) -> None:
+        """Channels per rack for demand estimation: servers' NICs both ways, the
+        electrical uplinks and downlinks, and each plane's optical up and down."""
+        t = self.topo
+        src, dst = t.channel_src(), t.channel_dst()
+        rack_of = {int(tor): r for r, tor in enumerate(self.tors)}
+        cores = set(int(x) for x in t.meta.get("cores", ()))
+        self._nic_up: list[list[int]] = [[] for _ in range(self.racks)]
+        self._nic_down: list[list[int]] = [[] for _ in range(self.racks)]
+        self._elec_up: list[list[int]] = [[] for _ in range(self.racks)]
+        self._elec_down: list[list[int]] = [[] for _ in range(self.racks)]
+        for c in range(len(src)):
+            a, b = int(src[c]), int(dst[c])
+            if a < t.n_hosts and b in rack_of:
+                self._nic_up[rack_of[b]].append(c)
+            elif b < t.n_hosts and a in rack_of:
+                self._nic_down[rack_of[a]].append(c)
+            elif a in rack_of and b in cores:
+                self._elec_up[rack_of[a]].append(c)
+            elif b in rack_of and a in cores:
+                self._elec_down[rack_of[b]].append(c)
+        self._opt_up = np.array([[int(t.out_channel[self.tors[r], self.tor_port_of[r, k]]) for k in range(self.planes)]
+                                 for r in range(self.racks)], dtype=np.int64).reshape(self.racks, self.planes)
+        self._opt_down = np.array([[int(t.out_channel[o, p]) for o, p in self.circuit_port_of[r]]
+                                   for r in range(self.racks)], dtype=np.int64).reshape(self.racks, self.planes)
+        self._bw_gbps = t.channel_bandwidth() / 1e9
 
     def configure(self, circuits, paths=None) -> HybridConfig:
         """The forwarding state for ``circuits``: one VLAN per directed rack-to-rack
@@ -212,11 +258,21 @@ class HybridController(Controller):
         if n_paths > MAX_VLANS:
             raise NetsteerError(f"{n_paths} rack-to-rack paths need {n_paths} VLANs; at most {MAX_VLANS} exist",
                                 field="controller.hybrid")
-        rules, tags, vlan = {}, {}, 0
+        # a path kept from the configuration in force keeps its VLAN, so its pair's
+        # rules do not change and its traffic does not move during a reconfiguration
+        prev = getattr(self, "config", None)
+        kept = {} if prev is None else {(vp.racks, vp.planes): vp.vlan for r in prev.rules.values() for vp in r.paths}
+        wanted = {(racks, planes) for plist in routes.values() for racks, planes, _ in plist}
+        kept = {key: v for key, v in kept.items() if key in wanted}
+        reserved = set(kept.values())
+        fresh = (v for v in range(1, MAX_VLANS + 1) if v not in reserved)
+        rules, tags = {}, {}
         for (a, b), plist in sorted(routes.items()):
             vps = []
             for racks, planes, w in plist:
-                vlan += 1
+                vlan = kept.pop((racks, planes), None)  # pop: two equal paths get two VLANs
+                if vlan is None:
+                    vlan = next(fresh)
                 vps.append(VlanPath(vlan, racks, planes, w))
                 for x, y, k in zip(racks, racks[1:], planes):
                     for r in (x, y):
@@ -304,11 +360,35 @@ class HybridController(Controller):
         return [c for r in self._active_requests if r is not exclude for c in r.get("circuits", ())]
 
     def _plan(self, demand: np.ndarray, pinned=()):
-        return plan_circuits(demand, self.planes, self.capacity_gbps, hops=self.hops, pinned=pinned)
+        plan = plan_circuits(demand, self.planes, self.capacity_gbps, hops=self.hops, pinned=pinned)
+        return plan if pinned else self._align(plan)
+
+    def _align(self, plan):
+        """The plan with its circuit switches relabelled to keep as many circuits of the
+        configuration in force where they are: each switch's matching is a whole, so
+        any permutation of switches is the same plan, and circuits that stay put move
+        no traffic during a reconfiguration."""
+        from scipy.optimize import linear_sum_assignment
+
+        k = self.planes
+        old = {(c.ocs, min(c.a, c.b), max(c.a, c.b)) for c in self.config.circuits}
+        overlap = np.zeros((k, k))
+        for c in plan.circuits:
+            a, b = min(c.a, c.b), max(c.a, c.b)
+            for j in range(k):
+                overlap[c.ocs, j] += (j, a, b) in old
+        rows, cols = linear_sum_assignment(-overlap)
+        to = dict(zip(rows.tolist(), cols.tolist()))
+        if all(i == j for i, j in to.items()):
+            return plan
+        move = lambda c: Circuit(to[c.ocs], c.a, c.b)  # noqa: E731
+        paths = tuple(replace(p, circuits=tuple(move(c) for c in p.circuits)) for p in plan.paths)
+        return replace(plan, circuits=tuple(sorted((move(c) for c in plan.circuits), key=lambda c: (c.ocs, c.a, c.b))),
+                       paths=paths)
 
     def _pair_snapshot(self, inp: Inputs):
         c = inp.counters()
-        return None if c.pair_bytes is None else (c.time_ns, c.pair_bytes.copy())
+        return None if c.pair_bytes is None else (c.time_ns, c.pair_bytes.copy(), c.port_bytes.copy())
 
     @staticmethod
     def _rate(old, new) -> np.ndarray | None:
@@ -318,6 +398,33 @@ class HybridController(Controller):
         d = (new[1] - old[1]) * 8 / ((new[0] - old[0]) * 1e-9) / 1e9
         np.fill_diagonal(d, 0.0)
         return np.maximum(d, 0.0)
+
+    def _demand(self, old, new) -> np.ndarray | None:
+        """Natural rack-to-rack demand (Gbit/s) between two snapshots (module text)."""
+        m = self._rate(old, new)
+        if m is None:
+            return None
+        util = (new[2] - old[2]) * 8 / ((new[0] - old[0]) * 1e-9) / 1e9 / np.maximum(self._bw_gbps, 1e-12)
+        hot = util >= self.saturation
+        busy = util > 0
+        out_cap = np.array([self._bw_gbps[[c for c in chs if busy[c]]].sum() for chs in self._nic_up])
+        in_cap = np.array([self._bw_gbps[[c for c in chs if busy[c]]].sum() for chs in self._nic_down])
+        limited = np.zeros_like(m, dtype=bool)
+        for a, b in zip(*np.nonzero(m > 0)):
+            a, b = int(a), int(b)
+            rule = self.config.rules.get((a, b))
+            if rule is not None and rule.paths:
+                chans = [ch for vp in rule.paths for x, y, k in zip(vp.racks, vp.racks[1:], vp.planes)
+                         for ch in (self._opt_up[x, k], self._opt_down[y, k])]
+            else:
+                chans = self._elec_up[a] + self._elec_down[b]
+            limited[a, b] = bool(chans) and bool(hot[chans].any())
+        est = spread(estimate_demand(m, limited, out_cap, in_cap), self.capacity_gbps)
+        if self.memory > 0 and self._recent is not None and new[0] > self._recent[0]:
+            decay = 0.5 ** ((new[0] - self._recent[0]) / self.memory)
+            est = np.maximum(est, self._recent[1] * decay)
+        self._recent = (new[0], est)
+        return est
 
     def _evaluate(self, now: int, demand: np.ndarray, trigger: str):
         """Plan for ``demand``; returns (plan, served now, served by the plan)."""
@@ -336,7 +443,7 @@ class HybridController(Controller):
 
     def _periodic(self, inp: Inputs) -> None:
         snap = self._pair_snapshot(inp)
-        demand = self._rate(self._last_counters, snap)
+        demand = self._demand(self._last_counters, snap)
         self._last_counters = snap
         if demand is None or self.current is not None or self._queue:
             return
@@ -352,8 +459,11 @@ class HybridController(Controller):
     def _congestion(self, inp: Inputs) -> None:
         c = inp.counters()
         last, self._last_ports = self._last_ports, (c.time_ns, c.port_bytes.copy())
-        self._pair_hist.append(self._pair_snapshot(inp))
-        del self._pair_hist[: -(self.congestion["hold"] + 1)]
+        # the demand of every poll interval feeds the memory: a burst that saturates
+        # its path for one poll is seen at its peak, not averaged with its quiet time
+        snap = self._pair_snapshot(inp)
+        demand = self._demand(self._pair_hist[-1], snap) if self._pair_hist else None
+        self._pair_hist = [snap]
         if last is None or c.time_ns <= last[0] or self.current is not None or self._queue:
             self._hot_streak = 0
             return
@@ -365,7 +475,6 @@ class HybridController(Controller):
         if self._hot_streak >= self.congestion["hold"]:
             self._hot_streak = 0
             # the demand over the congested window, from the per-pair counters
-            demand = self._rate(self._pair_hist[0], self._pair_hist[-1])
             if demand is None:
                 return
             plan, cur, new = self._evaluate(inp.now, demand, "congestion")

@@ -7,6 +7,8 @@ controller:
     hops: 1                          # 2: paths through one other rack
     initial: [[0, 0, 1]]             # circuits [plane, rack a, rack b] at time 0
     extra_rules: 100                 # rules pushed besides the real ones in step 2
+    saturation: 0.9                  # a path this busy is network-limited (demand estimation)
+    memory: 2s                       # half-life of a pair's estimated demand once it stops
     schedule: [{at: 10s, circuits: [[1, 0, 1]]}]
     requests: [{at: 1s, until: 5s, src: 0, dst: 5, bandwidth: 10Gbps},
                {at: 6s, demand: [[0, 8], [8, 0]]}]     # Gbit/s, racks x racks
@@ -93,6 +95,8 @@ class HybridModel(_Strict):
     hops: Literal[1, 2] = 1
     initial: list[tuple[int, int, int]] = Field(default_factory=list)
     extra_rules: int = Field(0, ge=0)
+    saturation: float = Field(0.9, gt=0, le=1, description="utilisation from which a path counts as network-limited")
+    memory: Duration = Field(2_000_000_000, ge=0, description="half-life of the estimated demand once a pair stops")
     schedule: list[ScheduleModel] = Field(default_factory=list)
     requests: list[RequestModel] = Field(default_factory=list)
     periodic: PeriodicModel | None = None
@@ -189,6 +193,7 @@ def build_hybrid_controller(data: dict | None, topo, file=None, host_ref=None):
     try:
         return HybridController(
             topo, method=h.method, hops=h.hops, initial=h.initial, extra_rules=h.extra_rules,
+            saturation=h.saturation, memory=int(h.memory),
             schedule=[(int(s.at), s.circuits) for s in h.schedule], requests=requests,
             periodic=h.periodic.model_dump() if h.periodic else None,
             congestion=h.congestion.model_dump() if h.congestion else None,

@@ -1,0 +1,72 @@
+"""The 320-rack shifting-workload study, on a small system: what the modes decide."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from netsteer.errors import NetsteerError
+from netsteer.reproduce.hybrid_shifting import Study, demand_bytes, run, scenario, static_best
+
+SMALL = Study(racks=16, servers_per_rack=8, circuit_switches=4, jobs=2, phases=3, bytes="2GiB",
+              period="500ms", poll="100ms")
+
+
+def test_the_workload_shifts_every_phase_and_static_best_covers_the_whole_run():
+    d = demand_bytes(SMALL)
+    assert np.allclose(d, d.T)  # every transfer goes both ways
+    data = scenario(SMALL, "static best")
+    # each job's racks pair up anew in every phase: a rack meets `phases` partners at most
+    partners = (d > 0).sum(axis=1)
+    assert partners.max() <= SMALL.phases and partners[partners > 0].min() >= 1
+    circuits = static_best(SMALL)
+    assert data["controller"]["hybrid"]["initial"] == circuits
+    for plane, a, b in circuits:
+        assert d[a, b] > 0  # no circuit where no demand ever is
+    per_rack_plane = {(p, r) for p, a, b in circuits for r in (a, b)}
+    assert len(per_rack_plane) == 2 * len(circuits)  # a matching on every circuit switch
+
+
+@pytest.fixture(scope="module")
+def report():
+    return run(SMALL)
+
+
+def test_adaptive_modes_beat_the_static_best_when_phases_outlast_a_reconfiguration(report):
+    runs = {r["mode"]: r for r in report["runs"]}
+    assert runs["electrical"]["reconfigurations"] == runs["static best"]["reconfigurations"] == 0
+    assert runs["static best"]["mean_job_s"] < runs["electrical"]["mean_job_s"]
+    for mode in ("periodic", "congestion"):
+        r = runs[mode]
+        assert r["reconfigurations"] >= SMALL.phases - 1 and r["failed_reconfigurations"] == 0
+        assert r["mean_job_s"] < runs["static best"]["mean_job_s"], mode
+        # a reconfiguration's window: the source's delay model (0.6 s per VLAN-tagged port)
+        assert r["mean_reconfig_delay_s"] >= 0.6
+
+
+def test_the_command_writes_the_four_scenarios_and_they_run_alone(tmp_path):
+    out = tmp_path / "study"
+    cmd = [sys.executable, "-m", "netsteer", "reproduce", "hybrid-shifting", "--racks", "8", "--servers-per-rack", "2",
+           "--circuit-switches", "2", "--jobs", "2", "--phases", "2", "--bytes", "64MiB", "--json", "--out", str(out)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    rep = json.loads(p.stdout)
+    static = next(r for r in rep["runs"] if r["mode"] == "static best")
+    alone = subprocess.run([sys.executable, "-m", "netsteer", "run", str(out / "scenario-static-best.yaml"), "--json"],
+                           capture_output=True, text=True, timeout=300)
+    assert alone.returncode == 0, alone.stderr
+    jobs = {j["name"]: j["completion_s"] for j in json.loads(alone.stdout)["jobs"]}
+    assert jobs == pytest.approx(static["jobs"], rel=1e-9)
+    assert (out / "job_times.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("field,kw", [("racks", {"racks": 3, "jobs": 2}), ("bytes", {"bytes": "lots"}),
+                                      ("phases", {"phases": 0}), ("period", {"period": "0s"})])
+def test_impossible_studies_are_refused_naming_the_parameter(field, kw):
+    with pytest.raises(NetsteerError) as e:
+        scenario(Study(**kw), "periodic")
+    assert e.value.field == field
