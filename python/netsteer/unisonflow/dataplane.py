@@ -122,7 +122,7 @@ class TagSimDriver(SimDriver):
         self.first_packet_ns: list[int] = []  # per packet-in: when its rules took effect, minus when it was sent
         self._arrays_at = -1
         c = dag.columns()
-        self._src, self._dst = c.src, c.dst
+        self._src, self._dst, self._delay = c.src, c.dst, c.delay_ns
         super().__init__(topo, routing, dag, **kw)
 
     # -- hooks ---------------------------------------------------------------------
@@ -224,9 +224,10 @@ class TagSimDriver(SimDriver):
             t = int(self.flow_tags[f])
             if t in self.waiting or t in self.entries or t in self.defaulted:
                 continue  # its rules are coming
-            self.waiting[t] = int(rel[f])
+            sent = int(rel[f] + self._delay[f])  # the first frame leaves after the software overhead
+            self.waiting[t] = sent
             self.stats["packet_ins"] += 1
-            self._reports.append(PacketIn(int(rel[f]), self.fabric.switch_of_host[int(self._src[f])], t, f))
+            self._reports.append(PacketIn(sent, self.fabric.switch_of_host[int(self._src[f])], t, f))
         return True
 
     def _unfinished(self, tag: int) -> np.ndarray:
@@ -235,9 +236,11 @@ class TagSimDriver(SimDriver):
         return flows[done[flows] < 0]
 
     def _in_use(self, tag: int) -> bool:
+        """Whether a flow of ``tag`` is sending now (released, past its software
+        overhead, not done): frames keep the rules' idle timers at zero."""
         rel, done = self._arrays()
         flows = self.tag_flows.get(tag, ())
-        return bool(np.any((rel[flows] >= 0) & (done[flows] < 0)))
+        return bool(np.any((rel[flows] >= 0) & (rel[flows] + self._delay[flows] <= self.now) & (done[flows] < 0)))
 
     def _install(self, intent: InstallTagRules) -> None:
         tag = intent.tag
@@ -335,7 +338,7 @@ class TagSimDriver(SimDriver):
             return
         _, done = self._arrays()
         flows = self.tag_flows[tag]
-        last = max(int(done[flows].max()), e.installed_ns)
+        last = max(int(done[flows].max()), e.installed_ns)  # the last frame went by then
         if self.now - last >= idle:
             self._remove(tag, "expired")
         else:
