@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
 from ..control.core import Controller, ControllerStack, ReroutePolicy
 from .driver import SimDriver
 from .network import CircuitState
@@ -60,4 +62,29 @@ def run_scenario(
         sample_interval_ns=built.sample_interval_ns if sample else 0, circuits=circuits,
         background=built.background, stops=stops, forwarding=forwarding, progress=progress, **opts,
     )
-    return run_driver(driver, controller)
+    res = run_driver(driver, controller)
+    if res.past_clock is not None:
+        # background (iperf-like) flows send until the others end: stalled, they just go on
+        res.past_clock = res.past_clock[~np.asarray(built.background, dtype=bool)[res.past_clock]]
+        if len(res.past_clock):
+            raise _past_clock_error(built, res)
+    return res
+
+
+#: The engine's clock range: finishes are scheduled up to half of int64 nanoseconds.
+CLOCK_RANGE_NS = (2**63 - 1) // 2
+
+
+def _past_clock_error(built, res):
+    """A run that cannot end within the simulator's clock is refused, not reported as
+    stalled (nothing blocked it) with a made-up makespan: it names the first such flow."""
+    from ..errors import NetsteerError
+
+    f = int(res.past_clock[0])
+    j = int(built.job_of_flow[f])
+    years = CLOCK_RANGE_NS / 1e9 / 86400 / 365.25
+    more = f", and {len(res.past_clock) - 1} more flows" if len(res.past_clock) > 1 else ""
+    return NetsteerError(
+        f"the run does not end within the simulator's clock: job {built.job_names[j]!r} (flow {f}{more}) "
+        f"would still be sending after {years:.0f} years of simulated time; check its bytes, start and "
+        "delay against the link bandwidths", file=built.scenario.file, field=f"jobs.{j}")

@@ -41,6 +41,9 @@ class SimResult:
         and every controller decision that failed, in time order
     controller : dict, the controllers' own reports (reconfigurations, ...)
     sent_bytes : ndarray [flows], bytes each flow sent (bulk flows: until stopped)
+    past_clock : ndarray [k], flows left sending at a positive rate when the run
+        stalled: they would finish past the clock's range (about 146 years), so the
+        engine scheduled no finish for them
     """
 
     completion_ns: np.ndarray
@@ -55,6 +58,7 @@ class SimResult:
     applied_events: list[dict] = field(default_factory=list)
     controller: dict | None = None
     sent_bytes: np.ndarray | None = None
+    past_clock: np.ndarray | None = None
 
 
 def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
@@ -81,7 +85,18 @@ def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
         applied_events=events,
         controller=controller.report(),
         sent_bytes=eng.sent_bytes(),
+        past_clock=_past_clock(eng) if status == "stalled" else None,
     )
+
+
+def _past_clock(eng) -> np.ndarray:
+    """Unfinished flows that still had a rate when the run stalled. The engine schedules
+    a finish for every flow with a rate unless it falls past the clock's range, so these
+    are not starved: they would end after about 146 years of simulated time."""
+    left = np.asarray(eng.unfinished_flows(), dtype=np.int64)
+    if not len(left):
+        return left
+    return left[np.asarray(eng.rates())[left] > 0]
 
 
 def legacy_controller(events) -> tuple[Controller, list]:
