@@ -4,7 +4,7 @@ file holds (the user's unit strings, lists, ints), so it writes back as YAML."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ValidationError
@@ -35,7 +35,10 @@ def given(**kw: Any) -> dict[str, Any]:
     return {k: plain(v) for k, v in kw.items() if v is not None}
 
 
-def validated(model: type[BaseModel], data: dict[str, Any], where: str | None = None) -> BaseModel:
+M = TypeVar("M", bound=BaseModel)
+
+
+def validated(model: type[M], data: dict[str, Any], where: str | None = None) -> M:
     """``model.model_validate(data)``; a failure is a :class:`NetsteerError` naming
     the field (prefixed by ``where``) and the reason, as scenario files get."""
     from ..scenario import _pydantic_error

@@ -225,7 +225,7 @@ class Scenario:
         if path is not None:
             from ..report.atomic import atomic_write
 
-            with atomic_write(path, field="path") as f:
+            with atomic_write(Path(path), field="path") as f:
                 f.write(text)
         return text
 

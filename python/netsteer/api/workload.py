@@ -99,6 +99,8 @@ def job(flows: Sequence[dict[str, Any]] = (), bulk: Sequence[dict[str, Any]] = (
     ``name`` the scenario names it ``job<i>`` by its position.
     """
     data: dict[str, Any] = {"name": name} if name is not None else {}
+    if not flows and not bulk:
+        raise NetsteerError("a job needs flows or bulk flows (an MPI program: netsteer.mpi_job)", field="flows")
     if flows:
         data["flows"] = [dict(f) for f in flows]
     if bulk:
@@ -136,6 +138,8 @@ def mpi_job(
         When the ranks start.
     traffic_class, priority : int, optional
     """
+    if not program:
+        raise NetsteerError("a program needs at least one step", field="program")
     data = given(name=name, ranks=ranks, placement=placement, seed=seed, program=list(program),
                  repeat=repeat, start=start, priority=priority)
     if traffic_class is not None:
@@ -151,9 +155,7 @@ def mpi_job(
 
 
 def _check_job(data: dict[str, Any]) -> None:
-    job_ = validated(JobModel, {"name": "job", **data})
-    if not isinstance(job_, JobModel):  # pragma: no cover - validated returns the model
-        raise NetsteerError("not a job", field="jobs")
+    validated(JobModel, {"name": "job", **data})
 
 
 __all__ = ["bulk", "flow", "job", "mpi_job"]

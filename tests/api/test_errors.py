@@ -1,0 +1,107 @@
+"""Bad input through the API is one exception type, netsteer.NetsteerError, with the
+field and the reason: the same checks and messages as the command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import netsteer as ns
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _topo():
+    return ns.pgft(2, [4, 4], [1, 2], link_bandwidth="10Gbps")
+
+
+BAD_CALLS = [
+    (lambda: ns.pgft(2, [4], [1, 2], link_bandwidth="10Gbps"), "topology.down", "levels is 2"),
+    (lambda: ns.pgft(1, [4], [1], link_bandwidth=10e9), "topology.link_bandwidth", "with a unit"),
+    (lambda: ns.pgft(1, [4], [1], link_bandwidth="10Gbps", link_latency="-1us"), "topology.link_latency",
+     "duration"),
+    (lambda: ns.hyperx([4, 4], 0, link_bandwidth="10Gbps"), "topology.T", "T"),
+    (lambda: ns.read_topology("pgft:levels=2,down=4"), "topology.up", "missing"),
+    (lambda: ns.route(_topo(), engine="updn"), "routing", "unknown routing engine"),
+    (lambda: ns.route(_topo(), engine="ecmp", hash="crc"), "routing.hash", "dst"),
+    (lambda: ns.op.allreduce("12 parsecs"), "bytes", "size"),
+    (lambda: ns.op.bcast("1MiB", root=-1), "root", "greater than or equal to 0"),
+    (lambda: ns.op.compute("5"), "duration", "unit"),
+    (lambda: ns.op.send(1, 1, "1KiB"), "send", "itself"),
+    (lambda: ns.flow(0, 1, "1GiB", priority=300), "priority", "255"),
+    (lambda: ns.mpi_job(0, [ns.op.barrier()]), "ranks", "greater than 0"),
+    (lambda: ns.mpi_job(4, []), "program", "at least one step"),
+    (lambda: ns.mpi_job(4, [{"op": "allreduce"}]), "program.0.bytes", ""),
+    (lambda: ns.job(), "flows", "a job needs flows"),
+    (lambda: ns.event.link_down("-1ms", [("s1_0", 1)]), "at", "negative"),
+    (lambda: ns.Scenario(42, "dmodk", [ns.job([ns.flow(0, 1, 1)])]), "topology", "Topology"),
+    (lambda: ns.Scenario(_topo(), "dmodk", []), "jobs", ""),
+    (lambda: ns.Scenario(_topo(), "dmodk", [ns.job([ns.flow(0, 1, 1)])], sharing="fair"), "sharing", ""),
+    (lambda: ns.Scenario(_topo(), "dmodk", ["job"]), "jobs.0", "expected a job"),
+    (lambda: ns.Scenario(_topo(), "dmodk", [ns.job([ns.flow(0, 99, 1)])]).build(), "jobs.0.flows.0.dst",
+     "host 99 does not exist"),
+    (lambda: ns.Scenario(_topo(), "dmodk", [ns.mpi_job(64, [ns.op.barrier()])]).build(), "jobs.0.ranks",
+     "16"),
+    (lambda: ns.Scenario(_topo(), "dmodk", [ns.job([ns.flow(0, 1, 1)])],
+                         events=[ns.event.link_down("1ms", [("s9_9", 1)])]).build(), "events.0.link_down.0",
+     "no node named"),
+    (lambda: ns.simulate(_topo(), "dmodk", [ns.job([ns.flow("h0", "s1_0", 1)])]), "jobs.0.flows.0.dst",
+     "switch"),
+    (lambda: ns.Scenario.from_yaml(ROOT / "no-such.yaml"), None, "no such file"),
+    (lambda: ns.read_counters(ROOT / "pyproject.toml"), None, "not a Parquet file"),
+]
+
+
+@pytest.mark.parametrize("call,field,reason", BAD_CALLS, ids=range(len(BAD_CALLS)))
+def test_bad_input_is_a_netsteer_error_with_field_and_reason(call, field, reason):
+    with pytest.raises(ns.NetsteerError) as info:
+        call()
+    err = info.value
+    assert err.field == field or (field is not None and (err.field or "").startswith(field)), err.message()
+    assert reason in err.reason
+    assert "\n" not in err.message()
+
+
+def test_the_routing_and_limit_errors_are_netsteer_errors():
+    assert issubclass(ns.RoutingError, ns.NetsteerError) and issubclass(ns.LimitError, ns.NetsteerError)
+
+
+BAD_FILES = {
+    "unknown-key.yaml": """name: x
+topology: {kind: pgft, levels: 1, down: [4], up: [1], link_bandwidth: 1Gbps}
+routing: {engine: dmodk}
+jobs: [{name: a, flows: [{src: 0, dst: 1, bytes: 1MB, colour: red}]}]
+""",
+    "bad-host.yaml": """name: x
+topology: {kind: pgft, levels: 1, down: [4], up: [1], link_bandwidth: 1Gbps}
+routing: {engine: dmodk}
+jobs: [{name: a, flows: [{src: 0, dst: h7, bytes: 1MB}]}]
+""",
+    "bad-unit.yaml": """name: x
+topology: {kind: pgft, levels: 1, down: [4], up: [1], link_bandwidth: 1Gbps}
+routing: {engine: dmodk}
+jobs: [{name: a, ranks: 4, program: [{op: allreduce, bytes: 4 furlongs}]}]
+""",
+    "bad-event.yaml": """name: x
+topology: {kind: pgft, levels: 1, down: [4], up: [1], link_bandwidth: 1Gbps}
+routing: {engine: minhop}
+jobs: [{name: a, flows: [{src: 0, dst: 1, bytes: 1MB}]}]
+events: [{at: 1ms, link_up: [{node: s1_0, port: 9}]}]
+""",
+    "not-yaml.yaml": "name: [x\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_the_api_says_what_netsteer_run_says(name, tmp_path):
+    path = tmp_path / name
+    path.write_text(BAD_FILES[name])
+    p = subprocess.run([sys.executable, "-m", "netsteer", "run", str(path), "--no-progress"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2
+    with pytest.raises(ns.NetsteerError) as info:
+        ns.Scenario.from_yaml(path).run()
+    assert p.stderr.strip() == f"netsteer: error: {info.value.message()}"
