@@ -17,8 +17,15 @@ if [ "$py" -eq 5 ]; then
   py=1
 fi
 
-if [ "$rust" -ne 0 ] || [ "$py" -ne 0 ]; then
-  echo "FAILED (cargo exit $rust, pytest exit $py)" >&2
+echo "== tutorial notebook (docs/tutorial.ipynb executed; a cell over 60 s fails)"
+nbout=$(mktemp -d)
+.venv/bin/jupyter nbconvert --to notebook --execute docs/tutorial.ipynb --output-dir "$nbout" \
+  --ExecutePreprocessor.timeout=60 2>&1 | grep -v "without encryption"
+nb=${PIPESTATUS[0]}
+rm -rf "$nbout"
+
+if [ "$rust" -ne 0 ] || [ "$py" -ne 0 ] || [ "$nb" -ne 0 ]; then
+  echo "FAILED (cargo exit $rust, pytest exit $py, notebook exit $nb)" >&2
   exit 1
 fi
 echo "all tests passed"

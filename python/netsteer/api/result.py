@@ -134,16 +134,17 @@ class Plots:
 
     def links(self, *, top: int = 8, title: str | None = None) -> Figure:
         """Throughput over time of the ``top`` busiest ports (``link_throughput.png``)."""
-        from ..report.figures import link_throughput_figure
+        from ..report.figures import ShownFigure, link_throughput_figure
 
         r = self._r
         r._need_samples("plot")
         return link_throughput_figure(r.built.topology, r.raw.sample_times_ns, r.raw.channel_bytes, top=top,
-                                      title=r.built.name if title is None else title)
+                                      title=r.built.name if title is None else title, figure_class=ShownFigure)
 
     def jobs(self, *, title: str | None = None) -> Figure:
         """Job completion times (``job_completion.png``)."""
-        from ..report.figures import job_completion_figure
+        from ..report.figures import ShownFigure, job_completion_figure
 
         r = self._r
-        return job_completion_figure(r.summary["jobs"], title=r.built.name if title is None else title)
+        return job_completion_figure(r.summary["jobs"], title=r.built.name if title is None else title,
+                                     figure_class=ShownFigure)

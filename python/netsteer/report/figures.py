@@ -34,11 +34,12 @@ def busiest_channels(topo, cum_bytes: np.ndarray, top: int = 8) -> list[int]:
     return [int(c) for c in order if total[c] > 0][:top]
 
 
-def link_throughput_figure(topo, times_ns, cum_bytes, *, top: int = 8, title: str = "") -> Figure:
+def link_throughput_figure(topo, times_ns, cum_bytes, *, top: int = 8, title: str = "",
+                           figure_class: type[Figure] = Figure) -> Figure:
     """Throughput (Gbps) over time of the ``top`` busiest channels, one step line each."""
     times_ns, cum_bytes = np.asarray(times_ns), np.asarray(cum_bytes)
     mid, bps = throughput(times_ns, cum_bytes)
-    fig = Figure(figsize=(7, 3.6), dpi=120)
+    fig = figure_class(figsize=(7, 3.6), dpi=120)
     ax = fig.add_subplot()
     if len(mid):
         chosen = busiest_channels(topo, cum_bytes, top)
@@ -55,11 +56,24 @@ def link_throughput_figure(topo, times_ns, cum_bytes, *, top: int = 8, title: st
     return fig
 
 
-def job_completion_figure(jobs: Sequence[dict[str, Any]], *, title: str = "") -> Figure:
+class ShownFigure(Figure):
+    """A figure a notebook shows as PNG when a cell returns it, whatever the
+    matplotlib backend (no pyplot needed)."""
+
+    def _repr_png_(self) -> bytes:
+        import io
+
+        buf = io.BytesIO()
+        self.savefig(buf, format="png")
+        return buf.getvalue()
+
+
+def job_completion_figure(jobs: Sequence[dict[str, Any]], *, title: str = "",
+                          figure_class: type[Figure] = Figure) -> Figure:
     """Bar chart of job completion times (a job that never finished shows 0)."""
     names = [j["name"] for j in jobs]
     vals = [j["completion_s"] or 0.0 for j in jobs]
-    fig = Figure(figsize=(max(4, 0.8 * len(names) + 2), 3.2), dpi=120)
+    fig = figure_class(figsize=(max(4, 0.8 * len(names) + 2), 3.2), dpi=120)
     ax = fig.add_subplot()
     ax.bar(names, vals, color="#4c72b0")
     ax.set_ylabel("Completion time (s)")
