@@ -29,6 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from ..control.core import Controller, Inputs
 from ..errors import NetsteerError
 from . import modules as _modules
@@ -125,6 +127,7 @@ class InterconnectController(Controller):
         self.by_module: dict[str, int] = {}
         self.failures: list[dict[str, Any]] = []
         self.n_failures = 0
+        self._capacity = None
 
     def handle(self, mac: int, now: int = 0) -> Decision:
         """Decide the rules for one packet-in's tag. Raises :class:`TagError` for a
@@ -162,6 +165,8 @@ class InterconnectController(Controller):
 
     def decide(self, inp: Inputs) -> list:
         out = []
+        if inp.read_counters is not None and any(isinstance(ev, PacketIn) for ev in inp.changes):
+            self._measure(inp)
         for ev in inp.changes:
             if isinstance(ev, RulesGone):
                 for ch in ev.channels:
@@ -184,6 +189,18 @@ class InterconnectController(Controller):
                 self._failed(ev, d.failed)
             out.append(InstallTagRules(ev.mac, d.rules, ev.at_ns, d.module, fallback=d.failed))
         return out
+
+    def _measure(self, inp: Inputs) -> None:
+        """Link utilization since the last reading, from the port counters (what
+        a controller polls with port-stats requests before it places paths)."""
+        c = inp.counters()
+        if self._capacity is None:
+            self._capacity = self.fabric.topo.channel_bandwidth() / 8.0
+            self._last = (0, np.zeros_like(c.port_bytes))
+        t0, b0 = self._last
+        if c.time_ns > t0:
+            self.state.util = (c.port_bytes - b0) / ((c.time_ns - t0) / 1e9) / self._capacity
+            self._last = (c.time_ns, c.port_bytes.copy())
 
     def installed(self, channels) -> None:
         """The driver reports the channels a tag's installed rules send it over."""

@@ -45,6 +45,7 @@ class Outcome:
     controller: dict[str, Any] | None
     driver: dict[str, Any] | None
     first_packet_ns: list
+    engine: Any = None  # the engine after the run (flow paths, counters)
 
 
 def job_views(workload: TaggedWorkload, hosts_of: dict[int, dict[int, list[int]]] | None = None) -> dict[int, JobView]:
@@ -75,12 +76,7 @@ def simulate(topo, workload: TaggedWorkload, modules: dict[int, list[dict]] | No
     else:
         fabric = fabric or Fabric(topo)
         if comms is None:
-            comms = {}
-            for ph in workload.phases:
-                if ph.job not in comms:
-                    c = dag.columns()
-                    lo, hi = ph.flows
-                    comms[ph.job] = {0: _hosts_of_phase(workload, ph)}
+            comms = {j: {0: list(h)} for j, h in workload.hosts_by_job.items()}
         views = job_views(workload, comms)
         ctrl = InterconnectController(fabric, {j: (views[j], modules.get(j, [])) for j in views},
                                       default=default, on_failure=on_failure)
@@ -89,12 +85,9 @@ def simulate(topo, workload: TaggedWorkload, modules: dict[int, list[dict]] | No
                            background=background)
         status = run_loop(drv, ctrl)
     done = drv.engine.completion_ns()
-    paths = [np.asarray(drv.engine.flow_path(f)) for f in range(len(dag))] if len(dag) <= 200_000 else []
+    paths = [np.asarray(drv.engine.flow_path(f)) for f in range(len(dag))] if len(dag) <= 20_000 else []
     return Outcome(status, int(done.max()) if len(done) else 0, done, drv.engine.release_ns(),
                    drv.engine.channel_bytes()[: topo.n_channels], paths, drv.engine.samples(),
                    ctrl.report() if ctrl else None, dict(drv.stats) if ctrl else None,
-                   list(getattr(drv, "first_packet_ns", [])))
+                   list(getattr(drv, "first_packet_ns", [])), drv.engine)
 
-
-def _hosts_of_phase(workload: TaggedWorkload, ph) -> list[int]:
-    return list(workload.hosts_by_job[ph.job])

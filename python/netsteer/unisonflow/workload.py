@@ -50,18 +50,38 @@ class TaggedWorkload:
     fronts: dict[int, list[list[int]]] = field(default_factory=dict)  # job -> per rank frontier
     hosts_by_job: dict[int, list[int]] = field(default_factory=dict)  # job -> host of each rank
 
+    _count: int = 0  # flows with a tag recorded
+
+    def _close(self) -> None:
+        """Flows added to the DAG directly are untagged."""
+        n = len(self.dag) - self._count
+        if n:
+            self._add_tags(np.zeros(n, dtype=np.int64))
+
+    def _add_tags(self, t: np.ndarray) -> None:
+        self._tags.append(t)
+        self._count += len(t)
+
     @property
     def tags(self) -> np.ndarray:
-        n = len(self.dag) - sum(len(t) for t in self._tags)
-        if n:
-            self._tags.append(np.zeros(n, dtype=np.int64))
-        return np.concatenate(self._tags) if self._tags else np.zeros(0, dtype=np.int64)
+        """Per flow, its tag (0: untagged)."""
+        self._close()
+        if len(self._tags) > 1:
+            self._tags = [np.concatenate(self._tags)]
+        return self._tags[0] if self._tags else np.zeros(0, dtype=np.int64)
 
     def untagged(self, src, dst, nbytes, **kw) -> int:
         """An untagged flow (background traffic): forwarded by the base routing."""
-        _ = self.tags  # close the tagged part
+        self._close()
         i = self.dag.add(src, dst, nbytes, **kw)
-        self._tags.append(np.zeros(1, dtype=np.int64))
+        self._add_tags(np.zeros(1, dtype=np.int64))
+        return i
+
+    def message(self, src_host: int, dst_host: int, nbytes: int, tag: int, **kw) -> int:
+        """One tagged message (point-to-point, as a benchmark builds them)."""
+        self._close()
+        i = self.dag.add(src_host, dst_host, nbytes, **kw)
+        self._add_tags(np.array([tag], dtype=np.int64))
         return i
 
     def collective(self, op: str, algorithm: str, *, hosts, nbytes: int, repeat: int = 1, root: int = 0,
@@ -80,7 +100,7 @@ class TaggedWorkload:
             raise NetsteerError(f"{p} ranks do not fit the tag ({MAX_RANKS} at most)", field="hosts")
         if repeat < 1:
             raise NetsteerError("must be at least 1", field="repeat")
-        _ = self.tags
+        self._close()
         # one iteration on ranks: flows 0..p-1 are anchors (what each rank waited for)
         tmp = FlowDag()
         for r in range(p):
@@ -92,17 +112,12 @@ class TaggedWorkload:
             tmp.add(root, far, nbytes, deps=list(range(p)))
             out = [[p] for _ in range(p)]
             algorithm = "multicast"
-        else:
-            if op == "reduce" and algorithm == "rabenseifner":
-                progs = reduce_rabenseifner(p, nbytes, root, pof2_only=False)
-            elif op == "send":
-                progs = [[] for _ in range(p)]
-                progs[root] = [coll.send(1 if root == 0 else 0, nbytes)]  # overridden by send()
-            else:
-                algo = coll.lookup(op, algorithm)
-                progs = algo.programs(p, nbytes, root, 1)
-                algorithm = algo.name
+        elif op == "reduce" and algorithm == "rabenseifner":
+            progs = reduce_rabenseifner(p, nbytes, root, pof2_only=False)  # MPICH folds odd counts
             out = coll.run_programs(tmp, progs, list(range(p)), [[r] for r in range(p)])
+        else:
+            algorithm = coll.lookup(op, algorithm).name
+            out = coll.expand(tmp, op, algorithm, list(range(p)), nbytes, [[r] for r in range(p)], root=root)
         c = tmp.columns()
         n = len(tmp) - p
         src, dst, nb = c.src[p:], c.dst[p:], c.bytes[p:]
@@ -142,7 +157,7 @@ class TaggedWorkload:
                     off1, flat1 = off, flat
             self.dag.add_block(src_h, dst_h, nb, dep_offsets=off, deps=flat,
                                delay_ns=overhead_ns, label=label or f"job{job}:{op}")
-            self._tags.append(tags_it)
+            self._add_tags(tags_it)
             prev_front = [[start + f for f in fl] if fl else pf for fl, pf in zip(out, prev_front)]
         self.fronts[job] = prev_front
         ph = Phase(op, algorithm, job, (first, len(self.dag)), repeat)

@@ -44,11 +44,19 @@ class JobView:
 @dataclass
 class NetState:
     """The network as the controller knows it: ``load[channel]`` counts the tags
-    whose installed rules cross the channel."""
+    whose installed rules cross the channel; ``util[channel]`` is the share of the
+    channel's capacity its port counters measured busy since the last reading
+    (empty until the controller reads counters)."""
 
     fabric: Fabric
     now: int = 0
     load: dict[int, int] = field(default_factory=dict)
+    util: Any = None
+
+    def busy(self, ch: int) -> float:
+        """How busy a channel is: installed tags crossing it plus measured utilization."""
+        u = self.util
+        return self.load.get(ch, 0) + (float(u[ch]) if u is not None else 0.0)
 
 
 class PrimitiveModule:

@@ -3,9 +3,10 @@ link, where the fabric has enough of them (the SDN-enhanced MPI_Allreduce).
 
 The module knows the algorithm's rounds (``algorithm``: ``recursive_doubling``,
 ``rabenseifner`` or ``ring``): the pairs that send at the same time. For each round
-it walks every pair's path choosing, at each hop, the port whose link the round
-uses least so far (then the least loaded in the network), so the round's flows
-spread over the fabric's links before any two share one. The plan is made once per
+it walks every pair's path choosing, at each hop, the port whose link is least
+busy: flows of the round already placed on it, plus the tags installed on it and
+its utilization measured from the port counters (background traffic), so the
+round's flows spread over the fabric's free links before any two share one. The plan is made once per
 communicator and every packet-in is a lookup.
 """
 
@@ -66,8 +67,9 @@ class AllreduceDisjoint(PrimitiveModule):
                     continue
 
                 def choose(node, ports):
-                    return min(ports, key=lambda p: (used.get(f.peer[node][p][2], 0),
-                                                     state.load.get(f.peer[node][p][2], 0), p))
+                    # a link the round already uses, or one measured busy, counts alike
+                    return min(ports, key=lambda p: (used.get(f.peer[node][p][2], 0)
+                                                     + state.busy(f.peer[node][p][2]), p))
 
                 hops = f.walk(hosts[s], hosts[d], choose)
                 for ch in f.channels(hosts[s], hops):
@@ -83,5 +85,5 @@ class AllreduceDisjoint(PrimitiveModule):
         if hops is None:  # a message outside the algorithm's pattern: least loaded path
             f = self.fabric
             return self.unicast(tag, tag.value(),
-                                lambda node, ports: min(ports, key=lambda p: (state.load.get(f.peer[node][p][2], 0), p)))
+                                lambda node, ports: min(ports, key=lambda p: (state.busy(f.peer[node][p][2]), p)))
         return path_rules(tag.value(), hops, host_mac(self.job.comms[tag.comm][tag.dst]))

@@ -28,7 +28,7 @@ class BcastMulticast(PrimitiveModule):
         f = self.fabric
         if tag.src != tag.dst:
             return self.unicast(tag, tag.value(),
-                                lambda node, ports: min(ports, key=lambda p: (state.load.get(f.peer[node][p][2], 0), p)))
+                                lambda node, ports: min(ports, key=lambda p: (state.busy(f.peer[node][p][2]), p)))
         hosts = self.job.comms[tag.comm]
         root = hosts[tag.src]
         want = {int(f.topo.hosts[h]): h for h in set(hosts) if h != root}
@@ -37,7 +37,7 @@ class BcastMulticast(PrimitiveModule):
         queue = deque([start])
         while queue:
             node = queue.popleft()
-            ports = sorted(f.peer[node], key=lambda p: (state.load.get(f.peer[node][p][2], 0), p))
+            ports = sorted(f.peer[node], key=lambda p: (state.busy(f.peer[node][p][2]), p))
             for p in ports:
                 nxt = f.peer[node][p][0]
                 if nxt in parent:
