@@ -157,10 +157,31 @@ def run_sweep(
         The summary ``netsteer sweep --json`` prints.
     """
     out = Path(out)
+    created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise NetsteerError(f"cannot make the results folder: {exc.strerror}", file=str(out), field="--out") from None
+    try:
+        return _run_into(sweep, out, scheduler, workers, client, retry_failed, progress)
+    except NetsteerError:
+        if created:  # refused before any point ran (a scheduler out of reach): leave no empty folder
+            _remove_if_no_results(out)
+        raise
+
+
+def _remove_if_no_results(out: Path) -> None:
+    if (out / RESULTS).exists():
+        return
+    for name in (MANIFEST, LOCK):
+        (out / name).unlink(missing_ok=True)
+    try:
+        out.rmdir()
+    except OSError:  # something else appeared in it: not ours to remove
+        pass
+
+
+def _run_into(sweep, out, scheduler, workers, client, retry_failed, progress) -> dict:
     with _only_writer(out):
         store = ResultStore(out / RESULTS)
         _check_manifest(sweep, out, store)

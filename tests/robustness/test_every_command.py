@@ -1,0 +1,188 @@
+"""Every command the CLI has, found by walking it (so a command added later is covered
+without editing this file): usage errors, and unreadable or hostile files in every
+required argument, are one line and exit 2. Then the commands' own bad inputs that the
+walk cannot invent: sweeps, plans, the simulator's clock, piped tables.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import typer
+
+from .conftest import GOOD
+
+DEEP = b"a: " + b"[" * 300 + b"]" * 300 + b"\n"
+
+
+def _leaves():
+    from netsteer.cli import app
+
+    def walk(cmd, path):
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            for name, sub in sorted(subs.items()):
+                yield from walk(sub, [*path, name])
+        else:
+            yield path, cmd
+
+    return list(walk(typer.main.get_command(app), []))
+
+
+LEAVES = _leaves()
+IDS = [" ".join(p) for p, _ in LEAVES]
+
+
+def test_the_walk_finds_the_known_commands():
+    names = set(IDS)
+    for known in ("run", "topo", "route", "route-eval", "reproduce pftree", "sweep run", "sweep report",
+                  "plan circuits"):
+        assert known in names, sorted(names)
+
+
+@pytest.mark.parametrize("path,command", LEAVES, ids=IDS)
+def test_usage_errors_of_every_command(cli, path, command):
+    cli(*path, "--no-such-option").refused("--no-such-option", " ".join(path))
+    if any(p.required for p in command.params):
+        cli(*path).refused("Missing")
+
+
+def _hostile_files(tmp_path):
+    (tmp_path / "binary").write_bytes(b"\xff\xfe\x00garbage\x80\n")
+    (tmp_path / "deep.yaml").write_bytes(DEEP)
+    (tmp_path / "adir").mkdir()
+    return {"non-UTF-8": tmp_path / "binary", "nested": tmp_path / "deep.yaml", "a directory": tmp_path / "adir",
+            "missing": tmp_path / "missing.yaml"}
+
+
+@pytest.mark.parametrize("path,command", [(p, c) for p, c in LEAVES if any(q.required for q in c.params)],
+                         ids=[i for i, (p, c) in zip(IDS, LEAVES) if any(q.required for q in c.params)])
+def test_hostile_files_in_every_required_argument(cli, tmp_path, path, command):
+    for what, bad in _hostile_files(tmp_path).items():
+        args: list = list(path)
+        for p in command.params:
+            if not p.required:
+                continue
+            kind = p.bare_type()
+            if kind in (int, float):
+                value = "1"
+            elif p.name == "out" and p.param_type_name == "option":
+                value = tmp_path / "written"  # an output, not an input
+            else:
+                value = bad
+            args += [value] if p.param_type_name == "argument" else [p.opts[0], value]
+        res = cli(*args)
+        assert res.code == 2, f"{what}: exit {res.code}: {res.err[:300]}"
+        res.refused()
+        assert not (tmp_path / "written").exists()
+
+
+# -- sweeps ---------------------------------------------------------------------------
+
+SWEEPS = [
+    ("grid: {routing.engine: [dmodk, minhop]}\ngrid: {jobs.0.name: [x]}\n", ["line 2", "given twice"]),
+    ("grid: {routing.engine: dmodk}\n", ["grid.routing.engine", "list"]),
+    ("grid: {routing.engin: [dmodk]}\n", ["grid.routing.engin", "engin"]),
+    ("grid: {}\n", ["grid", "empty"]),
+    ("grid: {jobs.9.name: [x]}\n", ["grid.jobs.9.name"]),
+    ("points: [{jobs.1.ranks: 2}, {jobs.1.ranks: 2}]\n", ["points.1", "already"]),
+    ("grid: {routing.engine: [dmodk]}\nrepeat_seeds: [1, true]\n", ["repeat_seeds.1"]),
+    ("grid: {routing.engine: [dmodk]}\ncolour: red\n", ["colour"]),
+    ("grid: " + "{a: " * 100 + "1" + "}" * 100 + "\n", ["nested deeper"]),
+    ("grid: {jobs.1.ranks: [" + ",".join(str(i) for i in range(1, 1001)) + "], routing.engine: [a, b, c, d, e, f, "
+     "g, h, i, j]}\nrepeat_seeds: [" + ",".join(str(i) for i in range(200)) + "]\n", ["grid", "points"]),
+]
+
+
+@pytest.mark.parametrize("body,fragments", SWEEPS, ids=[f"sw{i}" for i in range(len(SWEEPS))])
+def test_bad_sweep_files(cli, tmp_path, body, fragments):
+    (tmp_path / "base.yaml").write_text(GOOD)
+    f = tmp_path / "sweep.yaml"
+    f.write_text("base: base.yaml\n" + body)
+    out = tmp_path / "out"
+    cli("sweep", f, "--out", out, "--no-progress").refused(str(f), *fragments)
+    assert not out.exists()  # refused before a cluster or a folder
+
+
+def test_bad_sweep_options_and_results(cli, tmp_path):
+    (tmp_path / "base.yaml").write_text(GOOD)
+    f = tmp_path / "sweep.yaml"
+    f.write_text("base: base.yaml\ngrid: {routing.engine: [dmodk, minhop]}\n")
+    # a number of workers past the memory limit: refused with the estimate, no process started
+    cli("sweep", f, "--workers", 10**20, "--out", tmp_path / "o").refused("--workers", "memory limit")
+    cli("--max-memory", "1GiB", "sweep", f, "--workers", 9, "--check").refused("9 worker processes", "1 GiB")
+    assert cli("--max-memory", "2GiB", "sweep", f, "--workers", 9, "--check").code == 0
+    cli("sweep", f, "--workers", 2, "--scheduler", "tcp://127.0.0.1:1").refused("--workers")
+    cli("sweep", f, "--scheduler", "no-port-here", "--out", tmp_path / "o").refused("--scheduler")
+    (tmp_path / "afile").write_text("x")
+    cli("sweep", f, "--out", tmp_path / "afile").refused("afile", "--out")
+    cli("sweep", "report", tmp_path).refused("no sweep results")
+    junk = tmp_path / "junk" / "results.parquet"
+    junk.parent.mkdir()
+    junk.write_bytes(b"PAR1 not really")
+    cli("sweep", "report", junk.parent).refused(str(junk), "cannot read")
+    assert not (tmp_path / "o").exists()
+
+
+# -- plan -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("data,fragments", [
+    (b"\xff\xfe0,1\n", ["not UTF-8", "line 1"]),
+    (b"0,1\n1,\x000\n", ["NUL", "line 2"]),
+    (b"0,1e400\n1,0\n", ["finite"]),
+    (b"0,1\n1\n", ["line 2"]),
+])
+def test_bad_demand_matrices(cli, tmp_path, data, fragments):
+    m = tmp_path / "m.csv"
+    m.write_bytes(data)
+    cli("plan", "circuits", "--matrix", m, "--ocs", 1, "--capacity", "10Gbps").refused(str(m), *fragments)
+
+
+# -- the simulator's clock -------------------------------------------------------------
+
+def test_a_run_past_the_clock_is_refused_not_reported_stalled(cli, tmp_path):
+    head = GOOD.split("jobs:")[0]
+    f = tmp_path / "s.yaml"
+    # 1 TiB at 1 bps takes 279,000 years; a 1 GiB flow starting after 200 years ends past the clock too
+    slow = head.replace("link_bandwidth: 10Gbps", "link_bandwidth: 1bps")
+    f.write_text(slow + "jobs:\n  - name: a\n    flows: [{src: 0, dst: 5, bytes: 1TiB}]\n")
+    cli("run", f, "--json", "--no-progress").refused(str(f), "jobs.0", "clock", "'a'")
+    f.write_text(head + "jobs:\n  - name: ok\n    flows: [{src: 0, dst: 5, bytes: 1MiB}]\n"
+                 "  - name: late\n    flows: [{src: 1, dst: 6, bytes: 1GiB, start: 6311390400s}]\n")
+    cli("run", f, "--json", "--no-progress").refused("jobs.1", "'late'", "years")
+    # the same flow 100 years in: a sane, finished result
+    f.write_text(head + "jobs:\n  - name: late\n    flows: [{src: 1, dst: 6, bytes: 1GiB, start: 3155695200s}]\n")
+    res = cli("run", f, "--json", "--no-progress")
+    assert res.code == 0, res.err
+    out = json.loads(res.out)
+    assert out["status"] == "done" and 3155695200 < out["makespan_s"] < 3155695201
+    # a run stalled by a link that never comes back stays "stalled", background flow and all
+    f.write_text(head + "jobs:\n  - name: a\n    flows: [{src: 0, dst: 5, bytes: 1GiB}]\n"
+                 "  - name: bg\n    bulk: [{src: 2, dst: 7}]\n"
+                 "events: [{at: 1ms, link_down: [{node: h0, port: 1}]}]\n")
+    res = cli("run", f, "--json", "--no-progress")
+    assert res.code == 0, res.err
+    assert json.loads(res.out)["status"] == "stalled"
+
+
+# -- tables in pipes ---------------------------------------------------------------------
+
+LONG = "a-name-long-enough-that-an-eighty-column-table-would-have-to-cut-it-" * 2
+
+
+def test_tables_are_whole_when_piped(tmp_path):
+    f = tmp_path / "s.yaml"
+    f.write_text(GOOD.replace("name: t\n", f"name: {LONG}\n", 1).replace("- name: j\n", f"- name: {LONG}j\n", 1))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    for args in (["run", f, "--no-progress"], ["topo", "pgft:levels=2,down=4;4,up=1;2,link_bandwidth=10Gbps"]):
+        # stdin, stdout and stderr all off a terminal: what CI, cron and `| less` see
+        p = subprocess.run([sys.executable, "-m", "netsteer", *map(str, args)], capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL, timeout=120, env=env)
+        assert p.returncode == 0, p.stderr
+        assert "…" not in p.stdout, p.stdout
+        if args[0] == "run":
+            assert f"{LONG}j:flow" in p.stdout  # the longest cell, whole on one line
