@@ -9,8 +9,10 @@ equal next hops) and reading the channel loads over their capacities. Configurat
 are compared by, in order:
 
 1. the highest utilisation of any channel (the bottleneck a ring all-reduce runs at);
-2. the total of all utilisations (traffic times hops: shorter paths first);
-3. the number of circuit ports that move (each one is dark while its switch moves).
+2. how many channels are at that utilisation (fewer bottlenecks: the way down a
+   plateau, step by step);
+3. the total of all utilisations (traffic times hops: shorter paths first);
+4. the number of circuit ports that move (each one is dark while its switch moves).
 
 A circuit switch's configuration is a perfect matching of its cabled ports (a port
 left out when the count is odd); two ports that lead to the same packet switch are
@@ -24,8 +26,9 @@ Methods
 ``local-search`` (the heuristic for large switches)
     Start from the current pairing. A *move* pairs two ports ``p, q`` of one circuit
     switch and pairs their old partners together (a 2-swap). Each round ranks the
-    moves by the demand between the two packet switches ``p`` and ``q`` lead to,
-    when they are two or more hops apart, evaluates the ``candidates`` best, and
+    moves by the demand between the two packet switches ``p`` and ``q`` lead to
+    (a direct circuit for far pairs, a parallel one for neighbours), evaluates the
+    ``candidates`` best, and
     applies the one that improves the score most. It stops when no move improves it
     or after ``max_rounds``. The result is never worse than the start.
 ``auto``
@@ -126,16 +129,17 @@ def switch_demand(topo: Topology, src_hosts, dst_hosts, nbytes) -> np.ndarray:
     return out
 
 
-def score(topo: Topology, demand: np.ndarray, circuits: dict | None, down_links=()) -> tuple[float, float]:
-    """``(max utilisation, total utilisation)`` of ``demand`` (bits per second, or any
-    unit: only comparisons matter) under minimal routing over ``circuits``;
-    ``(inf, inf)`` when some demand cannot be routed at all."""
+def score(topo: Topology, demand: np.ndarray, circuits: dict | None, down_links=()) -> tuple[float, float, float]:
+    """``(max utilisation, channels at the max, total utilisation)`` of ``demand``
+    (bits per second, or any unit: only comparisons matter) under minimal routing
+    over ``circuits``; infinite when some demand cannot be routed at all."""
     routes = MinimalRoutes(topo, circuits, down_links)
     if ((np.asarray(demand) > 0) & (routes.dist[:, routes.host_switch] < 0)).any():
-        return float("inf"), float("inf")
+        return float("inf"), float("inf"), float("inf")
     load = routes.channel_load(demand)
     util = load / topo.channel_bandwidth()
-    return float(util.max(initial=0.0)), float(util.sum())
+    mx = float(util.max(initial=0.0))
+    return mx, float((util >= mx * (1 - 1e-9)).sum()) if mx > 0 else 0.0, float(util.sum())
 
 
 def plan_steering(
@@ -189,9 +193,8 @@ def plan_steering(
     demand = np.asarray(demand, dtype=np.float64)
     down = tuple(down_links)
 
-    def evaluate(conf: dict[int, tuple]) -> tuple[float, float, int]:
-        mx, tot = score(topo, demand, _arrays(conf, width), down)
-        return (mx, tot, _moved(cur, conf))
+    def evaluate(conf: dict[int, tuple]) -> tuple[float, float, float, int]:
+        return (*score(topo, demand, _arrays(conf, width), down), _moved(cur, conf))
 
     base = evaluate(cur)
     counts = [_n_matchings(ends[n]) for n in nodes]
@@ -214,9 +217,9 @@ def plan_steering(
     changed = tuple(n for n in nodes if set(best[n]) != set(cur[n]))
     return SteeringPlan(
         pairings={n: tuple(sorted(best[n])) for n in nodes},
-        before={"max_utilization": base[0], "total_utilization": base[1]},
-        after={"max_utilization": best_s[0], "total_utilization": best_s[1]},
-        method=used, evaluated=n_eval, moved_ports=best_s[2], changed=changed,
+        before={"max_utilization": base[0], "channels_at_max": base[1], "total_utilization": base[2]},
+        after={"max_utilization": best_s[0], "channels_at_max": best_s[1], "total_utilization": best_s[2]},
+        method=used, evaluated=n_eval, moved_ports=best_s[3], changed=changed,
     )
 
 
@@ -240,7 +243,7 @@ def _local_search(topo, demand, cur, base, ends, evaluate, k, max_rounds, down):
                     if partner.get(p) == q:
                         continue
                     a, b = sw_index[ends[n][p]], sw_index[ends[n][q]]
-                    if a == b or dist[a, b] == 1:
+                    if a == b:
                         continue
                     gain = sym[a, b]
                     if gain > 0:

@@ -41,7 +41,7 @@ from ..control.steering import SteeringController, plan_steering, switch_demand
 from ..routing.dor import MinimalRoutes, dor
 from ..sim.driver import SimDriver
 from ..sim.simulate import run_driver
-from ..topology.hyperx import CircuitSpec, hyperx
+from ..topology.hyperx import CircuitSpec, hyperx, paired_lines
 from ..traffic.dag import FlowDag
 from ..traffic.training import MOBILENETV2_BYTES, expand_training, iteration_demand, training_job
 
@@ -236,22 +236,15 @@ def beyond_source(S=(8, 8), T=4, jobs=4, ranks=64, model_bytes=MOBILENETV2_BYTES
     """Several training jobs at once on a larger flexible HyperX, under minimal
     routing, minimal routing with steering, Valiant and UGAL.
 
-    Circuit switches: one per row and one per column, each carrying the cables
-    ``x_{2i} - x_{2i+1}`` of its line (8-port SiP switches on an 8 x 8 HyperX). Jobs
-    are placed at random (disjoint hosts, ``seed``).
+    Circuit switches: :func:`netsteer.topology.hyperx.paired_lines`, 8 cables (16
+    ports) each. Jobs are placed at random (disjoint hosts, ``seed``).
     """
     from ..routing.nonminimal import UgalRouting, ValiantRouting, flow_waves, mean_hops
     from ..traffic.training import training_job as tj
 
     tick = progress or (lambda n=1: None)
-    specs = []
     sx, sy = S
-    for y in range(sy):
-        specs.append(CircuitSpec(links=tuple((f"x{2 * i}_{y}", f"x{2 * i + 1}_{y}") for i in range(sx // 2)),
-                                 switching_time_ns=10_000, name=f"row{y}"))
-    for x in range(sx):
-        specs.append(CircuitSpec(links=tuple((f"x{x}_{2 * i}", f"x{x}_{2 * i + 1}") for i in range(sy // 2)),
-                                 switching_time_ns=10_000, name=f"col{x}"))
+    specs = paired_lines(list(S), 8, 10_000)
     topo = hyperx(list(S), 1, T, link_bandwidth=LINK_GBPS, link_latency_ns=1_000, circuits=specs,
                   name=f"flexible-hyperx-{sx}x{sy}")
     rng = np.random.default_rng(seed)
@@ -267,10 +260,7 @@ def beyond_source(S=(8, 8), T=4, jobs=4, ranks=64, model_bytes=MOBILENETV2_BYTES
         job_of += [j] * (len(dag) - before)
     job_of = np.asarray(job_of)
     c = dag.columns()
-    demand = np.zeros((len(topo.switches), topo.n_hosts))
-    for jb in job_list:
-        s, d, b = iteration_demand(jb, topo.n_hosts)
-        demand += switch_demand(topo, s, d, b)
+    demand = sum(switch_demand(topo, *iteration_demand(jb, topo.n_hosts)) for jb in job_list)
     plan = plan_steering(topo, demand)
     steered = {n: np.asarray(_arr(p, topo.out_channel.shape[1])) for n, p in plan.pairings.items()}
     waves = flow_waves(dag)

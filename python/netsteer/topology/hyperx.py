@@ -97,6 +97,37 @@ class CircuitSpec:
     name: str | None = None
 
 
+def paired_lines(S: list[int], per_switch: int, switching_time_ns: int) -> list[CircuitSpec]:
+    """Circuit switches over pairs of parallel lines of a 2-D HyperX.
+
+    Lines of dimension ``d`` (switches sharing the other coordinate) are taken two
+    by two (``2m``, ``2m + 1``); the cables ``x_{2i} - x_{2i+1}`` along both lines go
+    into circuit switches, ``per_switch`` cables each. Re-pairing can then join two
+    switches of different lines directly (a diagonal, one hop instead of two), as
+    the source's SiP switch joins its two groups.
+
+    >>> specs = paired_lines([16, 16], 8, 10_000)
+    >>> len(specs), len(specs[0].links), specs[0].links[:2]
+    (32, 8, (('x0_0', 'x1_0'), ('x2_0', 'x3_0')))
+    """
+    if len(S) != 2:
+        raise ValueError(f"paired_lines takes a 2-D HyperX, got S={S}")
+    specs = []
+    for d in (0, 1):
+        o = 1 - d
+        for m in range(S[o] // 2):
+            cables = []
+            for line in (2 * m, 2 * m + 1):
+                for i in range(S[d] // 2):
+                    a, b = [0, 0], [0, 0]
+                    a[d], b[d], a[o], b[o] = 2 * i, 2 * i + 1, line, line
+                    cables.append((f"x{a[0]}_{a[1]}", f"x{b[0]}_{b[1]}"))
+            for k in range(0, len(cables), per_switch):
+                specs.append(CircuitSpec(links=tuple(cables[k:k + per_switch]), switching_time_ns=switching_time_ns,
+                                         name=f"sip_d{d}_l{2 * m}_{k // per_switch}"))
+    return specs
+
+
 def switch_radix(S: list[int], K: list[int], T: int) -> int:
     """Ports a HyperX switch needs: ``T + sum(K[d] * (S[d] - 1))``.
 
