@@ -57,6 +57,7 @@ class Fabric:
         self.levels = {s: int(topo.node_level[s]) for s in self.switches}
         self.top = max(self.levels.values()) if self.levels else 0
         self.switch_set = frozenset(self.switches)
+        self.host_nodes = [int(h) for h in topo.hosts]
 
     def name(self, node: int) -> str:
         return self.topo.node_names[node]
@@ -75,17 +76,16 @@ class Fabric:
         among equal next hops with ``choose``."""
         node = self.switch_of_host[src_host]
         hops = []
-        dst_node = int(self.topo.hosts[dst_host])
-        while True:
-            ports = self._next[node][dst_host]
+        dst_node = self.host_nodes[dst_host]
+        nxt_of, peer = self._next, self.peer
+        for _ in range(64):
+            ports = nxt_of[node][dst_host]
             port = ports[0] if len(ports) == 1 else choose(node, ports)
             hops.append((node, port))
-            nxt = self.peer[node][port][0]
-            if nxt == dst_node:
+            node = peer[node][port][0]
+            if node == dst_node:
                 return hops
-            node = nxt
-            if len(hops) > 64:
-                raise RuntimeError(f"no path from host {src_host} to host {dst_host}")
+        raise RuntimeError(f"no path from host {src_host} to host {dst_host}")
 
     def channels(self, src_host: int, hops: list[tuple[int, int]]) -> list[int]:
         """Engine channels of a walk: the host's uplink, then each hop's port."""

@@ -50,14 +50,15 @@ def check_rules(rules, fabric, tag: int, module: str) -> None:
     """Refuse rules for switches or ports that do not exist, or for another tag."""
     if not rules:
         raise RuleError(f"module {module} returned no rules", field="rules")
+    switches, peer = fabric.switch_set, fabric.peer
     for r in rules:
-        if not isinstance(r, FlowRule):
+        if type(r) is not FlowRule:
             raise RuleError(f"module {module} returned {type(r).__name__}, not a FlowRule", field="rules")
-        if r.switch not in fabric.switch_set:
+        if r.switch not in switches:
             raise RuleError(f"module {module} returned a rule for switch {r.switch}, which does not exist", field="rules")
         if r.match != tag:
             raise RuleError(f"module {module} returned a rule matching {r.match:#014x}, not the tag {tag:#014x}", field="rules")
-        ports = fabric.peer[r.switch]
+        ports = peer[r.switch]
         for p, _ in r.outputs:
             if p not in ports:
                 raise RuleError(f"module {module} returned a rule for port {p} of {fabric.name(r.switch)}, "

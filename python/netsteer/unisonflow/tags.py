@@ -85,7 +85,9 @@ class Tag:
     dst: int
 
     def value(self) -> int:
-        return encode(self)
+        """The 48-bit tag (kept from decoding: a controller asks for it per rule)."""
+        v = self.__dict__.get("_v")
+        return v if v is not None else encode(self)
 
     def mac(self) -> str:
         return format_mac(encode(self))
@@ -183,20 +185,24 @@ def decode(mac: str | int, comm_size: int | None = None) -> Tag:
     ...
     netsteer.unisonflow.tags.TagError: dst: rank 5 is outside the communicator of 4 ranks
     """
-    v = parse_mac(mac)
+    v = mac if type(mac) is int and 0 <= mac <= _MASK48 else parse_mac(mac)
     if v & GROUP_BIT:
         raise TagError(f"{format_mac(v)} is a multicast address, never a tag", field="mac")
     if not v & LOCAL_BIT:
         raise TagError(f"{format_mac(v)} is not locally administered, so not a tag", field="mac")
-    fields = {name: (v >> s) & ((1 << b) - 1) for name, (s, b) in LAYOUT.items()}
-    code = fields.pop("primitive")
+    code = v >> 42
     if code == 0:
         raise TagError(f"{format_mac(v)} is a host address (primitive code 0), not a tag", field="primitive")
     name = PRIMITIVE_NAMES.get(code)
     if name is None:
         raise TagError(f"unknown primitive code {code} in {format_mac(v)}", field="primitive")
-    _check_ranks(fields["src"], fields["dst"], comm_size)
-    return Tag(name, **fields)
+    src, dst = (v >> 15) & 0x7FFF, v & 0x7FFF
+    if comm_size is not None and (src >= comm_size or dst >= comm_size):
+        _check_ranks(src, dst, comm_size)
+    # built without the dataclass's __init__: decoding is on the controller's hot path
+    t = object.__new__(Tag)
+    t.__dict__.update(primitive=name, job=(v >> 34) & 0x3F, comm=(v >> 30) & 0xF, src=src, dst=dst, _v=v)
+    return t
 
 
 def host_mac(host: int) -> int:

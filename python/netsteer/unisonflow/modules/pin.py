@@ -33,13 +33,18 @@ class Pin(PrimitiveModule):
             if node not in self.fabric.switch_set:
                 raise NetsteerError(f"{n!r} is not a switch", field="via")
             self.via.add(node)
+        # per switch, the ports that lead to a via switch (the hot path looks them up)
+        self.via_ports = {n: frozenset(p for p, (peer, _, _) in ports.items() if peer in self.via)
+                          for n, ports in self.fabric.peer.items() if n in self.fabric.switch_set}
 
     def rules(self, tag, state):
         h = _mix(tag.value() & 0xFFFFFFFF)
-        peer, via = self.fabric.peer, self.via
+        via_ports = self.via_ports
 
         def choose(node, ports):
-            best = [p for p in ports if peer[node][p][0] in via] or ports
+            vp = via_ports[node]
+            best = [p for p in ports if p in vp] if vp else ports
+            best = best or ports
             return best[h % len(best)]
 
         return self.unicast(tag, tag.value(), choose)
