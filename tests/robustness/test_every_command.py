@@ -186,3 +186,22 @@ def test_tables_are_whole_when_piped(tmp_path):
         assert "…" not in p.stdout, p.stdout
         if args[0] == "run":
             assert f"{LONG}j:flow" in p.stdout  # the longest cell, whole on one line
+
+
+# -- outputs that are pipes or devices ---------------------------------------------------
+
+def test_an_output_that_is_a_pipe_is_written_into_not_replaced(cli, tmp_path):
+    import stat
+    import threading
+
+    fifo = tmp_path / "lfts.pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()  # opening a FIFO for writing waits for its reader: this one
+    res = cli("route", "-t", "pgft:levels=1,down=4,up=1,link_bandwidth=1Gbps", "-e", "minhop", "--out", fifo)
+    reader.join(timeout=60)
+    assert res.code == 0, res.err
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # still the pipe, not a regular file renamed over it
+    assert got and got[0].startswith(b"Unicast lids") and b"'h3'" in got[0]
+    assert [p.name for p in tmp_path.iterdir()] == ["lfts.pipe"]  # no temporary file beside it

@@ -9,6 +9,7 @@ that cannot be written (a directory, a missing or read-only parent) is a
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +24,21 @@ def _umask() -> int:
     return mask
 
 
+def is_stream(path: str | Path) -> bool:
+    """True for an existing output that is not a regular file: a device or a pipe
+    (``/dev/stdout``, ``/dev/null``). Such a path is written into, never replaced: a
+    rename over it would put a regular file where ``/dev/stdout`` was.
+
+    >>> is_stream("/dev/null"), is_stream(__file__), is_stream("/no/such/file")
+    (True, False, False)
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def check_writable(path: str | Path, *, field: str | None = None) -> Path:
     """Refuse an output file path that is empty, a directory, or in a directory that
     cannot be created."""
@@ -32,6 +48,10 @@ def check_writable(path: str | Path, *, field: str | None = None) -> Path:
     p = Path(raw)
     if p.is_dir():
         raise NetsteerError("is a directory; name a file to write", file=raw, field=field)
+    if is_stream(p):
+        if not os.access(p, os.W_OK):
+            raise NetsteerError("cannot write to it: permission denied", file=raw, field=field)
+        return p
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -49,6 +69,12 @@ def atomic_file(path: str | Path, *, field: str | None = None) -> Iterator[Path]
     ``path``'s suffix, so format detection by extension works.
     """
     path = check_writable(path, field=field)
+    if is_stream(path):  # written straight into: a device or pipe has no "old file" to keep
+        try:
+            yield path
+        except OSError as exc:  # /dev/full, a closed pipe
+            raise NetsteerError(f"cannot write: {exc.strerror or exc}", file=str(path), field=field) from None
+        return
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
     except OSError as exc:
@@ -81,7 +107,8 @@ def atomic_write(path: str | Path, mode: str = "w", *, field: str | None = None)
         with open(tmp, mode) as f:
             yield f
             f.flush()
-            os.fsync(f.fileno())
+            if stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # a pipe cannot be synced
+                os.fsync(f.fileno())
 
 
 def atomic_path(path: str | Path) -> Path:
