@@ -11,7 +11,7 @@ import json
 import math
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from .conftest import ERROR_LINE, GOOD
@@ -126,3 +126,34 @@ def test_topology_specs(cli, kind, items):
         assert ERROR_LINE.match(res.err), repr(res.err[:500])
     else:
         assert json.loads(res.out)["hosts"] >= 1
+
+
+# -- sweep files: a valid one mutated anywhere, through `netsteer sweep --check` (reads, checks and
+# counts the points; runs nothing)
+
+SWEEP = {"base": "base.yaml", "grid": {"routing.engine": ["dmodk", "minhop"], "jobs.1.ranks": [2, 4]},
+         "points": [{"jobs.0.flows.0.bytes": "2MiB"}], "repeat_seeds": [1, 2]}
+SWEEP_PATHS = [p for p in _paths(SWEEP) if p]
+SWEEP_KEYS = st.sampled_from(["routing.engine", "jobs.0.flows.0.bytes", "jobs.1.seed", "seed", "jobs.9.name",
+                              "topology.down", "jobs", "", "jobs..name", "x" * 200])
+
+
+@settings(max_examples=80, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(path=st.sampled_from(SWEEP_PATHS), how=st.sampled_from(["replace", "delete", "add"]),
+       value=values | SWEEP_KEYS | st.lists(scalars, min_size=1, max_size=3))
+def test_mutated_sweep_files(cli, tmp_path, path, how, value):
+    (tmp_path / "base.yaml").write_text(GOOD)
+    f = tmp_path / "sweep.yaml"
+    f.write_text(yaml.safe_dump(_mutate(SWEEP, path, how, value), allow_unicode=True))
+    res = cli("sweep", f, "--check", "--json", "--out", tmp_path / "out")
+    event(f"exit {res.code}")
+    assert res.code in (0, 2), f"exit {res.code}: {res.err[:500]}"
+    assert "Traceback" not in res.err
+    if res.code == 2:
+        assert ERROR_LINE.match(res.err), repr(res.err[:500])
+        assert str(f) in res.err or str(tmp_path) in res.err, res.err
+    else:
+        out = json.loads(res.out)
+        assert out["points"] >= 1 and out["to_run"] == out["points"] and out["recorded"] == 0
+    assert not (tmp_path / "out").exists()  # a check writes nothing
