@@ -113,3 +113,42 @@ def test_interrupted_sweep_resumes_and_runs_no_point_twice(write_sweep, tmp_path
     rc, stdout, err = netsteer(*args)
     assert rc == 0, err
     assert (json.loads(stdout)["ran"], ResultStore(results).rows) == (0, after)
+
+
+def test_a_cluster_the_user_started_runs_the_sweep_with_netsteer_run_makespans(write_sweep, tmp_path):
+    """`dask scheduler` and `dask worker` started as a user would, then `netsteer sweep --scheduler`."""
+    from pathlib import Path
+
+    path = write_sweep("""
+        base: base.yaml
+        grid: {routing.engine: [dmodk, minhop]}
+    """)
+    dask = Path(sys.executable).parent / "dask"
+    info = tmp_path / "scheduler.json"
+    procs = [subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                               "--scheduler-file", str(info)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        deadline = time.monotonic() + 120
+        while not info.exists():  # the scheduler writes its address once it listens
+            assert procs[0].poll() is None and time.monotonic() < deadline, "the scheduler did not start"
+            time.sleep(0.05)
+        address = json.loads(info.read_text())["address"]
+        procs.append(subprocess.Popen([str(dask), "worker", address, "--nthreads", "1", "--nworkers", "1",
+                                       "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        out = tmp_path / "out"
+        rc, stdout, err = netsteer("sweep", path, "--scheduler", address, "--out", out, "--json", "--no-progress")
+        assert rc == 0, err
+        s = json.loads(stdout)
+        assert (s["scheduler"], s["points"], s["done"], s["failed"], s["lost"]) == (address, 2, 2, 0, 0)
+        rc, _, err = netsteer("sweep", path, "--scheduler", address, "--workers", "2", "--out", out)
+        assert rc == 2 and "--workers" in err  # the user's cluster has its own workers
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            p.wait(timeout=60)
+    sw = load_sweep(path)
+    rows = ResultStore(out / "results.parquet").rows
+    for i, p in enumerate(sw.points):
+        scenario = tmp_path / f"point{i}.yaml"
+        scenario.write_text(point_scenario_text(sw.base_raw, p.overrides, p.seed))
+        assert rows[p.key]["makespan_s"] == run_json(scenario)["makespan_s"]
