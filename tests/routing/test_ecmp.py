@@ -53,7 +53,7 @@ def test_build_routing_registry():
     t = tree3()
     assert build_routing(t, "ecmp", hash="flow").ecmp_hash == "flow"
     assert build_routing(t, "dmodk").engine == "dmodk"
-    with pytest.raises(RoutingError, match="unknown routing engine 'nosuch'; known engines: dmodk, ecmp,.*minhop"):
+    with pytest.raises(RoutingError, match="unknown routing engine 'nosuch'; known engines: dmodk, .*ecmp,.*minhop"):
         build_routing(t, "nosuch")
     with pytest.raises(RoutingError, match="routing engine 'minhop' takes down_links, not 'hash'"):
         build_routing(t, "minhop", hash="dst")
