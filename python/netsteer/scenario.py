@@ -198,6 +198,7 @@ class BuiltScenario:
     reroute_on_change: bool = True
     hybrid: Any = None  # the hybrid controller (netsteer.control.hybrid), if the scenario has one
     driver_options: dict | None = None  # delay model and faults of the sim driver
+    unisonflow: Any = None  # tags and controller set-up (netsteer.unisonflow.scenario), if any
 
     @property
     def name(self) -> str:
@@ -526,6 +527,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None) -> BuiltSc
         reroute_on_change=m.reroute_on_change,
         hybrid=_hybrid(m, topo, file),
         driver_options=_driver_options(m, topo, file),
+        unisonflow=_unisonflow(m, topo, dag, spans, file),
     )
 
 
@@ -533,6 +535,14 @@ def _hybrid(m: ScenarioModel, topo, file):
     from .control.scenario import build_hybrid_controller
 
     return build_hybrid_controller(m.controller, topo, file, host_ref=_host)
+
+
+def _unisonflow(m: ScenarioModel, topo, dag, spans, file):
+    if not m.controller or m.controller.get("unisonflow") is None:
+        return None  # no import of the controller's modules for other scenarios
+    from .unisonflow.scenario import build
+
+    return build(m.controller, m, topo, dag, spans, file)
 
 
 def _driver_options(m: ScenarioModel, topo, file):

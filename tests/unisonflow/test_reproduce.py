@@ -21,7 +21,7 @@ def test_controller_moves_each_phase_to_its_spine(phases):
     total_b = c["bcast"]["spine1_bytes"] + c["bcast"]["spine2_bytes"]
     assert c["bcast"]["spine1_bytes"] > 0 and c["bcast"]["spine2_bytes"] == 0
     assert c["reduce"]["spine2_bytes"] > 0 and c["reduce"]["spine1_bytes"] == 0
-    assert 0 < c["t1_s"] + 1e-9 and c["t1_s"] < c["t2_s"] < c["t3_s"]
+    assert c["t1_s"] == 0 < c["t2_s"] < c["t3_s"]
     # the same traffic leaves the leaves under ECMP, spread over both spines
     e = phases["ecmp"]
     assert e["bcast"]["spine1_bytes"] + e["bcast"]["spine2_bytes"] == total_b

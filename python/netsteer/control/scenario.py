@@ -105,6 +105,7 @@ class HybridModel(_Strict):
 
 class ControllerModel(_Strict):
     hybrid: HybridModel | None = None
+    unisonflow: dict[str, Any] | None = None  # checked by netsteer.unisonflow.scenario
 
 
 class DelayModelSpec(_Strict):

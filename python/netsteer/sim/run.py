@@ -57,11 +57,23 @@ def run_scenario(
             circuits.pair(switch, list(pairs))
         forwarding = (rules, tags)
     opts = built.driver_options or {}
-    driver = SimDriver(
+    cls = SimDriver
+    uf = built.unisonflow if controller is default else None
+    if uf is not None:
+        # UnisonFlow: flows carry their tags, the switches' tag tables miss to its controller
+        from ..unisonflow.dataplane import TagSimDriver
+
+        fabric, ufc = uf.controller(built.topology)
+        controller = ControllerStack([*default.controllers, ufc])
+        cls = TagSimDriver
+        opts = {**opts, "fabric": fabric, "flow_tags": uf.flow_tags, "tables": uf.tables}
+    driver = cls(
         built.topology, built.routing, built.dag, sharing=built.sharing, tcp_gamma=built.tcp_gamma,
         sample_interval_ns=built.sample_interval_ns if sample else 0, circuits=circuits,
         background=built.background, stops=stops, forwarding=forwarding, progress=progress, **opts,
     )
+    if uf is not None:
+        ufc.dataplane = driver
     res = run_driver(driver, controller)
     if res.past_clock is not None:
         # background (iperf-like) flows send until the others end: stalled, they just go on

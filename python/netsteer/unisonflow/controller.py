@@ -82,6 +82,7 @@ class RulesInstalled:
     at_ns: int
     tag: int
     channels: tuple[int, ...] = ()
+    cause: str = "rules-installed"
 
 
 class Decision(NamedTuple):
@@ -128,6 +129,7 @@ class InterconnectController(Controller):
         self.failures: list[dict[str, Any]] = []
         self.n_failures = 0
         self._capacity = None
+        self.dataplane = None  # a driver with tag tables: its counts join the report
 
     def handle(self, mac: int, now: int = 0) -> Decision:
         """Decide the rules for one packet-in's tag. Raises :class:`TagError` for a
@@ -213,5 +215,10 @@ class InterconnectController(Controller):
             self.failures.append({"at_s": ev.at_ns / 1e9, "tag": format_mac(ev.mac), "reason": reason})
 
     def report(self) -> dict[str, Any]:
-        return {"packet_ins": self.packet_ins, "rules": self.rules_made, "by_module": dict(self.by_module),
-                "failures": self.n_failures, "failed": list(self.failures)}
+        out = {"packet_ins": self.packet_ins, "rules": self.rules_made, "by_module": dict(self.by_module),
+               "failures": self.n_failures, "failed": list(self.failures)}
+        stats = getattr(self.dataplane, "stats", None)
+        if stats is not None:
+            out["tables"] = dict(stats)
+            out["refusals"] = list(getattr(self.dataplane, "refusals", []))
+        return out

@@ -118,7 +118,8 @@ class TagSimDriver(SimDriver):
         self.reported: set[int] = set()  # flows whose miss was reported
         self.uncovered = set(self.tag_flows)  # tags without rules that still have flows to run
         self.stats = {"packet_ins": 0, "misses": 0, "installed_tags": 0, "rules_installed": 0,
-                      "expired": 0, "evicted": 0, "table_full": 0, "max_rules_per_switch": 0}
+                      "expired": 0, "evicted": 0, "table_full": 0, "refused": 0, "max_rules_per_switch": 0}
+        self.refusals: list[dict] = []  # the first installs the switches refused, and why
         self.first_packet_ns: list[int] = []  # per packet-in: when its rules took effect, minus when it was sent
         self._arrays_at = -1
         c = dag.columns()
@@ -179,6 +180,20 @@ class TagSimDriver(SimDriver):
                 return "changed"
             if until is not None and self.now >= until:
                 return "until"
+
+    def apply(self, intent):
+        """As the sim driver's; tag installs are counted in ``stats`` rather than
+        listed one by one in the run's applied intents (there are thousands)."""
+        if not isinstance(intent, InstallTagRules):
+            return super().apply(intent)
+        from ..control.driver import Applied
+
+        return Applied(intent, self.now, self._apply(intent, self.now))
+
+    def _refused(self, reason: str) -> None:
+        self.stats["refused"] += 1
+        if len(self.refusals) < 20:
+            self.refusals.append({"at_s": self.now / 1e9, "reason": reason})
 
     def _apply(self, intent, now):
         if not isinstance(intent, InstallTagRules):
@@ -262,7 +277,7 @@ class TagSimDriver(SimDriver):
             channels = follow(intent.rules, self.fabric, int(self._src[f0]), dsts, [host_mac(d) for d in dsts])
         except RuleError as exc:  # checked by the controller too; a driver reports, never forwards wrongly
             self.defaulted.add(tag)
-            self.applied.append(_failed(intent, self.now, exc.message()))
+            self._refused(exc.message())
             self._cover(tag, gated)
             return
         switches = sorted({r.switch for r in intent.rules})
@@ -273,7 +288,7 @@ class TagSimDriver(SimDriver):
                 if len(table) >= cap and not self._evict(s):
                     self.stats["table_full"] += 1
                     self.defaulted.add(tag)
-                    self.applied.append(_failed(intent, self.now, f"table full at {self.fabric.name(s)} ({cap} rules in use)"))
+                    self._refused(f"table full at {self.fabric.name(s)} ({cap} rules in use)")
                     self._cover(tag, gated)
                     return
         self.entries[tag] = _Entry(intent.rules, np.asarray(channels, dtype=np.int64), switches, self.now)
@@ -344,8 +359,3 @@ class TagSimDriver(SimDriver):
         else:
             self._schedule(last + idle, "tagidle", tag)
 
-
-def _failed(intent, now, reason):
-    from ..control.driver import Applied
-
-    return Applied(intent, now, now, failed=reason)

@@ -1,0 +1,71 @@
+"""controller.unisonflow in a scenario: netsteer run routes each MPI phase by its module."""
+
+import json
+
+import pytest
+
+from netsteer.cli import run_cli
+
+SCENARIO = """
+name: uf-phases
+topology: {kind: pgft, levels: 2, down: [4, 3], up: [1, 2], parallel: [1, 2], link_bandwidth: 1Gbps, link_latency: 1us}
+routing: {engine: ecmp}
+jobs:
+  - name: app
+    ranks: 12
+    program:
+      - {op: bcast, bytes: 4000, root: 0}
+      - {op: reduce, bytes: 4000, root: 0, algorithm: binomial}
+    repeat: 20
+  - {name: bulk, flows: [{src: 3, dst: 11, bytes: 1MB}]}
+controller:
+  unisonflow:
+    jobs:
+      app: [{module: pin, primitive: bcast, via: s2_0}, {module: pin, primitive: reduce, via: s2_1}]
+    controller_rtt: 1ms
+    rule_time: 0.5ms
+    %s
+"""
+
+
+def run(tmp_path, capsys, extra=""):
+    p = tmp_path / "s.yaml"
+    p.write_text(SCENARIO % extra)
+    rc = run_cli(["run", str(p), "--json"])
+    out = capsys.readouterr()
+    return rc, (json.loads(out.out) if rc == 0 else None), out.err
+
+
+def test_run_reports_packet_ins_and_tables(tmp_path, capsys):
+    rc, r, _ = run(tmp_path, capsys)
+    assert rc == 0 and r["status"] == "done"
+    uf = r["controller"]["unisonflow"]
+    # every distinct (primitive, src, dst) of the program misses once, no more
+    assert uf["packet_ins"] == uf["tables"]["installed_tags"] > 0
+    assert uf["by_module"] == {"pin": uf["packet_ins"]} and uf["failures"] == 0
+
+
+def test_idle_timeout_in_a_scenario_brings_misses_back(tmp_path, capsys):
+    _, keep, _ = run(tmp_path, capsys)
+    _, drop, _ = run(tmp_path, capsys, "idle_timeout: 10us")
+    assert drop["controller"]["unisonflow"]["packet_ins"] > keep["controller"]["unisonflow"]["packet_ins"]
+    assert drop["controller"]["unisonflow"]["tables"]["expired"] > 0
+    assert drop["makespan_s"] > keep["makespan_s"]
+
+
+@pytest.mark.parametrize("extra, words", [
+    ("default: nothing", "controller.unisonflow.default: unknown module 'nothing'"),
+    ("idle_timeout: 0s", "controller.unisonflow.idle_timeout: must be more than 0"),
+    ("table_capacity: 0", "controller.unisonflow.table_capacity"),
+    ("module_files: [missing.py]", "module file does not exist"),
+    ("jobs: {bulk: []}", "job 'bulk' runs no MPI program"),
+])
+def test_bad_sections_are_one_line_exit_2(tmp_path, capsys, extra, words):
+    text = SCENARIO % extra
+    if extra.startswith("jobs:"):
+        text = text.replace("    jobs:\n      app: [{module: pin, primitive: bcast, via: s2_0}, {module: pin, primitive: reduce, via: s2_1}]\n", "")
+    p = tmp_path / "s.yaml"
+    p.write_text(text)
+    assert run_cli(["run", str(p), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1
