@@ -1,0 +1,320 @@
+"""The ``openflow`` driver: the controller core on real OpenFlow switches.
+
+It implements the driver protocol of :mod:`netsteer.control.driver` on the wall
+clock (``now`` is nanoseconds since the driver started). An intent becomes the
+wanted table of each switch it touches (:mod:`.flows`); the difference to the
+table in force goes out as one bundle per switch, to all switches at once (a
+thread each). If any switch refuses its bundle or does not answer, the switches
+that committed get the reverse difference (rollback to the last good tables) and
+the intent is reported failed with the switch's words. A switch that failed is
+marked stale and re-synchronised with its whole table when it answers again.
+
+A circuit switch that re-pairs ports loses the moved ports' flows at once (dark)
+and gets the new ones after its switching time: the crossbar's dark period.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+import numpy as np
+
+from ...control.driver import Applied, Counters, NetworkChanged, NetworkView
+from ...control.intents import PushRules, RemoveRules, SetCircuits, TagPorts
+from ...sim.network import CircuitState
+from .flows import COUNT, HybridLayout, HybridState, Table, diff, ocs_table, switch_table, tor_table
+from .switch import SwitchError
+
+
+class OpenFlowDriver:
+    """Drive OpenFlow switches through intents, on the wall clock.
+
+    Parameters
+    ----------
+    topo : Topology
+        A hybrid topology; its switch nodes are the switches.
+    layout : HybridLayout
+        Ports and the electrical base routing (:meth:`HybridLayout.of`).
+    switches : dict
+        Switch node -> an object with ``bundle(lines)``, ``replace(flows, groups)``,
+        ``port_bytes()`` and ``flow_bytes(table)`` (:class:`.switch.OfctlSwitch`).
+    initial : (pairings, rules, tags)
+        The forwarding in force at start (``HybridController.initial_state()``).
+    end_s : float
+        When the run ends (``advance`` returns ``"done"``).
+    clock : callable, optional
+        Monotonic nanoseconds (tests pass a fake one).
+    """
+
+    def __init__(self, topo, layout: HybridLayout, switches: dict, initial=None, *, end_s: float,
+                 clock: Callable[[], int] = time.monotonic_ns, sleep: Callable[[float], None] = time.sleep):
+        self.topo, self.layout, self.switches = topo, layout, dict(switches)
+        self.clock, self.sleep = clock, sleep
+        self.end_ns = int(end_s * 1e9)
+        self.state = HybridState()
+        self.circuits = CircuitState.empty(topo)
+        if initial is not None:
+            pairings, rules, tags = initial
+            self.state.rules[1] = {(r.src, r.dst): r for r in rules}
+            self.state.tags = {k: frozenset(v) for k, v in tags.items()}
+            for sw, pairs in pairings.items():
+                self.state.pairing[int(sw)] = tuple(pairs)
+                self.circuits.pair(int(sw), [tuple(p) for p in pairs])
+        self.tables: dict[int, Table] = {}
+        self.stale: set[int] = set()
+        self.down: set[int] = set()
+        self.applied: list[Applied] = []
+        self.pushes: list[dict] = []  # per apply: what went to how many switches, how long it took
+        self._reports: list[NetworkChanged] = []
+        self._pending: list = []  # (time_ns, seq, switch, pairs, dark links)
+        self._seq = 0
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=max(1, min(16, len(self.switches))))
+        self._base_port: dict[int, dict[int, tuple[int, int]]] = {}
+        self._pair_base = None
+        self._t0 = clock()
+        self.install_all()
+
+    # -- tables -------------------------------------------------------------------
+
+    def wanted(self, node: int, state: HybridState | None = None) -> Table:
+        state = state or self.state
+        if node in self.layout.tors:
+            return tor_table(self.layout, state, node)
+        if node in self.layout.ocs:
+            return ocs_table(state.pairing.get(node, ()))
+        return switch_table(self.layout, node)
+
+    def install_all(self) -> None:
+        """Give every switch its whole table (start-up)."""
+        nodes = sorted(self.switches)
+        tables = {n: self.wanted(n) for n in nodes}
+        errors = self._parallel({n: (lambda n=n: self.switches[n].replace(tables[n].flow_lines(), tables[n].group_lines()))
+                                 for n in nodes})
+        if errors:
+            raise SwitchError("; ".join(errors.values()))
+        self.tables = tables
+
+    def _parallel(self, jobs: dict[int, Callable[[], None]]) -> dict[int, str]:
+        """Run one job per switch at once; returns {switch: error} of those that failed."""
+        futures = {n: self._pool.submit(job) for n, job in jobs.items()}
+        errors = {}
+        for n, fut in futures.items():
+            try:
+                fut.result()
+            except SwitchError as exc:
+                errors[n] = str(exc)
+        return errors
+
+    def _push(self, new_state: HybridState, nodes: list[int]) -> str | None:
+        """Move ``nodes`` to their tables under ``new_state``, all or none."""
+        new = {n: self.wanted(n, new_state) for n in nodes}
+        diffs = {n: diff(self.tables[n], new[n]) for n in nodes}
+        diffs = {n: d for n, d in diffs.items() if d}
+        t0 = self.clock()
+        errors = self._parallel({n: (lambda n=n: self.switches[n].bundle(diffs[n])) for n in diffs})
+        push_ns = self.clock() - t0
+        self.pushes.append({"at_s": (t0 - self._t0) / 1e9, "switches": len(diffs),
+                            "flow_mods": sum(len(d) for d in diffs.values()), "push_s": push_ns / 1e9,
+                            "failed": sorted(errors)})
+        if not errors:
+            self.tables.update({n: new[n] for n in diffs})
+            return None
+        # roll the switches that committed back to their last good tables
+        done = [n for n in diffs if n not in errors]
+        back = self._parallel({n: (lambda n=n: self.switches[n].bundle(diff(new[n], self.tables[n]))) for n in done})
+        self.stale.update(errors)
+        self.stale.update(back)
+        names = self.topo.node_names
+        msg = "; ".join(f"{names[n]}: {e}" for n, e in sorted(errors.items()))
+        if back:
+            msg += "; rollback failed on " + ", ".join(names[n] for n in sorted(back))
+        return msg + " (rolled back: last good configuration kept)"
+
+    def resync(self) -> list[int]:
+        """Give stale switches their whole table again; returns those that took it."""
+        if not self.stale:
+            return []
+        nodes = sorted(self.stale)
+        errors = self._parallel({n: (lambda n=n: self.switches[n].replace(self.tables[n].flow_lines(),
+                                                                          self.tables[n].group_lines())) for n in nodes})
+        ok = [n for n in nodes if n not in errors]
+        self.stale.difference_update(ok)
+        return ok
+
+    # -- the driver protocol ----------------------------------------------------------
+
+    @property
+    def now(self) -> int:
+        return self.clock() - self._t0
+
+    def view(self) -> NetworkView:
+        return NetworkView(self.now, frozenset(self.down), {n: p.copy() for n, p in self.circuits.pairing.items()})
+
+    def reports(self) -> list[NetworkChanged]:
+        with self._lock:
+            out, self._reports = self._reports, []
+        return out
+
+    def idle(self) -> bool:
+        return False  # real traffic runs until the end whatever the controller does
+
+    def next_effect(self) -> int | None:
+        return self._pending[0][0] if self._pending else None
+
+    def advance(self, until: int | None) -> str:
+        """Sleep until ``until``, the next circuit lighting up, or the end."""
+        target = self.end_ns if until is None else min(until, self.end_ns)
+        if self._pending:
+            target = min(target, self._pending[0][0])
+        delay = target - self.now
+        if delay > 0:
+            self.sleep(delay / 1e9)
+        self.resync()
+        if self._pending and self._pending[0][0] <= self.now:
+            while self._pending and self._pending[0][0] <= self.now:
+                _, _, sw, pairs, dark = heapq.heappop(self._pending)
+                self._light(sw, pairs, dark)
+            return "changed"
+        return "done" if self.now >= self.end_ns else "until"
+
+    def apply(self, intent) -> Applied:
+        now = self.now
+        failed = None
+        done = now
+        try:
+            if isinstance(intent, SetCircuits):
+                failed, done = self._set_circuits(intent, now)
+            elif isinstance(intent, (PushRules, RemoveRules, TagPorts)):
+                new, nodes = self._next_state(intent)
+                failed = self._push(new, nodes)
+                if failed is None:
+                    self.state = new
+                done = self.now
+            else:
+                failed = f"the openflow driver cannot apply {type(intent).__name__}"
+        except ValueError as exc:
+            failed = str(exc)
+        a = Applied(intent, now, max(done, now), failed)
+        self.applied.append(a)
+        return a
+
+    def counters(self) -> Counters:
+        """Port tx bytes per channel and rack-pair bytes from the ToRs' counter flows."""
+        nodes = sorted(self.switches)
+        ports: dict[int, dict] = {}
+        flows: dict[int, dict] = {}
+
+        def read(n):
+            ports[n] = self.switches[n].port_bytes()
+            if n in self.layout.tors:
+                flows[n] = self.switches[n].flow_bytes(COUNT)
+
+        self._parallel({n: (lambda n=n: read(n)) for n in nodes})
+        t = self.topo
+        out = np.zeros(t.n_channels)
+        src, sport, dst, dport = t.channel_src(), t.channel_src_port(), t.channel_dst(), t.channel_dst_port()
+        for c in range(t.n_channels):
+            s, d = int(src[c]), int(dst[c])
+            if s in ports and int(sport[c]) in ports[s]:
+                out[c] = ports[s][int(sport[c])][1]  # tx of the sending switch port
+            elif d in ports and int(dport[c]) in ports[d]:
+                out[c] = ports[d][int(dport[c])][0]  # a host's NIC: rx at the switch
+        lay = self.layout
+        pairs = np.zeros((lay.racks, lay.racks))
+        for tor, fl in flows.items():
+            a = lay.rack_of_tor(tor)
+            for match, n in fl.items():
+                for b in range(lay.racks):
+                    if f"nw_dst={_net(b)}" in match and f"nw_src={_net(a)}" in match:
+                        pairs[a, b] += n
+        return Counters(self.now, out, pairs)
+
+    # -- intents ------------------------------------------------------------------------
+
+    def _next_state(self, intent):
+        lay = self.layout
+        new = self.state.copy()
+        if isinstance(intent, TagPorts):
+            nodes = set()
+            for tor, port, vlans in intent.ports:
+                if int(tor) not in lay.tors:
+                    raise ValueError(f"{self.topo.node_names[int(tor)]} is not a ToR")
+                new.tags[(int(tor), int(port))] = frozenset(vlans)
+                nodes.add(int(tor))
+            return new, sorted(nodes)
+        pairs = [(r.src, r.dst) for r in intent.rules] if isinstance(intent, PushRules) else list(intent.pairs)
+        for a, b in pairs:
+            for x in (a, b):
+                if not 0 <= x < lay.racks:
+                    raise ValueError(f"rack {x} does not exist: the network has racks 0..{lay.racks - 1}")
+        table = new.rules.setdefault(intent.priority, {})
+        if isinstance(intent, PushRules):
+            for r in intent.rules:
+                table[(r.src, r.dst)] = r
+        else:
+            for p in pairs:
+                table.pop(tuple(p), None)
+        nodes = sorted({lay.tors[a] for a, _ in pairs})
+        extra = getattr(intent, "extra", 0)
+        if extra:
+            targets = nodes or [lay.tors[0]]
+            each = -(-extra // len(targets))
+            for tor in targets:
+                gen = new.extra.get(tor, (0, 0))[1] + 1
+                new.extra[tor] = (each, gen)
+            nodes = sorted(set(nodes) | set(targets))
+        return new, nodes
+
+    def _set_circuits(self, intent: SetCircuits, now: int):
+        sw = int(intent.switch)
+        if sw not in self.circuits.pairing or sw not in self.switches:
+            return f"node {sw} is not a circuit switch", now
+        trial = self.circuits.copy()
+        try:
+            moved = trial.pair(sw, [tuple(p) for p in intent.pairs])
+        except ValueError as exc:
+            return f"{self.topo.node_names[sw]}: {exc}", now
+        # dark: the pairs that stay keep their flows, the moved ports lose theirs
+        staying = tuple(p for p in intent.pairs if p[0] not in moved and p[1] not in moved)
+        new = self.state.copy()
+        new.pairing[sw] = staying
+        failed = self._push(new, [sw])
+        if failed is not None:
+            return failed, now
+        self.state, self.circuits = new, trial
+        dark = _port_links(self.topo, sw, moved)
+        lit_at = now + int(self.topo.switching_time_ns.get(sw, 0))
+        self.down.update(int(x) for x in dark)
+        with self._lock:
+            self._reports.append(NetworkChanged(now, "circuits", tuple(int(x) for x in dark), False))
+        heapq.heappush(self._pending, (lit_at, self._seq, sw, tuple(tuple(p) for p in intent.pairs), tuple(dark)))
+        self._seq += 1
+        return None, lit_at
+
+    def _light(self, sw: int, pairs, dark) -> None:
+        new = self.state.copy()
+        new.pairing[sw] = pairs
+        failed = self._push(new, [sw])
+        if failed is None:
+            self.state = new
+        self.down.difference_update(dark)
+        with self._lock:
+            self._reports.append(NetworkChanged(self.now, "circuits", tuple(dark), True))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+
+def _net(rack: int) -> str:
+    from .flows import rack_net
+    return rack_net(rack)
+
+
+def _port_links(topo, node: int, ports) -> list[int]:
+    ch = [int(topo.out_channel[node, p]) for p in sorted(ports) if p < topo.out_channel.shape[1]]
+    return sorted({c // 2 for c in ch if c >= 0})

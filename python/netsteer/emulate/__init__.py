@@ -1,0 +1,1 @@
+"""Emulated testbeds: a scenario on namespaces and Open vSwitch, driven by the openflow driver."""

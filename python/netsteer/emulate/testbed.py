@@ -1,0 +1,256 @@
+"""A topology as a real emulated network: namespaces, Open vSwitch, ``tc`` rates.
+
+Hosts are network namespaces; every switch (a ToR, a core switch, a circuit
+switch) is an Open vSwitch bridge with the userspace datapath
+(``datapath_type=netdev``), its OpenFlow port numbers the topology's port
+numbers; every link is a veth pair whose two ends are rate-limited by ``tc`` to
+the link's bandwidth times ``scale``. A circuit switch is a bridge that holds
+port-to-port flows only (the driver's crossbar). Direct ``ip``/``ovs-vsctl`` calls,
+not Mininet: the testbed must carry the topology's own port numbers (intents
+name ports) and nothing Mininet adds (controllers, its own naming) is needed.
+
+Everything is created with the run's own prefix and removed by :meth:`Testbed.close`
+(also on failure, through the context manager), processes included: only those
+this testbed started, by their pid.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import time
+
+
+from ..errors import NetsteerError
+from ..drivers.openflow.flows import host_ip
+
+# what two shared cores carry through the userspace datapath (measured: ~590 Mbit/s
+# across two bridges); the fastest link is scaled to this
+MAX_RATE_BPS = 100e6
+MIN_RATE_BPS = 0.5e6  # below this tc shaping and iperf3 pacing are too coarse
+MAX_HOSTS = 32
+OVS_CTL = "/usr/share/openvswitch/scripts/ovs-ctl"
+
+_started_ovs = False
+
+
+def _run(*cmd: str, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess:
+    p = subprocess.run(cmd, capture_output=True, text=True, input=input)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {' '.join((p.stderr or p.stdout).split())[:300]}")
+    return p
+
+
+def ovs_running() -> bool:
+    return shutil.which("ovs-vsctl") is not None and _run("ovs-vsctl", "--timeout=3", "show", check=False).returncode == 0
+
+
+def ensure_ovs() -> None:
+    """Start Open vSwitch if it is installed and not running (stopped at exit)."""
+    global _started_ovs
+    if ovs_running():
+        return
+    if not os.path.exists(OVS_CTL):
+        raise NetsteerError("Open vSwitch is not installed (Debian openvswitch-switch; scripts/setup.sh installs it)",
+                            field="emulate")
+    _run(OVS_CTL, "start", "--system-id=random", check=False)
+    if not ovs_running():
+        raise NetsteerError("Open vSwitch did not start (ovs-ctl start)", field="emulate")
+    _started_ovs = True
+    import atexit
+    atexit.register(lambda: _run(OVS_CTL, "stop", check=False))
+
+
+def check_machine(topo, max_hosts: int = MAX_HOSTS) -> float:
+    """Refuse, before anything starts, what this machine cannot emulate; returns
+    the rate scale (every link's bandwidth is multiplied by it)."""
+    if os.geteuid() != 0:
+        raise NetsteerError("emulation creates namespaces and bridges: run it as root", field="emulate")
+    for tool in ("ip", "tc", "ethtool", "iperf3", "ovs-vsctl", "ovs-ofctl"):
+        if shutil.which(tool) is None:
+            raise NetsteerError(f"{tool} is not installed (scripts/setup.sh installs it)", field="emulate")
+    if topo.n_hosts > max_hosts:
+        raise NetsteerError(f"{topo.name} has {topo.n_hosts} hosts; this machine emulates at most {max_hosts} "
+                            "namespaces", field="topology")
+    bw = topo.link_bandwidth
+    scale = min(1.0, MAX_RATE_BPS / float(bw.max()))
+    if float(bw.min()) * scale < MIN_RATE_BPS:
+        raise NetsteerError(f"link rates from {bw.min() / 1e9:g} to {bw.max() / 1e9:g} Gbit/s cannot all be emulated: "
+                            f"scaled to at most {MAX_RATE_BPS / 1e6:g} Mbit/s the slowest gets "
+                            f"{bw.min() * scale / 1e6:.3g} Mbit/s, below {MIN_RATE_BPS / 1e6:g}", field="topology")
+    return scale
+
+
+def host_mac(h: int) -> str:
+    return "02:4e:%02x:%02x:%02x:%02x" % (h >> 24 & 255, h >> 16 & 255, h >> 8 & 255, h & 255)
+
+
+class Testbed:
+    """Build ``topo`` for real (module text); use as a context manager.
+
+    Attributes
+    ----------
+    scale : float
+        Emulated rate / topology rate.
+    bridges : dict
+        Switch node -> bridge name.
+    namespaces : list of str
+        Host index -> namespace.
+    """
+
+    def __init__(self, topo, *, progress=lambda msg: None):
+        self.topo = topo
+        self.scale = check_machine(topo)
+        ensure_ovs()
+        self.prefix = "ns" + secrets.token_hex(2)
+        self.progress = progress
+        self.bridges: dict[int, str] = {}
+        self.namespaces: list[str] = []
+        self.veths: list[str] = []
+        self.procs: list[subprocess.Popen] = []
+        spr = int(topo.meta.get("servers_per_rack", topo.n_hosts))
+        self.ips = [host_ip(h // spr, h % spr) for h in range(topo.n_hosts)]
+        self.host_dev: dict[int, str] = {}
+
+    def __enter__(self) -> "Testbed":
+        try:
+            self.build()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def build(self) -> None:
+        t = self.topo
+        n = t.n_hosts
+        for h in range(n):
+            ns = f"{self.prefix}-h{h}"
+            _run("ip", "netns", "add", ns)
+            self.namespaces.append(ns)
+            _run("ip", "-n", ns, "link", "set", "lo", "up")
+        for node in range(n, t.n_nodes):
+            br = f"{self.prefix}s{node}"
+            _run("ovs-vsctl", "add-br", br, "--", "set", "bridge", br, "datapath_type=netdev", "fail_mode=secure",
+                 "protocols=OpenFlow13,OpenFlow14", "other-config:disable-in-band=true")
+            self.bridges[node] = br
+        self.progress(f"{n} namespaces, {len(self.bridges)} bridges")
+        vsctl = []
+        for link in range(t.n_links):
+            a, pa, b, pb = (int(x) for x in (t.link_a[link], t.link_a_port[link], t.link_b[link], t.link_b_port[link]))
+            rate = float(t.link_bandwidth[link]) * self.scale
+            ends = (f"{self.prefix}l{link}a", f"{self.prefix}l{link}b")
+            _run("ip", "link", "add", ends[0], "type", "veth", "peer", "name", ends[1])
+            self.veths += ends  # the end left in the root namespace is the one to delete
+            for end, node, port in ((ends[0], a, pa), (ends[1], b, pb)):
+                if node < n:
+                    self._host_end(node, end, rate)
+                else:
+                    _run("ethtool", "-K", end, "tx", "off", "gro", "off", "gso", "off", "tso", "off", check=False)
+                    _run("ip", "link", "set", end, "up", "mtu", "1500")
+                    _shape(end, rate)
+                    vsctl += ["--", "add-port", self.bridges[node], end, "--", "set", "interface", end,
+                              f"ofport_request={port}"]
+        if vsctl:
+            _run("ovs-vsctl", *vsctl)
+        self._neighbours()
+        self.progress(f"{t.n_links} links at {self.scale:g} x their rate")
+
+    def _host_end(self, h: int, dev: str, rate: float) -> None:
+        ns = self.namespaces[h]
+        _run("ip", "link", "set", dev, "netns", ns)
+        _run("ip", "-n", ns, "link", "set", dev, "address", host_mac(h), "up")
+        _run("ip", "-n", ns, "addr", "add", f"{self.ips[h]}/10", "dev", dev)
+        _run("ip", "netns", "exec", ns, "ethtool", "-K", dev, "tx", "off", check=False)
+        _shape(dev, rate, ns)
+        self.host_dev[h] = dev
+
+    def _neighbours(self) -> None:
+        """Static ARP: the switches forward IP only."""
+        for h, ns in enumerate(self.namespaces):
+            cmds = [f"neigh replace {ip} lladdr {host_mac(o)} dev {self.host_dev[h]} nud permanent"
+                    for o, ip in enumerate(self.ips) if o != h]
+            if cmds:
+                _run("ip", "-n", ns, "-batch", "-", input="\n".join(cmds) + "\n")
+
+    def exec(self, h: int, *cmd: str) -> list[str]:
+        """A command line that runs ``cmd`` in host ``h``'s namespace."""
+        return ["ip", "netns", "exec", self.namespaces[h], *cmd]
+
+    def start(self, h: int, *cmd: str) -> subprocess.Popen:
+        """Start ``cmd`` in host ``h``'s namespace; it is killed at teardown."""
+        p = subprocess.Popen(self.exec(h, *cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        self.procs.append(p)
+        return p
+
+    def close(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)  # its own session: ip netns exec and iperf3
+                except ProcessLookupError:
+                    pass
+                p.wait()
+        self.procs = []
+        for br in self.bridges.values():
+            _run("ovs-vsctl", "--if-exists", "del-br", br, check=False)
+        self.bridges = {}
+        for v in self.veths:
+            _run("ip", "link", "del", v, check=False)
+        self.veths = []
+        for ns in self.namespaces:
+            _run("ip", "netns", "del", ns, check=False)
+        self.namespaces = []
+
+
+def _shape(dev: str, rate_bps: float, ns: str | None = None) -> None:
+    """Egress rate of ``dev``: a token bucket with a short queue (about 20 ms)."""
+    rate = max(int(rate_bps), 8000)
+    burst = max(rate // 8 // 250, 3200)  # 4 ms worth of bytes, at least two packets
+    limit = max(rate // 8 // 50, 3 * 1514)
+    pre = ["ip", "netns", "exec", ns] if ns else []
+    _run(*pre, "tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", f"{rate}bit", "burst", str(burst),
+         "limit", str(limit))
+
+
+def leftovers(prefix: str) -> list[str]:
+    """Namespaces, bridges and links of ``prefix`` still there (tests check none)."""
+    out = [ns.split()[0] for ns in _run("ip", "netns", "list").stdout.splitlines() if ns.startswith(prefix)]
+    out += [b for b in _run("ovs-vsctl", "list-br", check=False).stdout.split() if b.startswith(prefix)]
+    out += [ln.split(":")[1].strip().split("@")[0] for ln in _run("ip", "-o", "link").stdout.splitlines()
+            if ln.split(":")[1].strip().startswith(prefix)]
+    return out
+
+
+def iperf_json(proc: subprocess.Popen, timeout: float) -> dict:
+    """Wait for an iperf3 started with ``--json`` and return its report."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+    try:
+        return json.loads(out)
+    except json.JSONDecodeError:
+        return {"error": " ".join((err or out or "no output").split())[:300]}
+
+
+def wait_port(tb: Testbed, h: int, port: int, timeout: float = 5.0) -> None:
+    """Wait until host ``h`` listens on TCP ``port`` (iperf3's server is up)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = _run(*tb.exec(h, "ss", "-ltn"), check=False).stdout
+        if f":{port} " in out:
+            return
+        time.sleep(0.02)
+    raise RuntimeError(f"iperf3 did not listen on {tb.ips[h]}:{port}")
+
+
+__all__ = ["Testbed", "check_machine", "ensure_ovs", "leftovers", "iperf_json", "wait_port"]
