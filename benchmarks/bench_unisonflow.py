@@ -14,9 +14,15 @@ handles distinct tags (every packet-in is a table miss, as on a cold network):
   the whole fabric.
 
 Also the same packet-ins through the controller core's ``decide`` (``PacketIn``
-reports in, ``InstallTagRules`` intents out). The peer: os-ken/Ryu apps handle a few
-thousand to tens of thousands of packet-ins per second (not run here: the figure
-is a goal of the issue). Rates are per second of the process's CPU time (one core;
+reports in, ``InstallTagRules`` intents out).
+
+The peer (``--peer-python`` an interpreter with os-ken, e.g. a venv with
+``pip install os-ken``): ``peers/osken_packet_in.py`` does what an os-ken app's
+packet-in handler does with the OpenFlow library (parse the PACKET_IN from its wire
+bytes, parse the frame, build and serialize one FLOW_MOD per switch) for the routes
+netsteer's ``ecmp`` module chose, so it does no routing at all; netsteer makes the
+decision and its rules but serializes no OpenFlow (the openflow driver would).
+Rates are per second of the process's CPU time (one core;
 the machine is shared, so wall-clock rates are printed beside them), the median of
 5 runs after a warm-up.
 
@@ -29,7 +35,9 @@ import argparse
 import json
 import platform
 import statistics
+import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -96,9 +104,24 @@ def measure_decide(fabric, tags, runs=5):
     return statistics.median(rates[1:])
 
 
+def peer(python: str, fabric, tags) -> dict:
+    """os-ken's per-packet-in work for the routes netsteer chose (see the module text)."""
+    c = controller(fabric)
+    spec = []
+    for t in tags:
+        rules = c.handle(t).rules
+        spec.append([t, [[r.switch, r.outputs[0][0]] for r in rules], rules[-1].outputs[0][1]])
+    script = Path(__file__).parent / "peers" / "osken_packet_in.py"
+    p = subprocess.run([python, str(script)], input=json.dumps({"decisions": spec}), capture_output=True, text=True)
+    if p.returncode:
+        raise SystemExit(f"the os-ken peer failed: {p.stderr.strip()[-400:]}")
+    return json.loads(p.stdout)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--peer-python", help="a Python with os-ken, for the peer (default: skip it)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     topo = pgft(3, [8, 8, 16], [1, 8, 8], link_bandwidth=100e9, link_latency_ns=1000)
@@ -112,6 +135,9 @@ def main() -> None:
         res["cases"][name] = measure(fabric, tags)
         all_tags += tags
     res["decide_loop_decisions_per_s"] = measure_decide(fabric, cases(np.random.default_rng(2))["reduce (pin)"])
+    if args.peer_python:
+        res["peer"] = peer(args.peer_python, fabric, cases(np.random.default_rng(1))["send (ecmp default)"][:2000])
+        res["peer"]["ratio"] = res["cases"]["send (ecmp default)"]["decisions_per_s"] / res["peer"]["decisions_per_s"]
     if args.json:
         print(json.dumps(res))
         return
@@ -121,6 +147,11 @@ def main() -> None:
         print(f"{name:<26}{r['packet_ins']:>11}{r['decisions_per_s']:>14,.0f}{r['rules_per_s']:>14,.0f}"
               f"{r['rules_per_decision']:>12.1f}{r['decisions_per_wall_s']:>12,.0f}")
     print(f"through decide() (PacketIn -> InstallTagRules), reduce (pin): {res['decide_loop_decisions_per_s']:,.0f} decisions/s")
+    if "peer" in res:
+        pr = res["peer"]
+        print(f"os-ken peer (parse PACKET_IN, build + serialize FLOW_MODs, routes given): "
+              f"{pr['decisions_per_s']:,.0f} packet-ins/s, {pr['flow_mods_per_s']:,.0f} flow-mods/s; "
+              f"netsteer send (ecmp) is {pr['ratio']:.1f}x")
 
 
 if __name__ == "__main__":
