@@ -18,3 +18,4 @@ bench: setup
 	.venv/bin/python benchmarks/bench_stream.py
 	.venv/bin/python benchmarks/bench_pftree.py
 	.venv/bin/python benchmarks/bench_plan.py
+	.venv/bin/python benchmarks/bench_unisonflow.py
