@@ -158,7 +158,8 @@ class Testbed:
                     vsctl += ["--", "add-port", self.bridges[node], end, "--", "set", "interface", end,
                               f"ofport_request={port}"]
         if vsctl:
-            _run("ovs-vsctl", *vsctl)
+            with _receive_buffers():
+                _run("ovs-vsctl", *vsctl)
         self._neighbours()
         self.progress(f"{t.n_links} links at {self.scale:g} x their rate")
 
@@ -210,11 +211,32 @@ class Testbed:
         self.namespaces = []
 
 
+class _receive_buffers:
+    """While ports are added, sockets get large receive buffers: the userspace
+    datapath reads its ports from the thread that also commits bundles, and a
+    5000-flow bundle must not overflow a port's default buffer (about 90 frames)."""
+
+    PATH = "/proc/sys/net/core/rmem_default"
+    BYTES = 8 << 20
+
+    def __enter__(self):
+        with open(self.PATH) as fh:
+            self.old = fh.read().strip()
+        with open(self.PATH, "w") as fh:
+            fh.write(str(max(self.BYTES, int(self.old))))
+
+    def __exit__(self, *exc):
+        with open(self.PATH, "w") as fh:
+            fh.write(self.old)
+
+
 def _shape(dev: str, rate_bps: float, ns: str | None = None) -> None:
-    """Egress rate of ``dev``: a token bucket with a short queue (about 20 ms)."""
+    """Egress rate of ``dev``: a token bucket (see the queue below)."""
     rate = max(int(rate_bps), 8000)
     burst = max(rate // 8 // 250, 3200)  # 4 ms worth of bytes, at least two packets
-    limit = max(rate // 8 // 50, 3 * 1514)
+    # a deep queue (0.5 s): the userspace datapath forwards in bursts after it commits a
+    # large bundle, and a shallow queue would drop what a hardware switch would not
+    limit = max(rate // 8 // 2, 3 * 1514)
     pre = ["ip", "netns", "exec", ns] if ns else []
     _run(*pre, "tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", f"{rate}bit", "burst", str(burst),
          "limit", str(limit))

@@ -1,0 +1,205 @@
+"""Run a hybrid scenario on an emulated testbed: the controller on real switches.
+
+The testbed (:mod:`.testbed`) is built, the scenario's hybrid controller runs
+through the ``openflow`` driver on the wall clock, the scenario's flows run as
+iperf3 streams between the host namespaces, the switches' real counters are read,
+and everything is torn down, also after a failure.
+
+Scenario times (flow durations, scheduled reconfigurations) are multiplied by
+``time_scale`` and link rates by the testbed's rate scale; both are reported.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+
+from ..errors import NetsteerError
+from ..drivers.openflow import OpenFlowDriver, run_wall_loop
+from ..drivers.openflow.flows import HybridLayout
+from ..drivers.openflow.switch import OfctlSwitch
+from .testbed import Testbed, iperf_json, wait_port
+
+MAX_RUN_S = 120.0  # one emulated run on a shared machine
+FIRST_PORT = 5201
+
+
+@dataclass
+class Flow:
+    src: int
+    dst: int
+    start_s: float
+    duration_s: float
+
+
+def flows_of(built, time_scale: float, end_s: float) -> list[Flow]:
+    """The scenario's bulk flows as iperf3 streams; anything else is refused."""
+    if built.spans:
+        raise NetsteerError("emulate runs bulk (iperf3) jobs only; this scenario has MPI programs",
+                            field="jobs")
+    c = built.dag.columns()
+    stops = {}
+    from ..sim.run import default_controller
+    for at, fl in default_controller(built)[1]:
+        for f in fl:
+            stops[int(f)] = at
+    out = []
+    for i in range(len(built.dag)):
+        start = float(c.start_ns[i]) * 1e-9 * time_scale
+        stop = stops.get(i)
+        if stop is None and not built.background[i]:
+            raise NetsteerError(f"flow {i} has a byte count; emulate runs bulk flows (iperf3) only", field="jobs")
+        dur = (end_s if stop is None else stop * 1e-9 * time_scale) - start
+        out.append(Flow(int(c.src[i]), int(c.dst[i]), start, max(dur, 0.5)))
+    return out
+
+
+def scale_controller(hybrid, time_scale: float) -> None:
+    """Scheduled reconfigurations happen at scaled times."""
+    hybrid.schedule = [(int(t * time_scale), c) for t, c in hybrid.schedule]
+    for r in hybrid.requests:
+        r["at"] = int(r["at"] * time_scale)
+        if r.get("until") is not None:
+            r["until"] = int(r["until"] * time_scale)
+
+
+def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, controller=None,
+            switch_factory: Callable[[str], Any] = OfctlSwitch, progress=lambda msg: None) -> dict[str, Any]:
+    """Run ``built`` (a hybrid :class:`netsteer.scenario.BuiltScenario`) for real.
+
+    Parameters
+    ----------
+    time_scale : float
+        Multiplies every scenario time.
+    udp_bps : float, optional
+        Send UDP at this (topology) rate instead of TCP: iperf3 counts lost packets
+        by their sequence numbers.
+    controller : Controller, optional
+        Default: the scenario's hybrid controller.
+
+    Returns
+    -------
+    dict with ``scale``, ``time_scale``, ``flows`` (iperf3 results), ``controller``
+    (its report), ``pushes`` (the driver's bundles) and ``counters``.
+    """
+    hybrid = built.hybrid
+    if hybrid is None:
+        raise NetsteerError("emulate needs a scenario with a hybrid controller (controller.hybrid)", field="controller")
+    scale_controller(hybrid, time_scale)
+    ends = [t for t, _ in hybrid.schedule]
+    flows = flows_of(built, time_scale, 0.0)
+    end_s = max([f.start_s + f.duration_s for f in flows] + [e * 1e-9 for e in ends] + [1.0])
+    if end_s > MAX_RUN_S:
+        raise NetsteerError(f"the run would last {end_s:.0f} s; at most {MAX_RUN_S:.0f} s here (lower --time-scale)",
+                            field="time_scale")
+    topo = built.topology
+    layout = HybridLayout.of(topo, built.routing)
+    with Testbed(topo, progress=progress) as tb:
+        progress(f"rates x {tb.scale:g}, times x {time_scale:g}")
+        switches = {n: switch_factory(br) for n, br in tb.bridges.items()}
+        drv = OpenFlowDriver(topo, layout, switches, hybrid.initial_state(), end_s=end_s + 0.5)
+        try:
+            servers, clients = [], []
+            for k, f in enumerate(flows):
+                port = FIRST_PORT + k
+                servers.append(tb.start(f.dst, "iperf3", "-s", "-1", "-B", tb.ips[f.dst], "-p", str(port), "--json", "-i", "0.1"))
+                wait_port(tb, f.dst, port)
+            for k, f in enumerate(flows):
+                args = ["iperf3", "-c", tb.ips[f.dst], "-B", tb.ips[f.src], "-p", str(FIRST_PORT + k),
+                        "-t", f"{f.duration_s:.2f}", "--json", "-i", "0.1"]
+                if udp_bps is not None:
+                    args += ["-u", "-b", f"{int(udp_bps * tb.scale)}", "-l", "1200"]
+                clients.append((f, args))
+            # iperf3 has no start time: flows that start later are started by the loop's clock
+            started = [tb.start(f.src, *a) if f.start_s <= 0 else None for f, a in clients]
+            drv._t0 = drv.clock()  # scenario time 0: the first flows start now
+            ctl = controller or hybrid
+            status = run_wall_loop(_Starter(drv, tb, clients, started), ctl)
+            counters = drv.counters()
+            results = []
+            for (f, _), p, s in zip(clients, started, servers):
+                cj = iperf_json(p, timeout=f.duration_s + 10) if p is not None else {"error": "not started"}
+                sj = iperf_json(s, timeout=5)
+                results.append(_summary(f, cj, sj, udp_bps is not None, tb.scale))
+        finally:
+            drv.close()
+        return {
+            "status": status, "scale": tb.scale, "time_scale": time_scale, "duration_s": end_s,
+            "flows": results, "controller": hybrid.report(), "pushes": drv.pushes,
+            "counters": {"port_bytes": counters.port_bytes.tolist(),
+                         "pair_bytes": None if counters.pair_bytes is None else counters.pair_bytes.tolist()},
+            "stale_switches": [topo.node_names[n] for n in sorted(drv.stale)],
+        }
+
+
+class _Starter:
+    """The driver, with flows that start later started when the clock gets there."""
+
+    def __init__(self, drv, tb, clients, started):
+        self.drv, self.tb, self.clients, self.started = drv, tb, clients, started
+
+    def __getattr__(self, name):
+        return getattr(self.drv, name)
+
+    @property
+    def now(self):
+        return self.drv.now
+
+    def advance(self, until):
+        waiting = [f.start_s for (f, _), p in zip(self.clients, self.started) if p is None]
+        if waiting:
+            nxt = int(min(waiting) * 1e9)
+            until = nxt if until is None else min(until, nxt)
+        status = self.drv.advance(until)
+        for i, ((f, args), p) in enumerate(zip(self.clients, self.started)):
+            if p is None and f.start_s * 1e9 <= self.drv.now:
+                self.started[i] = self.tb.start(f.src, *args)
+        return status
+
+
+def _summary(f: Flow, client: dict, server: dict, udp: bool, scale: float) -> dict[str, Any]:
+    out: dict[str, Any] = {"src": f.src, "dst": f.dst, "start_s": f.start_s, "duration_s": f.duration_s}
+    err = client.get("error") or server.get("error")
+    if err:
+        out["error"] = err
+        return out
+    end = server.get("end", {})
+    if udp:
+        s = client.get("end", {}).get("sum", {})
+        out.update(lost_packets=int(s.get("lost_packets", 0)), packets=int(s.get("packets", 0)))
+        bps = float(end.get("sum", {}).get("bits_per_second", 0.0))
+        out["received_bytes"] = int(end.get("sum", {}).get("bytes", 0))
+        out["server_keys"] = list(end)
+    else:
+        bps = float(client.get("end", {}).get("sum_received", {}).get("bits_per_second", 0.0))
+    out["emulated_mbps"] = bps / 1e6
+    out["gbps"] = bps / scale / 1e9  # back at the topology's rates
+    series = [(float(i["sum"]["end"]), float(i["sum"]["bits_per_second"])) for i in server.get("intervals", [])]
+    out["time_s"] = [f.start_s + t for t, _ in series]
+    out["series_gbps"] = [b / scale / 1e9 for _, b in series]
+    if udp:
+        out["lost_at_s"] = [round(f.start_s + float(i["sum"]["end"]), 2) for i in server.get("intervals", [])
+                            if int(i["sum"].get("lost_packets", 0)) > 0]
+    return out
+
+
+def controller_share(report: dict, pushes: list[dict]) -> list[dict]:
+    """Per reconfiguration and step: its duration and the time spent pushing
+    bundles to switches in it (the controller's share; the rest is the circuit
+    switch's dark period)."""
+    out = []
+    for r in report.get("reconfigurations", []):
+        steps = []
+        for s in r["steps"]:
+            a, b = s["start_s"], s["end_s"] if s["end_s"] is not None else s["start_s"]
+            push = sum(p["push_s"] for p in pushes if a - 1e-9 <= p["at_s"] <= b + 1e-9)
+            steps.append({"step": s["step"], "what": s["what"], "duration_s": b - a, "controller_s": push})
+        out.append({"id": r["id"], "status": r["status"], "delay_s": r["delay_s"],
+                    "controller_delay_s": sum(s["controller_s"] for s in steps), "steps": steps})
+    return out
+
+
+__all__ = ["emulate", "controller_share", "flows_of"]
