@@ -156,6 +156,9 @@ class OpenFlowDriver:
         return NetworkView(self.now, frozenset(self.down), {n: p.copy() for n, p in self.circuits.pairing.items()})
 
     def reports(self) -> list[NetworkChanged]:
+        # the controller reads reports before it decides: what took effect while it
+        # pushed (a circuit that lit) must be in force before it moves on
+        self._due()
         with self._lock:
             out, self._reports = self._reports, []
         return out
@@ -175,12 +178,18 @@ class OpenFlowDriver:
         if delay > 0:
             self.sleep(delay / 1e9)
         self.resync()
-        if self._pending and self._pending[0][0] <= self.now:
-            while self._pending and self._pending[0][0] <= self.now:
-                _, _, sw, pairs, dark = heapq.heappop(self._pending)
-                self._light(sw, pairs, dark)
+        if self._due():
             return "changed"
         return "done" if self.now >= self.end_ns else "until"
+
+    def _due(self) -> bool:
+        """Bring in the effects whose time has come (circuits lighting up)."""
+        hit = False
+        while self._pending and self._pending[0][0] <= self.now:
+            _, _, sw, pairs, dark = heapq.heappop(self._pending)
+            self._light(sw, pairs, dark)
+            hit = True
+        return hit
 
     def apply(self, intent) -> Applied:
         now = self.now
