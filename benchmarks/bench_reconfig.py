@@ -86,7 +86,7 @@ def main() -> None:
     ap.add_argument("--servers", type=int, default=32)
     ap.add_argument("--k", type=int, nargs="+", default=[4, 8])
     ap.add_argument("--at", default="1s")
-    ap.add_argument("--duration", default="5s")
+    ap.add_argument("--duration", default="30s")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
@@ -98,7 +98,7 @@ def main() -> None:
         if not a.json:
             print(f"K={k}: {rec['flows']} flows, reconfiguration: wall {rec['wall_s']:.2f} s "
                   f"(build {rec['build_s']:.2f}, run {rec['run_s']:.2f}); without: {base['wall_s']:.2f} s; "
-                  f"ratio {rec['wall_s'] / base['wall_s']:.2f}; simulated delay {rec['delay_s']:.3f} s, "
+                  f"ratio {rec['wall_s'] / base['wall_s']:.2f}; simulated delay {rec['delay_s'] if rec['delay_s'] is None else round(rec['delay_s'], 3)} s, "
                   f"{rec['circuits_changed']} circuits changed; {rec['sent_gbit']:.0f} vs {base['sent_gbit']:.0f} Gbit sent",
                   flush=True)
     if a.json:
