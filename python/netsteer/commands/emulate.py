@@ -1,0 +1,129 @@
+"""``netsteer emulate SCENARIO`` and ``netsteer reproduce --emulate NAME``: real
+switches (Open vSwitch in namespaces) driven by the ``openflow`` driver."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import NetsteerError
+from .route import reproduce_app
+
+out_console = Console()
+err_console = Console(stderr=True)
+
+EMULATED = ("hybrid-reconfig",)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("emulate")(emulate_cmd)
+    reproduce_app.callback(invoke_without_command=True)(reproduce_emulated)
+
+
+def _say(quiet: bool):
+    return (lambda msg: None) if quiet else (lambda msg: err_console.print(f"[dim]{msg}[/dim]"))
+
+
+def _write(out: Path | None, rep: dict) -> None:
+    if out is None:
+        return
+    from ..report.atomic import atomic_write
+
+    with atomic_write(out, field="--out") as fh:
+        fh.write(json.dumps(rep, indent=2))
+
+
+def emulate_cmd(
+    scenario: Path = typer.Argument(..., help="Scenario YAML file with a hybrid topology and controller."),
+    time_scale: float = typer.Option(1.0, "--time-scale", help="Multiply every scenario time (durations, schedule)."),
+    udp: Optional[str] = typer.Option(None, "--udp", help="Send UDP at this rate (e.g. 500Mbps): iperf3 counts lost packets."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the JSON report to this file."),
+) -> None:
+    """Run a scenario on real switches: namespaces, Open vSwitch, tc rates, iperf3."""
+    from ..emulate.run import emulate
+    from ..scenario import build_scenario, load_scenario
+    from ..units import parse_bandwidth
+
+    if not time_scale > 0:
+        raise NetsteerError(f"must be above 0, not {time_scale}", field="--time-scale")
+    if out is not None:
+        from ..report.atomic import check_writable
+
+        check_writable(out, field="--out")
+    udp_bps = None
+    if udp is not None:
+        try:
+            udp_bps = float(parse_bandwidth(udp))
+        except (ValueError, TypeError) as exc:
+            raise NetsteerError(f"not a rate: {exc}", field="--udp") from None
+    built = build_scenario(load_scenario(scenario))
+    rep = emulate(built, time_scale=time_scale, udp_bps=udp_bps, progress=_say(as_json))
+    _write(out, rep)
+    if as_json:
+        typer.echo(json.dumps(rep))
+        return
+    err_console.print(f"rates x {rep['scale']:g} (emulated), times x {rep['time_scale']:g}")
+    t = Table(title=f"flows on the emulated network ({rep['status']})")
+    for c in ("src", "dst", "Gbit/s (topology rates)", "lost packets", "error"):
+        t.add_column(c)
+    for f in rep["flows"]:
+        t.add_row(str(f["src"]), str(f["dst"]), f"{f.get('gbps', 0):.3f}", str(f.get("lost_packets", "-")),
+                  f.get("error", ""))
+    out_console.print(t)
+    for r in (rep["controller"] or {}).get("reconfigurations", []):
+        out_console.print(f"reconfiguration {r['id']} ({r['trigger']}): {r['status']}, delay "
+                          f"{'-' if r['delay_s'] is None else format(r['delay_s'], '.3f')} s")
+
+
+def reproduce_emulated(
+    ctx: typer.Context,
+    emulate: Optional[str] = typer.Option(None, "--emulate", help=f"Reproduce on emulated switches: {', '.join(EMULATED)}."),
+    as_json: bool = typer.Option(False, "--json", help="With --emulate: print one JSON object on stdout."),
+    rules: str = typer.Option("100,5000", "--rules", help="With --emulate: rules per reconfiguration, comma-separated."),
+    period: float = typer.Option(2.0, "--period", help="With --emulate: seconds between reconfigurations (the source: 10)."),
+    duration: float = typer.Option(6.0, "--duration", help="With --emulate: seconds per run."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="With --emulate: write the JSON report here."),
+) -> None:
+    """Reproduce a source document's evaluation (``--emulate NAME``: on real switches)."""
+    if emulate is None:
+        if ctx.invoked_subcommand is None:
+            typer.echo(ctx.get_help())
+        return
+    if ctx.invoked_subcommand is not None:
+        raise NetsteerError("--emulate NAME takes no subcommand", field="--emulate")
+    if emulate not in EMULATED:
+        raise NetsteerError(f"{emulate!r} has no emulated reproduction; there is {', '.join(EMULATED)}", field="--emulate")
+    try:
+        counts = tuple(int(x) for x in rules.split(","))
+    except ValueError:
+        raise NetsteerError(f"not a comma-separated list of integers: {rules!r}", field="--rules") from None
+    if any(n < 0 or n > 100_000 for n in counts):
+        raise NetsteerError("each count must be 0..100000", field="--rules")
+    if not 0.5 <= period <= 30 or not period * 1.5 <= duration <= 60:
+        raise NetsteerError("--period must be 0.5..30 s and --duration 1.5 periods..60 s", field="--period")
+    if out is not None:
+        from ..report.atomic import check_writable
+
+        check_writable(out, field="--out")
+    from ..emulate.hybrid_reconfig import run
+
+    rep = run(rules=counts, period_s=period, duration_s=duration, progress=_say(as_json))
+    _write(out, rep)
+    if as_json:
+        typer.echo(json.dumps(rep))
+        return
+    t = Table(title=f"iperf3 over an emulated circuit reconfigured every {period:g} s (rates / {rep['rate_divisor']:g})")
+    for c in ("rules", "mode", "avg Gbit/s", "sim", "delay s", "sim", "controller s", "lost packets"):
+        t.add_column(c, justify="right")
+    f = lambda x, d=3: "-" if x is None else f"{x:.{d}f}"  # noqa: E731
+    for r in rep["iperf"]:
+        s = r["simulated"]
+        t.add_row(str(r["rules"]), r["mode"], f(r["avg_gbps"]), f(s["avg_gbps"]), f(r["delay_s"]), f(s["delay_s"]),
+                  f(r["controller_delay_s"]), str(r["lost_packets"]))
+    out_console.print(t)
