@@ -199,6 +199,7 @@ class BuiltScenario:
     hybrid: Any = None  # the hybrid controller (netsteer.control.hybrid), if the scenario has one
     driver_options: dict | None = None  # delay model and faults of the sim driver
     unisonflow: Any = None  # tags and controller set-up (netsteer.unisonflow.scenario), if any
+    steering: Any = None  # the bandwidth-steering controller (netsteer.control.steering), if any
 
     @property
     def name(self) -> str:
@@ -528,6 +529,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None) -> BuiltSc
         hybrid=_hybrid(m, topo, file),
         driver_options=_driver_options(m, topo, file),
         unisonflow=_unisonflow(m, topo, dag, spans, file),
+        steering=_steering(m, topo, dag, job_of_flow, file),
     )
 
 
@@ -535,6 +537,14 @@ def _hybrid(m: ScenarioModel, topo, file):
     from .control.scenario import build_hybrid_controller
 
     return build_hybrid_controller(m.controller, topo, file, host_ref=_host)
+
+
+def _steering(m: ScenarioModel, topo, dag, job_of_flow, file):
+    if not m.controller or m.controller.get("steering") is None:
+        return None
+    from .control.scenario import build_steering_controller
+
+    return build_steering_controller(m.controller, topo, dag, job_of_flow, [j.name for j in m.jobs], file)
 
 
 def _unisonflow(m: ScenarioModel, topo, dag, spans, file):

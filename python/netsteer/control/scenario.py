@@ -103,8 +103,19 @@ class HybridModel(_Strict):
     congestion: CongestionModel | None = None
 
 
+class SteeringModel(_Strict):
+    """Bandwidth steering (netsteer.control.steering) for the scenario's own traffic."""
+
+    at: list[Duration] = Field(default_factory=lambda: [0], min_length=1)
+    jobs: list[str] | None = Field(None, description="plan for these jobs' traffic (default: every job)")
+    method: Literal["auto", "exhaustive", "local-search"] = "auto"
+    max_configs: int = Field(20_000, ge=1)
+    candidates: int = Field(24, ge=1)
+
+
 class ControllerModel(_Strict):
     hybrid: HybridModel | None = None
+    steering: SteeringModel | None = None
     unisonflow: dict[str, Any] | None = None  # checked by netsteer.unisonflow.scenario
 
 
@@ -201,3 +212,31 @@ def build_hybrid_controller(data: dict | None, topo, file=None, host_ref=None):
         )
     except NetsteerError as exc:
         raise exc.located(file, exc.field or key) from None
+
+
+def build_steering_controller(data: dict | None, topo, dag, job_of_flow, job_names, file=None):
+    """The :class:`~netsteer.control.steering.SteeringController` of a scenario's
+    ``controller.steering``, or None: at each ``at``, it steers the circuit switches
+    for the bytes the scenario's jobs (or the ``jobs`` named) send, host to host."""
+    m = _validate(ControllerModel, data or {}, file, "controller")
+    st = m.steering
+    if st is None:
+        return None
+    key = "controller.steering"
+    if not topo.meta.get("initial_circuits"):
+        raise NetsteerError("steering needs circuit switches in the topology (topology.circuits)",
+                            file=file, field=key)
+    names = list(job_names)
+    wanted = names if st.jobs is None else st.jobs
+    for n in wanted:
+        if n not in names:
+            raise NetsteerError(f"no job named {n!r}; jobs: {', '.join(names)}", file=file, field=f"{key}.jobs")
+    from .steering import SteeringController, switch_demand
+
+    c = dag.columns()
+    pick = np.isin(np.asarray(job_of_flow), [names.index(n) for n in wanted]) & (c.src != c.dst)
+    demand = switch_demand(topo, c.src[pick], c.dst[pick], c.bytes[pick].astype(np.float64))
+    if not demand.any():
+        raise NetsteerError("the jobs steered for send no bytes between hosts", file=file, field=key)
+    return SteeringController(topo, [(int(t), demand) for t in st.at], method=st.method,
+                              max_configs=st.max_configs, candidates=st.candidates)

@@ -25,7 +25,7 @@ def default_controller(built) -> tuple[ControllerStack, list]:
         # under the hybrid controller, circuits carry traffic through its VLAN rules only
         on_circuits=None if hybrid is not None else built.reroute,
     )
-    return ControllerStack([*scripted.controllers, policy, hybrid]), stops
+    return ControllerStack([*scripted.controllers, policy, hybrid, getattr(built, "steering", None)]), stops
 
 
 def run_scenario(

@@ -1,0 +1,57 @@
+"""`controller.steering` in a scenario: the controller steers for the scenario's own traffic."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from netsteer.errors import NetsteerError
+from netsteer.scenario import Scenario, ScenarioModel, build_scenario
+from netsteer.sim.run import run_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(data):
+    built = build_scenario(Scenario(ScenarioModel.model_validate(data), None))
+    return built, run_scenario(built, sample=False)
+
+
+def test_the_controller_steers_as_well_as_the_scripted_pairing_and_beats_none():
+    data = yaml.safe_load((ROOT / "scenarios/hyperx-steering-controller.yaml").read_text())
+    for j in data["jobs"]:
+        j["repeat"] = 1
+    _, steered = _run(data)
+    plain = copy.deepcopy(data)
+    del plain["controller"]
+    _, unsteered = _run(plain)
+    scripted = yaml.safe_load((ROOT / "scenarios/hyperx-steering.yaml").read_text())
+    for j in scripted["jobs"]:
+        j["repeat"] = 1
+    _, by_hand = _run(scripted)
+    assert steered.status == "done"
+    moves = [e for e in steered.applied_events if e.get("pairs")]
+    assert len(moves) == 1 and moves[0]["at_s"] == 0  # one re-pairing, at the step's time
+    assert steered.makespan_ns < unsteered.makespan_ns
+    assert steered.makespan_ns <= by_hand.makespan_ns
+
+
+def test_steering_needs_circuit_switches_and_known_jobs(tmp_path):
+    base = yaml.safe_load((ROOT / "scenarios/hyperx-steering-controller.yaml").read_text())
+    no_sip = copy.deepcopy(base)
+    del no_sip["topology"]["circuits"]
+    with pytest.raises(NetsteerError, match="circuit switches") as e:
+        _run(no_sip)
+    assert e.value.field == "controller.steering"
+    bad_job = copy.deepcopy(base)
+    bad_job["controller"]["steering"]["jobs"] = ["nosuch"]
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump(bad_job))
+    p = subprocess.run([sys.executable, "-m", "netsteer", "run", str(f)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert str(f) in p.stderr and "controller.steering.jobs" in p.stderr and "nosuch" in p.stderr
