@@ -1,0 +1,206 @@
+"""The openflow driver's translation and its rollback logic, without a switch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from netsteer.control.intents import PairRule, PushRules, RemoveRules, SetCircuits, TagPorts, VlanPath
+from netsteer.drivers.openflow.driver import OpenFlowDriver
+from netsteer.drivers.openflow.flows import BASE, EXTRA, RULES, VLAN, HybridLayout, HybridState, Table, diff, tor_table
+from netsteer.drivers.openflow.switch import SwitchError
+
+
+def built(racks=3, planes=2):
+    from netsteer.scenario import Scenario, ScenarioModel, build_scenario
+
+    data = {
+        "name": "t",
+        "topology": {"kind": "hybrid", "racks": racks, "servers_per_rack": 2, "server_bandwidth": "10Gbps",
+                     "tor_uplinks": 1, "core_bandwidth": "1Gbps", "circuit_switches": planes,
+                     "circuit_ports": racks, "circuit_uplinks": 1, "circuit_bandwidth": "10Gbps",
+                     "switching_time": "25ms", "link_latency": "1us"},
+        "routing": {"engine": "minhop"},
+        "jobs": [{"name": "iperf", "bulk": [{"src": 0, "dst": 2, "duration": "1s"}]}],
+        "controller": {"hybrid": {"initial": [[0, 0, 1]]}},
+    }
+    return build_scenario(Scenario(ScenarioModel.model_validate(data), None))
+
+
+def apply_lines(table: Table, lines: list[str]) -> Table:
+    """What a switch holds after a bundle: a tiny interpreter of diff's lines."""
+    t = table.copy()
+    for line in lines:
+        kind, verb, rest = line.split(" ", 2)
+        if kind == "group":
+            gid = int(rest.split(",", 1)[0].split("=")[1])
+            if verb == "delete":
+                del t.groups[gid]
+            else:
+                t.groups[gid] = rest.split(",", 1)[1]
+            continue
+        match, _, actions = rest.partition(" actions=")
+        parts = match.split(",")
+        key = (int(parts[0].split("=")[1]), int(parts[1].split("=")[1]), ",".join(parts[2:]))
+        if verb == "delete_strict":
+            del t.flows[key]
+        else:
+            t.flows[key] = actions
+    return t
+
+
+def test_a_bundle_turns_any_table_into_any_other_and_back():
+    b = built()
+    lay = HybridLayout.of(b.topology, b.routing)
+    tor = lay.tors[0]
+    s0 = HybridState()
+    s1 = HybridState(rules={1: {(0, 1): PairRule(0, 1, (VlanPath(7, (0, 1), (0,)),)),
+                                (0, 2): PairRule(0, 2, (VlanPath(8, (0, 2), (1,), 0.25), VlanPath(9, (0, 2), (0,), 0.75)))}},
+                     tags={(tor, int(lay.tor_port_of[0, 0])): frozenset({7, 9})}, extra={tor: (50, 1)})
+    t0, t1 = tor_table(lay, s0, tor), tor_table(lay, s1, tor)
+    assert apply_lines(t0, diff(t0, t1)) == t1
+    assert apply_lines(t1, diff(t1, t0)) == t0  # the rollback bundle
+    assert diff(t1, t1) == []
+
+
+def test_pair_rules_vlans_and_weighted_groups():
+    b = built()
+    lay = HybridLayout.of(b.topology, b.routing)
+    tor = lay.tors[0]
+    p0, p1 = (int(x) for x in lay.tor_port_of[0])
+    state = HybridState(rules={1: {(0, 2): PairRule(0, 2, (VlanPath(8, (0, 2), (1,), 0.25), VlanPath(9, (0, 2), (0,), 0.75))),
+                                   (0, 1): PairRule(0, 1)}},
+                        tags={(tor, p0): frozenset({9})})
+    t = tor_table(lay, state, tor)
+    # two paths: a select group, weighted 1:3
+    (gid, spec), = t.groups.items()
+    assert "weight:250" in spec and "weight:750" in spec and "type=select" in spec
+    assert t.flows[(RULES, 101, "ip,nw_dst=10.64.2.0/24")] == f"group:{gid}"
+    # no paths: the electrical network
+    assert t.flows[(RULES, 101, "ip,nw_dst=10.64.1.0/24")] == f"goto_table:{BASE}"
+    # VLAN 9 leaves by the port tagged with it; VLAN 8 is tagged nowhere: dropped
+    assert t.flows[(VLAN, 10, "dl_vlan=9")] == f"output:{p0}"
+    assert not any(m == "dl_vlan=8" for (tb, _, m) in t.flows if tb == VLAN)
+    assert t.flows[(VLAN, 0, "")] == "drop"
+    # only rack 0's rules are in rack 0's ToR
+    assert tor_table(lay, state, lay.tors[1]).groups == {}
+
+
+def test_extra_rules_are_rewritten_on_every_push():
+    b = built()
+    lay = HybridLayout.of(b.topology, b.routing)
+    tor = lay.tors[0]
+    a = tor_table(lay, HybridState(extra={tor: (300, 1)}), tor)
+    c = tor_table(lay, HybridState(extra={tor: (300, 2)}), tor)
+    lines = diff(a, c)
+    assert len(lines) == 300 and all(line.startswith("flow modify_strict table=4") for line in lines)
+    assert sum(1 for (tb, _, _) in a.flows if tb == EXTRA) == 300
+
+
+class FakeSwitch:
+    """Holds a table the way a switch would; refuses or drops out on demand."""
+
+    def __init__(self):
+        self.table = Table()
+        self.refuse = False
+        self.away = False
+        self.bundles = 0
+
+    def bundle(self, lines):
+        if self.away:
+            raise SwitchError("s: no answer within 10 s (disconnected?)")
+        if self.refuse:
+            raise SwitchError("s refused the change: OFPBFC_MSG_FAILED")
+        self.table = apply_lines(self.table, lines)
+        self.bundles += 1
+
+    def replace(self, flows, groups):
+        if self.away:
+            raise SwitchError("s: no answer")
+        self.table = "replaced"
+
+    def port_bytes(self):
+        return {}
+
+    def flow_bytes(self, table):
+        return {}
+
+
+class Clock:
+    def __init__(self):
+        self.t = 0
+
+    def __call__(self):
+        return self.t
+
+    def sleep(self, s):
+        self.t += int(s * 1e9)
+
+
+def driver(b):
+    lay = HybridLayout.of(b.topology, b.routing)
+    sw = {n: FakeSwitch() for n in [*lay.tors, *lay.ocs, *(int(x) for x in b.topology.meta["cores"])]}
+    clock = Clock()
+    d = OpenFlowDriver(b.topology, lay, sw, b.hybrid.initial_state(), end_s=10, clock=clock, sleep=clock.sleep)
+    for n, s in sw.items():  # the start-up replace: the switches hold the driver's tables
+        s.table = d.tables[n].copy()
+    return d, sw, lay, clock
+
+
+def test_a_refused_bundle_rolls_every_switch_back_and_is_reported():
+    b = built()
+    d, sw, lay, _ = driver(b)
+    before = {n: s.table.copy() for n, s in sw.items()}
+    sw[lay.tors[1]].refuse = True
+    rules = (PairRule(0, 2), PairRule(1, 2))  # racks 0 and 1: two ToRs change
+    a = d.apply(PushRules(2, rules))
+    assert not a.ok and "tor1" in a.failed and "rolled back" in a.failed
+    assert sw[lay.tors[0]].bundles == 2  # the change, then its reverse
+    assert all(s.table == before[n] for n, s in sw.items())
+    assert d.tables == {n: before[n] for n in d.tables}
+    # the next change goes through on both once the switch accepts again
+    sw[lay.tors[1]].refuse = False
+    assert d.apply(PushRules(2, rules)).ok
+    assert sw[lay.tors[1]].table == d.tables[lay.tors[1]] != before[lay.tors[1]]
+
+
+def test_a_switch_that_drops_out_is_resynchronised_when_it_answers():
+    b = built()
+    d, sw, lay, clock = driver(b)
+    sw[lay.tors[0]].away = True
+    a = d.apply(RemoveRules(1, ((0, 1),)))
+    assert not a.ok and "disconnected" in a.failed
+    assert d.stale == {lay.tors[0]}
+    d.advance(d.now + 1000)  # still away: stays stale
+    assert d.stale == {lay.tors[0]}
+    sw[lay.tors[0]].away = False
+    d.advance(d.now + 1000)
+    assert d.stale == set() and sw[lay.tors[0]].table == "replaced"
+
+
+def test_a_circuit_is_dark_for_its_switching_time():
+    b = built()
+    d, sw, lay, clock = driver(b)
+    ocs = lay.ocs[0]
+    pairs = b.hybrid.initial_state()[0][ocs]
+    (p, q), = pairs
+    new = ((p, 3),) if q != 3 else ((p, 2),)
+    t0 = d.now
+    a = d.apply(SetCircuits(ocs, new))
+    assert a.ok and a.done_ns - t0 == 25_000_000
+    assert not any(m.startswith("in_port") for (_, _, m) in sw[ocs].table.flows)  # dark
+    assert [c.up for c in d.reports()] == [False]
+    assert d.advance(None) == "changed" and d.now == t0 + 25_000_000
+    assert sorted(m for (_, prio, m) in sw[ocs].table.flows if prio == 10) == sorted(
+        [f"in_port={new[0][0]}", f"in_port={new[0][1]}"])
+    assert [c.up for c in d.reports()] == [True]
+    bad = d.apply(SetCircuits(ocs, ((p, p),)))
+    assert not bad.ok
+
+
+def test_tags_on_a_node_that_is_no_tor_are_refused():
+    b = built()
+    d, sw, lay, _ = driver(b)
+    a = d.apply(TagPorts(((lay.ocs[0], 1, frozenset({3})),)))
+    assert not a.ok and "not a ToR" in a.failed
+    assert np.all([s.bundles == 0 for s in sw.values()])
