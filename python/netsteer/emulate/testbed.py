@@ -102,6 +102,8 @@ class Testbed:
         Host index -> namespace.
     """
 
+    __test__ = False  # not a pytest class
+
     def __init__(self, topo, *, progress=lambda msg: None):
         self.topo = topo
         self.scale = check_machine(topo)
