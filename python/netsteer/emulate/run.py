@@ -33,6 +33,7 @@ class Flow:
     dst: int
     start_s: float
     duration_s: float
+    bytes: int | None = None  # a transfer of this size (None: bulk, for duration_s)
 
 
 def flows_of(built, time_scale: float, end_s: float) -> list[Flow]:
@@ -51,7 +52,10 @@ def flows_of(built, time_scale: float, end_s: float) -> list[Flow]:
         start = float(c.start_ns[i]) * 1e-9 * time_scale
         stop = stops.get(i)
         if stop is None and not built.background[i]:
-            raise NetsteerError(f"flow {i} has a byte count; emulate runs bulk flows (iperf3) only", field="jobs")
+            if c.dep_offsets[i + 1] > c.dep_offsets[i]:
+                raise NetsteerError("emulate runs flows without dependencies only", field="jobs")
+            out.append(Flow(int(c.src[i]), int(c.dst[i]), start, 0.0, int(c.bytes[i])))
+            continue
         dur = (end_s if stop is None else stop * 1e-9 * time_scale) - start
         out.append(Flow(int(c.src[i]), int(c.dst[i]), start, max(dur, 0.5)))
     return out
@@ -91,11 +95,18 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
     scale_controller(hybrid, time_scale)
     ends = [t for t, _ in hybrid.schedule]
     flows = flows_of(built, time_scale, 0.0)
+    topo = built.topology
+    from .testbed import check_machine
+
+    scale = check_machine(topo)  # refused here, before anything starts
+    for f in flows:
+        if f.bytes is not None:
+            # a transfer's time at its NIC's rate, with room for a slower path
+            f.duration_s = f.bytes * 8 / float(topo.link_bandwidth.min()) * time_scale
     end_s = max([f.start_s + f.duration_s for f in flows] + [e * 1e-9 for e in ends] + [1.0])
     if end_s > MAX_RUN_S:
         raise NetsteerError(f"the run would last {end_s:.0f} s; at most {MAX_RUN_S:.0f} s here (lower --time-scale)",
                             field="time_scale")
-    topo = built.topology
     layout = HybridLayout.of(topo, built.routing)
     with Testbed(topo, progress=progress) as tb:
         progress(f"rates x {tb.scale:g}, times x {time_scale:g}")
@@ -108,8 +119,9 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
                 servers.append(tb.start(f.dst, "iperf3", "-s", "-1", "-B", tb.ips[f.dst], "-p", str(port), "--json", "-i", "0.1"))
                 wait_port(tb, f.dst, port)
             for k, f in enumerate(flows):
-                args = ["iperf3", "-c", tb.ips[f.dst], "-B", tb.ips[f.src], "-p", str(FIRST_PORT + k),
-                        "-t", f"{f.duration_s:.2f}", "--json", "-i", "0.1"]
+                args = ["iperf3", "-c", tb.ips[f.dst], "-B", tb.ips[f.src], "-p", str(FIRST_PORT + k), "--json", "-i", "0.1"]
+                # a transfer: its bytes scaled with the rates, so it lasts as long as in the scenario
+                args += ["-t", f"{f.duration_s:.2f}"] if f.bytes is None else ["-n", str(max(int(f.bytes * scale * time_scale), 1500))]
                 if udp_bps is not None:
                     args += ["-u", "-b", f"{int(udp_bps * tb.scale)}", "-l", "1200"]
                 clients.append((f, args))
