@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -93,6 +94,9 @@ class JobModel(_Strict):
     start: Duration = 0
     traffic_class: Int = Field(0, alias="class", ge=0)
     priority: Int = Field(0, ge=0, le=255)
+    # run the program streamed through the engine (true) or as a flow DAG (false);
+    # default: streamed when large and nothing in the scenario needs per-flow context
+    stream: Annotated[bool, Strict()] | None = None
 
     @model_validator(mode="after")
     def _has_work(self) -> "JobModel":
@@ -102,6 +106,8 @@ class JobModel(_Strict):
             raise ValueError("an MPI job needs both ranks and program")
         if self.program is None and "start" in self.model_fields_set:
             raise ValueError("start applies to an MPI job's program; give flows and bulk flows their own start")
+        if self.program is None and self.stream is not None:
+            raise ValueError("stream applies to an MPI job's program (ranks and program)")
         return self
 
 
@@ -199,6 +205,9 @@ class BuiltScenario:
     hybrid: Any = None  # the hybrid controller (netsteer.control.hybrid), if the scenario has one
     driver_options: dict | None = None  # delay model and faults of the sim driver
     unisonflow: Any = None  # tags and controller set-up (netsteer.unisonflow.scenario), if any
+    # MPI jobs streamed through the engine (netsteer.sim.stream): (job index, MpiJob)
+    streamed: list = dc_field(default_factory=list)
+    stream_router: Any = None  # what routes their messages: the routing, or "dmodk" on a PGFT
     steering: Any = None  # the bandwidth-steering controller (netsteer.control.steering), if any
 
     @property
@@ -334,22 +343,88 @@ def _job_flows(topo, job: JobModel, j: int, dag: FlowDag, file) -> tuple[list[in
     return background, timed
 
 
-def _mpi_job(job: JobModel, j: int, topo: Topology, dag: FlowDag, file) -> list:
-    """Expand an MPI job into ``dag``; returns its executed steps."""
-    from .traffic.mpi import MpiJob, expand_mpi_job, validation_error
+def _mpi_model(job: JobModel, j: int, file):
+    """The job's :class:`netsteer.traffic.mpi.MpiJob`, its program checked."""
+    from .traffic.mpi import MpiJob, validation_error
 
     try:
-        mpi = MpiJob(
+        return MpiJob(
             name=job.name, ranks=job.ranks, placement=job.placement, seed=job.seed,
             program=job.program, repeat=job.repeat, start=job.start,
             traffic_class=job.traffic_class, priority=job.priority,
         )
     except ValidationError as exc:
         raise validation_error(exc, f"jobs.{j}").located(file) from None
+
+
+def _mpi_job(mpi, j: int, topo: Topology, dag: FlowDag, file) -> list:
+    """Expand an MPI job into ``dag``; returns its executed steps."""
+    from .traffic.mpi import expand_mpi_job
+
     try:
         return expand_mpi_job(mpi, topo.n_hosts, dag=dag).spans
     except NetsteerError as exc:
         raise exc.located(file, f"jobs.{j}") from None
+
+
+#: MPI jobs of at least this many ranks stream by default. Below it the DAG is small
+#: and keeps per-flow detail (sent bytes, stalled flow ids); above it, it grows with
+#: the messages (ranks squared for an alltoall) while the stream grows with the ranks.
+STREAM_MIN_RANKS = 1024
+
+
+def _why_not_stream(m: ScenarioModel, topo: Topology, routing) -> str | None:
+    """What in the scenario needs every MPI message as a flow of its own, if anything.
+
+    Streamed messages are routed once, in the engine, when both ends have posted:
+    nothing may re-route, re-tag or re-forward a flow in flight."""
+    if m.controller:
+        return "the scenario's controller steers individual flows"
+    if topo.meta.get("kind") == "hybrid":
+        return "a hybrid topology forwards flows through VLAN rules"
+    for i, ev in enumerate(m.events):
+        if ev.routing is not None:
+            return f"events.{i} changes the routing of flows in flight"
+        if ev.circuit is not None:
+            return f"events.{i} re-pairs a circuit switch"
+        if m.reroute_on_change:
+            return f"events.{i} changes links and reroute_on_change re-routes flows in flight"
+    from .sim.stream import streamable_routing
+
+    return streamable_routing(topo, routing)
+
+
+def _stream_router(m: ScenarioModel, topo: Topology, routing):
+    """dmodk on a PGFT is computed per hop in the engine (no tables); else the tables."""
+    r = m.routing
+    if r.engine == "dmodk" and topo.meta.get("kind") == "pgft" and not r.hash and r.partitions is None:
+        return "dmodk"
+    return routing
+
+
+def _check_stream(topo: Topology, routing, streamed: list, used: int, file) -> None:
+    """Refuse streamed jobs that would not fit, before anything runs: their placement and
+    program as the DAG expansion checks them, and their memory (estimate named)."""
+    from .sim.stream import check_memory, estimate_bytes, job_steps
+    from .traffic.placement import place
+
+    for j, mpi in streamed:
+        try:
+            place(mpi.ranks, mpi.placement, topo.n_hosts, mpi.seed)
+        except NetsteerError as exc:
+            raise exc.located(file, f"jobs.{j}.placement") from None
+        try:
+            job_steps(mpi)
+        except NetsteerError as exc:
+            raise exc.located(file, f"jobs.{j}") from None
+    jobs = [mpi for _, mpi in streamed]
+    need = estimate_bytes(topo, jobs, routing)
+    check(used + need, "the streamed MPI jobs", detail=f"{sum(x.ranks for x in jobs):,} ranks",
+          file=file, field="jobs")
+    try:
+        check_memory(need, field="jobs")
+    except NetsteerError as exc:
+        raise exc.located(file) from None
 
 
 def _check_acyclic(job: JobModel, first: int, dag: FlowDag, file, base: str) -> None:
@@ -406,24 +481,30 @@ def _routing_factory(topo, model: RoutingModel, file, field):
         raise exc.located(file, field) from None
 
 
-def _expected_ns(topo: Topology, dag: FlowDag) -> float:
+def _expected_ns(topo: Topology, dag: FlowDag, streamed=()) -> float:
     """A lower bound of the run's length: the busiest host sending at its link's rate
-    after the last start (the run may well last longer under contention)."""
+    after the last start (the run may well last longer under contention); a streamed
+    MPI job counts as its least time per rank (:func:`netsteer.sim.stream.least_time_ns`)."""
     nic = topo.channel_bandwidth() / 8.0
     cols = dag.columns()
     sent = np.bincount(cols.src, weights=np.minimum(cols.bytes, 1e15), minlength=topo.n_hosts)
     host_cap = np.array([nic[topo.out_channel[topo.host_node(h)].max()] for h in range(topo.n_hosts)])
     finite = sent[sent < 1e14]
-    guess_s = float((finite / host_cap[: len(finite)]).max()) if len(finite) else 1.0
+    guess_s = float((finite / host_cap[: len(finite)]).max()) if len(finite) else (0.0 if streamed else 1.0)
     starts = cols.start_ns[cols.start_ns >= 0]
-    return max(1_000.0, guess_s * 1e9 + (float(starts.max()) if len(starts) else 0.0))
+    guess = guess_s * 1e9 + (float(starts.max()) if len(starts) else 0.0)
+    if streamed:
+        from .sim.stream import least_time_ns
+
+        guess = max(guess, max(least_time_ns(mpi, float(host_cap.min())) for _, mpi in streamed))
+    return max(1_000.0, guess)
 
 
-def _auto_interval(topo: Topology, dag: FlowDag) -> int:
+def _auto_interval(topo: Topology, dag: FlowDag, streamed=()) -> int:
     """A sampling interval that gives about 200 samples over the expected run."""
     from .limits import current
 
-    guess_ns = _expected_ns(topo, dag)
+    guess_ns = _expected_ns(topo, dag, streamed)
     raw = guess_ns / 200.0
     # keep channels x samples well inside the memory limit, even for a run 8x longer than expected
     raw = max(raw, guess_ns * topo.n_channels / max(current().max_sample_values // 8, 1))
@@ -457,10 +538,22 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None) -> BuiltSc
     spans: list = []
     background: list[int] = []
     events: list = []
+    streamed: list = []
+    why_not = None
+    if any(job.program is not None for job in m.jobs):
+        why_not = _why_not_stream(m, topo, routing)
     for j, job in enumerate(m.jobs):
         before = len(dag)
         if job.program is not None:
-            spans += _mpi_job(job, j, topo, dag, file)
+            mpi = _mpi_model(job, j, file)
+            stream = job.stream if job.stream is not None else job.ranks >= STREAM_MIN_RANKS and why_not is None
+            if stream and why_not is not None:
+                raise NetsteerError(f"this job cannot run streamed: {why_not}; set stream: false",
+                                    file=file, field=f"jobs.{j}.stream")
+            if stream:
+                streamed.append((j, mpi))
+            else:
+                spans += _mpi_job(mpi, j, topo, dag, file)
         try:
             bg, timed = _job_flows(topo, job, j, dag, file)
         except LimitError as exc:
@@ -501,16 +594,20 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None) -> BuiltSc
     gamma = None if isinstance(m.sharing, str) else m.sharing.tcp_gamma
     bg = np.zeros(len(dag), dtype=bool)
     bg[background] = True
-    if len(dag) and bg.all():
+    stream_router = None
+    if streamed:
+        stream_router = _stream_router(m, topo, routing)
+        _check_stream(topo, stream_router, streamed, used + len(dag) * FLOW_BYTES, file)
+    if len(dag) and bg.all() and not streamed:
         raise NetsteerError("every flow is an endless bulk flow (no duration), so nothing would end the run; "
                             "give one a duration, or add flows or a program", file=file, field="jobs")
     if m.sample_interval != "auto":
         interval = m.sample_interval
-        values = _expected_ns(topo, dag) / interval * topo.n_channels
+        values = _expected_ns(topo, dag, streamed) / interval * topo.n_channels
         check(used + len(dag) * FLOW_BYTES + values * SAMPLE_VALUE_BYTES, "the port counters",
               detail=f"at least {values:.3g} samples x channels at this interval", file=file, field="sample_interval")
     else:
-        interval = _auto_interval(topo, dag)
+        interval = _auto_interval(topo, dag, streamed)
     return BuiltScenario(
         scenario=sc,
         topology=topo,
@@ -530,6 +627,8 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None) -> BuiltSc
         driver_options=_driver_options(m, topo, file),
         unisonflow=_unisonflow(m, topo, dag, spans, file),
         steering=_steering(m, topo, dag, job_of_flow, file),
+        streamed=streamed,
+        stream_router=stream_router,
     )
 
 

@@ -20,7 +20,11 @@ def job_summaries(built, res) -> list[dict[str, Any]]:
         from ..traffic.mpi import op_report
 
         mpi_ops = op_report(built.spans, built.dag, comp, release_ns=rel)
+    streamed = _streamed_jobs(built, res)
     for j, name in enumerate(built.job_names):
+        if j in streamed:
+            out.append(streamed[j])
+            continue
         mask = built.job_of_flow == j
         fg = mask & ~built.background
         sel = fg if fg.any() else mask
@@ -53,6 +57,29 @@ def job_summaries(built, res) -> list[dict[str, Any]]:
     return out
 
 
+def _streamed_jobs(built, res) -> dict[int, dict[str, Any]]:
+    """Summaries of the jobs that ran streamed (:attr:`SimResult.mpi`), by job index,
+    in the DAG jobs' shape: ``flows`` counts their messages and compute steps."""
+    mpi = getattr(res, "mpi", None)
+    if not mpi:
+        return {}
+    out = {}
+    for (j, job), (completion, left) in zip(getattr(built, "streamed", []), mpi["jobs"]):
+        steps = mpi["steps"][job.name]
+        entry: dict[str, Any] = {
+            "name": job.name,
+            "completion_s": completion * 1e-9 if completion >= 0 and not left else None,
+            "flows": steps["flows"],
+            "bytes": steps["bytes"],
+            "streamed": True,
+        }
+        ops = mpi["report"].get(job.name, {}).get("ops", {}) if not left else {}
+        entry["operations"] = {op: {("time_s" if k == "time_ns" else k): (v * 1e-9 if k == "time_ns" else v)
+                                    for k, v in o.items()} for op, o in ops.items()}
+        out[j] = entry
+    return out
+
+
 def _job_bytes(nbytes: np.ndarray, sel: np.ndarray, res) -> float:
     """Bytes a job's flows carry: the sizes of sized flows, plus what its timed bulk
     flows (sent until stopped, sized as "unlimited") actually sent, when the run
@@ -72,10 +99,17 @@ def stalled_summary(built, res) -> dict[str, Any] | None:
     stayed down, or flows starved by higher-priority traffic that never ends.
     """
     left = (res.completion_ns < 0) & ~built.background
-    if not left.any():
+    mpi = getattr(res, "mpi", None) or {"jobs": []}
+    ranks_left = {j: n for (j, _), (_, n) in zip(getattr(built, "streamed", []), mpi["jobs"]) if n}
+    if not left.any() and not ranks_left:
         return None
-    jobs = [built.job_names[j] for j in np.unique(built.job_of_flow[left])]
-    return {"flows": int(left.sum()), "jobs": jobs, "first_flows": np.flatnonzero(left)[:10].tolist()}
+    stuck = set(np.unique(built.job_of_flow[left]).tolist()) | set(ranks_left)
+    out = {"flows": int(left.sum()), "jobs": [built.job_names[j] for j in sorted(stuck)],
+           "first_flows": np.flatnonzero(left)[:10].tolist()}
+    if ranks_left:
+        # streamed jobs have no flow ids: the ranks that never finished their program
+        out["ranks_left"] = {built.job_names[j]: n for j, n in ranks_left.items()}
+    return out
 
 
 def result_dict(built, res) -> dict[str, Any]:
@@ -89,13 +123,19 @@ def result_dict(built, res) -> dict[str, Any]:
         "topology": built.topology.summary(),
         "routing": built.scenario.model.routing.engine,
         "sharing": built.sharing,
-        "flows": len(built.dag),
+        # streamed jobs count their messages and compute steps, as the DAG would hold them
+        "flows": len(built.dag) + sum(x["flows"] for x in ((getattr(res, "mpi", None) or {}).get("steps") or {}).values()),
         "events": res.applied_events,
         "engine": res.stats,
         "sample_interval_s": built.sample_interval_ns * 1e-9,
     }
     if getattr(res, "controller", None):
         out["controller"] = res.controller  # reconfigurations, with their timelines
+    if getattr(res, "mpi", None):
+        p = res.mpi["progress"]
+        # streamed MPI jobs: their messages were flows one at a time, in bounded slots
+        out["streamed"] = {k: p[k] for k in ("messages_done", "computes_done", "peak_in_flight",
+                                             "flow_slots", "ranks", "ranks_done") if k in p}
     stalled = stalled_summary(built, res)
     if stalled is not None:
         out["status"] = "stalled"  # never "done" with work left

@@ -72,6 +72,14 @@ class SimDriver:
     forwarding : (rules, tags), optional
         The VLAN forwarding in force at time 0 (hybrid topologies).
     progress : callable(done, total, now_ns), optional
+        ``total`` is None when MPI jobs stream (their messages are not known up
+        front): ``done`` then counts flows and messages done.
+    mpi_jobs : list of MpiJob
+        Jobs streamed through the engine (:mod:`netsteer.sim.stream`), started after
+        ``dag``'s flows are added (which keep ids ``0 .. len(dag) - 1``).
+    stream_router : Routing or ``"dmodk"``, optional
+        What routes their messages (default: ``routing``); see
+        :func:`netsteer.sim.stream.set_router`.
 
     Examples
     --------
@@ -104,7 +112,9 @@ class SimDriver:
         delay: DelayModel = DelayModel(),
         faults: list = (),
         forwarding: tuple | None = None,
-        progress: Callable[[int, int, int], None] | None = None,
+        progress: Callable[[int, int | None, int], None] | None = None,
+        mpi_jobs: list = (),
+        stream_router: Any = None,
     ):
         self.topo, self.routing, self.dag = topo, routing, dag
         self.circuits = circuits.copy() if circuits is not None else CircuitState.initial(topo)
@@ -142,6 +152,12 @@ class SimDriver:
             self._schedule(int(at), "stop", tuple(flows))
         if background is not None and np.any(background):
             self.engine.set_background(np.flatnonzero(background).astype(np.int64))
+        self.streamed: list = []
+        if mpi_jobs:
+            from .stream import attach_jobs
+
+            router = routing if stream_router is None else stream_router
+            self.streamed = attach_jobs(self.engine, topo, router, mpi_jobs)
 
     # -- the driver protocol ----------------------------------------------------
 
@@ -163,7 +179,7 @@ class SimDriver:
             c = self.dag.columns()
             r = self.overlay.rack_of_host
             pairs = np.zeros((self.overlay.racks, self.overlay.racks))
-            np.add.at(pairs, (r[c.src], r[c.dst]), self.engine.sent_bytes())
+            np.add.at(pairs, (r[c.src], r[c.dst]), self.engine.sent_bytes()[: self._n])
         return Counters(self.now, ports, pairs)
 
     def next_effect(self) -> int | None:
@@ -337,6 +353,8 @@ class SimDriver:
 
     def _repath(self) -> None:
         flows = self.engine.unfinished_flows().astype(np.int64)
+        # streamed messages keep the path the engine's router gave them
+        flows = flows[flows < self._n]
         if not len(flows):
             return
         offsets, channels = self._flow_paths(flows)
@@ -373,7 +391,12 @@ class SimDriver:
         while True:
             status = self.engine.run(until, _CHUNK)
             if self.progress is not None:
-                self.progress(self._n - self.engine.unfinished, self._n, self.engine.now)
+                if self.streamed:
+                    # unfinished counts the streamed slots in flight too; totals are unknown
+                    done = self._n - int((self.engine.unfinished_flows() < self._n).sum())
+                    self.progress(done + self.engine.mpi_progress()["messages_done"], None, self.engine.now)
+                else:
+                    self.progress(self._n - self.engine.unfinished, self._n, self.engine.now)
             if status != "budget":
                 return status
 

@@ -45,6 +45,7 @@ def run_scenario(
     sample : bool
         Sample the port counters at the scenario's interval (for reports and plots).
     progress : callable(done, total, now_ns), optional
+        ``total`` is None when MPI jobs stream (see :class:`SimDriver`).
     """
     default, stops = default_controller(built)
     controller = controller or default
@@ -57,6 +58,10 @@ def run_scenario(
             circuits.pair(switch, list(pairs))
         forwarding = (rules, tags)
     opts = built.driver_options or {}
+    streamed = getattr(built, "streamed", None)
+    if streamed:
+        # MPI jobs run streamed in the engine (netsteer.sim.stream), started after the DAG
+        opts = {**opts, "mpi_jobs": [mpi for _, mpi in streamed], "stream_router": built.stream_router}
     cls = SimDriver
     uf = built.unisonflow if controller is default else None
     if uf is not None:

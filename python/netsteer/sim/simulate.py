@@ -44,6 +44,11 @@ class SimResult:
     past_clock : ndarray [k], flows left sending at a positive rate when the run
         stalled: they would finish past the clock's range (about 146 years), so the
         engine scheduled no finish for them
+    mpi : dict, optional
+        Streamed MPI jobs (:mod:`netsteer.sim.stream`): ``jobs`` (completion ns, -1 if
+        not done, and ranks left, per job), ``progress`` (messages done, peak in
+        flight, ...), ``report`` (time per operation, per job name) and ``steps``
+        (flows and bytes per job name). The per-flow arrays above cover the DAG only.
     """
 
     completion_ns: np.ndarray
@@ -59,13 +64,19 @@ class SimResult:
     controller: dict | None = None
     sent_bytes: np.ndarray | None = None
     past_clock: np.ndarray | None = None
+    mpi: dict | None = None
 
 
 def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
     """Run ``driver`` to the end with ``controller`` in the loop."""
     status = run_loop(driver, controller)
     eng, n_ch = driver.engine, driver.n_channels
-    completion = eng.completion_ns()
+    n = len(driver.dag)  # streamed messages take the slots past the DAG's flows
+    completion = eng.completion_ns()[:n]
+    mpi = _streamed(eng, driver.streamed) if driver.streamed else None
+    makespan = int(completion.max()) if len(completion) else 0
+    if mpi is not None:
+        makespan = max([makespan] + [c for c, _ in mpi["jobs"]])
     times, samples = eng.samples()
     names = driver.topo.node_names
     events = [a.as_dict(names) for a in driver.applied]
@@ -74,8 +85,8 @@ def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
     events.sort(key=lambda e: e["at_s"])
     return SimResult(
         completion_ns=completion,
-        release_ns=eng.release_ns(),
-        makespan_ns=int(completion.max()) if len(completion) else 0,
+        release_ns=eng.release_ns()[:n],
+        makespan_ns=makespan,
         status=status,
         wall_s=driver.wall_s(),
         stats=dict(eng.stats()),
@@ -84,16 +95,31 @@ def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
         final_channel_bytes=eng.channel_bytes()[:n_ch],
         applied_events=events,
         controller=controller.report(),
-        sent_bytes=eng.sent_bytes(),
-        past_clock=_past_clock(eng) if status == "stalled" else None,
+        sent_bytes=eng.sent_bytes()[:n],
+        past_clock=_past_clock(eng, n) if status == "stalled" else None,
+        mpi=mpi,
     )
 
 
-def _past_clock(eng) -> np.ndarray:
+def _streamed(eng, streamed) -> dict:
+    """What the engine kept of streamed MPI jobs (see :attr:`SimResult.mpi`)."""
+    from .stream import stream_report
+
+    cols = eng.mpi_spans()
+    steps = {}
+    for sj in streamed:
+        sel = cols["job"] == sj.index
+        steps[sj.job.name] = {"flows": int(cols["flows"][sel].sum()), "bytes": float(cols["bytes"][sel].sum())}
+    return {"jobs": [(int(c), int(left)) for c, left in eng.mpi_jobs()],
+            "progress": dict(eng.mpi_progress()), "report": stream_report(eng, streamed), "steps": steps}
+
+
+def _past_clock(eng, n: int) -> np.ndarray:
     """Unfinished flows that still had a rate when the run stalled. The engine schedules
     a finish for every flow with a rate unless it falls past the clock's range, so these
     are not starved: they would end after about 146 years of simulated time."""
     left = np.asarray(eng.unfinished_flows(), dtype=np.int64)
+    left = left[left < n]  # of the DAG's flows
     if not len(left):
         return left
     return left[np.asarray(eng.rates())[left] > 0]

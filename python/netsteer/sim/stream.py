@@ -115,17 +115,39 @@ def set_router(engine: Engine, topo: Topology, routing: Any) -> None:
         engine.set_router_pgft(meta["levels"], list(meta["down"]), list(meta["up"]),
                                list(meta["parallel"]), labels, level, out, cdst)
         return
-    if getattr(routing, "groups", None) or getattr(routing, "overrides", None) or \
-            (topo.node_kind == CIRCUIT).any() or not hasattr(routing, "table"):
-        raise NetsteerError(
-            "streamed MPI jobs need plain destination tables (no ECMP groups, class "
-            "overrides or circuit switches); run them as a flow DAG instead", field="routing")
+    why = streamable_routing(topo, routing)
+    if why is not None:
+        raise NetsteerError(f"streamed MPI jobs need plain destination tables: {why}; "
+                            "run them as a flow DAG instead", field="routing")
     engine.set_router_tables(
         np.ascontiguousarray(routing.table, dtype=np.int32),
         np.asarray(routing.row_of, dtype=np.int64),
         routing._host_port().astype(np.int64),
         out, cdst, topo.node_kind == HOST, topo.node_kind == CIRCUIT,
         np.asarray(topo.hosts, dtype=np.int64))
+
+
+def streamable_routing(topo: Topology, routing: Any) -> str | None:
+    """Why ``routing`` cannot route streamed messages, or None if it can: the engine
+    walks plain destination tables (one port per switch and destination).
+
+    >>> from netsteer.topology.pgft import pgft
+    >>> from netsteer.routing import build_routing
+    >>> t = pgft(2, [4, 4], [1, 2], link_bandwidth=1e9, link_latency_ns=0)
+    >>> streamable_routing(t, build_routing(t, "dmodk")) is None
+    True
+    """
+    if isinstance(routing, str):
+        return None
+    if getattr(routing, "groups", None):
+        return "the routing spreads flows over ECMP groups"
+    if getattr(routing, "overrides", None):
+        return "the routing has per-class overrides"
+    if (topo.node_kind == CIRCUIT).any():
+        return "the topology has circuit switches"
+    if not hasattr(routing, "table"):
+        return f"{type(routing).__name__} has no destination tables"
+    return None
 
 
 # --------------------------------------------------------------------------------------
@@ -174,6 +196,30 @@ def estimate_bytes(topo: Topology, jobs: Sequence[MpiJob], routing: Any = "dmodk
     table = 0 if isinstance(routing, str) else int(np.asarray(routing.table).nbytes)
     network = topo.n_channels * CHANNEL_BYTES + topo.out_channel.nbytes * 2
     return ranks * (RANK_BYTES + FLOW_BYTES) + table + network
+
+
+def least_time_ns(job: MpiJob, rate_Bps: float) -> float:
+    """A lower bound of ``job``'s length with ranks sending at ``rate_Bps``: per step,
+    the bytes some rank must send whatever the algorithm (an allreduce of ``n`` bytes
+    sends at least ``2 n (p-1)/p`` from every rank), plus compute, times ``repeat``.
+    Sizes the scenario's counter sampling without expanding the job.
+
+    >>> job = MpiJob(ranks=4, program=[{"op": "allreduce", "bytes": 4000},
+    ...                                {"op": "compute", "duration": "1us"}], repeat=2)
+    >>> least_time_ns(job, 1e9)  # 2 * (6000 B at 1 GB/s + 1 us)
+    14000.0
+    """
+    p = job.ranks
+    share = (p - 1) / p
+    per_step = {"allreduce": 2 * share, "reduce": share, "bcast": share,
+                "alltoall": p - 1, "allgather": p - 1, "gather": p - 1, "scatter": p - 1}
+    t = 0.0
+    for st in parse_program(job.program):
+        if st.op == "compute":
+            t += st.duration
+        elif st.op != "barrier":
+            t += int(st.bytes) * (1.0 if st.op == "send" else per_step.get(st.op, 0.0)) / rate_Bps * 1e9
+    return t * job.repeat + job.start
 
 
 def available_bytes() -> int | None:
