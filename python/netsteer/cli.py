@@ -96,7 +96,9 @@ def _progress(enabled: bool):
     def update(done: int, total: int, now_ns: int) -> None:
         from .units import format_duration
 
-        prog.update(task, completed=done, total=max(total, 1), now=format_duration(now_ns))
+        # streamed MPI jobs count messages as they go: no total, the bar pulses
+        prog.update(task, completed=done, total=None if total is None else max(total, 1),
+                    now=format_duration(now_ns))
 
     return prog, update
 
