@@ -168,6 +168,8 @@ class ScenarioModel(_Strict):
     # checked by netsteer.control.scenario when the scenario is built
     controller: dict[str, Any] | None = None
     driver: dict[str, Any] | None = None
+    # InfiniBand QoS: SL2VL, VL arbitration, traffic classes (checked by netsteer.qos)
+    qos: dict[str, Any] | None = None
 
     @field_validator("sample_interval")
     @classmethod
@@ -208,6 +210,7 @@ class BuiltScenario:
     # MPI jobs streamed through the engine (netsteer.sim.stream): (job index, MpiJob)
     streamed: list = dc_field(default_factory=list)
     stream_router: Any = None  # what routes their messages: the routing, or "dmodk" on a PGFT
+    qos: Any = None  # the QoS plan (netsteer.qos.scenario.QosPlan): SLs, tables, priority changes
     steering: Any = None  # the bandwidth-steering controller (netsteer.control.steering), if any
 
     @property
@@ -380,6 +383,8 @@ def _why_not_stream(m: ScenarioModel, topo: Topology, routing) -> str | None:
     nothing may re-route, re-tag or re-forward a flow in flight."""
     if m.controller:
         return "the scenario's controller steers individual flows"
+    if m.qos is not None:
+        return "qos gives each flow its service level, priority and weight"
     if topo.meta.get("kind") == "hybrid":
         return "a hybrid topology forwards flows through VLAN rules"
     for i, ev in enumerate(m.events):
@@ -629,7 +634,16 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None) -> BuiltSc
         steering=_steering(m, topo, dag, job_of_flow, file),
         streamed=streamed,
         stream_router=stream_router,
+        qos=_qos(m, dag, job_of_flow, file),
     )
+
+
+def _qos(m: ScenarioModel, dag, job_of_flow, file):
+    if m.qos is None:
+        return None
+    from .qos.scenario import apply_qos
+
+    return apply_qos(m.qos, dag, job_of_flow, [j.name for j in m.jobs], file=file)
 
 
 def _hybrid(m: ScenarioModel, topo, file):

@@ -88,7 +88,21 @@ class TagPorts:
     ports: tuple[tuple[int, int, frozenset[int]], ...] = field(default_factory=tuple)
 
 
-Intent = SetLinks | InstallRouting | SetCircuits | PushRules | RemoveRules | TagPorts
+@dataclass(frozen=True)
+class SetQos:
+    """InfiniBand QoS: the traffic of ``job`` (its ``flows`` in the simulator, its
+    ``hosts`` for a subnet manager) moves to service level ``sl``; ``config`` (a
+    :class:`netsteer.qos.config.QosConfig`), if given, replaces the SL2VL maps and
+    VL arbitration tables. The source's dynamic priority selection."""
+
+    sl: int | None = None
+    job: str = ""
+    flows: tuple[int, ...] = ()
+    hosts: tuple[int, ...] = ()
+    config: Any = None
+
+
+Intent = SetLinks | InstallRouting | SetCircuits | PushRules | RemoveRules | TagPorts | SetQos
 
 
 def describe(intent: Intent, names=None) -> dict[str, Any]:
@@ -113,4 +127,7 @@ def describe(intent: Intent, names=None) -> dict[str, Any]:
         return {"intent": "remove_rules", "priority": intent.priority, "rules": len(intent.pairs)}
     if isinstance(intent, TagPorts):
         return {"intent": "tag_ports", "ports": len(intent.ports)}
+    if isinstance(intent, SetQos):
+        return {"intent": "qos", "job": intent.job, "sl": intent.sl, "flows": len(intent.flows),
+                "hosts": len(intent.hosts), "tables": intent.config is not None}
     raise TypeError(f"not an intent: {intent!r}")

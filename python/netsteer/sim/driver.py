@@ -19,7 +19,7 @@ import numpy as np
 
 from .._core import Engine
 from ..control.driver import Applied, Counters, NetworkChanged, NetworkView
-from ..control.intents import InstallRouting, PushRules, RemoveRules, SetCircuits, SetLinks, TagPorts
+from ..control.intents import InstallRouting, PushRules, RemoveRules, SetCircuits, SetLinks, SetQos, TagPorts
 from ..errors import NetsteerError
 from ..topology.model import Topology
 from ..traffic.dag import FlowDag
@@ -150,6 +150,7 @@ class SimDriver:
         self._add_dag()
         for at, flows in stops:
             self._schedule(int(at), "stop", tuple(flows))
+        self.background_flows = background  # QoS continuations stay background
         if background is not None and np.any(background):
             self.engine.set_background(np.flatnonzero(background).astype(np.int64))
         self.streamed: list = []
@@ -253,6 +254,13 @@ class SimDriver:
                 done = now + self.delay.rules_time(self._rules_per_switch(intent, now))
             self._schedule(done, "overlay", intent)
             return done
+        if isinstance(intent, SetQos):
+            from ..qos.simapply import QosRefused, apply_qos
+
+            try:
+                return apply_qos(self, intent, now)
+            except QosRefused as exc:
+                raise _Refused(str(exc)) from None
         raise _Refused(f"the simulator cannot apply {type(intent).__name__}")
 
     def _set_circuits(self, intent: SetCircuits, now: int) -> int:

@@ -25,7 +25,8 @@ def default_controller(built) -> tuple[ControllerStack, list]:
         # under the hybrid controller, circuits carry traffic through its VLAN rules only
         on_circuits=None if hybrid is not None else built.reroute,
     )
-    return ControllerStack([*scripted.controllers, policy, hybrid, getattr(built, "steering", None)]), stops
+    qos = built.qos.controller() if getattr(built, "qos", None) is not None else None
+    return ControllerStack([*scripted.controllers, policy, hybrid, getattr(built, "steering", None), qos]), stops
 
 
 def run_scenario(

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from netsteer.topology.partitions import Partition
 
-__all__ = ["opensm_qos_conf", "partitions_with_sl"]
+__all__ = ["opensm_qos_conf", "partitions_with_sl", "qos_conf_lines", "parse_qos_conf"]
 
 
 def partitions_with_sl(partitions: Sequence[Partition], sl: dict[int, int]) -> list[Partition]:
@@ -49,3 +49,58 @@ def opensm_qos_conf(vls: int) -> str:
         f"qos_vlarb_low {low}\n"
         f"qos_sl2vl {sl2vl}\n"
     )
+
+
+def _table(t) -> str:
+    return ",".join(f"{vl}:{w}" for vl, w in t) or "0:0"
+
+
+def qos_conf_lines(q) -> str:
+    """The QoS options of ``opensm.conf`` for a :class:`netsteer.qos.config.QosConfig`:
+    the base ``qos_*`` keys, then ``qos_ca_``, ``qos_swe_``, ``qos_sw0_`` and ``qos_rtr_``
+    for every port type the configuration overrides (OpenSM falls back to the base
+    keys for the others). Every value is written out, defaults included, so the
+    file says exactly what netsteer simulated.
+
+    >>> from netsteer.qos.config import parse_qos
+    >>> q = parse_qos({"max_vls": 2, "high_limit": 255, "vlarb_high": "0:4", "vlarb_low": "1:64",
+    ...                "ports": {"ca": {"high_limit": 10}}})
+    >>> print(qos_conf_lines(q), end="")
+    qos TRUE
+    qos_max_vls 2
+    qos_high_limit 255
+    qos_vlarb_high 0:4
+    qos_vlarb_low 1:64
+    qos_sl2vl 0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1
+    qos_ca_max_vls 2
+    qos_ca_high_limit 10
+    qos_ca_vlarb_high 0:4
+    qos_ca_vlarb_low 1:64
+    qos_ca_sl2vl 0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1
+    """
+    lines = ["qos TRUE"]
+    kinds = [None] + [k for k in ("ca", "swe", "sw0", "rtr") if k in q.ports]
+    for kind in kinds:
+        p = q.port(kind or "__base__")
+        pre = "qos_" if kind is None else f"qos_{kind}_"
+        lines += [f"{pre}max_vls {p.max_vls}", f"{pre}high_limit {p.high_limit}",
+                  f"{pre}vlarb_high {_table(p.vlarb_high)}", f"{pre}vlarb_low {_table(p.vlarb_low)}",
+                  f"{pre}sl2vl " + ",".join(str(v) for v in p.sl2vl)]
+    return "\n".join(lines) + "\n"
+
+
+def parse_qos_conf(text: str) -> dict[str, str]:
+    """The ``qos*`` options of an ``opensm.conf`` text, name -> value (comments skipped).
+
+    >>> parse_qos_conf("# x\\nqos TRUE\\nqos_max_vls 4\\nsm_priority 1\\n")
+    {'qos': 'TRUE', 'qos_max_vls': '4'}
+    """
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, _, value = line.partition(" ")
+        if key.startswith("qos"):
+            out[key] = value.strip()
+    return out

@@ -1,0 +1,246 @@
+"""InfiniBand QoS as a scenario declares it: SL2VL maps, VL arbitration, traffic classes.
+
+The ``qos:`` section of a scenario. Its keys mean what OpenSM's ``qos_*`` options of
+``opensm.conf`` mean (the same names without the prefix), so a configuration moves
+between netsteer and a real subnet manager unchanged:
+
+=============  ===============================================================
+key            meaning
+=============  ===============================================================
+max_vls        data VLs in use (``qos_max_vls``), 1..15
+high_limit     4 KiB units of high-priority bytes sent in a row before a low
+               priority packet gets its chance (``qos_high_limit``); 255: none
+vlarb_high     ``[[VL, weight], ...]`` or ``"VL:weight,..."``; weight in 64-byte
+               units, 0..255 (0: the entry is skipped)
+vlarb_low      the low-priority table, same syntax
+sl2vl          16 VLs, one per SL (VL 15: the SL may not be used)
+ports          per port type overrides of the keys above: ``ca`` (HCA ports),
+               ``swe`` (switch external ports), ``sw0`` (switch port 0),
+               ``rtr`` (routers)
+classes        traffic classes: ``{name, sl, jobs, kind, path_prefix}``; a flow
+               takes the SL of the first class whose given selectors all match
+changes        ``{at, job | class, sl}``: a priority changed while the run goes on
+=============  ===============================================================
+
+Examples
+--------
+>>> q = parse_qos({"max_vls": 4, "high_limit": 10, "vlarb_high": [[0, 4]],
+...                "vlarb_low": [[1, 16], [2, 8], [3, 32]], "sl2vl": list(range(4)) * 4})
+>>> q.port("swe").vlarb_low, q.port("ca").high_limit
+([(1, 16), (2, 8), (3, 32)], 10)
+>>> parse_qos({"vlarb_low": "0:300"})
+Traceback (most recent call last):
+...
+netsteer.errors.NetsteerError: qos.vlarb_low: weight 300 of VL 0 is outside 0..255 (64-byte units)
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
+
+from ..errors import NetsteerError
+from ..schema import Duration
+
+Int = Annotated[int, Strict()]
+
+#: OpenSM's port types, in the order its options are written.
+PORT_TYPES = ("ca", "swe", "sw0", "rtr")
+#: Traffic kinds a class may select (see :func:`flow_kind`).
+KINDS = ("mpi", "flows", "bulk", "staging", "storage")
+
+
+def parse_vlarb(value: Any) -> list[tuple[int, int]]:
+    """A VL arbitration table: ``"0:40,1:0"`` (OpenSM's syntax) or ``[[0, 40], [1, 0]]``.
+
+    >>> parse_vlarb("0:40, 1:0"), parse_vlarb([[2, 8]])
+    ([(0, 40), (1, 0)], [(2, 8)])
+    """
+    if isinstance(value, str):
+        out = []
+        for item in value.replace(" ", "").split(","):
+            if not item:
+                continue
+            vl, sep, w = item.partition(":")
+            if not sep or not vl.isdigit() or not w.lstrip("-").isdigit():
+                raise ValueError(f"entry {item!r} is not VL:weight")
+            out.append([int(vl), int(w)])
+        value = out
+    if not isinstance(value, (list, tuple)):
+        raise ValueError("a VL arbitration table is 'VL:weight,...' or a list of [VL, weight]")
+    table = []
+    for e in value:
+        if not isinstance(e, (list, tuple)) or len(e) != 2 or not all(
+                isinstance(x, int) and not isinstance(x, bool) for x in e):
+            raise ValueError(f"entry {e!r} is not [VL, weight]")
+        vl, w = e
+        if not 0 <= w <= 255:
+            raise ValueError(f"weight {w} of VL {vl} is outside 0..255 (64-byte units)")
+        if not 0 <= vl <= 14:
+            raise ValueError(f"VL {vl} is not a data VL (0..14)")
+        table.append((vl, w))
+    if len(table) > 64:
+        raise ValueError(f"{len(table)} entries: a VL arbitration table holds at most 64")
+    return table
+
+
+def parse_sl2vl(value: Any) -> list[int]:
+    """An SL-to-VL map: 16 VLs, one per SL, as a list or ``"0,1,..."``."""
+    if isinstance(value, str):
+        try:
+            value = [int(x) for x in value.replace(" ", "").split(",") if x]
+        except ValueError:
+            raise ValueError("sl2vl is 16 comma-separated VLs, one per SL") from None
+    if not isinstance(value, (list, tuple)) or len(value) != 16:
+        n = len(value) if isinstance(value, (list, tuple)) else "not a list of"
+        raise ValueError(f"sl2vl has {n} entries: it is 16 VLs, one per SL 0..15")
+    if not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 15 for x in value):
+        raise ValueError("sl2vl entries are VLs 0..15 (15: the SL may not be used)")
+    return list(value)
+
+
+Table = Annotated[list[tuple[int, int]], BeforeValidator(parse_vlarb)]
+Sl2Vl = Annotated[list[int], BeforeValidator(parse_sl2vl)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PortQos(_Strict):
+    """One port type's settings; unset keys come from the ``qos:`` section's own."""
+
+    max_vls: Int | None = Field(None, ge=1, le=15)
+    high_limit: Int | None = Field(None, ge=0, le=255)
+    vlarb_high: Table | None = None
+    vlarb_low: Table | None = None
+    sl2vl: Sl2Vl | None = None
+
+
+class ResolvedPort(_Strict):
+    """A port type's complete settings (what OpenSM programs into such a port)."""
+
+    max_vls: int
+    high_limit: int
+    vlarb_high: list[tuple[int, int]]
+    vlarb_low: list[tuple[int, int]]
+    sl2vl: list[int]
+
+    def served(self) -> dict[int, str]:
+        """VL -> ``"high"`` or ``"low"``: the table that serves it (high wins)."""
+        out = {vl: "low" for vl, w in self.vlarb_low if w > 0}
+        out.update({vl: "high" for vl, w in self.vlarb_high if w > 0})
+        return out
+
+
+class TrafficClass(_Strict):
+    name: str
+    sl: Int = Field(ge=0, le=15)
+    jobs: list[str] | None = None
+    kind: Literal["mpi", "flows", "bulk", "staging", "storage"] | None = None
+    path_prefix: str | None = None
+
+
+class PriorityChange(_Strict):
+    at: Duration
+    job: str | None = None
+    traffic_class: str | None = Field(None, alias="class")
+    sl: Int = Field(ge=0, le=15)
+
+
+class QosConfig(_Strict):
+    """The ``qos:`` section (see the module text)."""
+
+    max_vls: Int = Field(1, ge=1, le=15)
+    high_limit: Int = Field(0, ge=0, le=255)
+    vlarb_high: Table = Field(default_factory=list)
+    vlarb_low: Table | None = None
+    sl2vl: Sl2Vl | None = None
+    ports: dict[Literal["ca", "swe", "sw0", "rtr"], PortQos] = Field(default_factory=dict)
+    classes: list[TrafficClass] = Field(default_factory=list)
+    changes: list[PriorityChange] = Field(default_factory=list)
+
+    def port(self, kind: str = "swe") -> ResolvedPort:
+        """The settings of port type ``kind`` (base keys, then its overrides)."""
+        o = self.ports.get(kind) or PortQos()
+        vls = o.max_vls if o.max_vls is not None else self.max_vls
+        low = o.vlarb_low if o.vlarb_low is not None else self.vlarb_low
+        sl2vl = o.sl2vl if o.sl2vl is not None else self.sl2vl
+        return ResolvedPort(
+            max_vls=vls,
+            high_limit=o.high_limit if o.high_limit is not None else self.high_limit,
+            vlarb_high=list(o.vlarb_high if o.vlarb_high is not None else self.vlarb_high),
+            # OpenSM's defaults: every VL in the low table; SL i on VL i mod max_vls
+            vlarb_low=list(low) if low is not None else [(v, 64) for v in range(vls)],
+            sl2vl=list(sl2vl) if sl2vl is not None else [s % vls for s in range(16)],
+        )
+
+
+def _check(q: QosConfig) -> None:
+    """Cross-field rules; raises ``(field, reason)`` as a ValueError pair."""
+    for kind in ("base",) + tuple(q.ports):
+        p = q.port("swe" if kind == "base" else kind)
+        if kind == "base":
+            p = q.port("__none__")  # the base keys alone
+        at = "" if kind == "base" else f"ports.{kind}."
+        for name in ("vlarb_high", "vlarb_low"):
+            for vl, _ in getattr(p, name):
+                if vl >= p.max_vls:
+                    raise _FieldError(f"{at}{name}", f"VL {vl} is beyond max_vls {p.max_vls} (VLs 0..{p.max_vls - 1})")
+        for sl, vl in enumerate(p.sl2vl):
+            if vl != 15 and vl >= p.max_vls:
+                raise _FieldError(f"{at}sl2vl", f"SL {sl} is mapped to VL {vl}, beyond max_vls {p.max_vls}")
+    names: set[str] = set()
+    for i, c in enumerate(q.classes):
+        if c.name in names:
+            raise _FieldError(f"classes.{i}.name", f"class name {c.name!r} is used twice")
+        names.add(c.name)
+    for i, ch in enumerate(q.changes):
+        if (ch.job is None) == (ch.traffic_class is None):
+            raise _FieldError(f"changes.{i}", "a priority change names a job or a class (one of them)")
+        if ch.traffic_class is not None and ch.traffic_class not in names:
+            raise _FieldError(f"changes.{i}.class", f"no class named {ch.traffic_class!r} in qos.classes")
+
+
+def check_sl_served(q: QosConfig, sl: int, *, file=None, field="qos") -> None:
+    """An SL in use must reach a VL that some table serves on every port type."""
+    for kind in PORT_TYPES:
+        p = q.port(kind)
+        vl = p.sl2vl[sl]
+        if vl == 15:
+            raise NetsteerError(f"SL {sl} is used but sl2vl maps it to VL 15 (not usable) on {kind} ports",
+                                file=file, field=field)
+        if vl not in p.served():
+            raise NetsteerError(f"SL {sl} is used and maps to VL {vl}, which has no weight in vlarb_high or "
+                                f"vlarb_low on {kind} ports: its packets would never leave", file=file, field=field)
+
+
+class _FieldError(ValueError):
+    def __init__(self, field: str, reason: str):
+        super().__init__(reason)
+        self.field = field
+
+
+def parse_qos(data: Any, *, file: str | None = None, field: str = "qos") -> QosConfig:
+    """Validate a ``qos:`` section; an error names the file and the field."""
+    if not isinstance(data, dict):
+        raise NetsteerError("qos is a mapping (max_vls, high_limit, vlarb_high, vlarb_low, sl2vl, ...)",
+                            file=file, field=field)
+    try:
+        q = QosConfig.model_validate(data)
+        _check(q)
+    except _FieldError as exc:
+        raise NetsteerError(str(exc), file=file, field=f"{field}.{exc.field}") from None
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        loc = ".".join(str(p) for p in e["loc"] if not (isinstance(p, str) and p[:1].isupper()))
+        if e["type"] == "extra_forbidden":
+            raise NetsteerError(f"unknown key {e['loc'][-1]!r}", file=file, field=f"{field}.{loc}") from None
+        msg = e["msg"].removeprefix("Value error, ")
+        raise NetsteerError(msg, file=file, field=f"{field}.{loc}" if loc else field) from None
+    return q
+
+
+__all__ = ["KINDS", "PORT_TYPES", "PriorityChange", "QosConfig", "ResolvedPort", "TrafficClass",
+           "check_sl_served", "parse_qos", "parse_sl2vl", "parse_vlarb"]

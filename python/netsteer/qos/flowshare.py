@@ -1,0 +1,119 @@
+"""VL arbitration approximated by the flow engine's priorities and weights.
+
+The flow engine shares a link by weighted max-min, classes of strict priority filled
+in order. A port's VL arbiter (IBA VLArbitrationTable, as the packet engine runs it)
+maps onto that as follows, for flows that are all backlogged:
+
+- Inside a table, each entry sends packets while its weight (64-byte units) lasts, the
+  last packet may overdraw it: an entry of weight ``w`` sends ``ceil(64 w / P)``
+  packets of ``P`` bytes per turn. The VL's share of its table is that, over the
+  table's sum (a VL listed twice counts twice). A flow's weight is its VL's share.
+- High before low: with ``high_limit`` 255 the high table is strict priority over the
+  low one (two priority classes). Otherwise the high table sends ``L`` bytes in a row
+  (``high_limit`` x 4 KiB, at least one packet, rounded up to whole packets), then one
+  low packet gets its chance: the high table's share is ``L / (L + P)`` and the low
+  table's ``P / (L + P)``, both in one priority class, so a table that does not use its
+  share leaves it to the other (max-min is work-conserving, as the arbiter is).
+
+Where it differs from the packet engine (tests/qos/test_flow_vs_packet.py measures it):
+a VL's share is split among its flows on a port by the arbiter, here each flow carries
+the VL's weight, so a VL with more flows at a port gets more; the weights of one port
+type (switch external ports by default) hold on every hop; no queueing, no credits,
+no head-of-line blocking.
+
+Examples
+--------
+>>> from netsteer.qos.config import parse_qos
+>>> q = parse_qos({"max_vls": 2, "high_limit": 0, "vlarb_high": [[0, 4]], "vlarb_low": [[1, 64]]})
+>>> s = vl_shares(q.port())
+>>> s[0], s[1]                       # limit 0: one high packet, then one low packet
+(('high', 0.5), ('low', 0.5))
+>>> pri, w = flow_priority_weight(q.port(), [0, 1, 1])
+>>> pri.tolist(), w.tolist()
+([0, 0, 0], [0.5, 0.5, 0.5])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .config import ResolvedPort
+
+#: Bytes on the wire of a full packet: the packet fidelity's defaults (2 KiB MTU,
+#: 26 bytes of headers), in whole 64-byte credits.
+DEFAULT_PACKET = -(-(2048 + 26) // 64) * 64
+
+
+def entry_bytes(weight: int, packet: int = DEFAULT_PACKET) -> int:
+    """Bytes an entry of ``weight`` (64-byte units) sends per turn, full packets.
+
+    >>> entry_bytes(4), entry_bytes(64), entry_bytes(0)
+    (2112, 4224, 0)
+    """
+    return 0 if weight <= 0 else -(-(64 * weight) // packet) * packet
+
+
+def high_fraction(high_limit: int, packet: int = DEFAULT_PACKET) -> float:
+    """The high table's share of a port when both tables have packets ready.
+
+    >>> high_fraction(255), high_fraction(0), round(high_fraction(10), 3)
+    (1.0, 0.5, 0.952)
+    """
+    if high_limit >= 255:
+        return 1.0
+    run = max(1, -(-(high_limit * 4096) // packet)) * packet
+    return run / (run + packet)
+
+
+def vl_shares(port: ResolvedPort, packet: int = DEFAULT_PACKET) -> dict[int, tuple[str, float]]:
+    """VL -> (table, share of the port when every served VL is backlogged).
+
+    With ``high_limit`` 255 the high shares are of the whole port and the low
+    ones of what the high table leaves."""
+    out: dict[int, tuple[str, float]] = {}
+    served = port.served()
+    for name in ("high", "low"):
+        table = port.vlarb_high if name == "high" else port.vlarb_low
+        per_vl: dict[int, int] = {}
+        for vl, w in table:
+            if served.get(vl) == name:
+                per_vl[vl] = per_vl.get(vl, 0) + entry_bytes(w, packet)
+        total = sum(per_vl.values())
+        if not total:
+            continue
+        f = high_fraction(port.high_limit, packet)
+        part = 1.0 if port.high_limit >= 255 else (f if name == "high" else 1.0 - f)
+        if not port.vlarb_high or not any(v == "high" for v in served.values()):
+            part = 1.0  # one table only: it has the port
+        for vl, b in per_vl.items():
+            out[vl] = (name, part * b / total)
+    return out
+
+
+def flow_priority_weight(port: ResolvedPort, sls, *, base_priority=None, base_weight=None,
+                         packet: int = DEFAULT_PACKET) -> tuple[np.ndarray, np.ndarray]:
+    """Engine priority class and weight of flows on SLs ``sls``.
+
+    ``base_priority``/``base_weight`` are the flows' own (the scenario's); the QoS
+    tier goes below them: priority ``2 * base + tier`` (tier 1: the low table under
+    a strict high table), weight ``base * share``. An SL whose VL no table serves
+    raises ValueError (its packets would never leave)."""
+    sls = np.asarray(sls, dtype=np.int64)
+    shares = vl_shares(port, packet)
+    strict = port.high_limit >= 255
+    tier = np.zeros(len(sls), dtype=np.int64)
+    share = np.zeros(len(sls))
+    for s in np.unique(sls):
+        vl = port.sl2vl[int(s)]
+        if vl not in shares:
+            raise ValueError(f"SL {int(s)} maps to VL {vl}, which no VL arbitration table serves")
+        table, x = shares[vl]
+        m = sls == s
+        share[m] = x
+        tier[m] = 1 if (strict and table == "low") else 0
+    bp = np.zeros(len(sls), dtype=np.int64) if base_priority is None else np.asarray(base_priority, dtype=np.int64)
+    bw = np.ones(len(sls)) if base_weight is None else np.asarray(base_weight, dtype=np.float64)
+    return 2 * bp + tier, bw * share
+
+
+__all__ = ["DEFAULT_PACKET", "entry_bytes", "flow_priority_weight", "high_fraction", "vl_shares"]
