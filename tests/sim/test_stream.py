@@ -207,7 +207,7 @@ def test_a_job_too_large_for_memory_is_refused_with_its_estimate():
     topo = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)
     job = MpiJob(name="a", ranks=16, program=[{"op": "barrier"}])
     need = estimate_bytes(topo, [job])
-    with pytest.raises(NetsteerError, match=r"would need about .* GiB, more than") as e:
+    with pytest.raises(NetsteerError, match=r"would need about [0-9.]+ [KMG]?i?B, more than") as e:
         simulate_mpi(topo, "dmodk", [job], memory_limit=need - 1)
     assert e.value.field == "jobs"
     simulate_mpi(topo, "dmodk", [job], memory_limit=need)

@@ -42,6 +42,7 @@ import numpy as np
 
 from .._core import Engine
 from ..errors import NetsteerError
+from ..limits import fmt_bytes
 from ..topology.model import CIRCUIT, HOST, Topology
 from ..traffic import collectives as coll
 from ..traffic.mpi import MpiJob, OpSpan, aggregate_ops, parse_program
@@ -240,12 +241,12 @@ def check_memory(need: int, limit: int | None = None, *, field: str = "jobs") ->
     >>> check_memory(3 * 2**30, limit=2**30)
     Traceback (most recent call last):
     ...
-    netsteer.errors.NetsteerError: jobs: the MPI jobs would need about 3.0 GiB, more than the 1.0 GiB available
+    netsteer.errors.NetsteerError: jobs: the MPI jobs would need about 3 GiB, more than the 1 GiB available
     """
     limit = available_bytes() if limit is None else limit
     if limit is not None and need > limit:
-        raise NetsteerError(f"the MPI jobs would need about {need / 2**30:.1f} GiB, more than "
-                            f"the {limit / 2**30:.1f} GiB available", field=field)
+        raise NetsteerError(f"the MPI jobs would need about {fmt_bytes(need)}, more than "
+                            f"the {fmt_bytes(limit)} available", field=field)
 
 
 def attach_jobs(engine: Engine, topo: Topology, routing: Any, jobs: Sequence[MpiJob], *,

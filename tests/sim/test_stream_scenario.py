@@ -1,0 +1,116 @@
+"""MPI jobs of a scenario streamed through the engine (jobs[i].stream), against the
+same scenario run as a flow DAG: same report, far fewer flows held at once."""
+
+import json
+
+import pytest
+
+from netsteer.cli import run_cli
+from netsteer.errors import NetsteerError
+from netsteer.report.result import result_dict
+from netsteer.scenario import STREAM_MIN_RANKS, build_scenario, parse_scenario
+from netsteer.sim import run_scenario
+
+SCENARIO = """
+name: streamed
+topology: {kind: pgft, levels: 2, down: [8, 4], up: [1, 2], parallel: [1, 1],
+           link_bandwidth: 10Gbps, link_latency: 1us}
+routing: {engine: %(routing)s}
+sharing: cm02
+jobs:
+  - name: app
+    ranks: 24
+    placement: random
+    seed: 5
+    program:
+      - {op: alltoall, bytes: 4KiB, algorithm: bruck}
+      - {op: compute, duration: 20us}
+      - {op: allreduce, bytes: 96KiB, algorithm: ring}
+    repeat: 2
+    %(stream)s
+  - name: side
+    flows:
+      - {id: a, src: 1, dst: 30, bytes: 2MiB}
+      - {src: 30, dst: 2, bytes: 1MiB, after: [a]}
+    bulk:
+      - {src: 3, dst: 17}
+%(extra)s
+"""
+
+
+def text(stream="", routing="dmodk", extra=""):
+    return SCENARIO % dict(stream=stream, routing=routing, extra=extra)
+
+
+def run(stream, routing="dmodk"):
+    b = build_scenario(parse_scenario(text(f"stream: {stream}", routing), file="s.yaml"))
+    res = run_scenario(b)
+    return b, res, result_dict(b, res)
+
+
+@pytest.mark.parametrize("routing", ["dmodk", "minhop"])
+def test_a_streamed_job_reports_as_its_dag(routing):
+    b_dag, _, dag = run("false", routing)
+    b_st, res, st = run("true", routing)
+    assert not b_dag.streamed and [j for j, _ in b_st.streamed] == [0]
+    assert st["makespan_s"] == dag["makespan_s"]
+    assert st["flows"] == dag["flows"]  # messages and compute steps, as the DAG holds them
+    for got, want in zip(st["jobs"], dag["jobs"]):
+        got.pop("streamed", None)
+        assert got == want
+    assert st["jobs"][1]["completion_s"] is not None  # the DAG's flows ran beside it
+    # the job's messages were flows one at a time per rank, not all at once
+    s = st["streamed"]
+    assert s["ranks_done"] == 24 and s["peak_in_flight"] <= 24
+    assert s["messages_done"] >= 20 * s["flow_slots"]
+    assert len(res.completion_ns) == len(b_st.dag)  # per-flow arrays: the DAG's flows only
+
+
+def test_large_jobs_stream_by_default_unless_something_needs_their_flows():
+    big = text().replace("ranks: 24", f"ranks: {STREAM_MIN_RANKS}").replace(
+        "down: [8, 4]", "down: [32, 32]").replace("placement: random", "placement: linear")
+    assert [j for j, _ in build_scenario(parse_scenario(big)).streamed] == [0]
+    assert build_scenario(parse_scenario(text())).streamed == []  # small: the DAG
+    # a link event re-routes flows in flight (reroute_on_change): the DAG path
+    ev = "events: [{at: 10us, link_down: [{node: s1_0, port: 1}]}]"
+    assert build_scenario(parse_scenario(big + ev)).streamed == []
+    assert build_scenario(parse_scenario(big + ev + "\nreroute_on_change: false")).streamed != []
+
+
+def test_streaming_what_needs_per_flow_context_is_refused_naming_the_key(tmp_path, capsys):
+    p = tmp_path / "s.yaml"
+    p.write_text(text("stream: true", extra="events: [{at: 10us, routing: {engine: minhop}}]"))
+    assert run_cli(["run", str(p), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "jobs.0.stream" in err and "events.0 changes the routing" in err and err.count("\n") == 1
+    with pytest.raises(NetsteerError, match="stream applies to an MPI job") as e:
+        parse_scenario(text().replace("flows:\n", "stream: true\n    flows:\n", 1))
+    assert e.value.field == "jobs.1"
+
+
+def test_a_job_too_large_for_the_memory_is_refused_before_it_runs(tmp_path, capsys, monkeypatch):
+    from netsteer.sim import stream
+
+    p = tmp_path / "s.yaml"
+    p.write_text(text("stream: true"))
+    need = stream.estimate_bytes(build_scenario(parse_scenario(text("stream: false"))).topology,
+                                 [stream.MpiJob(ranks=24, program=[{"op": "barrier"}])], "dmodk")
+    monkeypatch.setattr(stream, "available_bytes", lambda: need - 1)
+    assert run_cli(["run", str(p), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert f"s.yaml: jobs: the MPI jobs would need about {stream.fmt_bytes(need)}" in err
+    assert err.count("\n") == 1
+    monkeypatch.setattr(stream, "available_bytes", lambda: need)
+    assert run_cli(["run", str(p), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["streamed"]["ranks_done"] == 24
+
+
+def test_a_streamed_job_cut_off_by_a_failed_link_is_reported_stalled():
+    sc = text("stream: true", extra="reroute_on_change: false\n"
+              "events: [{at: 30us, link_down: [{node: s1_0, port: 9}, {node: s1_0, port: 10}]}]")
+    b = build_scenario(parse_scenario(sc))
+    res = run_scenario(b, sample=False)  # sampling a stalled run: a known engine issue
+    r = result_dict(b, res)
+    assert r["status"] == "stalled"
+    assert r["jobs"][0]["completion_s"] is None and 0 < r["stalled"]["ranks_left"]["app"] <= 24
+    assert "app" in r["stalled"]["jobs"]
