@@ -136,3 +136,13 @@ def test_module_names_are_unique_across_files(tmp_path):
                  "@register\nclass Other(PrimitiveModule):\n    name = 'test-once'\n")
     with pytest.raises(NetsteerError, match="two modules are named 'test-once'"):
         modules.load_file(p)
+
+
+def test_ranks_sharing_a_host_need_no_rules(topo, fabric):
+    # 4 ranks on 2 hosts: messages within a host never reach a switch
+    w = TaggedWorkload()
+    w.collective("bcast", "binomial", hosts=[0, 0, 4, 4], nbytes=1000, repeat=2)
+    within = [f for f in range(len(w.dag)) if w.dag.src[f] == w.dag.dst[f]]
+    assert within and all(w.tags[f] == 0 for f in within)
+    r = simulate(topo, w, PIN0, tables=TableModel(controller_rtt_ns=10_000), fabric=fabric)
+    assert r.status == "done" and r.driver["packet_ins"] == len(set(w.tags.tolist()) - {0}) == 1

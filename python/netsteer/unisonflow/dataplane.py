@@ -110,7 +110,10 @@ class TagSimDriver(SimDriver):
         tags_sorted = self.flow_tags[order]
         uniq, start = np.unique(tags_sorted, return_index=True)
         bounds = list(start) + [len(order)]
-        self.tag_flows = {int(t): order[bounds[i]:bounds[i + 1]] for i, t in enumerate(uniq) if t != 0}
+        c = dag.columns()
+        # tags whose frames never reach a switch (loopback) need no rules
+        self.tag_flows = {int(t): fl for i, t in enumerate(uniq) if t != 0
+                          for fl in [order[bounds[i]:bounds[i + 1]]] if np.any(c.src[fl] != c.dst[fl])}
         self.entries: dict[int, _Entry] = {}
         self.defaulted: set[int] = set()
         self.at_switch: dict[int, dict[int, None]] = {}  # switch -> tags, oldest first
@@ -122,7 +125,6 @@ class TagSimDriver(SimDriver):
         self.refusals: list[dict] = []  # the first installs the switches refused, and why
         self.first_packet_ns: list[int] = []  # per packet-in: when its rules took effect, minus when it was sent
         self._arrays_at = -1
-        c = dag.columns()
         self._src, self._dst, self._delay = c.src, c.dst, c.delay_ns
         super().__init__(topo, routing, dag, **kw)
 

@@ -133,7 +133,8 @@ class TaggedWorkload:
             tags_it = np.array([tag], dtype=np.int64)
         else:
             tags_it = base | (src << 15) | dst
-            tags_it[src == dst] = 0  # a message to the same rank moves nothing
+            same_host = np.asarray(hosts)[src] == np.asarray(hosts)[dst]
+            tags_it[same_host] = 0  # a message within one host never reaches a switch
         prev_front = front_in
         src_h, dst_h = np.asarray(hosts)[src], np.asarray(hosts)[dst]
         shiftable = all(out)  # every rank ends the iteration on its own flows
