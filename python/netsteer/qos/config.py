@@ -185,8 +185,10 @@ def _check(q: QosConfig) -> None:
             p = q.port("__none__")  # the base keys alone
         at = "" if kind == "base" else f"ports.{kind}."
         for name in ("vlarb_high", "vlarb_low"):
-            for vl, _ in getattr(p, name):
-                if vl >= p.max_vls:
+            for vl, w in getattr(p, name):
+                # an entry of weight 0 is skipped by the arbiter (the source's own opensm.conf
+                # lists VLs 0..14 with weight 0 beyond its VLs); one with a weight must exist
+                if vl >= p.max_vls and w > 0:
                     raise _FieldError(f"{at}{name}", f"VL {vl} is beyond max_vls {p.max_vls} (VLs 0..{p.max_vls - 1})")
         for sl, vl in enumerate(p.sl2vl):
             if vl != 15 and vl >= p.max_vls:
