@@ -8,8 +8,9 @@ import sys
 
 
 def _exit_on_early_signal(signum, frame) -> None:
-    """Ctrl-C (or SIGTERM) while the command line is still importing (about 0.1 s):
-    nothing is written yet, so there is nothing to clean up; one line, exit 128 + signal."""
+    """Ctrl-C (or SIGTERM) while the command line is still importing (about 0.1 s), or
+    once the command has finished: nothing is half-written then, so there is nothing to
+    clean up; one line, exit 128 + signal."""
     name = "interrupted" if signum == signal.SIGINT else "terminated"
     os.write(2, f"netsteer: {name}: stopped by signal {signal.Signals(signum).name}\n".encode())
     os._exit(128 + signum)
@@ -254,6 +255,20 @@ def _on_signal(signum, frame) -> None:
     raise Signalled(signum)
 
 
+def _on_unraisable(args) -> None:
+    """A ``Signalled`` raised inside a callback that cannot pass it on (a garbage-collection
+    hook, a finalizer) would be printed as "Exception ignored" and lost: deliver the
+    signal again, to land in the command's own code. Anything else: Python's report."""
+    if isinstance(args.exc_value, Signalled):
+        import _thread
+
+        # sent from another thread (started without waiting for it: a wait here would be
+        # where the signal lands), it arrives once the callback has returned
+        _thread.start_new_thread(os.kill, (os.getpid(), args.exc_value.signum))
+        return
+    sys.__unraisablehook__(args)
+
+
 def _fail(prefix: str, message: str) -> None:
     """One line on stderr: ``netsteer: error: <message>``."""
     line = " ".join(str(message).split())
@@ -368,13 +383,31 @@ def main(argv: list[str] | None = None) -> None:
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _on_signal)
+    sys.unraisablehook = _on_unraisable
     plain_width_for_all()  # every command's tables whole in pipes and CI logs
     code = run_cli(argv)
     try:
         sys.stdout.flush()
     except (BrokenPipeError, OSError):
         code = code or 141
-    sys.exit(code)
+    # The work is done and written; what is left is teardown. A signal there stops the
+    # process at once, with its line. Threads are joined and the libraries' exit hooks run
+    # (multiprocessing and Dask release what they hold), then the process ends without the
+    # interpreter's module teardown: Python resets its signal handlers for that phase
+    # (about half a second with Dask loaded), where a Ctrl-C ended the process silently.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _exit_on_early_signal)
+    import atexit
+    import threading
+
+    threading._shutdown()  # as the interpreter would: join the threads still working
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 if __name__ == "__main__":

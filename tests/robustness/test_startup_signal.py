@@ -8,6 +8,7 @@ to import, then starts netsteer the way ``python -m netsteer`` does. Importing
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -64,3 +65,49 @@ def test_importing_the_cli_leaves_a_programs_signals_alone():
             "assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL; print('ok')")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert (p.returncode, p.stdout) == (0, "ok\n"), p.stderr
+
+
+#: The child for the other end: signal ourselves inside a garbage-collection callback while
+#: the command runs (where Python swallows exceptions), or in an exit hook once it is done.
+CHILD_LATER = """
+import atexit, gc, os, runpy, signal, sys
+
+where, signum = sys.argv[1], int(sys.argv[2])
+
+def in_gc(phase, info):
+    gc.callbacks.remove(in_gc)
+    os.kill(os.getpid(), signum)
+    for _ in range(1000):  # Python code after the signal: its handler runs here, in the callback
+        pass
+
+class CollectOnImport:  # once the command runs (it imports the topology parser), collect
+    def find_spec(self, name, path=None, target=None):
+        if name == "netsteer.topology.spec":
+            sys.meta_path.remove(self)
+            gc.callbacks.append(in_gc)
+            gc.collect()
+        return None
+
+if where == "gc":
+    sys.meta_path.insert(0, CollectOnImport())
+else:
+    atexit.register(os.kill, os.getpid(), signum)  # runs after the command's output
+sys.argv = ["netsteer", *sys.argv[3:]]
+runpy.run_module("netsteer", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("signum,code,word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+def test_signal_in_a_callback_that_swallows_exceptions_still_stops_the_command(signum, code, word):
+    p = subprocess.run([sys.executable, "-c", CHILD_LATER, "gc", str(int(signum)), *ARGS],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == code, (p.returncode, p.stderr[-500:])
+    assert p.stderr == f"netsteer: {word}: stopped by signal {signal.Signals(signum).name}\n"
+
+
+def test_signal_after_the_output_during_teardown_is_one_line():
+    p = subprocess.run([sys.executable, "-c", CHILD_LATER, "exit", str(int(signal.SIGINT)), *ARGS],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 130, (p.returncode, p.stderr[-500:])
+    assert p.stderr == "netsteer: interrupted: stopped by signal SIGINT\n"
+    assert json.loads(p.stdout)["hosts"] == 16  # the output was whole before the signal
