@@ -42,6 +42,13 @@ class QosPlan:
     # (time ns, job or class name, flows, new SL)
     changes: list[tuple[int, str, tuple[int, ...], int]] = field(default_factory=list)
     paths: dict[int, str] = field(default_factory=dict)
+    # index in config.classes of the class each flow took (-1: none)
+    flow_class: np.ndarray | None = None
+
+    def flows_of(self, name: str) -> np.ndarray:
+        """The flows of class ``name``."""
+        names = [c.name for c in self.config.classes]
+        return np.flatnonzero(self.flow_class == names.index(name))
 
     def controller(self):
         """The scripted priority changes as a controller: each one a
@@ -114,7 +121,7 @@ def apply_qos(data, dag, job_of_flow, job_names: list[str], *, file=None, paths:
     cols.traffic_class[:] = sl
     cols.priority[:] = pri
     cols.weight[:] = w
-    return QosPlan(q, sl, changes, dict(paths))
+    return QosPlan(q, sl, changes, dict(paths), which)
 
 
 def _sl_field(q: QosConfig, which, sl, s: int) -> str:

@@ -137,7 +137,7 @@ def osu_latency(setup: Setup, nbytes: int, kind: str, iters: int = 4, **qos_kw) 
         prev = c.add(0, 1, 0, nbytes, deps=[a])
     bg = c.noise([0]) if kind != "no_noise" else []
     done = c.run(_qos(kind, **qos_kw), bg)
-    return (done[prev] - start) / (2 * iters) / 1e3
+    return float(done[prev] - start) / (2 * iters) / 1e3
 
 
 def osu_bw(setup: Setup, nbytes: int, kind: str, iters: int = 2, **qos_kw) -> float:
@@ -152,7 +152,7 @@ def osu_bw(setup: Setup, nbytes: int, kind: str, iters: int = 2, **qos_kw) -> fl
         prev = c.add(0, 1, 0, 4, deps=[burst])
     bg = c.noise([0]) if kind != "no_noise" else []
     done = c.run(_qos(kind, **qos_kw), bg)
-    return nbytes * setup.window * iters / ((done[prev] - start) / 1e9) / 1e6
+    return nbytes * setup.window * iters / (float(done[prev] - start) / 1e9) / 1e6
 
 
 def alltoall(setup: Setup, nbytes: int, kind: str, iters: int = 2) -> float:
@@ -171,7 +171,7 @@ def alltoall(setup: Setup, nbytes: int, kind: str, iters: int = 2) -> float:
             last = new
     bg = c.noise(range(p)) if kind != "no_noise" else []
     done = c.run(_qos(kind), bg)
-    return (max(done[f] for f in last.values()) - start) / iters / 1e3
+    return float(max(done[f] for f in last.values()) - start) / iters / 1e3
 
 
 def app(setup: Setup, which: str, qos: bool, iters: int = 20) -> float:
@@ -220,7 +220,10 @@ def app(setup: Setup, which: str, qos: bool, iters: int = 20) -> float:
                     deps=[last[n * per]], path=f"/ckpt/{it}")
                 c.jobs += [1, 1]
     done = c.run(_qos("noise_qos") if qos else None)
-    return max(done[f] for f in last) / 1e6
+    return float(max(done[f] for f in last)) / 1e6
+
+
+STEPS = 3 * 3 + 2 + 1  # progress steps of :func:`run`
 
 
 def run(setup: Setup = Setup(), *, sizes=SIZES, a2a_sizes=A2A_SIZES, progress=lambda n=1: None) -> dict:
@@ -268,4 +271,50 @@ def sl_weights(setup: Setup, nbytes: int = 4 << 20) -> list[dict]:
     return out
 
 
-__all__ = ["ASSUMPTIONS", "SOURCE_QOS", "Setup", "alltoall", "app", "osu_bw", "osu_latency", "run", "sl_weights"]
+def plot(rep: dict, d) -> None:
+    """The source's figures: latency, bandwidth and alltoall against message size,
+    small and large, three curves each; the SL-weight study; the applications."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = {"no_noise": "no I/O noise", "noise": "I/O noise", "noise_qos": "I/O noise + QoS"}
+    figs = [("latency", "us", "Latency (us)"), ("bandwidth", "mbps", "Bandwidth (MB/s)"), ("alltoall", "us", "Latency (us)")]
+    for key, val, ylabel in figs:
+        for part, keep in (("small", lambda b: b <= 8192), ("large", lambda b: b > 8192)):
+            fig, ax = plt.subplots(figsize=(5, 3.5))
+            for k, label in names.items():
+                pts = [p for p in rep[key][k] if keep(p["bytes"])]
+                ax.plot([p["bytes"] for p in pts], [p[val] for p in pts], marker="o", ms=3, label=label)
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("Message size (bytes)")
+            ax.set_ylabel(ylabel)
+            ax.set_title(f"{key}, {part} messages (model, flow fidelity)")
+            ax.legend()
+            fig.tight_layout()
+            fig.savefig(d / f"{key}_{part}.png", dpi=100)
+            plt.close(fig)
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    w = rep["sl_weights"]
+    ax.plot([r["mpi_weight"] for r in w], [r["latency_us"] for r in w], marker="o")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("MPI SL weight (I/O weight 2)")
+    ax.set_ylabel("4 MiB latency (us)")
+    fig.tight_layout()
+    fig.savefig(d / "sl_weights.png", dpi=100)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    apps = list(rep["apps"])
+    x = np.arange(len(apps))
+    ax.bar(x - 0.2, [rep["apps"][a]["no_qos_ms"] for a in apps], 0.4, label="no QoS")
+    ax.bar(x + 0.2, [rep["apps"][a]["qos_ms"] for a in apps], 0.4, label="QoS")
+    ax.set_xticks(x, apps)
+    ax.set_ylabel("Run time (ms)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(d / "apps.png", dpi=100)
+    plt.close(fig)
+
+
+__all__ = ["ASSUMPTIONS", "STEPS", "plot", "SOURCE_QOS", "Setup", "alltoall", "app", "osu_bw", "osu_latency", "run", "sl_weights"]

@@ -1,0 +1,144 @@
+"""``netsteer qos opensm-conf|tune`` and ``netsteer reproduce qos-staging``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from ._console import output_console
+from .route import progress_bar, reproduce_app
+
+qos_app = typer.Typer(help="InfiniBand QoS: OpenSM configuration, weight tuning.", no_args_is_help=True)
+out_console = output_console()
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(qos_app, name="qos")
+    reproduce_app.command("qos-staging")(reproduce_qos_staging)
+
+
+@qos_app.command("opensm-conf")
+def opensm_conf(
+    scenario: Path = typer.Argument(..., help="Scenario YAML file with a qos section."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write opensm.conf (and partitions.conf) here."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+) -> None:
+    """The QoS options of opensm.conf (qos_*, qos_ca_*, qos_swe_*, ...) for a scenario,
+    and its partitions.conf when its routing uses partitions."""
+    from ..drivers.opensm.qos import parse_qos_conf, qos_conf_lines
+    from ..errors import NetsteerError
+    from ..scenario import build_scenario, load_scenario
+
+    if out is not None:
+        from ..report.outdir import check_out_path
+
+        check_out_path(out)
+    sc = load_scenario(scenario)
+    if sc.model.qos is None:
+        raise NetsteerError("the scenario has no qos section", file=str(scenario), field="qos")
+    built = build_scenario(sc)
+    conf = qos_conf_lines(built.qos.config)
+    parts_text = None
+    parts = getattr(built.routing, "partitions", None)
+    if parts:
+        from ..drivers.opensm.partitions import format_partitions_conf
+
+        parts_text = format_partitions_conf(list(parts), built.topology)
+    if out is not None:
+        from ..report.outdir import output_dir
+
+        with output_dir(out) as d:
+            (d / "opensm.conf").write_text(conf)
+            if parts_text is not None:
+                (d / "partitions.conf").write_text(parts_text)
+    if as_json:
+        typer.echo(json.dumps({"opensm_conf": parse_qos_conf(conf), "partitions_conf": parts_text,
+                               "qos": built.qos.summary()}))
+    elif out is None:
+        typer.echo(conf, nl=False)
+        if parts_text is not None:
+            typer.echo("# partitions.conf\n" + parts_text, nl=False)
+    else:
+        out_console.print(f"wrote {out}/opensm.conf" + (" and partitions.conf" if parts_text else ""))
+
+
+@qos_app.command("tune")
+def tune_cmd(
+    scenario: Path = typer.Argument(..., help="Scenario YAML file with a qos section and the two classes."),
+    mpi: str = typer.Option(..., "--mpi", help="The class whose slowdown is bounded."),
+    io: str = typer.Option(..., "--io", help="The class whose throughput is maximised."),
+    max_slowdown: float = typer.Option(..., "--max-slowdown", help="Bound on MPI's time over its time served first (e.g. 1.1)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+) -> None:
+    """VL arbitration weights keeping MPI's slowdown within a bound with the most I/O throughput."""
+    from ..qos.tune import runs, tune
+    from ..scenario import load_scenario
+
+    sc = load_scenario(scenario)
+    with progress_bar("tuning weights", runs(), enabled=not as_json) as adv:
+        rep = tune(sc, mpi, io, max_slowdown, progress=adv)
+    if as_json:
+        typer.echo(json.dumps(rep))
+        return
+    t = Table(title=f"{mpi} vs {io}: slowdown bound {max_slowdown}")
+    for c in ("MPI weight", "I/O weight", "MPI slowdown", "I/O GB/s", ""):
+        t.add_column(c, justify="right")
+    for p in rep["curve"]:
+        mark = "best" if p is rep["best"] or p == rep["best"] else ""
+        t.add_row(str(p["mpi_weight"]), str(p["io_weight"]), f"{p['slowdown']:.3f}", f"{p['io_Bps'] / 1e9:.3f}", mark)
+    out_console.print(t)
+    if rep["best"] is None:
+        out_console.print("no weights keep the slowdown within the bound: put MPI in the high table")
+    else:
+        out_console.print("opensm.conf: " + "  ".join(f"{k} {v}" for k, v in rep["opensm"].items()))
+
+
+def reproduce_qos_staging(
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write report.json and the figures here."),
+) -> None:
+    """The QoS-aware data-staging source: OSU-like latency/bandwidth, alltoall, apps, SL weights."""
+    from ..reproduce.qos import STEPS, plot, run
+
+    if out is not None:
+        from ..report.outdir import check_out_path
+
+        check_out_path(out)
+    with progress_bar("reproducing qos-staging", STEPS, enabled=not as_json) as adv:
+        rep = run(progress=adv)
+    if out is not None:
+        from ..report.outdir import output_dir
+
+        with output_dir(out) as d:
+            (d / "report.json").write_text(json.dumps(rep, indent=2))
+            plot(rep, d)
+    if as_json:
+        typer.echo(json.dumps(rep))
+        return
+    t = Table(title="MPI under I/O noise (flow fidelity), largest message")
+    for c in ("", "no noise", "noise", "noise + QoS", "QoS gain", "source's gain"):
+        t.add_column(c, justify="right")
+    lat = {k: v[-1]["us"] for k, v in rep["latency"].items()}
+    bw = {k: v[-1]["mbps"] for k, v in rep["bandwidth"].items()}
+    a = rep["at_largest"]
+    t.add_row("latency (us)", f"{lat['no_noise']:.0f}", f"{lat['noise']:.0f}", f"{lat['noise_qos']:.0f}",
+              f"{a['latency_gain_us']:.0f}", "320")
+    t.add_row("bandwidth (MB/s)", f"{bw['no_noise']:.0f}", f"{bw['noise']:.0f}", f"{bw['noise_qos']:.0f}",
+              f"{a['bandwidth_gain_mbps']:.0f}", "674")
+    out_console.print(t)
+    t = Table(title="Applications, 64 processes, checkpoints through staging")
+    for c in ("app", "no QoS (ms)", "QoS (ms)", "gain"):
+        t.add_column(c, justify="right")
+    for name, r in rep["apps"].items():
+        t.add_row(name, f"{r['no_qos_ms']:.1f}", f"{r['qos_ms']:.1f}", f"{1 - r['qos_ms'] / r['no_qos_ms']:.1%}")
+    out_console.print(t)
+    t = Table(title="Impact of SL weights (MPI on low SL k, I/O on SL 1 of weight 2), 4 MiB")
+    for c in ("MPI weight", "latency (us)", "bandwidth (MB/s)"):
+        t.add_column(c, justify="right")
+    for r in rep["sl_weights"]:
+        t.add_row(str(r["mpi_weight"]), f"{r['latency_us']:.0f}", f"{r['bandwidth_mbps']:.0f}")
+    out_console.print(t)
