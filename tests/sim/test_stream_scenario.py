@@ -114,3 +114,26 @@ def test_a_streamed_job_cut_off_by_a_failed_link_is_reported_stalled():
     assert r["status"] == "stalled"
     assert r["jobs"][0]["completion_s"] is None and 0 < r["stalled"]["ranks_left"]["app"] <= 24
     assert "app" in r["stalled"]["jobs"]
+
+
+def test_progress_counts_messages_and_simulated_time_without_a_total():
+    b = build_scenario(parse_scenario(text("stream: true")))
+    calls = []
+    run_scenario(b, sample=False, progress=lambda done, total, now: calls.append((done, total, now)))
+    streamed = [c for c in calls if c[1] is None]
+    assert streamed, "no progress while the job streamed"
+    done, now = [c[0] for c in streamed], [c[2] for c in streamed]
+    assert done == sorted(done) and now == sorted(now) and now[-1] > 0
+    # at the end: the DAG's flows (the bulk flow ended with the others) and every message
+    assert done[-1] == len(b.dag) + run_scenario(b, sample=False).mpi["progress"]["messages_done"]
+
+
+def test_the_python_api_streams_a_job_when_asked():
+    import netsteer as ns
+
+    topo = ns.pgft(2, [8, 4], [1, 2], link_bandwidth="10Gbps", link_latency="1us")
+    prog = [{"op": "allreduce", "bytes": "64KiB", "algorithm": "ring"}]
+    got = {s: ns.simulate(topo, "dmodk", [ns.mpi_job(16, prog, name="a", stream=s)], sharing="cm02")
+           for s in (True, False)}
+    assert "streamed" in got[True].to_dict() and "streamed" not in got[False].to_dict()
+    assert got[True].makespan_s == got[False].makespan_s > 0

@@ -349,7 +349,9 @@ class _progress:
         self.bar.start()
 
         def update(done: int, total: int, now_ns: int) -> None:
-            self.bar.update(task, completed=done, total=max(total, 1), now=format_duration(now_ns))
+            # streamed MPI jobs count messages as they go: no total
+            self.bar.update(task, completed=done, total=None if total is None else max(total, 1),
+                            now=format_duration(now_ns))
 
         return update
 

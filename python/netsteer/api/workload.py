@@ -120,6 +120,7 @@ def mpi_job(
     start: str | int | None = None,
     traffic_class: int | None = None,
     priority: int | None = None,
+    stream: bool | None = None,
 ) -> Job:
     """An MPI job: ``ranks`` placed on hosts, running ``program`` ``repeat`` times.
 
@@ -137,18 +138,21 @@ def mpi_job(
     start : str, optional
         When the ranks start.
     traffic_class, priority : int, optional
+    stream : bool, optional
+        Run streamed through the engine (True) or as a flow DAG (False); default:
+        streamed from 1,024 ranks when the scenario allows it (docs/streaming.md).
     """
     if not program:
         raise NetsteerError("a program needs at least one step", field="program")
     data = given(name=name, ranks=ranks, placement=placement, seed=seed, program=list(program),
-                 repeat=repeat, start=start, priority=priority)
+                 repeat=repeat, start=start, priority=priority, stream=stream)
     if traffic_class is not None:
         data["class"] = traffic_class
     _check_job(data)
     from ..traffic.mpi import MpiJob, validation_error
 
     try:
-        MpiJob.model_validate({k: v for k, v in data.items() if k != "class"})
+        MpiJob.model_validate({k: v for k, v in data.items() if k not in ("class", "stream")})
     except ValidationError as exc:
         raise validation_error(exc) from None
     return data
