@@ -12,6 +12,10 @@ DAG of ``netsteer.traffic.mpi`` (today's path) run in another process.
 ranks (pairwise alltoall 4 KiB then ring allreduce 16 MiB) and 65,536 ranks (binomial
 bcast then recursive-doubling allreduce), with peak memory and memory per rank and per
 message in flight.
+
+``--scenario FILE`` runs a scenario file through ``netsteer run --json`` in a fresh
+process (e.g. ``benchmarks/scenarios/stream-16k.yaml``: the 16,384-rank job as a
+scenario, streamed by default), with its wall time and peak RSS from ``wait4``.
 """
 
 from __future__ import annotations
@@ -104,6 +108,20 @@ def spawn(index: int, scale: bool, dag: bool = False) -> dict:
     return row
 
 
+def run_file(path: str) -> dict:
+    """``netsteer run path --json`` in a fresh process: its result, wall time and peak RSS."""
+    cmd = [str(Path(sys.executable).with_name("netsteer")), "run", path, "--json", "--no-progress"]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    if status != 0:
+        raise RuntimeError(f"netsteer run failed: {cmd}")
+    return {"result": json.loads(out), "wall_s": wall, "peak_rss_bytes": usage.ru_maxrss * 1024,
+            "cpu_s": usage.ru_utime + usage.ru_stime}
+
+
 def simgrid(case: dict) -> dict:
     from _peers import run_smpi_program
     from netsteer.traffic.placement import place
@@ -120,10 +138,22 @@ def main() -> None:
     ap.add_argument("--scale", action="store_true", help="the large jobs, without SimGrid")
     ap.add_argument("--only", type=int, help="run one case (index)")
     ap.add_argument("--no-dag", action="store_true", help="skip the DAG check")
+    ap.add_argument("--scenario", help="a scenario file, through netsteer run")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--dag", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.scenario:
+        r = run_file(a.scenario)
+        res, st = r["result"], r["result"].get("streamed") or {}
+        if a.json:
+            print(json.dumps({"date": time.strftime("%Y-%m-%d"), **r}))
+        else:
+            print(f"{res['scenario']}: {res['flows']:,} flows ({st.get('messages_done', 0):,} messages "
+                  f"streamed, at most {st.get('peak_in_flight', 0):,} in flight), makespan "
+                  f"{res['makespan_s'] * 1e3:.3f} ms; wall {r['wall_s']:.1f} s (CPU {r['cpu_s']:.1f} s, "
+                  f"simulation {res['wall_s']:.1f} s), peak RSS {r['peak_rss_bytes'] / 2**20:.0f} MiB")
+        return
     cases = SCALE if a.scale else CASES
     if a.child is not None:
         print(json.dumps(child(cases[a.child], a.dag)))
