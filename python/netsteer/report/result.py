@@ -117,7 +117,7 @@ def result_dict(built, res) -> dict[str, Any]:
     out = {
         "scenario": built.name,
         "status": res.status,
-        "makespan_s": res.makespan_ns * 1e-9,
+        "makespan_s": max(res.makespan_ns, 0) * 1e-9,  # 0 when nothing finished (a stalled run), never -1 ns
         "jobs": job_summaries(built, res),
         "wall_s": res.wall_s,
         "topology": built.topology.summary(),
