@@ -122,6 +122,21 @@ def run_file(path: str) -> dict:
             "cpu_s": usage.ru_utime + usage.ru_stime}
 
 
+def _as_dag(path: str) -> str:
+    """A copy of scenario ``path`` with every MPI job's ``stream: false``."""
+    import tempfile
+
+    import yaml
+
+    data = yaml.safe_load(Path(path).read_text())
+    for job in data["jobs"]:
+        if "program" in job:
+            job["stream"] = False
+    out = Path(tempfile.mkdtemp()) / Path(path).name
+    out.write_text(yaml.safe_dump(data))
+    return str(out)
+
+
 def simgrid(case: dict) -> dict:
     from _peers import run_smpi_program
     from netsteer.traffic.placement import place
@@ -139,20 +154,30 @@ def main() -> None:
     ap.add_argument("--only", type=int, help="run one case (index)")
     ap.add_argument("--no-dag", action="store_true", help="skip the DAG check")
     ap.add_argument("--scenario", help="a scenario file, through netsteer run")
+    ap.add_argument("--compare-dag", action="store_true",
+                    help="with --scenario: run it again with every MPI job as a flow DAG (the peer)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--dag", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.scenario:
-        r = run_file(a.scenario)
-        res, st = r["result"], r["result"].get("streamed") or {}
+        runs = {"as given": run_file(a.scenario)}
+        if a.compare_dag:
+            runs["DAG"] = run_file(_as_dag(a.scenario))
+        for how, r in runs.items():
+            res, st = r["result"], r["result"].get("streamed") or {}
+            if not a.json:
+                print(f"{res['scenario']} ({how}): {res['flows']:,} flows ({st.get('messages_done', 0):,} "
+                      f"messages streamed, at most {st.get('peak_in_flight', 0):,} in flight), makespan "
+                      f"{res['makespan_s'] * 1e3:.3f} ms; wall {r['wall_s']:.1f} s (CPU {r['cpu_s']:.1f} s, "
+                      f"simulation {res['wall_s']:.1f} s), peak RSS {r['peak_rss_bytes'] / 2**20:.0f} MiB")
+        if "DAG" in runs and not a.json:
+            s_, d_ = runs["as given"], runs["DAG"]
+            print(f"streamed vs DAG: same makespan {s_['result']['makespan_s'] == d_['result']['makespan_s']}; "
+                  f"CPU {d_['cpu_s'] / s_['cpu_s']:.1f}x less, peak RSS "
+                  f"{d_['peak_rss_bytes'] / s_['peak_rss_bytes']:.1f}x less")
         if a.json:
-            print(json.dumps({"date": time.strftime("%Y-%m-%d"), **r}))
-        else:
-            print(f"{res['scenario']}: {res['flows']:,} flows ({st.get('messages_done', 0):,} messages "
-                  f"streamed, at most {st.get('peak_in_flight', 0):,} in flight), makespan "
-                  f"{res['makespan_s'] * 1e3:.3f} ms; wall {r['wall_s']:.1f} s (CPU {r['cpu_s']:.1f} s, "
-                  f"simulation {res['wall_s']:.1f} s), peak RSS {r['peak_rss_bytes'] / 2**20:.0f} MiB")
+            print(json.dumps({"date": time.strftime("%Y-%m-%d"), **runs}))
         return
     cases = SCALE if a.scale else CASES
     if a.child is not None:
