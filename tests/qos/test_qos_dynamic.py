@@ -1,0 +1,97 @@
+"""A priority change during a run goes through the controller core (a SetQos intent
+from the QoS controller, carried out by the sim driver) and takes effect then."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from qos_samples import two_flows
+
+from netsteer.control.intents import SetQos
+from netsteer.scenario import build_scenario, parse_scenario
+from netsteer.sim import run_scenario
+
+STRICT = """\
+max_vls: 2
+high_limit: 255
+vlarb_high: [[0, 4]]
+vlarb_low: [[1, 64]]
+classes:
+  - {name: app, sl: 0, jobs: [mpi]}
+  - {name: io, sl: 1, jobs: [io]}
+"""
+
+
+def _run(text):
+    built = build_scenario(parse_scenario(text))
+    return built, run_scenario(built, sample=False)
+
+
+def test_raising_io_to_mpi_sl_at_50ms():
+    # 0..50 ms: mpi alone on the link (strict high), io waits; then both on VL 0 share
+    # equally: mpi's last 50 MB take 100 ms (done at 150 ms), io has 50 MB left then,
+    # alone at 1 GB/s (done at 200 ms)
+    built, res = _run(two_flows(STRICT + "changes: [{at: 50ms, job: io, sl: 0}]\n"))
+    assert res.completion_ns.tolist() == [150_000_000, 200_000_000]
+    assert res.sent_bytes.tolist() == [1e8, 1e8]
+    qos = [e for e in res.applied_events if e["intent"] == "qos"]
+    assert qos == [{"intent": "qos", "job": "io", "sl": 0, "flows": 1, "hosts": 0, "tables": True,
+                    "at_s": 0.05, "done_s": 0.05}]
+    assert res.controller["qos"]["changes"][0]["job"] == "io"
+
+
+def test_without_change_strict_priority_holds():
+    built, res = _run(two_flows(STRICT))
+    assert res.completion_ns.tolist() == [100_000_000, 200_000_000]
+
+
+def test_lowering_mpi_mid_flow_keeps_bytes_sent():
+    # mpi moves to io's low SL at 30 ms with 30 MB sent: both on VL 1 from then, 70 MB
+    # left for mpi at 0.5 GB/s (done 170 ms), io 100 MB: 70 MB by 170 ms, 30 MB alone
+    built, res = _run(two_flows(STRICT + "changes: [{at: 30ms, job: mpi, sl: 1}]\n"))
+    assert res.completion_ns.tolist() == [170_000_000, 200_000_000]
+
+
+def test_bulk_noise_stays_background_and_its_stop_moves():
+    io = "bulk: [{src: 1, dst: 3, duration: 80ms}]"
+    built, res = _run(two_flows(STRICT + "changes: [{at: 20ms, job: io, sl: 0}]\n", io=io))
+    # from 20 ms the bulk flow shares VL 0 with mpi until it stops at 80 ms: mpi sends
+    # 20 MB, then 30 MB in 60 ms, then 50 MB alone: done at 130 ms
+    assert res.completion_ns[0] == 130_000_000
+    assert res.completion_ns[1] == 80_000_000 and res.sent_bytes[1] == pytest.approx(3e7)
+
+
+def test_change_for_flows_others_wait_for_is_refused(tmp_path):
+    mpi = """\
+max_vls: 2
+high_limit: 255
+vlarb_high: [[0, 4]]
+vlarb_low: [[1, 64]]
+classes: [{name: app, sl: 0, jobs: [mpi]}]
+changes: [{at: 1ms, job: mpi, sl: 1}]
+"""
+    text = two_flows(mpi).replace("flows: [{src: 0, dst: 3, bytes: 100MB}]",
+                                  "flows: [{id: a, src: 0, dst: 3, bytes: 100MB}, {src: 0, dst: 2, bytes: 1MB, after: [a]}]")
+    built, res = _run(text)
+    failed = [e for e in res.applied_events if e.get("failed")]
+    assert failed and "flows waiting for it" in failed[0]["failed"]
+    assert res.status == "done"
+
+
+def test_sim_driver_refuses_unknown_flow():
+    built = build_scenario(parse_scenario(two_flows(STRICT)))
+    from netsteer.sim.driver import SimDriver
+
+    drv = SimDriver(built.topology, built.routing, built.dag)
+    a = drv.apply(SetQos(sl=0, job="x", flows=(7,), config=built.qos.config))
+    assert a.failed == "flow 7 does not exist"
+
+
+def test_cli_reports_the_change(tmp_path, cli):
+    f = tmp_path / "s.yaml"
+    f.write_text(two_flows(STRICT + "changes: [{at: 50ms, job: io, sl: 0}]\n"))
+    code, out, err = cli("run", f, "--json", "--no-progress")
+    assert code == 0, err
+    d = json.loads(out)
+    assert [j["completion_s"] for j in d["jobs"]] == pytest.approx([0.15, 0.2], abs=1e-12)

@@ -1,0 +1,76 @@
+"""Bad QoS input: one line naming the file and the field, exit code 2."""
+
+from __future__ import annotations
+
+import pytest
+from qos_samples import two_flows
+
+BASE = """\
+max_vls: 4
+high_limit: 10
+vlarb_high: [[0, 4]]
+vlarb_low: [[1, 16], [2, 8], [3, 32]]
+sl2vl: [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3]
+classes:
+  - {name: app, sl: 0, jobs: [mpi]}
+  - {name: io, sl: 1, jobs: [io]}
+"""
+
+CASES = [
+    ("vlarb_low: [[1, 16], [2, 8], [3, 32]]", "vlarb_low: [[1, 16], [2, 256], [3, 32]]", "qos.vlarb_low",
+     "outside 0..255"),
+    ("vlarb_high: [[0, 4]]", "vlarb_high: [[5, 4]]", "qos.vlarb_high", "beyond max_vls 4"),
+    ("sl2vl: [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3]", "sl2vl: [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2]",
+     "qos.sl2vl", "15 entries"),
+    ("sl2vl: [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3]", "sl2vl: [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 9]",
+     "qos.sl2vl", "SL 15 is mapped to VL 9"),
+    # SL 1 is used by class io, but VL 1 has no weight anywhere
+    ("vlarb_low: [[1, 16], [2, 8], [3, 32]]", "vlarb_low: [[1, 0], [2, 8], [3, 32]]", "qos.classes.1.sl",
+     "maps to VL 1, which has no weight"),
+    ("  - {name: io, sl: 1, jobs: [io]}", "  - {name: io, sl: 1, jobs: [io]}\nchanges: [{at: 1ms, job: nobody, sl: 2}]",
+     "qos.changes.0.job", "'nobody', which does not exist"),
+    ("  - {name: io, sl: 1, jobs: [io]}", "  - {name: io, sl: 1, jobs: [iox]}", "qos.classes.1.jobs.0", "no job named"),
+    ("high_limit: 10", "high_limit: 10\nlimit: 3", "qos.limit", "unknown key"),
+    ("high_limit: 10", "high_limit: 256", "qos.high_limit", "255"),
+    ("vlarb_high: [[0, 4]]", "vlarb_high: '0:4,1'", "qos.vlarb_high", "not VL:weight"),
+    ("  - {name: io, sl: 1, jobs: [io]}", "  - {name: io, sl: 1, jobs: [io]}\n  - {name: io, sl: 2}",
+     "qos.classes.2.name", "used twice"),
+    ("max_vls: 4", "max_vls: 4\nports: {hca: {high_limit: 3}}", "qos.ports", "hca"),
+    ("max_vls: 4", "max_vls: 4\nports: {ca: {vlarb_low: [[7, 1]]}}", "qos.ports.ca.vlarb_low", "beyond max_vls"),
+]
+
+
+@pytest.mark.parametrize("old,new,field,reason", CASES, ids=[c[2] + ":" + c[3][:14] for c in CASES])
+def test_bad_qos_is_one_line_exit_2(tmp_path, cli, old, new, field, reason):
+    assert old in BASE
+    f = tmp_path / "s.yaml"
+    f.write_text(two_flows(BASE.replace(old, new, 1)))
+    code, out, err = cli("run", f, "--json", "--no-progress")
+    assert code == 2 and out == ""
+    line = err.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert f"{f}: {field}" in line, line
+    assert reason in line, line
+
+
+def test_good_base_runs(tmp_path, cli):
+    f = tmp_path / "s.yaml"
+    f.write_text(two_flows(BASE))
+    code, out, err = cli("run", f, "--json", "--no-progress")
+    assert code == 2 - 2, err
+
+
+def test_opensm_conf_without_qos_section(tmp_path, cli):
+    f = tmp_path / "s.yaml"
+    f.write_text(two_flows("").replace("qos:\n", ""))
+    code, out, err = cli("qos", "opensm-conf", f)
+    assert code == 2 and f"{f}: qos: the scenario has no qos section" in err
+
+
+def test_tune_unknown_class_and_bound(tmp_path, cli):
+    f = tmp_path / "s.yaml"
+    f.write_text(two_flows(BASE))
+    code, _, err = cli("qos", "tune", f, "--mpi", "app", "--io", "nope", "--max-slowdown", "1.1")
+    assert code == 2 and "--io: no class named 'nope'" in err
+    code, _, err = cli("qos", "tune", f, "--mpi", "app", "--io", "io", "--max-slowdown", "0.5")
+    assert code == 2 and "--max-slowdown" in err

@@ -1,0 +1,52 @@
+"""netsteer qos opensm-conf: the qos_* options hold the scenario's QoS, read back."""
+
+from __future__ import annotations
+
+import json
+
+from qos_samples import two_flows
+
+from netsteer.drivers.opensm.qos import parse_qos_conf
+
+QOS = """\
+max_vls: 4
+high_limit: 10
+vlarb_high: [[0, 4]]
+vlarb_low: [[1, 16], [2, 8], [3, 32]]
+sl2vl: [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3]
+ports:
+  ca: {high_limit: 255, vlarb_high: "0:40", vlarb_low: "1:2,2:4,3:8"}
+  sw0: {max_vls: 2, sl2vl: "0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1", vlarb_low: [[1, 64]]}
+classes:
+  - {name: app, sl: 0, jobs: [mpi]}
+  - {name: io, sl: 1, jobs: [io]}
+"""
+
+
+def test_opensm_conf_lines_hold_every_port_type(tmp_path, cli):
+    f = tmp_path / "s.yaml"
+    f.write_text(two_flows(QOS))
+    code, out, err = cli("qos", "opensm-conf", f, "--out", tmp_path / "osm")
+    assert code == 0, err
+    conf = parse_qos_conf((tmp_path / "osm" / "opensm.conf").read_text())
+    assert conf["qos"] == "TRUE"
+    assert conf["qos_max_vls"] == "4" and conf["qos_high_limit"] == "10"
+    assert conf["qos_vlarb_high"] == "0:4" and conf["qos_vlarb_low"] == "1:16,2:8,3:32"
+    assert conf["qos_sl2vl"] == ",".join(str(s % 4) for s in range(16))
+    # CA ports: their own limit and tables, the base SL2VL and VLs
+    assert conf["qos_ca_high_limit"] == "255" and conf["qos_ca_vlarb_high"] == "0:40"
+    assert conf["qos_ca_vlarb_low"] == "1:2,2:4,3:8" and conf["qos_ca_max_vls"] == "4"
+    assert conf["qos_sw0_max_vls"] == "2" and conf["qos_sw0_vlarb_low"] == "1:64"
+    assert conf["qos_sw0_sl2vl"] == ",".join(str(s % 2) for s in range(16))
+    # port types not overridden fall back to the base keys (OpenSM does the same)
+    assert not any(k.startswith(("qos_swe_", "qos_rtr_")) for k in conf)
+    assert not (tmp_path / "osm" / "partitions.conf").exists()
+
+
+def test_opensm_conf_json(tmp_path, cli):
+    f = tmp_path / "s.yaml"
+    f.write_text(two_flows(QOS))
+    code, out, err = cli("qos", "opensm-conf", f, "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["opensm_conf"]["qos_ca_vlarb_high"] == "0:40" and d["qos"]["sls_used"] == [0, 1]
