@@ -152,3 +152,23 @@ def test_a_cluster_the_user_started_runs_the_sweep_with_netsteer_run_makespans(w
         scenario = tmp_path / f"point{i}.yaml"
         scenario.write_text(point_scenario_text(sw.base_raw, p.overrides, p.seed))
         assert rows[p.key]["makespan_s"] == run_json(scenario)["makespan_s"]
+
+
+def test_ctrl_c_while_the_cluster_starts_leaves_no_folder(write_sweep, tmp_path):
+    path = write_sweep("""
+        base: base.yaml
+        grid: {routing.engine: [dmodk, minhop]}
+    """)
+    out = tmp_path / "out"
+    p = subprocess.Popen([sys.executable, "-m", "netsteer", "sweep", str(path), "--out", str(out), "--workers", "1",
+                          "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (out / ".sweep.lock").exists():  # the folder is claimed; the cluster starts next
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        time.sleep(0.01)
+    assert not (out / "results.parquet").exists()
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err
+    assert err == "netsteer: interrupted: stopped by signal SIGINT\n"  # no "resume" hint: nothing to resume
+    assert not out.exists()  # nothing recorded, nothing left

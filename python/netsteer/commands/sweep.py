@@ -106,7 +106,8 @@ def sweep_run(
             summary = run_sweep(sweep, out, scheduler=scheduler, workers=workers, retry_failed=retry_failed,
                                 progress=bar)
     except BaseException as exc:
-        if not isinstance(exc, (Exception, SystemExit)):  # Ctrl-C or a signal: the entry point sets the exit code
+        # Ctrl-C or a signal (the entry point sets the exit code): say where the sweep stands
+        if not isinstance(exc, (Exception, SystemExit)) and (out / "results.parquet").exists():
             err_console.print(f"netsteer: finished points are in {out / 'results.parquet'}; "
                               "run the same command again to resume", highlight=False, soft_wrap=True)
         raise

@@ -164,8 +164,8 @@ def run_sweep(
         raise NetsteerError(f"cannot make the results folder: {exc.strerror}", file=str(out), field="--out") from None
     try:
         return _run_into(sweep, out, scheduler, workers, client, retry_failed, progress)
-    except NetsteerError:
-        if created:  # refused before any point ran (a scheduler out of reach): leave no empty folder
+    except BaseException:
+        if created:  # refused (a scheduler out of reach) or interrupted before any point was recorded
             _remove_if_no_results(out)
         raise
 
