@@ -108,3 +108,20 @@ def test_dask_failures_are_lost_and_run_again(tmp_path):
     store.add("a", {}, {**killed, "makespan_s": None, "wall_s": None})
     store.add("b", {}, {**bug, "makespan_s": None, "wall_s": None})
     assert ResultStore(tmp_path / "results.parquet").finished() == {"b"}  # the lost point runs again
+
+
+def test_an_interrupted_rewrite_keeps_the_old_results_and_leaves_no_temporary_file(results, monkeypatch):
+    import netsteer.sweep.results as mod
+
+    before = pq.read_table(results.path).to_pylist()
+
+    def write_half_then_ctrl_c(table, where):
+        with open(where, "wb") as f:
+            f.write(b"PAR1 half a file")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(mod.pq, "write_table", write_half_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        results.add("new", {"routing.engine": "minhop", "jobs.0.ranks": 16, "seed": 1}, _result(9.0))
+    assert [p.name for p in results.path.parent.iterdir()] == ["results.parquet"]
+    assert pq.read_table(results.path).to_pylist() == before

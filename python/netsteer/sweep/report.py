@@ -78,7 +78,7 @@ def plot_against(summary: dict[str, Any], param: str, path: str | Path, *, title
     """The metric's mean (min-max bars) against ``param``, one line per combination
     of the other parameters; written as PNG atomically."""
     from ..report.plots import plt  # Agg backend, set once by the report package
-    from ..report.atomic import atomic_path
+    from ..report.atomic import atomic_file
 
     path = Path(path)
     others = [p for p in summary["params"] if p != param]
@@ -108,10 +108,11 @@ def plot_against(summary: dict[str, Any], param: str, path: str | Path, *, title
         ax.legend(fontsize="small", loc="best")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    tmp = atomic_path(path)
-    fig.savefig(tmp, format="png")
-    plt.close(fig)
-    tmp.replace(path)
+    try:
+        with atomic_file(path) as tmp:  # removed if the write fails or is interrupted
+            fig.savefig(tmp, format="png")
+    finally:
+        plt.close(fig)
     return path
 
 

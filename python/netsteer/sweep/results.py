@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import NetsteerError
-from ..report.atomic import atomic_path
+from ..report.atomic import atomic_file
 
 FIXED = ("point", "status", "error", "makespan_s", "wall_s", "cpu_s", "finished_at")
 FINISHED = ("done", "stalled", "failed")  # "lost" (its worker died too often) runs again
@@ -97,9 +97,8 @@ class ResultStore:
         cols = self.ordered_columns()
         rows = list(self.rows.values())
         table = pa.table({c: _array([r.get(c) for r in rows]) for c in cols})
-        tmp = atomic_path(self.path)
-        pq.write_table(table, tmp)
-        tmp.replace(self.path)
+        with atomic_file(self.path) as tmp:  # removed if the write fails or is interrupted
+            pq.write_table(table, tmp)
 
 
 def read_results(out: str | Path) -> ResultStore:
