@@ -1,0 +1,85 @@
+"""Against the real thing: OpenSM (-Q) on ibsim with netsteer's QoS; a job's priority
+changed through the controller core; the SL2VL and VL arbitration tables of a switch
+port and of an HCA port read back with smpquery hold what netsteer wrote."""
+
+from __future__ import annotations
+
+import pytest
+
+from netsteer.control.core import Inputs
+from netsteer.drivers.opensm.lids import read_guid2lid
+from netsteer.drivers.opensm.partitions import read_partitions_conf
+from netsteer.drivers.opensm.qos import qos_conf_lines
+from netsteer.drivers.opensm.qos_driver import OpenSmQosDriver
+from netsteer.drivers.opensm.runner import IbFabric, tools_available
+from netsteer.qos.config import parse_qos
+from netsteer.qos.controller import QosChanges
+from netsteer.qos.scenario import QosPlan
+from netsteer.topology.ibsim_net import read_ibsim_net, write_ibsim_net
+from netsteer.topology.pgft import pgft
+
+pytestmark = [pytest.mark.ib]
+
+BEFORE = {
+    "max_vls": 4, "high_limit": 10, "vlarb_high": [[0, 4]], "vlarb_low": [[1, 16], [2, 8], [3, 32]],
+    "sl2vl": [0, 1, 2, 3] * 4,
+    "ports": {"ca": {"high_limit": 255, "vlarb_high": "0:40", "vlarb_low": "1:2,2:4,3:8"}},
+    "classes": [{"name": "app", "sl": 2, "jobs": ["app"]}, {"name": "io", "sl": 1, "jobs": ["io"]}],
+}
+# the app's SL 2 goes to VL 0, in the high table on every port: its priority raised
+AFTER = {**BEFORE, "sl2vl": [0, 1, 0, 3] * 4, "vlarb_low": [[1, 16], [3, 32]],
+         "ports": {"ca": {"high_limit": 255, "vlarb_high": "0:40", "vlarb_low": "1:2,3:8"}}}
+
+
+@pytest.fixture
+def ib_tools():
+    missing = tools_available() + [t for t in ("smpquery",) if __import__("shutil").which(t) is None]
+    if missing:
+        pytest.skip(f"InfiniBand tools missing: {', '.join(missing)}")
+
+
+def _check_port(holds, port_cfg):
+    rows = holds["sl2vl"]
+    assert rows and all(v == port_cfg.sl2vl for v in rows.values())
+    assert holds["vlarb"]["low"] == [(v, w) for v, w in port_cfg.vlarb_low if w > 0]
+    assert holds["vlarb"].get("high", []) == [(v, w) for v, w in port_cfg.vlarb_high if w > 0]
+
+
+def test_priority_change_reaches_switch_and_hca_ports(tmp_path, ib_tools):
+    net = tmp_path / "fabric.net"
+    write_ibsim_net(pgft(2, [2, 2], [1, 2], link_bandwidth=32e9, link_latency_ns=100), net)
+    topo = read_ibsim_net(net)
+    conf, parts = tmp_path / "opensm-qos.conf", tmp_path / "partitions.conf"
+    before, after = parse_qos(BEFORE), parse_qos(AFTER)
+    conf.write_text(qos_conf_lines(before))
+    parts.write_text("Default=0x7fff : ALL, SELF=full ;\n")
+    with IbFabric(net, tmp_path / "run", engine="minhop", partitions=parts,
+                  opensm_args=("-Q", "-F", str(conf))) as fab:
+        lids = read_guid2lid(fab.guid2lid, topo)
+        leaf = next(int(s) for s in topo.switches if topo.node_names[int(s)].startswith("s1_"))
+        host = int(topo.hosts[0])
+        drv = OpenSmQosDriver(fab, conf, topo, partitions=parts)
+        _check_port(drv.holds(int(lids.lid[leaf]), 1), before.port("swe"))
+        _check_port(drv.holds(int(lids.lid[host]), 1), before.port("ca"))
+        # the controller moves job app (hosts 0 and 1) to SL 2 with the new tables
+        plan = QosPlan(after, None, [(0, "app", (), 2)])
+        ctl = QosChanges(plan)
+        intents = ctl.decide(Inputs(drv.now, drv.view()))
+        intents = [type(i)(sl=i.sl, job=i.job, hosts=(0, 1), config=i.config) for i in intents]
+        applied = [drv.apply(i) for i in intents]
+        assert [a.failed for a in applied] == [None]
+        _check_port(drv.holds(int(lids.lid[leaf]), 1), after.port("swe"))
+        _check_port(drv.holds(int(lids.lid[host]), 1), after.port("ca"))
+        # the job's partition carries its SL, as OpenSM reads the file
+        written = {p.name: p for p in read_partitions_conf(parts, topo)}
+        assert written["app"].flags["sl"] == 2
+        assert sorted(written["app"].members) == sorted(int(topo.hosts[h]) for h in (0, 1))
+        assert "SUBNET UP" in fab.opensm_log.read_text()
+
+
+def test_driver_refuses_other_intents(tmp_path):
+    from netsteer.control.intents import SetLinks
+
+    drv = OpenSmQosDriver(None, tmp_path / "c.conf", pgft(1, [2], [1], link_bandwidth=1e9, link_latency_ns=0))
+    a = drv.apply(SetLinks((0,), up=False))
+    assert a.failed == "the opensm QoS driver applies SetQos intents, not SetLinks"
