@@ -25,5 +25,5 @@ command -v cargo >/dev/null 2>&1 || { echo "setup: cargo (Rust) is required" >&2
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip 'maturin>=1.5,<2'
 # builds the Rust extension (release) through maturin and installs netsteer editable
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,openflow]'
 echo "setup: ok ($(.venv/bin/netsteer --version))"
