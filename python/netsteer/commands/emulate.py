@@ -29,6 +29,13 @@ def _say(quiet: bool):
     return (lambda msg: None) if quiet else (lambda msg: err_console.print(f"[dim]{msg}[/dim]"))
 
 
+def _check_channel(channel: str) -> None:
+    from ..emulate.run import CHANNELS
+
+    if channel not in CHANNELS:
+        raise NetsteerError(f"{channel!r} is not a channel; there is {', '.join(CHANNELS)}", field="--channel")
+
+
 def _write(out: Path | None, rep: dict) -> None:
     if out is None:
         return
@@ -42,6 +49,7 @@ def emulate_cmd(
     scenario: Path = typer.Argument(..., help="Scenario YAML file with a hybrid topology and controller."),
     time_scale: float = typer.Option(1.0, "--time-scale", help="Multiply every scenario time (durations, schedule)."),
     udp: Optional[str] = typer.Option(None, "--udp", help="Send UDP at this rate (e.g. 500Mbps): iperf3 counts lost packets."),
+    channel: str = typer.Option("osken", "--channel", help="How the driver reaches the switches: osken (the os-ken application) or ofctl (ovs-ofctl)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the JSON report to this file."),
 ) -> None:
@@ -52,6 +60,7 @@ def emulate_cmd(
 
     if not time_scale > 0:
         raise NetsteerError(f"must be above 0, not {time_scale}", field="--time-scale")
+    _check_channel(channel)
     if out is not None:
         from ..report.atomic import check_writable
 
@@ -63,7 +72,7 @@ def emulate_cmd(
         except (ValueError, TypeError) as exc:
             raise NetsteerError(f"not a rate: {exc}", field="--udp") from None
     built = build_scenario(load_scenario(scenario))
-    rep = emulate(built, time_scale=time_scale, udp_bps=udp_bps, progress=_say(as_json))
+    rep = emulate(built, time_scale=time_scale, udp_bps=udp_bps, channel=channel, progress=_say(as_json))
     _write(out, rep)
     if as_json:
         typer.echo(json.dumps(rep))
@@ -89,6 +98,7 @@ def reproduce_emulated(
     period: float = typer.Option(2.0, "--period", help="With --emulate: seconds between reconfigurations (the source: 10)."),
     duration: float = typer.Option(6.0, "--duration", help="With --emulate: seconds per run."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="With --emulate: write the JSON report here."),
+    channel: str = typer.Option("osken", "--channel", help="With --emulate: osken (the os-ken application) or ofctl (ovs-ofctl)."),
 ) -> None:
     """Reproduce a source document's evaluation (``--emulate NAME``: on real switches)."""
     if emulate is None:
@@ -103,6 +113,7 @@ def reproduce_emulated(
         counts = tuple(int(x) for x in rules.split(","))
     except ValueError:
         raise NetsteerError(f"not a comma-separated list of integers: {rules!r}", field="--rules") from None
+    _check_channel(channel)
     if any(n < 0 or n > 100_000 for n in counts):
         raise NetsteerError("each count must be 0..100000", field="--rules")
     if not 0.5 <= period <= 30 or not period * 1.5 <= duration <= 60:
@@ -113,7 +124,7 @@ def reproduce_emulated(
         check_writable(out, field="--out")
     from ..emulate.hybrid_reconfig import run
 
-    rep = run(rules=counts, period_s=period, duration_s=duration, progress=_say(as_json))
+    rep = run(rules=counts, period_s=period, duration_s=duration, channel=channel, progress=_say(as_json))
     _write(out, rep)
     if as_json:
         typer.echo(json.dumps(rep))

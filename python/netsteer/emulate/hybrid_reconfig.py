@@ -49,13 +49,13 @@ def _built(data):
 
 
 def emulated_run(rules: int, mode: str, *, period_s: float, duration_s: float, rate_div: float,
-                 udp_fraction: float = 0.5, progress=lambda msg: None) -> dict[str, Any]:
+                 udp_fraction: float = 0.5, channel: str = "osken", progress=lambda msg: None) -> dict[str, Any]:
     from .run import controller_share, emulate
 
     data = scenario(rules, mode, period_s=period_s, duration_s=duration_s, rate_div=rate_div)
     core_bps = float(data["topology"]["core_bandwidth"].removesuffix("Mbps")) * 1e6
-    udp = emulate(_built(data), udp_bps=udp_fraction * core_bps, progress=progress)
-    tcp = emulate(_built(data), progress=progress)
+    udp = emulate(_built(data), udp_bps=udp_fraction * core_bps, channel=channel, progress=progress)
+    tcp = emulate(_built(data), channel=channel, progress=progress)
     shares = controller_share(udp["controller"], udp["pushes"]) + controller_share(tcp["controller"], tcp["pushes"])
     delays = [s["delay_s"] for s in shares if s["delay_s"] is not None]
     ctl = [s["controller_delay_s"] for s in shares if s["delay_s"] is not None]
@@ -95,16 +95,17 @@ def simulated(rules: int, mode: str, rule_time_s: float | None, *, period_s: flo
 
 
 def run(*, rules=(100, 5000), modes=MODES, period_s: float = 2.0, duration_s: float = 6.0, rate_div: float = 100.0,
-        progress: Callable[[str], None] = lambda msg: None) -> dict[str, Any]:
+        channel: str = "osken", progress: Callable[[str], None] = lambda msg: None) -> dict[str, Any]:
     """Every (rules, mode) run, emulated and simulated: ``{"iperf": [...], ...}``."""
     out = []
     for n in rules:
         for mode in modes:
             progress(f"{n} rules, {mode}")
-            e = emulated_run(n, mode, period_s=period_s, duration_s=duration_s, rate_div=rate_div, progress=progress)
+            e = emulated_run(n, mode, period_s=period_s, duration_s=duration_s, rate_div=rate_div, channel=channel,
+                             progress=progress)
             s = simulated(n, mode, e["rule_time_s"], period_s=period_s, duration_s=duration_s, rate_div=rate_div)
             e["simulated"] = s
             e["difference"] = {k: (None if e[k] is None or s[k] is None else e[k] - s[k]) for k in ("avg_gbps", "delay_s")}
             out.append(e)
-    return {"iperf": out, "period_s": period_s, "duration_s": duration_s, "rate_divisor": rate_div,
+    return {"iperf": out, "channel": channel, "period_s": period_s, "duration_s": duration_s, "rate_divisor": rate_div,
             "goal_controller_delay_s": 0.1}

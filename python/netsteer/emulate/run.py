@@ -12,6 +12,7 @@ Scenario times (flow durations, scheduled reconfigurations) are multiplied by
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -20,8 +21,9 @@ from typing import Any, Callable
 from ..errors import NetsteerError
 from ..drivers.openflow import OpenFlowDriver, run_wall_loop
 from ..drivers.openflow.flows import HybridLayout
+from ..drivers.openflow.osken import OskenController, OskenSwitch
 from ..drivers.openflow.switch import OfctlSwitch
-from .testbed import Testbed, iperf_json, wait_port
+from .testbed import Testbed, dpid_of, iperf_json, wait_port
 
 MAX_RUN_S = 120.0  # one emulated run on a shared machine
 FIRST_PORT = 5201
@@ -70,8 +72,31 @@ def scale_controller(hybrid, time_scale: float) -> None:
             r["until"] = int(r["until"] * time_scale)
 
 
+CHANNELS = ("osken", "ofctl")
+
+
+@contextmanager
+def open_switches(tb: Testbed, channel: str = "osken", switch_factory: Callable[[str], Any] | None = None):
+    """The testbed's switches behind the driver's switch interface: through the
+    os-ken application (default), through ``ovs-ofctl``, or made by ``switch_factory``
+    (bridge name -> switch; tests)."""
+    if switch_factory is not None:
+        yield {n: switch_factory(br) for n, br in tb.bridges.items()}
+        return
+    if channel == "ofctl":
+        yield {n: OfctlSwitch(br) for n, br in tb.bridges.items()}
+        return
+    if channel != "osken":
+        raise NetsteerError(f"{channel!r} is not a channel; there is {', '.join(CHANNELS)}", field="channel")
+    with OskenController() as ctl:
+        tb.connect(ctl.port)
+        ctl.wait_connected([dpid_of(n) for n in tb.bridges])
+        yield {n: OskenSwitch(br, ctl, dpid_of(n)) for n, br in tb.bridges.items()}
+
+
 def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, controller=None,
-            switch_factory: Callable[[str], Any] = OfctlSwitch, progress=lambda msg: None) -> dict[str, Any]:
+            channel: str = "osken", switch_factory: Callable[[str], Any] | None = None,
+            progress=lambda msg: None) -> dict[str, Any]:
     """Run ``built`` (a hybrid :class:`netsteer.scenario.BuiltScenario`) for real.
 
     Parameters
@@ -83,6 +108,8 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
         by their sequence numbers.
     controller : Controller, optional
         Default: the scenario's hybrid controller.
+    channel : {"osken", "ofctl"}
+        How the driver reaches the switches (:func:`open_switches`).
 
     Returns
     -------
@@ -108,9 +135,10 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
         raise NetsteerError(f"the run would last {end_s:.0f} s; at most {MAX_RUN_S:.0f} s here (lower --time-scale)",
                             field="time_scale")
     layout = HybridLayout.of(topo, built.routing)
-    with Testbed(topo, progress=progress) as tb:
-        progress(f"rates x {tb.scale:g}, times x {time_scale:g}")
-        switches = {n: switch_factory(br) for n, br in tb.bridges.items()}
+    if channel not in CHANNELS:
+        raise NetsteerError(f"{channel!r} is not a channel; there is {', '.join(CHANNELS)}", field="channel")
+    with Testbed(topo, progress=progress) as tb, open_switches(tb, channel, switch_factory) as switches:
+        progress(f"rates x {tb.scale:g}, times x {time_scale:g}, switches through {channel}")
         drv = OpenFlowDriver(topo, layout, switches, hybrid.initial_state(), end_s=end_s + 0.5)
         try:
             servers, clients = [], []
@@ -139,7 +167,8 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
         finally:
             drv.close()
         return {
-            "status": status, "scale": tb.scale, "time_scale": time_scale, "duration_s": end_s,
+            "status": status, "channel": "custom" if switch_factory else channel, "testbed": tb.prefix,
+            "scale": tb.scale, "time_scale": time_scale, "duration_s": end_s,
             "flows": results, "controller": hybrid.report(), "pushes": drv.pushes,
             "counters": {"port_bytes": counters.port_bytes.tolist(),
                          "pair_bytes": None if counters.pair_bytes is None else counters.pair_bytes.tolist()},

@@ -85,6 +85,15 @@ def check_machine(topo, max_hosts: int = MAX_HOSTS) -> float:
     return scale
 
 
+def dpid_of(node: int) -> int:
+    """The datapath id of the bridge of topology node ``node`` (never 0).
+
+    >>> hex(dpid_of(5))
+    '0x4e5300000005'
+    """
+    return 0x4E5300000000 + node
+
+
 def host_mac(h: int) -> str:
     return "02:4e:%02x:%02x:%02x:%02x" % (h >> 24 & 255, h >> 16 & 255, h >> 8 & 255, h & 255)
 
@@ -140,7 +149,8 @@ class Testbed:
         for node in range(n, t.n_nodes):
             br = f"{self.prefix}s{node}"
             _run("ovs-vsctl", "add-br", br, "--", "set", "bridge", br, "datapath_type=netdev", "fail_mode=secure",
-                 "protocols=OpenFlow13,OpenFlow14", "other-config:disable-in-band=true")
+                 "protocols=OpenFlow13,OpenFlow14", "other-config:disable-in-band=true",
+                 f"other-config:datapath-id={dpid_of(node):016x}")
             self.bridges[node] = br
         self.progress(f"{n} namespaces, {len(self.bridges)} bridges")
         vsctl = []
@@ -181,6 +191,19 @@ class Testbed:
                     for o, ip in enumerate(self.ips) if o != h]
             if cmds:
                 _run("ip", "-n", ns, "-batch", "-", input="\n".join(cmds) + "\n")
+
+    def connect(self, port: int, nodes=None) -> None:
+        """Point the bridges of ``nodes`` (default: all) at a controller on loopback
+        ``port``; a lost connection is retried within a second (``max_backoff``)."""
+        for node in sorted(self.bridges) if nodes is None else nodes:
+            br = self.bridges[node]
+            _run("ovs-vsctl", "set-controller", br, f"tcp:127.0.0.1:{port}", "--",
+                 "set", "controller", br, "max_backoff=1000", "connection_mode=out-of-band")
+
+    def disconnect(self, node: int) -> None:
+        """Remove the bridge's controller: its OpenFlow connection drops (fail_mode
+        secure keeps its flows)."""
+        _run("ovs-vsctl", "del-controller", self.bridges[node])
 
     def exec(self, h: int, *cmd: str) -> list[str]:
         """A command line that runs ``cmd`` in host ``h``'s namespace."""

@@ -1,0 +1,204 @@
+"""The os-ken application: netsteer's OpenFlow controller process.
+
+Started by :class:`.osken.OskenController` as ``python -m
+netsteer.drivers.openflow.osken_app PORT FD``: os-ken (eventlet, monkey-patched in
+this process only) listens for switches on ``127.0.0.1:PORT`` and this app takes
+requests from the driver's process on the socket ``FD``, one JSON object a line:
+
+``{"id": 1, "op": "bundle", "dpid": 5, "lines": [...]}``
+    one atomic bundle (open, adds, commit); answers ``{"id": 1}`` or
+    ``{"id": 1, "error": "..."}`` with the switch's own error words;
+``{"op": "ports", "dpid": 5}`` / ``{"op": "flows", "dpid": 5, "table": 0}``
+    port statistics (``{"ports": {port: [rx_bytes, tx_bytes]}}``) and flow
+    statistics (``{"flows": {match: n_bytes}}``);
+``{"op": "connected"}``
+    the datapath ids connected now.
+
+Every request runs in its own green thread, so bundles to many switches are in
+flight at once. A switch that is not connected, or that does not answer within
+``timeout`` seconds, fails the request (the driver rolls back and re-syncs).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from os_ken.base import app_manager
+from os_ken.controller import ofp_event
+from os_ken.controller.handler import DEAD_DISPATCHER, MAIN_DISPATCHER, set_ev_cls
+from os_ken.lib import hub
+from os_ken.ofproto import ofproto_v1_4 as ofp
+
+from .ofmsg import Encoder, match_text
+
+TIMEOUT_S = 10.0
+_CHANNEL_FD = None  # set by main() before the app is made
+
+
+class NetsteerApp(app_manager.OSKenApp):
+    OFP_VERSIONS = [ofp.OFP_VERSION]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        import socket
+        self.sock = socket.socket(fileno=_CHANNEL_FD)  # green: eventlet patched socket
+        self.dps: dict[int, object] = {}
+        # (dpid, xid) -> ([event, replies, errors], whether its replies answer the request)
+        self.waiting: dict[tuple[int, int], tuple[list, bool]] = {}
+        self.encoder = Encoder()
+        self.bundle_ids = 0
+        self.threads.append(hub.spawn(self._serve))
+
+    # -- switches ------------------------------------------------------------------
+
+    @set_ev_cls(ofp_event.EventOFPStateChange, [MAIN_DISPATCHER, DEAD_DISPATCHER])
+    def _state(self, ev):
+        dp = ev.datapath
+        if ev.state == MAIN_DISPATCHER:
+            self.dps[dp.id] = dp
+        elif dp.id is not None and self.dps.get(dp.id) is dp:
+            del self.dps[dp.id]
+            for (dpid, _), (w, _answer) in list(self.waiting.items()):
+                if dpid == dp.id:
+                    w[2].append("disconnected")
+                    w[0].set()
+
+    def _wake(self, ev, error: str | None = None):
+        msg = ev.msg
+        w = self.waiting.get((msg.datapath.id, msg.xid))
+        if w is None:
+            return
+        w, answer = w
+        if error is None and not answer:
+            return  # a reply on the way (a bundle's open): only its commit answers
+        if error is not None:
+            w[2].append(error)
+            w[0].set()
+            return
+        w[1].append(msg)
+        if not (getattr(msg, "flags", 0) & ofp.OFPMPF_REPLY_MORE):
+            w[0].set()
+
+    @set_ev_cls(ofp_event.EventOFPErrorMsg, MAIN_DISPATCHER)
+    def _error(self, ev):
+        m = ev.msg
+        names = ofp.ofp_error_code_to_str(m.type, m.code) if hasattr(ofp, "ofp_error_code_to_str") else ""
+        self._wake(ev, f"OpenFlow error type {m.type} code {m.code} {names}".strip())
+
+    @set_ev_cls(ofp_event.EventOFPBundleCtrlMsg, MAIN_DISPATCHER)
+    def _bundle(self, ev):
+        self._wake(ev)
+
+    @set_ev_cls(ofp_event.EventOFPPortStatsReply, MAIN_DISPATCHER)
+    def _ports(self, ev):
+        self._wake(ev)
+
+    @set_ev_cls(ofp_event.EventOFPFlowStatsReply, MAIN_DISPATCHER)
+    def _flows(self, ev):
+        self._wake(ev)
+
+    def _ask(self, dpid: int, chunks: list[bytes], xid: int, also: range = range(0)) -> list:
+        """Send ``chunks``; wait for the replies to ``xid`` (errors of ``also`` count too)."""
+        dp = self.dps.get(dpid)
+        if dp is None:
+            raise RuntimeError("not connected")
+        w = [hub.Event(), [], []]
+        keys = [(dpid, xid)] + [(dpid, x) for x in also]
+        for k in keys:
+            self.waiting[k] = (w, k[1] == xid)
+        try:
+            dp.send(b"".join(chunks))  # one write: the bundle goes out as one stream
+            if not w[0].wait(timeout=TIMEOUT_S):
+                raise RuntimeError(f"no answer within {TIMEOUT_S:g} s")
+            if w[2]:
+                raise RuntimeError("; ".join(w[2]))
+            return w[1]
+        finally:
+            for k in keys:
+                self.waiting.pop(k, None)
+
+    def _next_xid(self, dpid: int, n: int) -> int:
+        dp = self.dps.get(dpid)
+        if dp is None:
+            raise RuntimeError("not connected")
+        first = (dp.xid + 1) & 0x7FFFFFFF or 1
+        dp.xid = first + n
+        return first
+
+    # -- requests -------------------------------------------------------------------
+
+    def _handle(self, req: dict) -> dict:
+        op, dpid = req["op"], req.get("dpid")
+        if op == "connected":
+            return {"dpids": sorted(self.dps)}
+        if op == "bundle":
+            lines = req["lines"]
+            first = self._next_xid(dpid, len(lines) + 2)
+            self.bundle_ids += 1
+            chunks = self.encoder.bundle(lines, self.bundle_ids, first)
+            commit = first + len(lines) + 1
+            replies = self._ask(dpid, chunks, commit, also=range(first, commit))
+            if not any(r.type == ofp.OFPBCT_COMMIT_REPLY for r in replies):
+                raise RuntimeError("bundle not committed")
+            return {}
+        if op == "ports":
+            xid = self._next_xid(dpid, 1)
+            dp = self.dps[dpid]
+            req_ = dp.ofproto_parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY)
+            req_.set_xid(xid)
+            req_.serialize()
+            out = {}
+            for r in self._ask(dpid, [bytes(req_.buf)], xid):
+                for s in r.body:
+                    if s.port_no <= ofp.OFPP_MAX:
+                        out[s.port_no] = [s.rx_bytes, s.tx_bytes]
+            return {"ports": out}
+        if op == "flows":
+            xid = self._next_xid(dpid, 1)
+            dp = self.dps[dpid]
+            req_ = dp.ofproto_parser.OFPFlowStatsRequest(dp, table_id=req["table"])
+            req_.set_xid(xid)
+            req_.serialize()
+            out, n = {}, 0
+            for r in self._ask(dpid, [bytes(req_.buf)], xid):
+                for s in r.body:
+                    out[match_text(s.match)] = out.get(match_text(s.match), 0) + s.byte_count
+                    n += 1
+            return {"flows": out, "n": n}
+        raise RuntimeError(f"unknown request {op!r}")
+
+    def _run(self, req: dict) -> None:
+        try:
+            out = self._handle(req)
+        except Exception as exc:  # every failure goes back to the driver as words
+            out = {"error": str(exc) or type(exc).__name__}
+        out["id"] = req["id"]
+        self.sock.sendall((json.dumps(out) + "\n").encode())
+
+    def _serve(self) -> None:
+        buf = b""
+        while True:
+            data = self.sock.recv(1 << 20)
+            if not data:  # the driver's process is gone: stop
+                import os
+                os._exit(0)
+            buf += data
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                hub.spawn(self._run, json.loads(line))
+
+
+def main(argv: list[str]) -> None:
+    global _CHANNEL_FD
+    hub.patch(thread=False)
+    from os_ken import cfg
+    port, _CHANNEL_FD = int(argv[0]), int(argv[1])
+    cfg.CONF(args=[], project="os_ken")
+    cfg.CONF.set_override("ofp_listen_host", "127.0.0.1")
+    cfg.CONF.set_override("ofp_tcp_listen_port", port)
+    app_manager.AppManager.run_apps(["os_ken.controller.ofp_handler", __name__])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
