@@ -136,7 +136,13 @@ class SimDriver:
             self.overlay.push(1, rules)
             self.overlay.tag((t, p, v) for (t, p), v in tags.items())
         self.engine = Engine(capacity, latency, sharing, tcp_gamma)
-        if sample_interval_ns > 0:
+        # streamed jobs drain the engine between steps, and the engine samples again at
+        # each restart (thousands of extra rows): with them, samples are taken here
+        self._sample_every = int(sample_interval_ns) if mpi_jobs else 0
+        self._sample_times: list[int] = []
+        self._sample_rows: list[np.ndarray] = []
+        self._next_sample = 0
+        if sample_interval_ns > 0 and not mpi_jobs:
             self.engine.set_sample_interval(int(sample_interval_ns))
         self.down: set[int] = set()
         self.applied: list[Applied] = []
@@ -395,7 +401,55 @@ class SimDriver:
         except ValueError as exc:
             raise NetsteerError(str(exc), field="flows") from None
 
+    def samples(self) -> tuple[np.ndarray, np.ndarray]:
+        """Counter sample times and rows [samples, channels] (the engine's, or taken here)."""
+        if not self._sample_every:
+            return self.engine.samples()
+        n = len(self._sample_rows[0]) if self._sample_rows else 0
+        rows = np.array(self._sample_rows) if self._sample_rows else np.zeros((0, n))
+        return np.asarray(self._sample_times, dtype=np.int64), rows
+
+    def _sample(self) -> None:
+        if self._sample_times and self._sample_times[-1] == self.now:
+            return
+        from ..limits import current
+
+        row = self.engine.channel_bytes()
+        limit = current().max_sample_values
+        if (len(self._sample_rows) + 1) * len(row) > limit:
+            raise MemoryError(
+                f"the port counters reached the limit of {limit} values ({len(self._sample_rows)} samples "
+                f"of {len(row)} channels) before the run ended; use a longer sample_interval, or raise "
+                "--max-memory or NETSTEER_MAX_MEMORY")
+        self._sample_times.append(self.now)
+        self._sample_rows.append(row)
+
+    def _run_sampled(self, until: int | None) -> str:
+        """:meth:`_run` stopping at every sample time; a stall ends the sampling (nothing
+        moves), so a run cut off for good ends instead of sampling on."""
+        while True:
+            target = self._next_sample if until is None else min(until, self._next_sample)
+            status = self._run_chunks(target)
+            if status in ("done", "stalled"):
+                self._sample()  # the last one: the counters hold every byte
+                return status
+            if self.now >= self._next_sample:
+                self._sample()
+                self._next_sample = self.now + self._sample_every
+                idle = self.engine.run(None, 0)
+                if idle != "budget":
+                    if until is None:
+                        return idle
+                    self._next_sample = max(self._next_sample, until)  # flat until the caller acts
+            if until is not None and self.now >= until:
+                return "until"
+
     def _run(self, until: int | None) -> str:
+        if self._sample_every:
+            return self._run_sampled(until)
+        return self._run_chunks(until)
+
+    def _run_chunks(self, until: int | None) -> str:
         while True:
             status = self.engine.run(until, _CHUNK)
             if self.progress is not None:

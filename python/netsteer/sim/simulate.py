@@ -82,7 +82,7 @@ def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
     makespan = int(completion.max()) if len(completion) else 0
     if mpi is not None:
         makespan = max([makespan] + [c for c, _ in mpi["jobs"]])
-    times, samples = eng.samples()
+    times, samples = driver.samples()
     names = driver.topo.node_names
     events = [a.as_dict(names) for a in driver.applied]
     history = controller.all_history if isinstance(controller, ControllerStack) else controller.history
