@@ -360,8 +360,7 @@ class HybridController(Controller):
         return [c for r in self._active_requests if r is not exclude for c in r.get("circuits", ())]
 
     def _plan(self, demand: np.ndarray, pinned=()):
-        plan = plan_circuits(demand, self.planes, self.capacity_gbps, hops=self.hops, pinned=pinned)
-        return plan if pinned else self._align(plan)
+        return plan_circuits(demand, self.planes, self.capacity_gbps, hops=self.hops, pinned=pinned)
 
     def _align(self, plan):
         """The plan with its circuit switches relabelled to keep as many circuits of the
@@ -382,7 +381,9 @@ class HybridController(Controller):
         if all(i == j for i, j in to.items()):
             return plan
         move = lambda c: Circuit(to[c.ocs], c.a, c.b)  # noqa: E731
-        paths = tuple(replace(p, circuits=tuple(move(c) for c in p.circuits)) for p in plan.paths)
+        paths = plan.paths
+        if self.hops > 1:  # single-hop paths are derived from the circuits again
+            paths = tuple(replace(p, circuits=tuple(move(c) for c in p.circuits)) for p in plan.paths)
         return replace(plan, circuits=tuple(sorted((move(c) for c in plan.circuits), key=lambda c: (c.ocs, c.a, c.b))),
                        paths=paths)
 
@@ -439,6 +440,8 @@ class HybridController(Controller):
         return plan, cur, new
 
     def _queue_plan(self, trigger: str, plan) -> None:
+        if not self._pinned():  # pinned circuits keep their switches
+            plan = self._align(plan)
         self._queue.append((trigger, frozenset(plan.circuits), plan.paths if self.hops > 1 else None))
 
     def _periodic(self, inp: Inputs) -> None:

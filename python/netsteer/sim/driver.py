@@ -290,7 +290,7 @@ class SimDriver:
             self._schedule(lit_at, "lit", tuple(int(x) for x in dark))
         self._reports.append(NetworkChanged(now, "circuits", tuple(int(x) for x in dark), False))
         if self._overlay_active():
-            self._repath()
+            self._repath(overlay_only=True)
         return lit_at if len(dark) else now
 
     def _rules_per_switch(self, intent, now: int) -> list[int]:
@@ -335,7 +335,7 @@ class SimDriver:
             self.down.difference_update(payload)
             self._reports.append(NetworkChanged(self.now, "circuits", payload, True))
             if self._overlay_active():
-                self._repath()
+                self._repath(overlay_only=True)
         elif what == "overlay":
             ov = self.overlay
             if isinstance(payload, PushRules):
@@ -344,7 +344,7 @@ class SimDriver:
                 ov.remove(payload.priority, payload.pairs)
             else:
                 ov.tag(payload.ports)
-            self._repath()
+            self._repath(overlay_only=True)
 
     # -- hooks for dataplanes built on this driver (netsteer.unisonflow) ----------
 
@@ -365,10 +365,24 @@ class SimDriver:
     def _overlay_active(self) -> bool:
         return self.overlay is not None and any(self.overlay.rules.values())
 
-    def _repath(self) -> None:
+    def _repath(self, overlay_only: bool = False) -> None:
+        """Give unfinished flows the paths the network has now. ``overlay_only``: only
+        rules, tags or circuits changed, so only flows of rack pairs whose circuit paths
+        changed move (at 320 racks, re-pathing every flow dominated a reconfiguration)."""
         flows = self.engine.unfinished_flows().astype(np.int64)
         # streamed messages keep the path the engine's router gave them
         flows = flows[flows < self._n]
+        if self.overlay is not None:
+            now_choices = self.overlay.choices(self.circuits.as_dict())
+            before, self._choices = getattr(self, "_choices", None), now_choices
+            if overlay_only and before is not None:
+                changed = {k for k in before.keys() | now_choices.keys() if before.get(k) != now_choices.get(k)}
+                if not changed:
+                    return
+                c = self.dag.columns()
+                r = self.overlay.rack_of_host
+                pairs = r[c.src[flows]] * (int(r.max()) + 1) + r[c.dst[flows]]
+                flows = flows[np.isin(pairs, [a * (int(r.max()) + 1) + b for a, b in changed])]
         if not len(flows):
             return
         offsets, channels = self._flow_paths(flows)

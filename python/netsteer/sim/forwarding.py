@@ -15,6 +15,8 @@ costs.
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import numpy as np
 
 from ..control.intents import PairRule, VlanPath
@@ -86,35 +88,54 @@ class VlanOverlay:
             out += [int(self.topo.out_channel[tor_a, tport]), int(self.topo.out_channel[ocs, pb])]
         return out
 
-    def override(self, src_hosts, dst_hosts, flow_ids, base_offsets, base_channels, circuits):
+    def choices(self, circuits) -> dict[tuple[int, int], tuple]:
+        """Every rack pair with a rule in force: its paths as ``((weight, hops), ...)``,
+        hops the ToR-to-ToR channels (or the blackhole where a path is not there)."""
+        keys = {k for rules in self.rules.values() for k in rules}
+        out = {}
+        for a, b in keys:
+            rule = self.active(a, b)
+            if rule is not None:
+                out[(a, b)] = tuple((w, tuple(h)) for w, h in _choices(rule, self, circuits))
+        return out
+
+    def override(self, src_hosts, dst_hosts, flow_ids, base_offsets, base_channels, circuits, choices=None):
         """Replace the base paths of flows whose rack pair has circuit paths.
 
         Returns new CSR ``(offsets, channels)``. A flow keeps its first channel (host
-        to ToR) and last channel (ToR to host) from the base path.
+        to ToR) and last channel (ToR to host) from the base path. ``choices``: what
+        :meth:`choices` gives for ``circuits``, if already known.
         """
         src_r = self.rack_of_host[np.asarray(src_hosts)]
         dst_r = self.rack_of_host[np.asarray(dst_hosts)]
         if not any(self.rules.values()):
             return base_offsets, base_channels
+        if choices is None:
+            choices = self.choices(circuits)
+        # per pair: cumulative weights and each path's hops, for a stable per-flow pick
+        picks = {}
+        for key, opts in choices.items():
+            if not opts:
+                continue  # a rule without paths (a detour): the electrical network
+            cum, total = [], 0.0
+            for w, _ in opts:
+                total += max(w, 1e-12)
+                cum.append(total)
+            picks[key] = (cum, total, [np.asarray(h, dtype=base_channels.dtype) for _, h in opts])
         offsets = [0]
         chans: list[np.ndarray] = []
-        cache: dict[tuple[int, int], list] = {}
         for i in range(len(src_r)):
             base = base_channels[base_offsets[i] : base_offsets[i + 1]]
             a, b = int(src_r[i]), int(dst_r[i])
             path = base
             if a != b and len(base) >= 2:
-                key = (a, b)
-                if key not in cache:
-                    rule = self.active(a, b)
-                    cache[key] = [] if rule is None else _choices(rule, self, circuits)
-                options = cache[key]
-                if options:
-                    w = np.array([o[0] for o in options])
+                pick = picks.get((a, b))
+                if pick is not None:
+                    cum, total, hops = pick
                     # a stable per-flow pick in proportion to the weights
-                    x = (int(flow_ids[i]) * 2654435761 % 2**32) / 2**32 * w.sum()
-                    hops = options[int(np.searchsorted(np.cumsum(w), x, side="right").clip(0, len(w) - 1))][1]
-                    path = np.array([base[0], *hops, base[-1]], dtype=base.dtype)
+                    x = (int(flow_ids[i]) * 2654435761 % 2**32) / 2**32 * total
+                    j = min(bisect_right(cum, x), len(cum) - 1)
+                    path = np.concatenate((base[:1], hops[j], base[-1:]))
             chans.append(path)
             offsets.append(offsets[-1] + len(path))
         channels = np.concatenate(chans) if chans else base_channels[:0]
