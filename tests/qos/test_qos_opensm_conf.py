@@ -50,3 +50,39 @@ def test_opensm_conf_json(tmp_path, cli):
     assert code == 0, err
     d = json.loads(out)
     assert d["opensm_conf"]["qos_ca_vlarb_high"] == "0:40" and d["qos"]["sls_used"] == [0, 1]
+
+
+def _pftree_with_qos(tmp_path, conf_text=None):
+    import shutil
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "scenarios"
+    shutil.copy(root / "pftree-16.net", tmp_path)
+    conf = tmp_path / "parts.conf"
+    conf.write_text(conf_text if conf_text is not None else (root / "pftree-victim-aggressor.conf").read_text())
+    text = (root / "pftree-victim-aggressor.yaml").read_text().replace("pftree-victim-aggressor.conf", "parts.conf")
+    text += "qos: {max_vls: 2, vlarb_low: '0:32,1:32'}\n"
+    f = tmp_path / "s.yaml"
+    f.write_text(text)
+    return f
+
+
+def test_partitions_conf_carries_the_routing_sls(tmp_path, cli):
+    from netsteer.drivers.opensm.partitions import read_partitions_conf
+    from netsteer.topology.ibsim_net import read_ibsim_net
+
+    f = _pftree_with_qos(tmp_path)
+    code, out, err = cli("qos", "opensm-conf", f, "--out", tmp_path / "osm")
+    assert code == 0, err
+    topo = read_ibsim_net(tmp_path / "pftree-16.net")
+    parts = {p.name: p for p in read_partitions_conf(tmp_path / "osm" / "partitions.conf", topo)}
+    # pFTree puts the two partitions on lanes of their own: SL 0 and SL 1
+    assert sorted(p.flags.get("sl") for n, p in parts.items() if n in ("victim", "aggressor")) == [0, 1]
+    assert parse_qos_conf((tmp_path / "osm" / "opensm.conf").read_text())["qos_vlarb_low"] == "0:32,1:32"
+
+
+def test_partitions_file_naming_unknown_ports(tmp_path, cli):
+    f = _pftree_with_qos(tmp_path, "victim=0x10 : 0x0002c903deadbeef=full ;\n")
+    code, out, err = cli("qos", "opensm-conf", f)
+    assert code == 2 and "Traceback" not in err
+    assert err.strip().endswith("parts.conf: line 1: port GUID 0x0002c903deadbeef is not in the topology")

@@ -46,8 +46,11 @@ def opensm_conf(
     parts = getattr(built.routing, "partitions", None)
     if parts:
         from ..drivers.opensm.partitions import format_partitions_conf
+        from ..drivers.opensm.qos import partitions_with_sl
 
-        parts_text = format_partitions_conf(list(parts), built.topology)
+        # the routing's SL per partition (pFTree's lanes), as OpenSM hands it out
+        sl = getattr(built.routing, "partition_sl", None) or {}
+        parts_text = format_partitions_conf(partitions_with_sl(list(parts), sl), built.topology)
     if out is not None:
         from ..report.outdir import output_dir
 
