@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -21,9 +22,10 @@ if os.geteuid() != 0 or shutil.which("ovs-vsctl") is None or shutil.which("iperf
 from netsteer.control.intents import PairRule, PushRules  # noqa: E402
 from netsteer.drivers.openflow.driver import OpenFlowDriver  # noqa: E402
 from netsteer.drivers.openflow.flows import HybridLayout  # noqa: E402
+from netsteer.drivers.openflow.osken import OskenSwitch  # noqa: E402
 from netsteer.drivers.openflow.switch import OfctlSwitch, SwitchError  # noqa: E402
 from netsteer.emulate.hybrid_reconfig import scenario  # noqa: E402
-from netsteer.emulate.run import controller_share, emulate  # noqa: E402
+from netsteer.emulate.run import controller_share, emulate, open_switches  # noqa: E402
 from netsteer.emulate.testbed import Testbed, leftovers  # noqa: E402
 
 
@@ -99,3 +101,64 @@ def test_cli_reproduce_emulate_json(tmp_path):
         assert set(r) >= {"rules", "mode", "avg_gbps", "delay_s", "controller_delay_s", "lost_packets"}
         assert r["avg_gbps"] > 0 and r["delay_s"] > 0 and r["simulated"]["avg_gbps"] > 0
     assert runs[0]["lost_packets"] == 0
+
+
+def held(br: str) -> list[str]:
+    """What a bridge holds, read independently of the driver (ovs-ofctl, no counters)."""
+    cmd = ["ovs-ofctl", "-O", "OpenFlow14", "--no-stats"]
+    flows = subprocess.run([*cmd, "dump-flows", br], capture_output=True, text=True, check=True).stdout
+    groups = subprocess.run([*cmd, "dump-groups", br], capture_output=True, text=True, check=True).stdout
+    return sorted(ln.strip() for ln in (flows + groups).splitlines() if "actions=" in ln)
+
+
+class RefusingOsken(OskenSwitch):
+    """Through os-ken, a bundle with one flow-mod the switch must refuse."""
+
+    def bundle(self, lines):
+        super().bundle(lines + ["flow add table=0,priority=7,ip actions=output:4294967295"])
+
+
+def test_os_ken_refusal_and_a_switch_disconnecting_mid_reconfiguration_on_real_ovs():
+    b = built(scenario(0, "make_before_break", period_s=1.0, duration_s=2.0, rate_div=100))
+    lay = HybridLayout.of(b.topology, b.routing)
+    t0, t1 = lay.tors[0], lay.tors[1]
+    with Testbed(b.topology) as tb, open_switches(tb, "osken") as sw:
+        ctl = sw[t0].ctl
+        drv = OpenFlowDriver(b.topology, lay, sw, b.hybrid.initial_state(), end_s=60)
+        start = {n: held(br) for n, br in tb.bridges.items()}
+        assert all(start.values())
+        # a refused bundle through os-ken: the switch's own words, every switch as it was
+        drv.switches[t1] = RefusingOsken(tb.bridges[t1], ctl, sw[t1].dpid)
+        a = drv.apply(PushRules(2, (PairRule(0, 1), PairRule(1, 0))))
+        assert not a.ok and "tor1" in a.failed and "OFPBAC_BAD_OUT_PORT" in a.failed and "rolled back" in a.failed
+        assert {n: held(br) for n, br in tb.bridges.items()} == start
+        drv.switches[t1] = sw[t1]
+        drv.resync()  # the refusing switch was marked stale
+        assert not drv.stale
+        # step 1 of a change reaches both ToRs
+        assert drv.apply(PushRules(2, (PairRule(0, 1), PairRule(1, 0)))).ok
+        step1 = {n: held(br) for n, br in tb.bridges.items()}
+        assert step1[t0] != start[t0] and step1[t1] != start[t1]
+        # tor1's OpenFlow connection drops before step 2
+        tb.disconnect(t1)
+        deadline = time.monotonic() + 10
+        while sw[t1].dpid in ctl.connected():
+            assert time.monotonic() < deadline, "the os-ken app did not see tor1 go"
+            time.sleep(0.05)
+        a = drv.apply(PushRules(3, (PairRule(0, 1), PairRule(1, 0))))
+        assert not a.ok and "tor1" in a.failed and "not connected" in a.failed
+        assert {n: held(br) for n, br in tb.bridges.items()} == step1  # tor0 rolled back to step 1
+        assert drv.stale == {t1}
+        # while away tor1 loses its table (a reboot); when it reconnects it gets step 1 again
+        subprocess.run(["ovs-ofctl", "-O", "OpenFlow14", "del-flows", tb.bridges[t1]], check=True)
+        assert held(tb.bridges[t1]) != step1[t1]
+        drv.resync()
+        assert drv.stale == {t1}  # still away: stays stale, nothing raised
+        tb.connect(ctl.port, [t1])
+        ctl.wait_connected([sw[t1].dpid])
+        assert drv.advance(drv.now) == "until"  # every advance re-syncs stale switches
+        assert not drv.stale
+        assert {n: held(br) for n, br in tb.bridges.items()} == step1
+        drv.close()
+        prefix = tb.prefix
+    assert not leftovers(prefix)

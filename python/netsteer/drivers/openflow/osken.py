@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import Future
@@ -50,10 +51,14 @@ class OskenController:
         self.port = port or free_port()
         mine, theirs = socket.socketpair()
         self.sock = mine
+        # its log goes to a file: a pipe nobody reads would stop it once full
+        self.log = tempfile.TemporaryFile("w+")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "netsteer.drivers.openflow.osken_app", str(self.port), str(theirs.fileno())],
-            pass_fds=(theirs.fileno(),), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            start_new_session=True)
+            pass_fds=(theirs.fileno(),), stdout=subprocess.DEVNULL, stderr=self.log, start_new_session=True,
+            # os-ken 4's default hub (native threads) never finishes a datapath whose
+            # switch went away (it joins a sender blocked on its queue): eventlet does
+            env={**os.environ, "OSKEN_HUB_TYPE": "eventlet"})
         theirs.close()
         self._ids = itertools.count(1)
         self._waiting: dict[int, Future] = {}
@@ -113,7 +118,7 @@ class OskenController:
         deadline = time.monotonic() + timeout
         while not want <= self.connected():
             if self.proc.poll() is not None:
-                raise SwitchError(f"the os-ken application exited: {self.proc.stderr.read()[-400:]}")
+                raise SwitchError(f"the os-ken application exited: {self.log_tail()}")
             if time.monotonic() > deadline:
                 raise SwitchError(f"switches {sorted(want - self.connected())} did not connect within {timeout:g} s")
             time.sleep(0.05)  # polling a condition (connections), with a deadline
@@ -129,8 +134,12 @@ class OskenController:
                 except subprocess.TimeoutExpired:
                     os.killpg(self.proc.pid, signal.SIGKILL)
                     self.proc.wait()
-            if self.proc.stderr:
-                self.proc.stderr.close()
+            self.log.close()
+
+    def log_tail(self, n: int = 400) -> str:
+        self.log.flush()
+        self.log.seek(0)
+        return " ".join(self.log.read().split())[-n:]
 
 
 class OskenSwitch:

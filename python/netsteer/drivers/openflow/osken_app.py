@@ -30,7 +30,7 @@ from os_ken.controller.handler import DEAD_DISPATCHER, MAIN_DISPATCHER, set_ev_c
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_4 as ofp
 
-from .ofmsg import Encoder, match_text
+from .ofmsg import DP, Encoder, _ctrl, match_text
 
 TIMEOUT_S = 10.0
 _CHANNEL_FD = None  # set by main() before the app is made
@@ -90,6 +90,10 @@ class NetsteerApp(app_manager.OSKenApp):
     def _bundle(self, ev):
         self._wake(ev)
 
+    @set_ev_cls(ofp_event.EventOFPBarrierReply, MAIN_DISPATCHER)
+    def _barrier(self, ev):
+        self._wake(ev)
+
     @set_ev_cls(ofp_event.EventOFPPortStatsReply, MAIN_DISPATCHER)
     def _ports(self, ev):
         self._wake(ev)
@@ -134,11 +138,21 @@ class NetsteerApp(app_manager.OSKenApp):
             return {"dpids": sorted(self.dps)}
         if op == "bundle":
             lines = req["lines"]
-            first = self._next_xid(dpid, len(lines) + 2)
+            first = self._next_xid(dpid, len(lines) + 3)
             self.bundle_ids += 1
-            chunks = self.encoder.bundle(lines, self.bundle_ids, first)
-            commit = first + len(lines) + 1
-            replies = self._ask(dpid, chunks, commit, also=range(first, commit))
+            bid = self.bundle_ids
+            *adds, commit = self.encoder.bundle(lines, bid, first)
+            commit_xid, barrier_xid = first + len(lines) + 1, first + len(lines) + 2
+            # Open vSwitch answers a bad add with an error and leaves it out of the
+            # bundle, so a commit would apply the rest: the barrier's reply says every
+            # add was taken (their errors come before it); only then commit
+            try:
+                self._ask(dpid, adds + [_barrier(barrier_xid)], barrier_xid, also=range(first, commit_xid))
+            except RuntimeError:
+                if dpid in self.dps:
+                    self.dps[dpid].send(_ctrl(bid, ofp.OFPBCT_DISCARD_REQUEST, commit_xid))
+                raise
+            replies = self._ask(dpid, [commit], commit_xid)
             if not any(r.type == ofp.OFPBCT_COMMIT_REPLY for r in replies):
                 raise RuntimeError("bundle not committed")
             return {}
@@ -187,6 +201,15 @@ class NetsteerApp(app_manager.OSKenApp):
             *lines, buf = buf.split(b"\n")
             for line in lines:
                 hub.spawn(self._run, json.loads(line))
+
+
+def _barrier(xid: int) -> bytes:
+    from os_ken.ofproto import ofproto_v1_4_parser as p
+
+    msg = p.OFPBarrierRequest(DP)
+    msg.set_xid(xid)
+    msg.serialize()
+    return bytes(msg.buf)
 
 
 def main(argv: list[str]) -> None:
