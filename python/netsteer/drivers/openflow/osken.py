@@ -156,6 +156,7 @@ class OskenSwitch:
 
     def __init__(self, name: str, controller: OskenController, dpid: int):
         self.name, self.ctl, self.dpid = name, controller, dpid
+        self.last: dict = {}  # the last bundle's encode_s and switch_s (the app's timing)
 
     def _ask(self, op: str, **args) -> dict:
         out = self.ctl.request(op, dpid=self.dpid, **args)
@@ -166,7 +167,7 @@ class OskenSwitch:
     def bundle(self, lines: list[str]) -> None:
         """Apply ``lines`` (``flow add ...``, ``group delete ...``) atomically."""
         if lines:
-            self._ask("bundle", lines=lines)
+            self.last = self._ask("bundle", lines=lines)
 
     def replace(self, flows: list[str], groups: list[str]) -> None:
         """Make the switch hold exactly these groups and flows, in one bundle."""
