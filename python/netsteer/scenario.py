@@ -634,16 +634,16 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None) -> BuiltSc
         steering=_steering(m, topo, dag, job_of_flow, file),
         streamed=streamed,
         stream_router=stream_router,
-        qos=_qos(m, dag, job_of_flow, file),
+        qos=_qos(m, topo, dag, job_of_flow, file),
     )
 
 
-def _qos(m: ScenarioModel, dag, job_of_flow, file):
+def _qos(m: ScenarioModel, topo, dag, job_of_flow, file):
     if m.qos is None:
         return None
     from .qos.scenario import apply_qos
 
-    return apply_qos(m.qos, dag, job_of_flow, [j.name for j in m.jobs], file=file)
+    return apply_qos(m.qos, dag, job_of_flow, [j.name for j in m.jobs], file=file, n_hosts=topo.n_hosts)
 
 
 def _hybrid(m: ScenarioModel, topo, file):

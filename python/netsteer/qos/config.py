@@ -20,6 +20,9 @@ ports          per port type overrides of the keys above: ``ca`` (HCA ports),
 classes        traffic classes: ``{name, sl, jobs, kind, path_prefix}``; a flow
                takes the SL of the first class whose given selectors all match
 changes        ``{at, job | class, sl}``: a priority changed while the run goes on
+devices        ``{host, rate, kinds}``: a storage device behind a host (a staging
+               node's SSD, the file system's disks) that the I/O flows into that
+               host cross, at ``rate`` (see :mod:`netsteer.qos.staging`)
 =============  ===============================================================
 
 Examples
@@ -149,6 +152,26 @@ class PriorityChange(_Strict):
     sl: Int = Field(ge=0, le=15)
 
 
+def _rate(value: Any) -> float:
+    from ..units import parse_bandwidth
+
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError("a device rate is a bandwidth such as 1GBps or 8Gbps")
+    bps = parse_bandwidth(value)
+    if not bps > 0:
+        raise ValueError(f"a device rate must be positive, not {value!r}")
+    return bps / 8.0
+
+
+class Device(_Strict):
+    """A device behind ``host`` that flows of ``kinds`` into it cross at ``rate`` (B/s)."""
+
+    host: Int = Field(ge=0)
+    rate: Annotated[float, BeforeValidator(_rate)]
+    kinds: list[Literal["mpi", "flows", "bulk", "staging", "storage"]] = Field(
+        default_factory=lambda: ["flows", "bulk", "staging", "storage"], min_length=1)
+
+
 class QosConfig(_Strict):
     """The ``qos:`` section (see the module text)."""
 
@@ -160,6 +183,7 @@ class QosConfig(_Strict):
     ports: dict[Literal["ca", "swe", "sw0", "rtr"], PortQos] = Field(default_factory=dict)
     classes: list[TrafficClass] = Field(default_factory=list)
     changes: list[PriorityChange] = Field(default_factory=list)
+    devices: list[Device] = Field(default_factory=list)
 
     def port(self, kind: str = "swe") -> ResolvedPort:
         """The settings of port type ``kind`` (base keys, then its overrides)."""
@@ -203,6 +227,11 @@ def _check(q: QosConfig) -> None:
             raise _FieldError(f"changes.{i}", "a priority change names a job or a class (one of them)")
         if ch.traffic_class is not None and ch.traffic_class not in names:
             raise _FieldError(f"changes.{i}.class", f"no class named {ch.traffic_class!r} in qos.classes")
+    hosts: dict[int, int] = {}
+    for i, d in enumerate(q.devices):
+        if d.host in hosts:
+            raise _FieldError(f"devices.{i}.host", f"host {d.host} has a device already (devices.{hosts[d.host]})")
+        hosts[d.host] = i
 
 
 def check_sl_served(q: QosConfig, sl: int, *, file=None, field="qos") -> None:
@@ -244,5 +273,5 @@ def parse_qos(data: Any, *, file: str | None = None, field: str = "qos") -> QosC
     return q
 
 
-__all__ = ["KINDS", "PORT_TYPES", "PriorityChange", "QosConfig", "ResolvedPort", "TrafficClass",
+__all__ = ["Device", "KINDS", "PORT_TYPES", "PriorityChange", "QosConfig", "ResolvedPort", "TrafficClass",
            "check_sl_served", "parse_qos", "parse_sl2vl", "parse_vlarb"]

@@ -50,6 +50,10 @@ class QosPlan:
         names = [c.name for c in self.config.classes]
         return np.flatnonzero(self.flow_class == names.index(name))
 
+    def devices(self) -> list[tuple[int, float, tuple[str, ...]]]:
+        """(host, rate in B/s, kinds) of each device (see :class:`netsteer.qos.staging.StagingDriver`)."""
+        return [(d.host, d.rate, tuple(d.kinds)) for d in self.config.devices]
+
     def controller(self):
         """The scripted priority changes as a controller: each one a
         :class:`~netsteer.control.intents.SetQos` intent at its time (or None)."""
@@ -66,10 +70,15 @@ class QosPlan:
 
 
 def apply_qos(data, dag, job_of_flow, job_names: list[str], *, file=None, paths: dict[int, str] | None = None,
-              port: str = "swe") -> QosPlan:
+              port: str = "swe", n_hosts: int | None = None) -> QosPlan:
     """Validate ``data`` (the ``qos:`` section) and set each flow's SL (its ``class``),
-    priority and weight in ``dag`` in place. ``paths``: flow -> file path written."""
+    priority and weight in ``dag`` in place. ``paths``: flow -> file path written;
+    ``n_hosts``: the topology's hosts (checks ``devices``)."""
     q = parse_qos(data, file=file)
+    for i, d in enumerate(q.devices):
+        if n_hosts is not None and d.host >= n_hosts:
+            raise NetsteerError(f"host {d.host} does not exist: the topology has {n_hosts} hosts", file=file,
+                                field=f"qos.devices.{i}.host")
     paths = paths or {}
     for i, c in enumerate(q.classes):
         for k, name in enumerate(c.jobs or []):

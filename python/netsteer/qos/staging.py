@@ -76,18 +76,24 @@ class Staging:
 
 
 class StagingDriver(SimDriver):
-    """The simulator with staging SSDs and file system disks as rate-limited channels.
+    """The simulator with storage devices as rate-limited channels.
 
-    ``staging_hosts`` get an SSD channel (``staging.ssd_rate``) that ``staging`` and
-    ``bulk`` flows into them cross; ``pfs_hosts`` a disk channel (``pfs_rate``) that
-    ``storage`` flows into them cross.
+    ``devices`` are ``(host, rate B/s, kinds)``: flows of those kinds into ``host``
+    cross a channel of that rate after the fabric. ``staging``/``staging_hosts``/
+    ``pfs_hosts`` say the same for the data-staging model: an SSD channel
+    (``staging.ssd_rate``) that ``staging`` and ``bulk`` flows into the staging hosts
+    cross, a disk channel (``pfs_rate``) for ``storage`` flows into the file system.
     """
 
-    def __init__(self, topo, routing, dag, *, staging: Staging, staging_hosts=(), pfs_hosts=(), **kw):
-        self._staging = staging
-        self._dev_hosts = [int(h) for h in staging_hosts] + [int(h) for h in pfs_hosts]
-        self._dev_rate = [staging.ssd_rate] * len(staging_hosts) + [staging.pfs_rate] * len(pfs_hosts)
-        self._dev_kinds = [("staging", "bulk")] * len(staging_hosts) + [("storage",)] * len(pfs_hosts)
+    def __init__(self, topo, routing, dag, *, staging: Staging | None = None, staging_hosts=(), pfs_hosts=(),
+                 devices=(), **kw):
+        devs = [(int(h), float(r), tuple(k)) for h, r, k in devices]
+        if staging is not None:
+            devs += [(int(h), staging.ssd_rate, ("staging", "bulk")) for h in staging_hosts]
+            devs += [(int(h), staging.pfs_rate, ("storage",)) for h in pfs_hosts]
+        self._dev_hosts = [h for h, _, _ in devs]
+        self._dev_rate = [r for _, r, _ in devs]
+        self._dev_kinds = [k for _, _, k in devs]
         super().__init__(topo, routing, dag, **kw)
 
     def _extra_channels(self, capacity, latency):
@@ -101,7 +107,9 @@ class StagingDriver(SimDriver):
         if not self._dev_hosts:
             return offsets, channels
         c = self.dag.columns()
-        kinds = [lbl.rpartition(":")[2] for lbl in self.dag.labels]
+        from .scenario import flow_kind
+
+        kinds = [flow_kind(lbl) for lbl in self.dag.labels]
         offsets, channels = np.asarray(offsets, dtype=np.int64), np.asarray(channels, dtype=np.int64)
         parts, new_off = [], [0]
         for k, f in enumerate(np.asarray(flows, dtype=np.int64)):

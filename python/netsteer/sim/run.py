@@ -64,6 +64,12 @@ def run_scenario(
         # MPI jobs run streamed in the engine (netsteer.sim.stream), started after the DAG
         opts = {**opts, "mpi_jobs": [mpi for _, mpi in streamed], "stream_router": built.stream_router}
     cls = SimDriver
+    qos = getattr(built, "qos", None)
+    if qos is not None and qos.config.devices:
+        # storage devices behind hosts (netsteer.qos.staging): rate limits the I/O crosses
+        from ..qos.staging import StagingDriver
+
+        cls, opts = StagingDriver, {**opts, "devices": qos.devices()}
     uf = built.unisonflow if controller is default else None
     if uf is not None:
         # UnisonFlow: flows carry their tags, the switches' tag tables miss to its controller
