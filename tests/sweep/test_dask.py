@@ -25,8 +25,12 @@ from .helpers import netsteer, run_json
 pytestmark = pytest.mark.slow
 
 
-def test_killed_worker_every_point_once_with_netsteer_run_makespans(write_sweep, tmp_path):
+def test_killed_worker_every_point_once_with_netsteer_run_makespans(write_sweep, tmp_path, monkeypatch):
     from distributed import Client, LocalCluster
+
+    import netsteer.sweep.runner as runner
+
+    monkeypatch.setattr(runner, "WINDOW", 1)  # 4 in flight (2 per worker) of 6: later points are submitted as others end
 
     sw = load_sweep(write_sweep("""
         base: base.yaml
@@ -56,7 +60,8 @@ def test_killed_worker_every_point_once_with_netsteer_run_makespans(write_sweep,
         os.kill(pids[victim], signal.SIGKILL)
         sweeper.join(timeout=300)
         assert not sweeper.is_alive(), "the sweep did not finish after a worker died"
-        pids_after = client.run(os.getpid)
+        # workers that answer now (one being replaced by its nanny may be listed, and not answer)
+        pids_after = client.run(os.getpid, on_error="ignore")
 
     assert 0 < rows_at_kill < len(sw.points), "the kill did not land mid-sweep"
     assert pids[victim] not in pids_after.values()  # that process really is gone

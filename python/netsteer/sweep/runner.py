@@ -9,6 +9,7 @@ and runs again on the next invocation.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -28,6 +29,7 @@ from .spec import Sweep
 MANIFEST = "sweep.json"
 LOCK = ".sweep.lock"
 POLL_S = 0.5  # how often the running count is refreshed while no point finishes
+WINDOW = 256  # points submitted ahead at least (more on clusters with more threads)
 
 
 @dataclass
@@ -233,29 +235,44 @@ def _submit_and_record(client, sweep, todo, store, prog, progress) -> int:
 
     token = uuid.uuid4().hex[:8]
     max_memory = current().max_memory
-    futs = {
-        client.submit(run_point, sweep.base_raw, p.overrides, p.seed, sweep.base_file, max_memory,
-                      key=f"netsteer-point-{i}-{token}", pure=False): p
-        for i, p in enumerate(todo)
-    }
-    n_workers = len(client.scheduler_info().get("workers", {}))
-    pending = set(futs)
+    info = client.scheduler_info().get("workers", {})
+    n_workers = len(info)
+    # points in flight at most: every thread busy with one queued behind it, never the whole
+    # sweep (a million-point grid would be a million tasks held by the scheduler)
+    window = max(WINDOW, 2 * sum(w.get("nthreads", 1) for w in info.values()))
+    queue = iter(enumerate(todo))
+    futs: dict = {}
+    pending: set = set()
+
+    def submit(k: int) -> None:
+        for i, p in itertools.islice(queue, k):
+            f = client.submit(run_point, sweep.base_raw, p.overrides, p.seed, sweep.base_file, max_memory,
+                              key=f"netsteer-point-{i}-{token}", pure=False)
+            futs[f] = p
+            pending.add(f)
+
+    submit(window)
     try:
         while pending:
             try:
-                done, pending = wait(pending, timeout=POLL_S, return_when="FIRST_COMPLETED")
+                done, still = wait(pending, timeout=POLL_S, return_when="FIRST_COMPLETED")
             except TimeoutError:
-                done = set()
+                done, still = set(), pending
+            pending.intersection_update(still)
             for f in done:
                 p = futs.pop(f)  # dropping the future frees its result on the worker
                 res = _outcome(f)
-                store.add(p.key, sweep.columns(p), res)
+                store.add(p.key, sweep.columns(p), res, write=False)
                 prog.done += res["status"] != "lost"
                 prog.failed += res["status"] in ("failed", "lost")
+            submit(len(done))
+            store.write_due(time.monotonic())
             prog.running = _running(client, {f.key for f in pending})
             if progress is not None:
                 progress(prog)
     finally:
         if pending:  # interrupted: a shared cluster must not keep running abandoned points
             client.cancel(list(pending))
+        if store.unwritten:  # finished points are kept, whatever stopped the sweep
+            store.write()
     return n_workers
