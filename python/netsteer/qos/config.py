@@ -201,6 +201,20 @@ class QosConfig(_Strict):
         )
 
 
+def packet_keys(q: QosConfig, kind: str = "swe") -> dict:
+    """The packet fidelity's ``packet:`` keys for port type ``kind`` (the packet engine
+    has one set of tables for every port): ``vls``, ``vlarb_high``, ``vlarb_low``,
+    ``high_limit``, ``sl2vl``, in its names and syntax.
+
+    >>> packet_keys(parse_qos({"max_vls": 2, "vlarb_low": "0:8,1:8"}))["vlarb_low"]
+    [[0, 8], [1, 8]]
+    """
+    p = q.port(kind)
+    return {"vls": p.max_vls, "high_limit": p.high_limit,
+            "vlarb_high": [[v, w] for v, w in p.vlarb_high if v < p.max_vls],
+            "vlarb_low": [[v, w] for v, w in p.vlarb_low if v < p.max_vls], "sl2vl": list(p.sl2vl)}
+
+
 def _check(q: QosConfig) -> None:
     """Cross-field rules; raises ``(field, reason)`` as a ValueError pair."""
     for kind in ("base",) + tuple(q.ports):
@@ -274,4 +288,4 @@ def parse_qos(data: Any, *, file: str | None = None, field: str = "qos") -> QosC
 
 
 __all__ = ["Device", "KINDS", "PORT_TYPES", "PriorityChange", "QosConfig", "ResolvedPort", "TrafficClass",
-           "check_sl_served", "parse_qos", "parse_sl2vl", "parse_vlarb"]
+           "check_sl_served", "packet_keys", "parse_qos", "parse_sl2vl", "parse_vlarb"]
