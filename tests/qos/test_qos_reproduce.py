@@ -60,3 +60,17 @@ def test_cli_json(cli):
     d = json.loads(out)
     assert set(d["latency"]) == {"no_noise", "noise", "noise_qos"}
     assert [p["bytes"] for p in d["latency"]["noise"]] == rq.SIZES and rq.SIZES[-1] == 4 << 20
+
+
+def test_small_messages_take_the_packet_engine_where_it_is_built(rep):
+    fid = {p["bytes"]: p["fidelity"] for p in rep["latency"]["noise"]}
+    if not rq.packet_available():
+        assert set(fid.values()) == {"flow"}
+        # no queueing at flow level: a 1-byte message does not see the noise
+        assert rep["latency"]["noise"][0]["us"] == rep["latency"]["no_noise"][0]["us"]
+        return
+    assert fid[1] == fid[4096] == "packet" and fid[4 << 20] == "flow"
+    lat = {k: v[0]["us"] for k, v in rep["latency"].items()}
+    # packets queue behind the noise's on the shared VL; on their own VL they do not
+    assert lat["noise"] > 1.5 * lat["no_noise"]
+    assert lat["noise_qos"] == pytest.approx(lat["no_noise"], rel=0.02)

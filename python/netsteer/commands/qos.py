@@ -122,7 +122,7 @@ def reproduce_qos_staging(
     if as_json:
         typer.echo(json.dumps(rep))
         return
-    t = Table(title="MPI under I/O noise (flow fidelity), largest message")
+    t = Table(title="MPI under I/O noise, largest message (flow fidelity)")
     for c in ("", "no noise", "noise", "noise + QoS", "QoS gain", "source's gain"):
         t.add_column(c, justify="right")
     lat = {k: v[-1]["us"] for k, v in rep["latency"].items()}
@@ -133,6 +133,10 @@ def reproduce_qos_staging(
     t.add_row("bandwidth (MB/s)", f"{bw['no_noise']:.0f}", f"{bw['noise']:.0f}", f"{bw['noise_qos']:.0f}",
               f"{a['bandwidth_gain_mbps']:.0f}", "674")
     out_console.print(t)
+    small = min(p["bytes"] for p in rep["latency"]["noise"])
+    pts = {k: next(p for p in v if p["bytes"] == small) for k, v in rep["latency"].items()}
+    out_console.print(f"{small}-byte latency: {pts['no_noise']['us']:.2f} us, with noise {pts['noise']['us']:.2f} us, "
+                      f"with noise and QoS {pts['noise_qos']['us']:.2f} us ({pts['noise']['fidelity']} fidelity)")
     t = Table(title="Applications, 64 processes, checkpoints through staging")
     for c in ("app", "no QoS (ms)", "QoS (ms)", "gain"):
         t.add_column(c, justify="right")

@@ -62,6 +62,24 @@ ASSUMPTIONS = {
 }
 
 SIZES = [2 ** k for k in range(0, 23)]  # 1 B .. 4 MiB
+#: Messages up to this size run packet by packet where the packet fidelity is built:
+#: their latency is queueing behind the noise's packets, which flows do not have.
+PACKET_MAX = 64 << 10
+
+
+def packet_available() -> bool:
+    """Whether the packet fidelity (issue 10) is built into this netsteer."""
+    try:
+        from ..sim import packet  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def fidelity_for(nbytes: int, packet: bool | None = None) -> str:
+    """``"packet"`` for small messages when the packet engine is there, else ``"flow"``."""
+    packet = packet_available() if packet is None else packet
+    return "packet" if packet and nbytes <= PACKET_MAX else "flow"
 A2A_SIZES = [4 ** k for k in range(0, 10)] + [2 ** 20]
 
 
@@ -107,15 +125,23 @@ class _Case:
                 self.jobs.append(1)
         return out
 
-    def run(self, qos: dict | None, background=()) -> np.ndarray:
+    def run(self, qos: dict | None, background=(), fidelity: str = "flow") -> np.ndarray:
         s = self.setup
         topo = pgft(1, [self.n_hosts], [1], link_bandwidth=s.link_bps, link_latency_ns=s.link_latency_ns)
+        extra = {}
         if qos is not None:
-            apply_qos(qos, self.dag, np.asarray(self.jobs), ["mpi", "noise"], paths=self.paths)
+            plan = apply_qos(qos, self.dag, np.asarray(self.jobs), ["mpi", "noise"], paths=self.paths)
+        if fidelity == "packet":
+            from ..qos.config import packet_keys, parse_qos
+            from ..sim.packet import PacketParams
+
+            q = plan.config if qos is not None else parse_qos({"max_vls": 1})
+            params = PacketParams.model_validate(packet_keys(q))
+            extra = {"packet": params.engine_dict(), "sls": self.dag.columns().traffic_class.copy()}
         bg = np.zeros(len(self.dag), dtype=bool)
         bg[list(background)] = True
         drv = StagingDriver(topo, build_routing(topo, "dmodk"), self.dag, staging=Staging(s.ssd_rate, s.pfs_rate),
-                            staging_hosts=self.staging_hosts(), pfs_hosts=[self.pfs()], background=bg)
+                            staging_hosts=self.staging_hosts(), pfs_hosts=[self.pfs()], background=bg, **extra)
         res = run_driver(drv, Controller())
         if res.status != "done":
             raise RuntimeError(f"the model run ended {res.status}")
@@ -125,7 +151,7 @@ class _Case:
 WARMUP_NS = 100_000  # noise runs alone first, so MPI meets it in steady state
 
 
-def osu_latency(setup: Setup, nbytes: int, kind: str, iters: int = 4, **qos_kw) -> float:
+def osu_latency(setup: Setup, nbytes: int, kind: str, iters: int = 4, fidelity: str = "flow", **qos_kw) -> float:
     """One-way latency (us) of a ping-pong of ``nbytes`` between hosts 0 and 1."""
     c = _Case(setup)
     start = WARMUP_NS if kind != "no_noise" else 0
@@ -136,11 +162,11 @@ def osu_latency(setup: Setup, nbytes: int, kind: str, iters: int = 4, **qos_kw) 
         first = a if first is None else first
         prev = c.add(0, 1, 0, nbytes, deps=[a])
     bg = c.noise([0]) if kind != "no_noise" else []
-    done = c.run(_qos(kind, **qos_kw), bg)
+    done = c.run(_qos(kind, **qos_kw), bg, fidelity)
     return float(done[prev] - start) / (2 * iters) / 1e3
 
 
-def osu_bw(setup: Setup, nbytes: int, kind: str, iters: int = 2, **qos_kw) -> float:
+def osu_bw(setup: Setup, nbytes: int, kind: str, iters: int = 2, fidelity: str = "flow", **qos_kw) -> float:
     """Bandwidth (MB/s) of ``window`` back-to-back messages on one QP, then a 4-byte ack."""
     c = _Case(setup)
     start = WARMUP_NS if kind != "no_noise" else 0
@@ -151,11 +177,11 @@ def osu_bw(setup: Setup, nbytes: int, kind: str, iters: int = 2, **qos_kw) -> fl
                       start=None if prev is not None else start)
         prev = c.add(0, 1, 0, 4, deps=[burst])
     bg = c.noise([0]) if kind != "no_noise" else []
-    done = c.run(_qos(kind, **qos_kw), bg)
+    done = c.run(_qos(kind, **qos_kw), bg, fidelity)
     return nbytes * setup.window * iters / (float(done[prev] - start) / 1e9) / 1e6
 
 
-def alltoall(setup: Setup, nbytes: int, kind: str, iters: int = 2) -> float:
+def alltoall(setup: Setup, nbytes: int, kind: str, iters: int = 2, fidelity: str = "flow") -> float:
     """Alltoall latency (us): pairwise exchange, each round after the rank's last."""
     c = _Case(setup)
     p = setup.alltoall_ranks
@@ -170,7 +196,7 @@ def alltoall(setup: Setup, nbytes: int, kind: str, iters: int = 2) -> float:
                 new[to] = c.add(0, r, to, nbytes, deps=deps, start=None if deps else start, label="mpi:alltoall")
             last = new
     bg = c.noise(range(p)) if kind != "no_noise" else []
-    done = c.run(_qos(kind), bg)
+    done = c.run(_qos(kind), bg, fidelity)
     return float(max(done[f] for f in last.values()) - start) / iters / 1e3
 
 
@@ -230,12 +256,17 @@ def run(setup: Setup = Setup(), *, sizes=SIZES, a2a_sizes=A2A_SIZES, progress=la
     """The whole reproduction (see the module text); JSON-able."""
     kinds = ("no_noise", "noise", "noise_qos")
     rep: dict = {"latency": {}, "bandwidth": {}, "alltoall": {}, "fidelity": {}}
+    pk = packet_available()
+    fid = {s: fidelity_for(s, pk) for s in set(sizes) | set(a2a_sizes)}
     for k in kinds:
-        rep["latency"][k] = [{"bytes": s, "us": osu_latency(setup, s, k), "fidelity": "flow"} for s in sizes]
+        rep["latency"][k] = [{"bytes": s, "us": osu_latency(setup, s, k, fidelity=fid[s]), "fidelity": fid[s]}
+                             for s in sizes]
         progress()
-        rep["bandwidth"][k] = [{"bytes": s, "mbps": osu_bw(setup, s, k), "fidelity": "flow"} for s in sizes]
+        rep["bandwidth"][k] = [{"bytes": s, "mbps": osu_bw(setup, s, k, fidelity=fid[s]), "fidelity": fid[s]}
+                               for s in sizes]
         progress()
-        rep["alltoall"][k] = [{"bytes": s, "us": alltoall(setup, s, k), "fidelity": "flow"} for s in a2a_sizes]
+        rep["alltoall"][k] = [{"bytes": s, "us": alltoall(setup, s, k, fidelity=fid[s]), "fidelity": fid[s]}
+                              for s in a2a_sizes]
         progress()
     rep["apps"] = {}
     for name in ("cg", "stencil"):
@@ -250,8 +281,12 @@ def run(setup: Setup = Setup(), *, sizes=SIZES, a2a_sizes=A2A_SIZES, progress=la
                          "bandwidth_gain_mbps": bw["noise_qos"] - bw["noise"]}
     rep["source"] = {"at_4MB": {"latency_gain_us": 320, "bandwidth_gain_mbps": 674},
                      "note": "for comparison only; nothing here is an input"}
-    rep["fidelity"] = {"all": "flow", "why": "the packet engine is not on this branch yet: small-message "
-                       "queueing behind noise is not modelled (see docs/qos.md)"}
+    if pk:
+        rep["fidelity"] = {"packet": f"messages up to {PACKET_MAX} B (queueing behind the noise's packets)",
+                           "flow": "larger messages, the applications and the SL weights"}
+    else:
+        rep["fidelity"] = {"flow": "every point: the packet fidelity is not built here, so small-message "
+                                   "queueing behind noise is not modelled (see docs/qos.md)"}
     rep["setup"] = setup.__dict__ | {"assumptions": ASSUMPTIONS, "qos": SOURCE_QOS}
     return rep
 
@@ -317,4 +352,4 @@ def plot(rep: dict, d) -> None:
     plt.close(fig)
 
 
-__all__ = ["ASSUMPTIONS", "STEPS", "plot", "SOURCE_QOS", "Setup", "alltoall", "app", "osu_bw", "osu_latency", "run", "sl_weights"]
+__all__ = ["ASSUMPTIONS", "PACKET_MAX", "STEPS", "fidelity_for", "packet_available", "plot", "SOURCE_QOS", "Setup", "alltoall", "app", "osu_bw", "osu_latency", "run", "sl_weights"]
