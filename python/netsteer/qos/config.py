@@ -185,9 +185,10 @@ class QosConfig(_Strict):
     changes: list[PriorityChange] = Field(default_factory=list)
     devices: list[Device] = Field(default_factory=list)
 
-    def port(self, kind: str = "swe") -> ResolvedPort:
-        """The settings of port type ``kind`` (base keys, then its overrides)."""
-        o = self.ports.get(kind) or PortQos()
+    def port(self, kind: str | None = "swe") -> ResolvedPort:
+        """The settings of port type ``kind`` (base keys, then its overrides; None:
+        the base keys alone)."""
+        o = (self.ports.get(kind) if kind is not None else None) or PortQos()
         vls = o.max_vls if o.max_vls is not None else self.max_vls
         low = o.vlarb_low if o.vlarb_low is not None else self.vlarb_low
         sl2vl = o.sl2vl if o.sl2vl is not None else self.sl2vl
@@ -217,11 +218,9 @@ def packet_keys(q: QosConfig, kind: str = "swe") -> dict:
 
 def _check(q: QosConfig) -> None:
     """Cross-field rules; raises ``(field, reason)`` as a ValueError pair."""
-    for kind in ("base",) + tuple(q.ports):
-        p = q.port("swe" if kind == "base" else kind)
-        if kind == "base":
-            p = q.port("__none__")  # the base keys alone
-        at = "" if kind == "base" else f"ports.{kind}."
+    for kind in (None, *q.ports):
+        p = q.port(kind)
+        at = "" if kind is None else f"ports.{kind}."
         for name in ("vlarb_high", "vlarb_low"):
             for vl, w in getattr(p, name):
                 # an entry of weight 0 is skipped by the arbiter (the source's own opensm.conf

@@ -81,7 +81,7 @@ def qos_conf_lines(q) -> str:
     lines = ["qos TRUE"]
     kinds = [None] + [k for k in ("ca", "swe", "sw0", "rtr") if k in q.ports]
     for kind in kinds:
-        p = q.port(kind or "__base__")
+        p = q.port(kind)
         pre = "qos_" if kind is None else f"qos_{kind}_"
         lines += [f"{pre}max_vls {p.max_vls}", f"{pre}high_limit {p.high_limit}",
                   f"{pre}vlarb_high {_table(p.vlarb_high)}", f"{pre}vlarb_low {_table(p.vlarb_low)}",
