@@ -73,21 +73,34 @@ def emulate_cmd(
             raise NetsteerError(f"not a rate: {exc}", field="--udp") from None
     built = build_scenario(load_scenario(scenario))
     rep = emulate(built, time_scale=time_scale, udp_bps=udp_bps, channel=channel, progress=_say(as_json))
+    from ..emulate.run import compare, controller_share, predict
+
+    _say(as_json)("the simulator's prediction for the same scenario")
+    rep["steps"] = controller_share(rep["controller"] or {}, rep["pushes"], rep["decisions"])
+    rep["simulated"] = predict(build_scenario(load_scenario(scenario)))  # a fresh build: the run changed its controller
+    rep["difference"] = compare(rep, rep["simulated"])
     _write(out, rep)
     if as_json:
         typer.echo(json.dumps(rep))
         return
     err_console.print(f"rates x {rep['scale']:g} (emulated), times x {rep['time_scale']:g}")
-    t = Table(title=f"flows on the emulated network ({rep['status']})")
-    for c in ("src", "dst", "Gbit/s (topology rates)", "lost packets", "error"):
+    t = Table(title=f"flows on the emulated network ({rep['status']}), against the simulator")
+    for c in ("src", "dst", "Gbit/s (topology rates)", "simulated", "difference", "lost packets", "error"):
         t.add_column(c)
-    for f in rep["flows"]:
-        t.add_row(str(f["src"]), str(f["dst"]), f"{f.get('gbps', 0):.3f}", str(f.get("lost_packets", "-")),
-                  f.get("error", ""))
+    num = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
+    for f, s, d in zip(rep["flows"], rep["simulated"]["flows"], rep["difference"]["flow_gbps"]):
+        t.add_row(str(f["src"]), str(f["dst"]), num(f.get("gbps")), num(s["gbps"]), num(d),
+                  str(f.get("lost_packets", "-")), f.get("error", ""))
     out_console.print(t)
-    for r in (rep["controller"] or {}).get("reconfigurations", []):
-        out_console.print(f"reconfiguration {r['id']} ({r['trigger']}): {r['status']}, delay "
-                          f"{'-' if r['delay_s'] is None else format(r['delay_s'], '.3f')} s")
+    sims = rep["simulated"]["reconfigurations"]
+    for i, (r, c) in enumerate(zip((rep["controller"] or {}).get("reconfigurations", []), rep["steps"])):
+        sim = sims[i] if i < len(sims) else None
+        out_console.print(f"reconfiguration {r['id']} ({r['trigger']}): {r['status']}, at {r['start_s'] / rep['time_scale']:.3f} s, "
+                          f"delay {num(r['delay_s'])} s (controller {num(c['controller_delay_s'])} s, of which deciding "
+                          f"{num(c['decide_s'])} s); simulated: "
+                          + ("none" if sim is None else f"at {num(sim['start_s'])} s, delay {num(sim['delay_s'])} s"))
+    for s in sims[len(rep["steps"]):]:
+        out_console.print(f"simulated only: reconfiguration ({s['trigger']}) at {num(s['start_s'])} s")
 
 
 def reproduce_emulated(

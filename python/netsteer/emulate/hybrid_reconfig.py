@@ -56,7 +56,8 @@ def emulated_run(rules: int, mode: str, *, period_s: float, duration_s: float, r
     core_bps = float(data["topology"]["core_bandwidth"].removesuffix("Mbps")) * 1e6
     udp = emulate(_built(data), udp_bps=udp_fraction * core_bps, channel=channel, progress=progress)
     tcp = emulate(_built(data), channel=channel, progress=progress)
-    shares = controller_share(udp["controller"], udp["pushes"]) + controller_share(tcp["controller"], tcp["pushes"])
+    shares = (controller_share(udp["controller"], udp["pushes"], udp["decisions"])
+              + controller_share(tcp["controller"], tcp["pushes"], tcp["decisions"]))
     delays = [s["delay_s"] for s in shares if s["delay_s"] is not None]
     ctl = [s["controller_delay_s"] for s in shares if s["delay_s"] is not None]
     per_rule = [p["push_s"] / p["flow_mods"] for r in (udp, tcp) for p in r["pushes"] if p["flow_mods"] >= 100]

@@ -64,8 +64,13 @@ def flows_of(built, time_scale: float, end_s: float) -> list[Flow]:
 
 
 def scale_controller(hybrid, time_scale: float) -> None:
-    """Scheduled reconfigurations happen at scaled times."""
+    """Scheduled reconfigurations and the controller's polls happen at scaled times."""
     hybrid.schedule = [(int(t * time_scale), c) for t, c in hybrid.schedule]
+    for mode, key in ((hybrid.periodic, "period"), (hybrid.congestion, "poll")):
+        if mode:
+            mode[key] = int(mode[key] * time_scale)
+    hybrid._next_period = hybrid.periodic["period"] if hybrid.periodic else None
+    hybrid._next_poll = hybrid.congestion["poll"] if hybrid.congestion else None
     for r in hybrid.requests:
         r["at"] = int(r["at"] * time_scale)
         if r.get("until") is not None:
@@ -139,7 +144,10 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
         raise NetsteerError(f"{channel!r} is not a channel; there is {', '.join(CHANNELS)}", field="channel")
     with Testbed(topo, progress=progress) as tb, open_switches(tb, channel, switch_factory) as switches:
         progress(f"rates x {tb.scale:g}, times x {time_scale:g}, switches through {channel}")
-        drv = OpenFlowDriver(topo, layout, switches, hybrid.initial_state(), end_s=end_s + 0.5)
+        # counters back at the topology's rates: the controller's utilisation thresholds
+        # compare them with the topology's bandwidths
+        drv = OpenFlowDriver(topo, layout, switches, hybrid.initial_state(), end_s=end_s + 0.5,
+                             byte_scale=1 / tb.scale)
         try:
             servers, clients = [], []
             for k, f in enumerate(flows):
@@ -156,7 +164,7 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
             # iperf3 has no start time: flows that start later are started by the loop's clock
             started = [tb.start(f.src, *a) if f.start_s <= 0 else None for f, a in clients]
             drv._t0 = drv.clock()  # scenario time 0: the first flows start now
-            ctl = controller or hybrid
+            ctl = _Timed(controller or hybrid, drv)
             status = run_wall_loop(_Starter(drv, tb, clients, started), ctl)
             counters = drv.counters()
             results = []
@@ -169,11 +177,30 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
         return {
             "status": status, "channel": "custom" if switch_factory else channel, "testbed": tb.prefix,
             "scale": tb.scale, "time_scale": time_scale, "duration_s": end_s,
-            "flows": results, "controller": hybrid.report(), "pushes": drv.pushes,
-            "counters": {"port_bytes": counters.port_bytes.tolist(),
+            "flows": results, "controller": hybrid.report(), "pushes": drv.pushes, "decisions": ctl.calls,
+            "counters": {"bytes_at": "topology rates (emulated bytes / scale)", "port_bytes": counters.port_bytes.tolist(),
                          "pair_bytes": None if counters.pair_bytes is None else counters.pair_bytes.tolist()},
             "stale_switches": [topo.node_names[n] for n in sorted(drv.stale)],
         }
+
+
+class _Timed:
+    """The controller, with the wall time of each ``decide`` that returned intents
+    kept (its computation is part of a reconfiguration's delay on real switches;
+    the simulator counts none)."""
+
+    def __init__(self, ctl, drv):
+        self.ctl, self.drv, self.calls = ctl, drv, []
+
+    def __getattr__(self, name):
+        return getattr(self.ctl, name)
+
+    def decide(self, inp):
+        at, t0 = self.drv.now, time.perf_counter()
+        out = self.ctl.decide(inp)
+        if out:
+            self.calls.append({"at_s": at / 1e9, "decide_s": time.perf_counter() - t0, "intents": len(out)})
+        return out
 
 
 class _Starter:
@@ -227,20 +254,66 @@ def _summary(f: Flow, client: dict, server: dict, udp: bool, scale: float) -> di
     return out
 
 
-def controller_share(report: dict, pushes: list[dict]) -> list[dict]:
-    """Per reconfiguration and step: its duration and the time spent pushing
-    bundles to switches in it (the controller's share; the rest is the circuit
-    switch's dark period)."""
+def controller_share(report: dict, pushes: list[dict], decisions: list[dict] = ()) -> list[dict]:
+    """Per reconfiguration and step: its duration and the controller's share of it:
+    the time spent pushing bundles to switches in it (``push_s``) plus the time the
+    controller took to decide what to send (``decide_s``, its planning); the rest is
+    the circuit switch's dark period and waiting."""
     out = []
     for r in report.get("reconfigurations", []):
         steps = []
         for s in r["steps"]:
             a, b = s["start_s"], s["end_s"] if s["end_s"] is not None else s["start_s"]
             push = sum(p["push_s"] for p in pushes if a - 1e-9 <= p["at_s"] <= b + 1e-9)
-            steps.append({"step": s["step"], "what": s["what"], "duration_s": b - a, "controller_s": push})
+            # a decision made at a step's start (the one that began it) counts in it
+            dec = sum(d["decide_s"] for d in decisions if a - 1e-9 <= d["at_s"] < b - 1e-9)
+            steps.append({"step": s["step"], "what": s["what"], "duration_s": b - a, "push_s": push,
+                          "decide_s": dec, "controller_s": push + dec})
         out.append({"id": r["id"], "status": r["status"], "delay_s": r["delay_s"],
-                    "controller_delay_s": sum(s["controller_s"] for s in steps), "steps": steps})
+                    "controller_delay_s": sum(s["controller_s"] for s in steps),
+                    "decide_s": sum(s["decide_s"] for s in steps), "steps": steps})
     return out
 
 
-__all__ = ["emulate", "controller_share", "flows_of"]
+__all__ = ["emulate", "controller_share", "flows_of", "predict", "compare"]
+
+
+def predict(built) -> dict[str, Any]:
+    """The simulator's prediction for the scenario ``built`` (a fresh build: the run
+    changes its controller): every flow's average rate at the topology's rates, and
+    the controller's reconfigurations."""
+    from ..sim.run import run_scenario
+
+    res = run_scenario(built, sample=False)
+    c = built.dag.columns()
+    flows = []
+    for i in range(len(built.dag)):
+        sent = float(res.sent_bytes[i]) if res.sent_bytes is not None else float(c.bytes[i])
+        dt = (int(res.completion_ns[i]) - int(res.release_ns[i])) * 1e-9
+        flows.append({"src": int(c.src[i]), "dst": int(c.dst[i]), "gbps": sent * 8 / dt / 1e9 if dt > 0 else None})
+    rc = (res.controller or {}).get("hybrid", {}).get("reconfigurations", [])
+    return {"flows": flows, "reconfigurations": [
+        {k: r.get(k) for k in ("trigger", "status", "start_s", "delay_s", "circuits_after")} for r in rc]}
+
+
+def compare(emulated: dict[str, Any], simulated: dict[str, Any]) -> dict[str, Any]:
+    """Emulated minus simulated, flow by flow (Gbit/s) and reconfiguration by
+    reconfiguration (start and delay, in scenario seconds)."""
+    ts = emulated["time_scale"]
+    flows = []
+    for e, s in zip(emulated["flows"], simulated["flows"]):
+        g = e.get("gbps")
+        flows.append(None if g is None or s["gbps"] is None else g - s["gbps"])
+    er = (emulated.get("controller") or {}).get("reconfigurations", [])
+    sr = simulated["reconfigurations"]
+    recs = []
+    for i in range(max(len(er), len(sr))):
+        e, s = (er[i] if i < len(er) else None), (sr[i] if i < len(sr) else None)
+        if e is None or s is None:
+            recs.append({"only": "emulated" if s is None else "simulated"})
+            continue
+        d = {"same_circuits": sorted(map(tuple, e["circuits_after"])) == sorted(map(tuple, s["circuits_after"]))}
+        for k in ("start_s", "delay_s"):
+            d[k] = None if e[k] is None or s[k] is None else e[k] / ts - s[k]
+        recs.append(d)
+    return {"flow_gbps": flows, "reconfigurations": recs}

@@ -48,11 +48,18 @@ class OpenFlowDriver:
         When the run ends (``advance`` returns ``"done"``).
     clock : callable, optional
         Monotonic nanoseconds (tests pass a fake one).
+    byte_scale : float
+        Counters are multiplied by it: an emulated network whose rates are the
+        topology's times ``s`` reports bytes times ``1 / s``, so that a controller
+        comparing them with the topology's bandwidths sees the utilisation the
+        links really have.
     """
 
     def __init__(self, topo, layout: HybridLayout, switches: dict, initial=None, *, end_s: float,
-                 clock: Callable[[], int] = time.monotonic_ns, sleep: Callable[[float], None] = time.sleep):
+                 clock: Callable[[], int] = time.monotonic_ns, sleep: Callable[[float], None] = time.sleep,
+                 byte_scale: float = 1.0):
         self.topo, self.layout, self.switches = topo, layout, dict(switches)
+        self.byte_scale = byte_scale
         self.clock, self.sleep = clock, sleep
         self.end_ns = int(end_s * 1e9)
         self.state = HybridState()
@@ -241,7 +248,7 @@ class OpenFlowDriver:
                 for b in range(lay.racks):
                     if f"nw_dst={_net(b)}" in match and f"nw_src={_net(a)}" in match:
                         pairs[a, b] += n
-        return Counters(self.now, out, pairs)
+        return Counters(self.now, out * self.byte_scale, pairs * self.byte_scale)
 
     # -- intents ------------------------------------------------------------------------
 
