@@ -3,8 +3,10 @@
 Hosts are network namespaces; every switch (a ToR, a core switch, a circuit
 switch) is an Open vSwitch bridge with the userspace datapath
 (``datapath_type=netdev``), its OpenFlow port numbers the topology's port
-numbers; every link is a veth pair whose two ends are rate-limited by ``tc`` to
-the link's bandwidth times ``scale``. A circuit switch is a bridge that holds
+numbers; every link is two veth pairs joined in the middle by ``tc mirred``,
+each direction shaped by ``tc`` to the link's bandwidth times ``scale`` (the
+userspace datapath sends past its own ports' qdiscs, see
+:meth:`Testbed._shaped_link`). A circuit switch is a bridge that holds
 port-to-port flows only (the driver's crossbar). Direct ``ip``/``ovs-vsctl`` calls,
 not Mininet: the testbed must carry the topology's own port numbers (intents
 name ports) and nothing Mininet adds (controllers, its own naming) is needed.
@@ -63,7 +65,15 @@ def ensure_ovs() -> None:
         raise NetsteerError("Open vSwitch did not start (ovs-ctl start)", field="emulate")
     _started_ovs = True
     import atexit
-    atexit.register(lambda: _run(OVS_CTL, "stop", check=False))
+    atexit.register(_stop_ovs)
+
+
+def _stop_ovs() -> None:
+    """Stop the Open vSwitch this process started, unless another run (another
+    process: a test suite beside this one) still has bridges on it."""
+    if _run("ovs-vsctl", "--timeout=3", "list-br", check=False).stdout.split():
+        return
+    _run(OVS_CTL, "stop", check=False)
 
 
 def check_machine(topo, max_hosts: int = MAX_HOSTS) -> float:
@@ -159,15 +169,14 @@ class Testbed:
             a, pa, b, pb = (int(x) for x in (t.link_a[link], t.link_a_port[link], t.link_b[link], t.link_b_port[link]))
             rate = float(t.link_bandwidth[link]) * self.scale
             ends = (f"{self.prefix}l{link}a", f"{self.prefix}l{link}b")
-            _run("ip", "link", "add", ends[0], "type", "veth", "peer", "name", ends[1])
-            self.veths += ends  # the end left in the root namespace is the one to delete
+            mids = (f"{self.prefix}l{link}x", f"{self.prefix}l{link}y")
+            self._shaped_link(ends, mids, rate)
             for end, node, port in ((ends[0], a, pa), (ends[1], b, pb)):
                 if node < n:
-                    self._host_end(node, end, rate)
+                    self._host_end(node, end)
                 else:
                     _run("ethtool", "-K", end, "tx", "off", "gro", "off", "gso", "off", "tso", "off", check=False)
                     _run("ip", "link", "set", end, "up", "mtu", "1500")
-                    _shape(end, rate)
                     vsctl += ["--", "add-port", self.bridges[node], end, "--", "set", "interface", end,
                               f"ofport_request={port}"]
         if vsctl:
@@ -176,13 +185,31 @@ class Testbed:
         self._neighbours()
         self.progress(f"{t.n_links} links at {self.scale:g} x their rate")
 
-    def _host_end(self, h: int, dev: str, rate: float) -> None:
+    def _shaped_link(self, ends, mids, rate: float) -> None:
+        """One link: ``ends[0] ~ mids[0] -> mids[1] ~ ends[1]`` and back. Open vSwitch's
+        userspace datapath sends on its ports past their qdiscs, so the rate cannot be
+        set on a switch's own port: each direction crosses the middle pair, whose
+        ingress is redirected (tc mirred) to the other middle end's egress, shaped.
+
+        Every end starts in the root namespace; a host's end is moved into its own.
+        """
+        for end, mid in zip(ends, mids):
+            _run("ip", "link", "add", end, "type", "veth", "peer", "name", mid)
+            self.veths += [end, mid]  # what is still in the root namespace is deleted at teardown
+        for mid, other in ((mids[0], mids[1]), (mids[1], mids[0])):
+            _run("ethtool", "-K", mid, "tx", "off", "gro", "off", "gso", "off", "tso", "off", check=False)
+            _run("ip", "link", "set", mid, "up", "mtu", "1500")
+            _shape(other, rate)
+            _run("tc", "qdisc", "add", "dev", mid, "handle", "ffff:", "ingress")
+            _run("tc", "filter", "add", "dev", mid, "parent", "ffff:", "protocol", "all", "u32", "match", "u32", "0", "0",
+                 "action", "mirred", "egress", "redirect", "dev", other)
+
+    def _host_end(self, h: int, dev: str) -> None:
         ns = self.namespaces[h]
         _run("ip", "link", "set", dev, "netns", ns)
         _run("ip", "-n", ns, "link", "set", dev, "address", host_mac(h), "up")
         _run("ip", "-n", ns, "addr", "add", f"{self.ips[h]}/10", "dev", dev)
         _run("ip", "netns", "exec", ns, "ethtool", "-K", dev, "tx", "off", check=False)
-        _shape(dev, rate, ns)
         self.host_dev[h] = dev
 
     def _neighbours(self) -> None:
