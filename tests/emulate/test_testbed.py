@@ -162,3 +162,37 @@ def test_os_ken_refusal_and_a_switch_disconnecting_mid_reconfiguration_on_real_o
         drv.close()
         prefix = tb.prefix
     assert not leftovers(prefix)
+
+
+def congestion_scenario():
+    """Racks 0 and 1 joined through rack 2, whose own traffic to rack 1 congests
+    the 2->1 circuit (scenarios/hybrid-congestion.yaml with 512 MiB transfers)."""
+    import yaml
+    from pathlib import Path
+
+    d = yaml.safe_load((Path(__file__).parents[2] / "scenarios" / "hybrid-congestion.yaml").read_text())
+    for f in d["jobs"][0]["flows"]:
+        f["bytes"] = "512MiB"
+    return d
+
+
+def test_congestion_triggers_on_real_switches_and_links_hold_their_rates():
+    from netsteer.emulate.run import compare, predict
+
+    rep = emulate(built(congestion_scenario()))
+    sim = predict(built(congestion_scenario()))
+    assert not leftovers(rep["testbed"])
+    recs = rep["controller"]["reconfigurations"]
+    assert recs and recs[0]["trigger"] == "congestion" and recs[0]["status"] == "done"
+    assert sim["reconfigurations"] and sim["reconfigurations"][0]["trigger"] == "congestion"
+    diff = compare(rep, sim)
+    assert diff["reconfigurations"][0]["same_circuits"]
+    # hosts 0 and 4 both send to host 2: together at most its 10 Gbit/s NIC (shaped
+    # on both directions of every link, switch ports included)
+    g = {(f["src"], f["dst"]): f["gbps"] for f in rep["flows"]}
+    assert g[(0, 2)] + g[(4, 2)] <= 10 * 1.05
+    assert min(g.values()) > 1.0
+    assert len(diff["flow_gbps"]) == 4 and all(x is not None for x in diff["flow_gbps"])
+    # the controller's share includes its decision (planning) time
+    share = controller_share(rep["controller"], rep["pushes"], rep["decisions"])[0]
+    assert share["decide_s"] > 0 and share["controller_delay_s"] <= share["delay_s"] + 1e-6
