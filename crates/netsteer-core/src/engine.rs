@@ -1,20 +1,31 @@
-//! The event-driven flow-level engine.
+//! The event-driven engine, shared by every fidelity.
 //!
 //! Time is integer nanoseconds and every ordering is total, so a run is
 //! deterministic. A flow is *released* at its start time, or when the flows it
-//! depends on have finished; it then pays its path latency (plus any extra delay,
-//! which is how compute phases enter a DAG) and then transfers its bytes at the rate
-//! the sharing model gives it. Rates are recomputed only for the connected part of
-//! the network that an event touched.
+//! depends on have finished; it then waits its extra delay (which is how compute
+//! phases enter a DAG), plus its path latency where the physics pays latency up
+//! front, and becomes *active*: from then on its [`Physics`] moves its bytes.
+//!
+//! The split: this engine owns flow and dependency intake, release, the streamed
+//! MPI jobs, background traffic, the network's state and its reconfiguration
+//! (channels down or up, capacities, re-routing flows in flight), counter sampling
+//! and the clock. The physics ([`crate::fluid::Fluid`]: rates from a sharing model;
+//! [`crate::packet::Packets`]: packets, credits, virtual lanes) owns only how an
+//! active flow's bytes cross the network and when its last byte arrives. Both
+//! fidelities therefore take the same flows, paths and changes and produce the
+//! same results; they differ only where the physics differs.
 //!
 //! The network may change between events: channels go down (capacity 0, their flows
 //! stall) or come back, capacities change, and flows in flight are re-routed.
 
+use std::collections::BTreeMap;
+
+use crate::fluid::Fluid;
 use crate::mpi::{JobSpec, Stream};
+use crate::physics::{FlowCore, Net, Physics};
 use crate::queue::EventQueue;
 use crate::route::Router;
-use crate::sharing::{FlowView, SharingModel};
-use crate::solver::{solve_subset, Problem, Workspace};
+use crate::sharing::SharingModel;
 use crate::Ns;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -102,29 +113,21 @@ pub struct FlowBatch<'a> {
     pub deps: &'a [u32],
 }
 
-struct Flow {
-    bytes: f64,
-    remaining: f64,
-    rate: f64,
-    last: Ns,
-    path_start: usize,
-    path_len: usize,
-    weight: f64,
-    eff_weight: f64,
-    bound: f64,
-    priority: u8,
+/// What the engine keeps of a flow besides [`FlowCore`] (which the physics sees).
+struct Meta {
     state: FlowState,
     deps_left: u32,
     start: Ns,
     delay: Ns,
     released_at: Ns,
     done_at: Ns,
-    version: u32,
     background: bool,
     // a streamed flow's slot is reused once its source has heard that it finished
     streamed: bool,
-    // room for the path at path_start (a reused slot keeps its room)
+    // room for the path at path_start (a reused slot or a re-routed flow keeps it)
     path_cap: u32,
+    // bytes sent, fixed when the flow is done
+    sent: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -132,13 +135,7 @@ enum Kind {
     Sample = 0,
     Release = 1,
     LatencyDone = 2,
-    Finish = 3,
 }
-
-/// A flow starved (rate 0) with less than this many ns of sending left at its old
-/// rate finishes at once: the rest is rounding of finish times to whole ns, and
-/// would otherwise wait for the higher class to end.
-const FINISH_SLACK_NS: i64 = 16;
 
 /// An event; its time is its bucket's in the queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,60 +165,42 @@ pub struct Stats {
     pub solves: u64,
     pub solved_flows: u64,
     pub solved_flow_hops: u64,
+    /// Packets sent over one channel (packet fidelity).
+    pub packet_hops: u64,
 }
 
-/// Buffers reused by every solve, so the hot path allocates nothing.
-#[derive(Default)]
-struct Scratch {
-    queue: Vec<u32>,
-    comp_flows: Vec<u32>,
-    offsets: Vec<usize>,
-    chans: Vec<u32>,
-    weight: Vec<f64>,
-    bound: Vec<f64>,
-    prio: Vec<u8>,
-    local: Vec<u32>,
-    rates: Vec<f64>,
-    view_cap: Vec<f64>,
-}
-
-impl Scratch {
-    fn clear(&mut self) {
-        self.queue.clear();
-        self.comp_flows.clear();
-        self.offsets.clear();
-        self.chans.clear();
-        self.weight.clear();
-        self.bound.clear();
-        self.prio.clear();
-        self.local.clear();
-        self.rates.clear();
-    }
+/// Builds a [`Net`] from the engine's fields, so the physics (another field) can be
+/// borrowed mutably beside it.
+macro_rules! net {
+    ($s:expr) => {
+        Net {
+            flows: &$s.flows,
+            paths: &$s.paths,
+            capacity: &$s.capacity,
+            base_capacity: &$s.base_capacity,
+            latency: &$s.latency,
+        }
+    };
 }
 
 pub struct Engine {
     now: Ns,
-    model: Box<dyn SharingModel>,
+    phys: Box<dyn Physics>,
     base_capacity: Vec<f64>,
     capacity: Vec<f64>,
     up: Vec<bool>,
     latency: Vec<Ns>,
-    flows: Vec<Flow>,
+    flows: Vec<FlowCore>,
+    meta: Vec<Meta>,
     paths: Vec<u32>,
-    // position of each flow-hop in its channel's list (parallel to `paths`)
-    hop_pos: Vec<u32>,
+    // path rooms given up by re-routed flows, by size, for the next path that fits
+    free_rooms: BTreeMap<u32, Vec<usize>>,
     // successors: a CSR range per flow into succ_pool, plus those added by later batches
     succ_start: Vec<u64>,
     succ_len: Vec<u32>,
     succ_pool: Vec<u32>,
     succ_extra: std::collections::HashMap<u32, Vec<u32>>,
-    chan_flows: Vec<Vec<u32>>,
-    chan_rate: Vec<f64>,
-    chan_bytes: Vec<f64>,
-    chan_last: Vec<Ns>,
     events: EventQueue<Event>,
-    dirty: Vec<u32>,
-    is_dirty: Vec<bool>,
     unfinished: usize,
     // unfinished flows that are not background traffic
     foreground_left: usize,
@@ -233,12 +212,8 @@ pub struct Engine {
     sample_times: Vec<Ns>,
     samples: Vec<f64>,
     stats: Stats,
-    // scratch for component search and solving
-    stamp_chan: Vec<u64>,
-    stamp_flow: Vec<u64>,
-    stamp: u64,
-    ws: Workspace,
-    scratch: Scratch,
+    // flows the physics finished at this instant
+    done_now: Vec<u32>,
     // streamed flows: slots free for reuse, finished ones the stream has not heard of
     free: Vec<u32>,
     done_log: Vec<u32>,
@@ -248,31 +223,34 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// A network of channels with `capacity` (bytes per second) and `latency` (ns).
+    /// A flow-level engine: channels with `capacity` (bytes per second) and
+    /// `latency` (ns), rates from the sharing `model`.
     pub fn new(capacity: Vec<f64>, latency: Vec<Ns>, model: Box<dyn SharingModel>) -> Self {
+        let n = capacity.len();
+        Self::with_physics(capacity, latency, Box::new(Fluid::new(n, model)))
+    }
+
+    /// An engine whose active flows move by `phys` (for example
+    /// [`crate::packet::Packets`], the packet-level fabric).
+    pub fn with_physics(capacity: Vec<f64>, latency: Vec<Ns>, phys: Box<dyn Physics>) -> Self {
         let n = capacity.len();
         assert_eq!(n, latency.len(), "one latency per channel");
         Engine {
             now: 0,
-            model,
+            phys,
             base_capacity: capacity.clone(),
             capacity,
             up: vec![true; n],
             latency,
             flows: vec![],
+            meta: vec![],
             paths: vec![],
-            hop_pos: vec![],
+            free_rooms: BTreeMap::new(),
             succ_start: vec![],
             succ_len: vec![],
             succ_pool: vec![],
             succ_extra: Default::default(),
-            chan_flows: vec![Vec::new(); n],
-            chan_rate: vec![0.0; n],
-            chan_bytes: vec![0.0; n],
-            chan_last: vec![0; n],
             events: EventQueue::default(),
-            dirty: vec![],
-            is_dirty: vec![false; n],
             unfinished: 0,
             foreground_left: 0,
             sample_interval: 0,
@@ -282,11 +260,7 @@ impl Engine {
             sample_times: vec![],
             samples: vec![],
             stats: Stats::default(),
-            stamp_chan: vec![0; n],
-            stamp_flow: vec![],
-            stamp: 0,
-            ws: Workspace::default(),
-            scratch: Scratch::default(),
+            done_now: vec![],
             free: vec![],
             done_log: vec![],
             stream: None,
@@ -307,10 +281,21 @@ impl Engine {
         self.unfinished
     }
     pub fn stats(&self) -> Stats {
-        self.stats
+        let mut s = self.stats;
+        self.phys.add_stats(&mut s);
+        s
     }
+    /// The physics' name: the sharing model (`maxmin`, `cm02`) or `packet`.
     pub fn model_name(&self) -> &'static str {
-        self.model.name()
+        self.phys.name()
+    }
+    /// The physics, to read its own reports (downcast with `as_any`).
+    pub fn physics(&self) -> &dyn Physics {
+        self.phys.as_ref()
+    }
+    /// Entries of the path arena (grows with flows, not with re-routes).
+    pub fn path_arena_len(&self) -> usize {
+        self.paths.len()
     }
 
     /// Record every channel's cumulative bytes each `interval` ns (0 turns it off).
@@ -334,6 +319,18 @@ impl Engine {
             let t = self.now;
             self.push(t, Kind::Sample, 0, 0);
         }
+    }
+
+    /// Give flows a service level (packet fidelity: the VL follows from SL2VL).
+    pub fn set_sl(&mut self, flows: &[u32], sl: &[u8]) -> Result<(), EngineError> {
+        for (&f, &s) in flows.iter().zip(sl) {
+            let fl = self
+                .flows
+                .get_mut(f as usize)
+                .ok_or(EngineError::UnknownFlow(f as usize))?;
+            fl.sl = s;
+        }
+        Ok(())
     }
 
     /// Add flows; returns the id of the first. Dependencies may name flows added in
@@ -479,55 +476,52 @@ impl Engine {
             }
         }
         self.paths.reserve(b.paths.len());
-        self.hop_pos.resize(self.paths.len() + b.paths.len(), 0);
         for i in 0..n {
             let path_start = self.paths.len();
             let path = &b.paths[b.path_offsets[i]..b.path_offsets[i + 1]];
             self.paths.extend_from_slice(path);
             let start = if b.start[i] < 0 { 0 } else { b.start[i] }.max(self.now);
-            self.flows.push(Flow {
+            self.flows.push(FlowCore {
                 bytes: b.bytes[i],
-                remaining: b.bytes[i],
-                rate: 0.0,
-                last: self.now,
                 path_start,
                 path_len: path.len(),
                 weight: b.weight[i],
-                eff_weight: b.weight[i],
-                bound: f64::INFINITY,
                 priority: b.priority[i],
+                sl: 0,
+                version: 0,
+            });
+            self.meta.push(Meta {
                 state: FlowState::Waiting,
                 deps_left: indeg[i],
                 start,
                 delay: b.delay[i],
                 released_at: -1,
                 done_at: -1,
-                version: 0,
                 background: false,
                 streamed: false,
                 path_cap: path.len() as u32,
+                sent: 0.0,
             });
             self.succ_start.push((fill[i] - count[i] as usize) as u64);
             self.succ_len.push(count[i]);
-            self.stamp_flow.push(0);
         }
         self.unfinished += n;
         self.foreground_left += n;
         for i in 0..n {
             for &d in &b.deps[b.dep_offsets[i]..b.dep_offsets[i + 1]] {
                 let d = d as usize;
-                if d < first && self.flows[d].state != FlowState::Done {
+                if d < first && self.meta[d].state != FlowState::Done {
                     self.succ_extra
                         .entry(d as u32)
                         .or_default()
                         .push((first + i) as u32);
-                    self.flows[first + i].deps_left += 1;
+                    self.meta[first + i].deps_left += 1;
                 }
             }
         }
         for id in first..total {
-            if self.flows[id].deps_left == 0 {
-                let t = self.flows[id].start;
+            if self.meta[id].deps_left == 0 {
+                let t = self.meta[id].start;
                 self.push(t, Kind::Release, id as u32, 0);
             }
         }
@@ -543,240 +537,44 @@ impl Engine {
         self.events.push(time, Event { kind, id, version });
     }
 
-    fn path(&self, f: usize) -> &[u32] {
-        let fl = &self.flows[f];
-        &self.paths[fl.path_start..fl.path_start + fl.path_len]
-    }
-
     fn path_latency(&self, f: usize) -> Ns {
-        self.path(f).iter().map(|&c| self.latency[c as usize]).sum()
-    }
-
-    fn mark(&mut self, c: u32) {
-        if !self.is_dirty[c as usize] {
-            self.is_dirty[c as usize] = true;
-            self.dirty.push(c);
-        }
-    }
-
-    fn settle_channel(&mut self, c: usize) {
-        let dt = self.now - self.chan_last[c];
-        if dt > 0 {
-            self.chan_bytes[c] += self.chan_rate[c] * dt as f64 * 1e-9;
-        }
-        self.chan_last[c] = self.now;
-    }
-
-    fn settle_flow(&mut self, f: usize) {
-        let fl = &mut self.flows[f];
-        let dt = self.now - fl.last;
-        if dt > 0 && fl.rate > 0.0 {
-            fl.remaining = (fl.remaining - fl.rate * dt as f64 * 1e-9).max(0.0);
-        }
-        fl.last = self.now;
-    }
-
-    fn set_rate(&mut self, f: usize, rate: f64) {
-        let old = self.flows[f].rate;
-        if old == rate {
-            return;
-        }
-        let (s, n) = (self.flows[f].path_start, self.flows[f].path_len);
-        for k in s..s + n {
-            let c = self.paths[k] as usize;
-            self.settle_channel(c);
-            self.chan_rate[c] += rate - old;
-            if self.chan_flows[c].len() <= 1 && rate == 0.0 {
-                self.chan_rate[c] = 0.0; // no drift on idle channels
-            }
-        }
-        self.flows[f].rate = rate;
-    }
-
-    fn attach(&mut self, f: usize) {
-        let (s, n) = (self.flows[f].path_start, self.flows[f].path_len);
-        for k in s..s + n {
-            let c = self.paths[k];
-            self.hop_pos[k] = self.chan_flows[c as usize].len() as u32;
-            self.chan_flows[c as usize].push(f as u32);
-            self.mark(c);
-        }
-        let mut view_cap = std::mem::take(&mut self.scratch.view_cap);
-        view_cap.clear();
-        view_cap.extend(self.path(f).iter().map(|&c| self.base_capacity[c as usize]));
-        let view = FlowView {
-            weight: self.flows[f].weight,
-            path_latency_s: self.path_latency(f) as f64 * 1e-9,
-            path_capacity: &view_cap,
-        };
-        let (w, b) = (self.model.weight(&view), self.model.bound(&view));
-        self.scratch.view_cap = view_cap;
-        self.flows[f].eff_weight = w;
-        self.flows[f].bound = b;
-    }
-
-    fn detach(&mut self, f: usize) {
-        self.set_rate(f, 0.0);
-        let (s, n) = (self.flows[f].path_start, self.flows[f].path_len);
-        for k in s..s + n {
-            let c = self.paths[k] as usize;
-            let pos = self.hop_pos[k] as usize;
-            let list = &mut self.chan_flows[c];
-            debug_assert_eq!(list[pos] as usize, f);
-            list.swap_remove(pos);
-            if pos < list.len() {
-                let g = list[pos] as usize;
-                let (gs, gn) = (self.flows[g].path_start, self.flows[g].path_len);
-                for kk in gs..gs + gn {
-                    if self.paths[kk] as usize == c
-                        && self.hop_pos[kk] as usize == self.chan_flows[c].len()
-                    {
-                        self.hop_pos[kk] = pos as u32;
-                        break;
-                    }
-                }
-            }
-            self.mark(c as u32);
-        }
-    }
-
-    /// Re-solve the rates of the flows connected to channels touched since the last
-    /// solve, and reschedule their finish events.
-    fn resolve(&mut self) {
-        if self.dirty.is_empty() {
-            return;
-        }
-        self.stamp += 1;
-        let stamp = self.stamp;
-        let mut sc = std::mem::take(&mut self.scratch);
-        sc.clear();
-        std::mem::swap(&mut sc.queue, &mut self.dirty);
-        for &c in &sc.queue {
-            self.is_dirty[c as usize] = false;
-            self.stamp_chan[c as usize] = stamp;
-        }
-        while let Some(c) = sc.queue.pop() {
-            for i in 0..self.chan_flows[c as usize].len() {
-                let f = self.chan_flows[c as usize][i] as usize;
-                if self.stamp_flow[f] == stamp {
-                    continue;
-                }
-                self.stamp_flow[f] = stamp;
-                sc.comp_flows.push(f as u32);
-                let fl = &self.flows[f];
-                for k in fl.path_start..fl.path_start + fl.path_len {
-                    let c2 = self.paths[k];
-                    if self.stamp_chan[c2 as usize] != stamp {
-                        self.stamp_chan[c2 as usize] = stamp;
-                        sc.queue.push(c2);
-                    }
-                }
-            }
-        }
-        if sc.comp_flows.is_empty() {
-            self.scratch = sc;
-            return;
-        }
-        sc.comp_flows.sort_unstable();
-        // local problem over the component
-        let k = sc.comp_flows.len();
-        sc.offsets.push(0);
-        for &f in &sc.comp_flows {
-            let f = f as usize;
-            let fl = &self.flows[f];
-            sc.chans
-                .extend_from_slice(&self.paths[fl.path_start..fl.path_start + fl.path_len]);
-            sc.offsets.push(sc.chans.len());
-            sc.weight.push(fl.eff_weight);
-            sc.bound.push(fl.bound);
-            sc.prio.push(fl.priority);
-        }
-        sc.local.extend(0..k as u32);
-        sc.rates.resize(k, 0.0);
-        let problem = Problem {
-            capacity: &self.capacity,
-            offsets: &sc.offsets,
-            channels: &sc.chans,
-            weight: &sc.weight,
-            bound: &sc.bound,
-            priority: &sc.prio,
-        };
-        solve_subset(&problem, &sc.local, &mut sc.rates, &mut self.ws);
-        self.stats.solves += 1;
-        self.stats.solved_flows += k as u64;
-        self.stats.solved_flow_hops += sc.chans.len() as u64;
-        for i in 0..k {
-            let f = sc.comp_flows[i] as usize;
-            let r = sc.rates[i];
-            if r == self.flows[f].rate && self.flows[f].version > 0 {
-                continue; // its finish event still stands
-            }
-            self.settle_flow(f);
-            let old = self.flows[f].rate;
-            if old > 0.0
-                && r == 0.0
-                && self.flows[f].remaining <= old * FINISH_SLACK_NS as f64 * 1e-9
-            {
-                // a few ns of sending left at its old rate: what is left is the ceil
-                // of finish times to whole ns, accumulated. It finishes now rather than
-                // wait (starved, perhaps) for its last byte.
-                self.flows[f].version = self.flows[f].version.wrapping_add(1);
-                let (t, v) = (self.now, self.flows[f].version);
-                self.push(t, Kind::Finish, f as u32, v);
-                continue;
-            }
-            self.set_rate(f, r);
-            self.flows[f].version = self.flows[f].version.wrapping_add(1);
-            if let Some(t) = self.finish_time(f, r) {
-                let v = self.flows[f].version;
-                self.push(t, Kind::Finish, f as u32, v);
-            }
-        }
-        self.scratch = sc;
-    }
-
-    /// When flow `f` finishes at rate `r` from now, or `None` if it never does
-    /// within the clock's range (a starved flow: it waits for the next solve that
-    /// touches its channels, and if none comes the run ends as stalled).
-    fn finish_time(&self, f: usize, r: f64) -> Option<Ns> {
-        if !(r > 0.0) {
-            return None;
-        }
-        let ns = (self.flows[f].remaining / r * 1e9).ceil();
-        // past this the clock would overflow; no real run gets near 146 years
-        let horizon = (Ns::MAX / 2 - self.now.max(0)) as f64;
-        if ns.is_finite() && ns < horizon {
-            Some(self.now + ns as Ns)
-        } else {
-            None
-        }
+        net!(self).path_latency(f)
     }
 
     fn release(&mut self, f: usize) {
-        let fl = &mut self.flows[f];
-        fl.state = FlowState::Latency;
-        fl.released_at = self.now;
-        let t = self
-            .now
-            .saturating_add(self.path_latency(f))
-            .saturating_add(self.flows[f].delay);
+        self.meta[f].state = FlowState::Latency;
+        self.meta[f].released_at = self.now;
+        let wire = if self.phys.latency_up_front() {
+            self.path_latency(f)
+        } else {
+            0
+        };
+        let t = self.now.saturating_add(wire).saturating_add(self.meta[f].delay);
         // the version tells a reused slot's flow from a stale event of its former one
         let v = self.flows[f].version;
         self.push(t, Kind::LatencyDone, f as u32, v);
     }
 
-    fn finish(&mut self, f: usize) {
-        if self.flows[f].state == FlowState::Active {
-            self.settle_flow(f);
-            self.detach(f);
+    /// Flow `f` is over: its last byte arrived (`complete`), or it was stopped.
+    fn finish(&mut self, f: usize, complete: bool) {
+        let m = &self.meta[f];
+        let sent = if complete {
+            self.flows[f].bytes
+        } else if m.state == FlowState::Active {
+            // a flow stopped early keeps its unsent bytes, so `sent` is exact for it too
+            self.phys.sent(f, self.now)
+        } else {
+            0.0
+        };
+        if self.meta[f].state == FlowState::Active {
+            self.phys.leave(&net!(self), f, self.now);
         }
-        // `remaining` stays as it is: a flow stopped early keeps its unsent bytes,
-        // so `sent` is exact for it too (a normal finish zeroes it in `handle`)
-        let fl = &mut self.flows[f];
-        fl.state = FlowState::Done;
-        fl.done_at = self.now;
-        let was_background = fl.background;
-        if fl.streamed {
+        let m = &mut self.meta[f];
+        m.state = FlowState::Done;
+        m.done_at = self.now;
+        m.sent = sent;
+        let was_background = m.background;
+        if m.streamed {
             self.done_log.push(f as u32);
         }
         self.unfinished -= 1;
@@ -804,30 +602,30 @@ impl Engine {
     /// iperf-like traffic ends with the work it runs beside.
     fn end_background_if_idle(&mut self) {
         if self.foreground_left == 0 && self.unfinished > 0 {
-            let bg: Vec<u32> = (0..self.flows.len() as u32)
+            let bg: Vec<u32> = (0..self.meta.len() as u32)
                 .filter(|&g| {
-                    self.flows[g as usize].background
-                        && self.flows[g as usize].state != FlowState::Done
+                    self.meta[g as usize].background
+                        && self.meta[g as usize].state != FlowState::Done
                 })
                 .collect();
             for g in bg {
-                if self.flows[g as usize].state != FlowState::Done {
-                    self.finish(g as usize);
+                if self.meta[g as usize].state != FlowState::Done {
+                    self.finish(g as usize, false);
                 }
             }
         }
     }
 
     fn dependency_done(&mut self, s: usize) {
-        if self.flows[s].state != FlowState::Waiting {
+        if self.meta[s].state != FlowState::Waiting {
             return; // stopped before its dependencies were done
         }
-        self.flows[s].deps_left -= 1;
-        if self.flows[s].deps_left == 0 {
-            if self.flows[s].start <= self.now {
+        self.meta[s].deps_left -= 1;
+        if self.meta[s].deps_left == 0 {
+            if self.meta[s].start <= self.now {
                 self.release(s); // no need for an event: it is released now
             } else {
-                let t = self.flows[s].start;
+                let t = self.meta[s].start;
                 self.push(t, Kind::Release, s as u32, 0);
             }
         }
@@ -840,17 +638,11 @@ impl Engine {
             Kind::Release => self.release(f),
             Kind::LatencyDone => {
                 if self.flows[f].bytes <= 0.0 || self.flows[f].path_len == 0 {
-                    self.flows[f].remaining = 0.0;
-                    self.finish(f);
+                    self.finish(f, true);
                 } else {
-                    self.flows[f].state = FlowState::Active;
-                    self.flows[f].last = self.now;
-                    self.attach(f);
+                    self.meta[f].state = FlowState::Active;
+                    self.phys.start(&net!(self), f, self.now);
                 }
-            }
-            Kind::Finish => {
-                self.flows[f].remaining = 0.0; // the ceil to whole ns leaves a residue
-                self.finish(f);
             }
             Kind::Sample => {
                 if self.sample_times.last() == Some(&self.now) {
@@ -860,6 +652,7 @@ impl Engine {
                 if self.samples.len().saturating_add(n) > self.sample_limit
                     || self.samples.try_reserve(n).is_err()
                     || self.sample_times.try_reserve(1).is_err()
+                    || !self.phys.sample(self.now, self.sample_limit)
                 {
                     self.sample_overflow = true;
                     self.sample_interval = 0;
@@ -867,11 +660,7 @@ impl Engine {
                     return;
                 }
                 self.sample_times.push(self.now);
-                for c in 0..self.capacity.len() {
-                    let dt = (self.now - self.chan_last[c]) as f64 * 1e-9;
-                    self.samples
-                        .push(self.chan_bytes[c] + self.chan_rate[c] * dt);
-                }
+                self.phys.channel_bytes_into(self.now, &mut self.samples);
                 if self.unfinished > 0 && self.sample_interval > 0 {
                     let t = self.now + self.sample_interval;
                     self.push(t, Kind::Sample, 0, 0);
@@ -884,16 +673,19 @@ impl Engine {
 
     fn is_live(&self, ev: &Event) -> bool {
         match ev.kind {
-            Kind::Finish => {
-                let fl = &self.flows[ev.id as usize];
-                fl.state == FlowState::Active && fl.version == ev.version
-            }
-            Kind::Release => self.flows[ev.id as usize].state == FlowState::Waiting,
+            Kind::Release => self.meta[ev.id as usize].state == FlowState::Waiting,
             Kind::LatencyDone => {
-                let fl = &self.flows[ev.id as usize];
-                fl.state == FlowState::Latency && fl.version == ev.version
+                let f = ev.id as usize;
+                self.meta[f].state == FlowState::Latency && self.flows[f].version == ev.version
             }
             Kind::Sample => true,
+        }
+    }
+
+    fn next_time(&self) -> Option<Ns> {
+        match (self.events.first_time(), self.phys.next_time()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 
@@ -903,13 +695,14 @@ impl Engine {
         let mut handled = 0u64;
         self.feed_stream();
         loop {
-            self.resolve();
+            self.phys.settle(&net!(self), self.now);
             if self.unfinished == 0 {
                 // only samples and stale events can be left; none after now matters
                 self.events.truncate_after(self.now);
+                self.phys.truncate_after(self.now);
                 self.sample_scheduled = !self.events.is_empty() && self.sample_scheduled;
             }
-            let Some(t) = self.events.first_time() else {
+            let Some(t) = self.next_time() else {
                 self.sample_scheduled = false;
                 if self.unfinished == 0 {
                     return RunStatus::Done;
@@ -929,19 +722,45 @@ impl Engine {
                 return RunStatus::Budget;
             }
             // every event at this instant, including those it schedules for the same
-            // instant, then one solve
-            while self.events.first_time() == Some(t) {
-                let (_, batch) = self.events.pop_instant().expect("instant just seen");
-                for ev in &batch {
-                    if self.is_live(ev) {
-                        self.now = t; // only a live event moves the clock
-                        self.handle(*ev);
-                        handled += 1;
+            // instant, then one settle of the physics. The physics' own events come
+            // first, so it never sees the clock go back within the instant
+            loop {
+                let mut any = false;
+                if self.phys.next_time() == Some(t) {
+                    any = true;
+                    let mut done = std::mem::take(&mut self.done_now);
+                    let live = self.phys.advance(&net!(self), t, &mut done);
+                    if live > 0 {
+                        self.now = t;
+                        handled += live;
+                        self.stats.events += live;
                     }
+                    for &f in &done {
+                        if self.meta[f as usize].state == FlowState::Active {
+                            self.finish(f as usize, true);
+                        }
+                    }
+                    done.clear();
+                    self.done_now = done;
+                    self.feed_stream();
                 }
-                self.events.recycle(batch);
-                // what finished may let ranks send more at this very instant
-                self.feed_stream();
+                if self.events.first_time() == Some(t) {
+                    any = true;
+                    let (_, batch) = self.events.pop_instant().expect("instant just seen");
+                    for ev in &batch {
+                        if self.is_live(ev) {
+                            self.now = t; // only a live event moves the clock
+                            self.handle(*ev);
+                            handled += 1;
+                        }
+                    }
+                    self.events.recycle(batch);
+                    // what finished may let ranks send more at this very instant
+                    self.feed_stream();
+                }
+                if !any {
+                    break;
+                }
             }
         }
     }
@@ -990,6 +809,22 @@ impl Engine {
         self.stream.as_deref()
     }
 
+    /// A room of `len` entries in the path arena: a free one that fits, or a new one.
+    fn room(&mut self, len: usize) -> (usize, u32) {
+        if len > 0 {
+            if let Some((&cap, starts)) = self.free_rooms.range_mut(len as u32..).next() {
+                let s = starts.pop().expect("no empty lists are kept");
+                if starts.is_empty() {
+                    self.free_rooms.remove(&cap);
+                }
+                return (s, cap);
+            }
+        }
+        let s = self.paths.len();
+        self.paths.resize(s + len, 0);
+        (s, len as u32)
+    }
+
     /// Add one flow released now, with no dependencies, in a reused slot when one
     /// is free; returns its id. Its path must name existing channels.
     pub fn add_streamed(
@@ -1002,53 +837,49 @@ impl Engine {
     ) -> u32 {
         debug_assert!(path.iter().all(|&c| (c as usize) < self.capacity.len()));
         let now = self.now;
-        let fresh = |path_start: usize, version: u32| Flow {
-            bytes,
-            remaining: bytes,
-            rate: 0.0,
-            last: now,
-            path_start,
-            path_len: path.len(),
-            weight,
-            eff_weight: weight,
-            bound: f64::INFINITY,
-            priority,
+        let meta = |cap: u32| Meta {
             state: FlowState::Waiting,
             deps_left: 0,
             start: now,
             delay,
             released_at: -1,
             done_at: -1,
-            version,
             background: false,
             streamed: true,
-            path_cap: path.len() as u32,
+            path_cap: cap,
+            sent: 0.0,
+        };
+        let core = |path_start: usize, version: u32| FlowCore {
+            bytes,
+            path_start,
+            path_len: path.len(),
+            weight,
+            priority,
+            sl: 0,
+            version,
         };
         let f = if let Some(f) = self.free.pop() {
-            let old = &self.flows[f as usize];
-            let (start, cap) = if path.len() <= old.path_cap as usize {
-                (old.path_start, old.path_cap)
+            let f = f as usize;
+            let (old_start, old_cap) = (self.flows[f].path_start, self.meta[f].path_cap);
+            let (start, cap) = if path.len() <= old_cap as usize {
+                (old_start, old_cap)
             } else {
                 let s = self.paths.len();
                 self.paths.extend_from_slice(path);
-                self.hop_pos.resize(self.paths.len(), 0);
                 (s, path.len() as u32)
             };
-            let v = old.version.wrapping_add(1);
-            self.flows[f as usize] = Flow {
-                path_cap: cap,
-                ..fresh(start, v)
-            };
+            let v = self.flows[f].version.wrapping_add(1);
+            self.flows[f] = core(start, v);
+            self.meta[f] = meta(cap);
             self.paths[start..start + path.len()].copy_from_slice(path);
-            f as usize
+            f
         } else {
             let s = self.paths.len();
             self.paths.extend_from_slice(path);
-            self.hop_pos.resize(self.paths.len(), 0);
-            self.flows.push(fresh(s, 0));
+            self.flows.push(core(s, 0));
+            self.meta.push(meta(path.len() as u32));
             self.succ_start.push(0);
             self.succ_len.push(0);
-            self.stamp_flow.push(0);
             self.flows.len() - 1
         };
         self.unfinished += 1;
@@ -1064,12 +895,13 @@ impl Engine {
     /// Bytes a flow slot holds in the engine besides its path (4 bytes a hop, and 4
     /// more for its place in each channel's list), for memory estimates.
     pub fn bytes_per_flow() -> usize {
-        std::mem::size_of::<Flow>() + 8 + 8 + 4
+        // the engine's two records, the fluid physics' own (about 56 bytes), successors
+        std::mem::size_of::<FlowCore>() + std::mem::size_of::<Meta>() + 56 + 8 + 8 + 4
     }
 
     /// Flow slots held by streamed flows, in flight or free (the stream's footprint).
     pub fn streamed_slots(&self) -> usize {
-        self.flows.iter().filter(|f| f.streamed).count()
+        self.meta.iter().filter(|m| m.streamed).count()
     }
 
     /// Tell the stream which of its flows finished; their slots become free.
@@ -1115,8 +947,8 @@ impl Engine {
             let cu = c as usize;
             self.up[cu] = up;
             self.capacity[cu] = if up { self.base_capacity[cu] } else { 0.0 };
-            self.mark(c);
         }
+        self.phys.channels_changed(&net!(self), channels, self.now);
     }
 
     /// Change the capacity of channels (bytes per second).
@@ -1127,12 +959,14 @@ impl Engine {
             if self.up[cu] {
                 self.capacity[cu] = capacity;
             }
-            self.mark(c);
         }
+        self.phys.channels_changed(&net!(self), channels, self.now);
     }
 
     /// Give flow `f` a new path from now on. A flow in flight keeps the bytes it has
-    /// sent and does not pay latency again.
+    /// sent and does not pay latency again. The old path's room is reused when the
+    /// new path fits in it, and otherwise given back for other paths, so re-routing
+    /// does not grow the path arena.
     pub fn reroute(&mut self, f: usize, path: &[u32]) -> Result<(), EngineError> {
         if f >= self.flows.len() {
             return Err(EngineError::UnknownFlow(f));
@@ -1145,32 +979,31 @@ impl Engine {
                 });
             }
         }
-        let state = self.flows[f].state;
+        let state = self.meta[f].state;
         if state == FlowState::Done {
             return Ok(());
         }
         if state == FlowState::Active {
-            self.settle_flow(f);
-            self.detach(f);
+            self.phys.leave(&net!(self), f, self.now);
         }
-        let same_len = path.len() == self.flows[f].path_len;
-        if same_len {
-            let s = self.flows[f].path_start;
-            self.paths[s..s + path.len()].copy_from_slice(path);
-        } else {
-            self.flows[f].path_start = self.paths.len();
-            self.flows[f].path_len = path.len();
-            self.flows[f].path_cap = path.len() as u32;
-            self.paths.extend_from_slice(path);
-            self.hop_pos.extend(std::iter::repeat(0).take(path.len()));
+        let cap = self.meta[f].path_cap;
+        if path.len() > cap as usize {
+            let old = self.flows[f].path_start;
+            if cap > 0 {
+                self.free_rooms.entry(cap).or_default().push(old);
+            }
+            let (s, c) = self.room(path.len());
+            self.flows[f].path_start = s;
+            self.meta[f].path_cap = c;
         }
+        let s = self.flows[f].path_start;
+        self.paths[s..s + path.len()].copy_from_slice(path);
+        self.flows[f].path_len = path.len();
         if state == FlowState::Active {
             if path.is_empty() {
-                self.finish(f);
+                self.finish(f, true);
             } else {
-                self.attach(f);
-                self.flows[f].version = self.flows[f].version.wrapping_add(1);
-                self.flows[f].rate = 0.0;
+                self.phys.rejoin(&net!(self), f, self.now);
             }
         }
         Ok(())
@@ -1183,9 +1016,9 @@ impl Engine {
             if f >= self.flows.len() {
                 return Err(EngineError::UnknownFlow(f));
             }
-            let fl = &mut self.flows[f];
-            if !fl.background && fl.state != FlowState::Done {
-                fl.background = true;
+            let m = &mut self.meta[f];
+            if !m.background && m.state != FlowState::Done {
+                m.background = true;
                 self.foreground_left -= 1;
             }
         }
@@ -1200,15 +1033,15 @@ impl Engine {
             if f >= self.flows.len() {
                 return Err(EngineError::UnknownFlow(f));
             }
-            match self.flows[f].state {
+            match self.meta[f].state {
                 FlowState::Done => {}
                 FlowState::Waiting => {
                     // never released: it cannot be waiting in the heap as live, so
                     // neutralise a pending release by marking it done now
-                    self.flows[f].released_at = self.now;
-                    self.finish(f);
+                    self.meta[f].released_at = self.now;
+                    self.finish(f, false);
                 }
-                _ => self.finish(f),
+                _ => self.finish(f, false),
             }
         }
         Ok(())
@@ -1217,53 +1050,52 @@ impl Engine {
     // -- results ---------------------------------------------------------------
 
     pub fn state(&self, f: usize) -> FlowState {
-        self.flows[f].state
+        self.meta[f].state
     }
     pub fn completion(&self, f: usize) -> Ns {
-        self.flows[f].done_at
+        self.meta[f].done_at
     }
     pub fn release_time(&self, f: usize) -> Ns {
-        self.flows[f].released_at
+        self.meta[f].released_at
     }
     pub fn rate(&self, f: usize) -> f64 {
-        self.flows[f].rate
+        if self.meta[f].state == FlowState::Active {
+            self.phys.rate(f)
+        } else {
+            0.0
+        }
     }
     /// Bytes flow `f` has sent up to now: what a per-flow (OpenFlow rule) counter reads.
     pub fn sent(&self, f: usize) -> f64 {
-        let fl = &self.flows[f];
-        let mut left = fl.remaining;
-        if fl.state == FlowState::Active && fl.rate > 0.0 {
-            left -= fl.rate * (self.now - fl.last) as f64 * 1e-9;
+        match self.meta[f].state {
+            FlowState::Done => self.meta[f].sent,
+            FlowState::Active => self.phys.sent(f, self.now),
+            _ => 0.0,
         }
-        (fl.bytes - left.max(0.0)).max(0.0)
     }
     pub fn flow_path(&self, f: usize) -> &[u32] {
-        self.path(f)
+        let fl = &self.flows[f];
+        &self.paths[fl.path_start..fl.path_start + fl.path_len]
+    }
+    /// The flow as the physics sees it (bytes, path, weight, class, SL).
+    pub fn flow(&self, f: usize) -> &FlowCore {
+        &self.flows[f]
     }
     /// Flows not yet done.
     pub fn unfinished_flows(&self) -> Vec<u32> {
-        (0..self.flows.len() as u32)
-            .filter(|&f| self.flows[f as usize].state != FlowState::Done)
+        (0..self.meta.len() as u32)
+            .filter(|&f| self.meta[f as usize].state != FlowState::Done)
             .collect()
     }
     /// Flows in flight on any of `channels`.
     pub fn flows_on(&self, channels: &[u32]) -> Vec<u32> {
-        let mut out: Vec<u32> = channels
-            .iter()
-            .flat_map(|&c| self.chan_flows[c as usize].iter().copied())
-            .collect();
-        out.sort_unstable();
-        out.dedup();
-        out
+        self.phys.flows_on(channels)
     }
     /// Cumulative bytes per channel up to now.
     pub fn channel_bytes(&self) -> Vec<f64> {
-        (0..self.capacity.len())
-            .map(|c| {
-                self.chan_bytes[c]
-                    + self.chan_rate[c] * (self.now - self.chan_last[c]) as f64 * 1e-9
-            })
-            .collect()
+        let mut out = Vec::with_capacity(self.capacity.len());
+        self.phys.channel_bytes_into(self.now, &mut out);
+        out
     }
     /// Sample times and, row by row, each channel's cumulative bytes.
     pub fn samples(&self) -> (&[Ns], &[f64]) {

@@ -6,13 +6,20 @@
 //! * [`mpi`]: MPI jobs streamed rank by rank through the engine, in bounded memory.
 //! * [`route`]: host-to-host paths resolved in Rust (tables, closed-form D-mod-K).
 //! * [`engine`]: the event-driven, deterministic engine with integer time in
-//!   nanoseconds, flow DAGs, reconfiguration and port counters.
+//!   nanoseconds, flow DAGs, reconfiguration and port counters, shared by both
+//!   fidelities through the [`physics::Physics`] seam:
+//!   * [`fluid`]: flow level, rates from a sharing model (the default, fast);
+//!   * [`packet`]: packet level, credits per VL, input buffers, cut-through,
+//!     InfiniBand VL arbitration, hosts with a send queue per connection.
 //!
 //! The Python package reaches this crate through the thin `netsteer-py` crate.
 
 pub mod engine;
+pub mod fluid;
 pub mod mpi;
+pub mod packet;
 pub mod paths;
+pub mod physics;
 pub mod queue;
 pub mod route;
 pub mod sharing;
@@ -22,5 +29,6 @@ pub mod solver;
 pub type Ns = i64;
 
 pub use engine::{Engine, EngineError, FlowBatch, FlowSpec, FlowState};
+pub use physics::{Net, Physics};
 pub use sharing::{Cm02, MaxMin, SharingModel};
 pub use solver::{solve, Problem};

@@ -1,0 +1,423 @@
+//! Flow-level physics: every active flow moves at a rate, and rates come from a
+//! sharing model solved over the part of the network an event touched.
+//!
+//! Rates come from weighted max-min fairness (progressive filling, strict-priority
+//! classes) with the weights and bounds the [`SharingModel`] gives; this physics
+//! owns the solve. An event (a flow starting or leaving, a channel changing)
+//! marks the channels it touched; at the end of the instant only the flows
+//! connected to them, through shared channels, are solved again.
+
+use std::any::Any;
+
+use crate::engine::Stats;
+use crate::physics::{Net, Physics};
+use crate::queue::EventQueue;
+use crate::sharing::{FlowView, SharingModel};
+use crate::solver::{solve_subset, Problem, Workspace};
+use crate::Ns;
+
+/// A flow starved (rate 0) with less than this many ns of sending left at its old
+/// rate finishes at once: the rest is rounding of finish times to whole ns, and
+/// would otherwise wait for the higher class to end.
+const FINISH_SLACK_NS: i64 = 16;
+
+#[derive(Clone, Copy, Default)]
+struct FluidFlow {
+    bytes: f64,
+    remaining: f64,
+    rate: f64,
+    last: Ns,
+    eff_weight: f64,
+    bound: f64,
+    // invalidates finish events scheduled at an older rate
+    version: u32,
+    active: bool,
+}
+
+/// Buffers reused by every solve, so the hot path allocates nothing.
+#[derive(Default)]
+struct Scratch {
+    queue: Vec<u32>,
+    comp_flows: Vec<u32>,
+    offsets: Vec<usize>,
+    chans: Vec<u32>,
+    weight: Vec<f64>,
+    bound: Vec<f64>,
+    prio: Vec<u8>,
+    local: Vec<u32>,
+    rates: Vec<f64>,
+    view_cap: Vec<f64>,
+}
+
+impl Scratch {
+    fn clear(&mut self) {
+        self.queue.clear();
+        self.comp_flows.clear();
+        self.offsets.clear();
+        self.chans.clear();
+        self.weight.clear();
+        self.bound.clear();
+        self.prio.clear();
+        self.local.clear();
+        self.rates.clear();
+    }
+}
+
+/// The fluid physics (see the module text).
+pub struct Fluid {
+    model: Box<dyn SharingModel>,
+    st: Vec<FluidFlow>,
+    // position of each flow-hop in its channel's list (parallel to the engine's path arena)
+    hop_pos: Vec<u32>,
+    chan_flows: Vec<Vec<u32>>,
+    chan_rate: Vec<f64>,
+    chan_bytes: Vec<f64>,
+    chan_last: Vec<Ns>,
+    dirty: Vec<u32>,
+    is_dirty: Vec<bool>,
+    finishes: EventQueue<(u32, u32)>,
+    stamp_chan: Vec<u64>,
+    stamp_flow: Vec<u64>,
+    stamp: u64,
+    ws: Workspace,
+    scratch: Scratch,
+    solves: u64,
+    solved_flows: u64,
+    solved_flow_hops: u64,
+}
+
+impl Fluid {
+    pub fn new(n_channels: usize, model: Box<dyn SharingModel>) -> Self {
+        let n = n_channels;
+        Fluid {
+            model,
+            st: vec![],
+            hop_pos: vec![],
+            chan_flows: vec![Vec::new(); n],
+            chan_rate: vec![0.0; n],
+            chan_bytes: vec![0.0; n],
+            chan_last: vec![0; n],
+            dirty: vec![],
+            is_dirty: vec![false; n],
+            finishes: EventQueue::default(),
+            stamp_chan: vec![0; n],
+            stamp_flow: vec![],
+            stamp: 0,
+            ws: Workspace::default(),
+            scratch: Scratch::default(),
+            solves: 0,
+            solved_flows: 0,
+            solved_flow_hops: 0,
+        }
+    }
+
+    fn grow(&mut self, net: &Net, f: usize) {
+        if self.st.len() <= f {
+            self.st.resize(f + 1, FluidFlow::default());
+            self.stamp_flow.resize(f + 1, 0);
+        }
+        if self.hop_pos.len() < net.paths.len() {
+            self.hop_pos.resize(net.paths.len(), 0);
+        }
+    }
+
+    fn mark(&mut self, c: u32) {
+        if !self.is_dirty[c as usize] {
+            self.is_dirty[c as usize] = true;
+            self.dirty.push(c);
+        }
+    }
+
+    fn settle_channel(&mut self, c: usize, now: Ns) {
+        let dt = now - self.chan_last[c];
+        if dt > 0 {
+            self.chan_bytes[c] += self.chan_rate[c] * dt as f64 * 1e-9;
+        }
+        self.chan_last[c] = now;
+    }
+
+    fn settle_flow(&mut self, f: usize, now: Ns) {
+        let fl = &mut self.st[f];
+        let dt = now - fl.last;
+        if dt > 0 && fl.rate > 0.0 {
+            fl.remaining = (fl.remaining - fl.rate * dt as f64 * 1e-9).max(0.0);
+        }
+        fl.last = now;
+    }
+
+    fn set_rate(&mut self, net: &Net, f: usize, rate: f64, now: Ns) {
+        let old = self.st[f].rate;
+        if old == rate {
+            return;
+        }
+        let fl = &net.flows[f];
+        for k in fl.path_start..fl.path_start + fl.path_len {
+            let c = net.paths[k] as usize;
+            self.settle_channel(c, now);
+            self.chan_rate[c] += rate - old;
+            if self.chan_flows[c].len() <= 1 && rate == 0.0 {
+                self.chan_rate[c] = 0.0; // no drift on idle channels
+            }
+        }
+        self.st[f].rate = rate;
+    }
+
+    fn attach(&mut self, net: &Net, f: usize) {
+        self.grow(net, f);
+        let fl = &net.flows[f];
+        for k in fl.path_start..fl.path_start + fl.path_len {
+            let c = net.paths[k];
+            self.hop_pos[k] = self.chan_flows[c as usize].len() as u32;
+            self.chan_flows[c as usize].push(f as u32);
+            self.mark(c);
+        }
+        let mut view_cap = std::mem::take(&mut self.scratch.view_cap);
+        view_cap.clear();
+        view_cap.extend(net.path(f).iter().map(|&c| net.base_capacity[c as usize]));
+        let view = FlowView {
+            weight: fl.weight,
+            path_latency_s: net.path_latency(f) as f64 * 1e-9,
+            path_capacity: &view_cap,
+        };
+        let (w, b) = (self.model.weight(&view), self.model.bound(&view));
+        self.scratch.view_cap = view_cap;
+        self.st[f].eff_weight = w;
+        self.st[f].bound = b;
+    }
+
+    fn detach(&mut self, net: &Net, f: usize, now: Ns) {
+        self.set_rate(net, f, 0.0, now);
+        let fl = &net.flows[f];
+        for k in fl.path_start..fl.path_start + fl.path_len {
+            let c = net.paths[k] as usize;
+            let pos = self.hop_pos[k] as usize;
+            let list = &mut self.chan_flows[c];
+            debug_assert_eq!(list[pos] as usize, f);
+            list.swap_remove(pos);
+            if pos < list.len() {
+                let g = list[pos] as usize;
+                let gl = &net.flows[g];
+                for kk in gl.path_start..gl.path_start + gl.path_len {
+                    if net.paths[kk] as usize == c
+                        && self.hop_pos[kk] as usize == self.chan_flows[c].len()
+                    {
+                        self.hop_pos[kk] = pos as u32;
+                        break;
+                    }
+                }
+            }
+            self.mark(c as u32);
+        }
+    }
+
+    /// When flow `f` finishes at rate `r` from now, or `None` if it never does
+    /// within the clock's range (a starved flow: it waits for the next solve that
+    /// touches its channels, and if none comes the run ends as stalled).
+    fn finish_time(&self, f: usize, r: f64, now: Ns) -> Option<Ns> {
+        if !(r > 0.0) {
+            return None;
+        }
+        let ns = (self.st[f].remaining / r * 1e9).ceil();
+        // past this the clock would overflow; no real run gets near 146 years
+        let horizon = (Ns::MAX / 2 - now.max(0)) as f64;
+        if ns.is_finite() && ns < horizon {
+            Some(now + ns as Ns)
+        } else {
+            None
+        }
+    }
+
+    /// Re-solve the rates of the flows connected to channels touched since the last
+    /// solve, and reschedule their finish events.
+    fn resolve(&mut self, net: &Net, now: Ns) {
+        if self.dirty.is_empty() {
+            return;
+        }
+        self.stamp += 1;
+        let stamp = self.stamp;
+        let mut sc = std::mem::take(&mut self.scratch);
+        sc.clear();
+        std::mem::swap(&mut sc.queue, &mut self.dirty);
+        for &c in &sc.queue {
+            self.is_dirty[c as usize] = false;
+            self.stamp_chan[c as usize] = stamp;
+        }
+        while let Some(c) = sc.queue.pop() {
+            for i in 0..self.chan_flows[c as usize].len() {
+                let f = self.chan_flows[c as usize][i] as usize;
+                if self.stamp_flow[f] == stamp {
+                    continue;
+                }
+                self.stamp_flow[f] = stamp;
+                sc.comp_flows.push(f as u32);
+                let fl = &net.flows[f];
+                for k in fl.path_start..fl.path_start + fl.path_len {
+                    let c2 = net.paths[k];
+                    if self.stamp_chan[c2 as usize] != stamp {
+                        self.stamp_chan[c2 as usize] = stamp;
+                        sc.queue.push(c2);
+                    }
+                }
+            }
+        }
+        if sc.comp_flows.is_empty() {
+            self.scratch = sc;
+            return;
+        }
+        sc.comp_flows.sort_unstable();
+        // local problem over the component
+        let k = sc.comp_flows.len();
+        sc.offsets.push(0);
+        for &f in &sc.comp_flows {
+            let f = f as usize;
+            let fl = &net.flows[f];
+            sc.chans
+                .extend_from_slice(&net.paths[fl.path_start..fl.path_start + fl.path_len]);
+            sc.offsets.push(sc.chans.len());
+            sc.weight.push(self.st[f].eff_weight);
+            sc.bound.push(self.st[f].bound);
+            sc.prio.push(fl.priority);
+        }
+        sc.local.extend(0..k as u32);
+        sc.rates.resize(k, 0.0);
+        let problem = Problem {
+            capacity: net.capacity,
+            offsets: &sc.offsets,
+            channels: &sc.chans,
+            weight: &sc.weight,
+            bound: &sc.bound,
+            priority: &sc.prio,
+        };
+        solve_subset(&problem, &sc.local, &mut sc.rates, &mut self.ws);
+        self.solves += 1;
+        self.solved_flows += k as u64;
+        self.solved_flow_hops += sc.chans.len() as u64;
+        for i in 0..k {
+            let f = sc.comp_flows[i] as usize;
+            let r = sc.rates[i];
+            if r == self.st[f].rate && self.st[f].version > 0 {
+                continue; // its finish event still stands
+            }
+            self.settle_flow(f, now);
+            let old = self.st[f].rate;
+            if old > 0.0 && r == 0.0 && self.st[f].remaining <= old * FINISH_SLACK_NS as f64 * 1e-9
+            {
+                // a few ns of sending left at its old rate: what is left is the ceil
+                // of finish times to whole ns, accumulated. It finishes now rather than
+                // wait (starved, perhaps) for its last byte.
+                self.st[f].version = self.st[f].version.wrapping_add(1);
+                self.finishes.push(now, (f as u32, self.st[f].version));
+                continue;
+            }
+            self.set_rate(net, f, r, now);
+            self.st[f].version = self.st[f].version.wrapping_add(1);
+            if let Some(t) = self.finish_time(f, r, now) {
+                self.finishes.push(t, (f as u32, self.st[f].version));
+            }
+        }
+        self.scratch = sc;
+    }
+}
+
+impl Physics for Fluid {
+    fn name(&self) -> &'static str {
+        self.model.name()
+    }
+    fn latency_up_front(&self) -> bool {
+        true
+    }
+    fn start(&mut self, net: &Net, f: usize, now: Ns) {
+        self.grow(net, f);
+        let v = self.st[f].version;
+        self.st[f] = FluidFlow {
+            bytes: net.flows[f].bytes,
+            remaining: net.flows[f].bytes,
+            rate: 0.0,
+            last: now,
+            eff_weight: net.flows[f].weight,
+            bound: f64::INFINITY,
+            // a reused slot keeps counting, so no old finish event matches
+            version: v.wrapping_add(1),
+            active: true,
+        };
+        self.attach(net, f);
+    }
+    fn leave(&mut self, net: &Net, f: usize, now: Ns) {
+        if f < self.st.len() && self.st[f].active {
+            self.settle_flow(f, now);
+            self.detach(net, f, now);
+            self.st[f].active = false;
+        }
+    }
+    fn rejoin(&mut self, net: &Net, f: usize, _now: Ns) {
+        self.grow(net, f);
+        self.attach(net, f);
+        self.st[f].active = true;
+        self.st[f].version = self.st[f].version.wrapping_add(1);
+        self.st[f].rate = 0.0;
+    }
+    fn channels_changed(&mut self, _net: &Net, channels: &[u32], _now: Ns) {
+        for &c in channels {
+            self.mark(c);
+        }
+    }
+    fn next_time(&self) -> Option<Ns> {
+        self.finishes.first_time()
+    }
+    fn advance(&mut self, _net: &Net, now: Ns, done: &mut Vec<u32>) -> u64 {
+        let mut live = 0;
+        while self.finishes.first_time() == Some(now) {
+            let (_, batch) = self.finishes.pop_instant().expect("instant just seen");
+            for &(f, v) in &batch {
+                let fl = &mut self.st[f as usize];
+                if fl.active && fl.version == v {
+                    fl.remaining = 0.0; // the ceil to whole ns leaves a residue
+                    done.push(f);
+                    live += 1;
+                }
+            }
+            self.finishes.recycle(batch);
+        }
+        live
+    }
+    fn settle(&mut self, net: &Net, now: Ns) {
+        self.resolve(net, now);
+    }
+    fn truncate_after(&mut self, now: Ns) {
+        self.finishes.truncate_after(now);
+    }
+    fn sent(&self, f: usize, now: Ns) -> f64 {
+        let Some(fl) = self.st.get(f) else { return 0.0 };
+        let mut left = fl.remaining;
+        if fl.active && fl.rate > 0.0 {
+            left -= fl.rate * (now - fl.last) as f64 * 1e-9;
+        }
+        (fl.bytes - left.max(0.0)).max(0.0)
+    }
+    fn rate(&self, f: usize) -> f64 {
+        self.st.get(f).map_or(0.0, |s| s.rate)
+    }
+    fn channel_bytes_into(&self, now: Ns, out: &mut Vec<f64>) {
+        for c in 0..self.chan_rate.len() {
+            let dt = (now - self.chan_last[c]) as f64 * 1e-9;
+            out.push(self.chan_bytes[c] + self.chan_rate[c] * dt);
+        }
+    }
+    fn flows_on(&self, channels: &[u32]) -> Vec<u32> {
+        let mut out: Vec<u32> = channels
+            .iter()
+            .flat_map(|&c| self.chan_flows[c as usize].iter().copied())
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+    fn add_stats(&self, s: &mut Stats) {
+        s.solves += self.solves;
+        s.solved_flows += self.solved_flows;
+        s.solved_flow_hops += self.solved_flow_hops;
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

@@ -1,0 +1,620 @@
+//! Packet-level physics: the fabric as InfiniBand switches and HCAs move bytes.
+//!
+//! * A message (an active flow) is cut into packets of at most `mtu` payload bytes,
+//!   each with `header` bytes on the wire.
+//! * A **host** keeps one send queue per connection (flow) and serves them
+//!   round-robin, packet by packet, through its port's VL arbiter.
+//! * Every channel (a link direction) has, at its far end, an **input buffer per
+//!   VL**: a FIFO of `buffer` bytes. A sender may start a packet on a VL only with
+//!   credits for it (lossless, credit-based flow control, credits in 64-byte
+//!   blocks); the credits come back one link latency after the packet has left
+//!   that buffer.
+//! * A **switch** forwards the head packet of each input buffer through a crossbar
+//!   to the output its path names; only the head may go (head-of-line blocking),
+//!   and an input sends one packet at a time. **Cut-through** by default: a packet
+//!   may leave `switch_latency` after its head arrived (never finishing before its
+//!   tail is in); store-and-forward waits for the tail.
+//! * Each **output port** arbitrates among VLs with InfiniBand's VL arbitration
+//!   ([`vlarb`]: high and low tables, high limit) and, within a VL, round-robin
+//!   among the inputs (or send queues) that have a packet for it.
+//! * The destination host drains its buffer at line rate.
+//!
+//! Time inside is integer picoseconds (a 2 KiB packet at 4 GB/s is 519.5 ns), so
+//! serialisation never drifts; flows finish at the ceil of their last byte's
+//! arrival in ns. The path a flow takes is the engine's (the same routing tables
+//! as for flows); a re-routed flow's packets in flight keep their old path.
+//!
+//! Measured on the way: each port's and VL's `PortXmitWait` (time it had a packet
+//! but no credits to send it), buffer occupancy (sampled, and its peak), bytes per
+//! VL, and per message its latency and the part of it spent queueing (its time
+//! minus what it would take alone on an idle fabric).
+
+pub mod config;
+pub mod vlarb;
+
+use std::any::Any;
+use std::collections::{BinaryHeap, VecDeque};
+
+use crate::engine::Stats;
+use crate::physics::{Net, Physics};
+use crate::Ns;
+pub use config::{credit_bytes, PacketConfig};
+use vlarb::{ArbState, VlArb};
+
+const NONE: u32 = u32::MAX;
+// a requester at an output is an input buffer, or (this bit set) a host's send queue
+const HOST: u32 = 1 << 31;
+
+const TX_DONE: u8 = 0;
+const ARRIVE: u8 = 1;
+const DELIVER: u8 = 2;
+const CREDIT: u8 = 3;
+
+/// An event in picoseconds; `seq` keeps the order total and deterministic.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Ev {
+    t: i64,
+    seq: u64,
+    kind: u8,
+    a: u32,
+    b: u32,
+}
+
+#[derive(Clone, Copy)]
+struct Pkt {
+    flow: u32,
+    ver: u32,
+    // the packet's own path: a range of the route arena, and the next hop in it
+    route: u32,
+    len: u16,
+    hop: u16,
+    vl: u8,
+    wire: u32,
+    payload: u32,
+    // when its tail is (or will be) in at the node it is at
+    tail: i64,
+}
+
+#[derive(Clone, Copy, Default)]
+struct PFlow {
+    route: u32,
+    route_len: u16,
+    room: u16,
+    vl: u8,
+    active: bool,
+    queued: bool,
+    ver: u32,
+    left: u64,
+    bytes: u64,
+    delivered: u64,
+    in_flight: u32,
+    start_ps: i64,
+    ideal_ps: i64,
+    done_ps: i64,
+}
+
+/// The packet physics (see the module text).
+pub struct Packets {
+    cfg: PacketConfig,
+    arb: VlArb,
+    nv: usize,
+    heap: BinaryHeap<std::cmp::Reverse<Ev>>,
+    seq: u64,
+    now: i64,
+    pkts: Vec<Pkt>,
+    free_pkts: Vec<u32>,
+    flows: Vec<PFlow>,
+    routes: Vec<u32>,
+    // per channel
+    busy: Vec<bool>,
+    tx_from: Vec<u32>,
+    tx_credit: Vec<u32>,
+    arb_state: Vec<ArbState>,
+    chan_bytes: Vec<f64>,
+    // per channel and VL (index c * nv + v)
+    credits: Vec<i64>,
+    ring: Vec<VecDeque<u32>>,
+    fifo: Vec<VecDeque<u32>>,
+    reading: Vec<bool>,
+    requested: Vec<bool>,
+    occ: Vec<u32>,
+    peak: Vec<u32>,
+    wait_since: Vec<i64>,
+    xmit_wait: Vec<i64>,
+    vl_bytes: Vec<f64>,
+    // sampled occupancy: one row of channels x VLs per engine sample
+    occ_samples: Vec<u32>,
+    packet_hops: u64,
+    packets: u64,
+    // capacity and latency as last seen (the engine's Net), for ser times
+    cap: Vec<f64>,
+    lat_ps: Vec<i64>,
+}
+
+impl Packets {
+    /// A packet fabric of `n_channels` channels with `cfg` (checked: see
+    /// [`PacketConfig::check`]).
+    pub fn new(n_channels: usize, cfg: PacketConfig) -> Result<Self, (&'static str, String)> {
+        cfg.check()?;
+        let nv = cfg.vls as usize;
+        let k = n_channels * nv;
+        Ok(Packets {
+            arb: VlArb::new(&cfg.vlarb_high, &cfg.vlarb_low, cfg.high_limit),
+            nv,
+            heap: BinaryHeap::new(),
+            seq: 0,
+            now: 0,
+            pkts: vec![],
+            free_pkts: vec![],
+            flows: vec![],
+            routes: vec![],
+            busy: vec![false; n_channels],
+            tx_from: vec![NONE; n_channels],
+            tx_credit: vec![0; n_channels],
+            arb_state: vec![ArbState::default(); n_channels],
+            chan_bytes: vec![0.0; n_channels],
+            credits: vec![cfg.buffer as i64; k],
+            ring: vec![VecDeque::new(); k],
+            fifo: vec![VecDeque::new(); k],
+            reading: vec![false; k],
+            requested: vec![false; k],
+            occ: vec![0; k],
+            peak: vec![0; k],
+            wait_since: vec![-1; k],
+            xmit_wait: vec![0; k],
+            vl_bytes: vec![0.0; k],
+            occ_samples: vec![],
+            packet_hops: 0,
+            packets: 0,
+            cap: vec![],
+            lat_ps: vec![],
+            cfg,
+        })
+    }
+
+    pub fn config(&self) -> &PacketConfig {
+        &self.cfg
+    }
+    pub fn vls(&self) -> usize {
+        self.nv
+    }
+    /// Per channel and VL (`c * vls + v`): ps a packet waited for credits.
+    pub fn xmit_wait_ps(&self) -> &[i64] {
+        &self.xmit_wait
+    }
+    /// Per channel and VL: the most bytes its far-end input buffer held.
+    pub fn peak_occupancy(&self) -> &[u32] {
+        &self.peak
+    }
+    /// Per channel and VL: wire bytes sent.
+    pub fn vl_bytes(&self) -> &[f64] {
+        &self.vl_bytes
+    }
+    /// Occupancy samples, one row of channels x VLs per engine counter sample.
+    pub fn occupancy_samples(&self) -> &[u32] {
+        &self.occ_samples
+    }
+    /// Packets injected so far.
+    pub fn packets(&self) -> u64 {
+        self.packets
+    }
+    /// Per flow: (start, done, ideal) in ps, -1 where it never got there.
+    pub fn message_times(&self, n: usize) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
+        let get = |f: usize, pick: fn(&PFlow) -> i64| self.flows.get(f).map_or(-1, pick);
+        (
+            (0..n).map(|f| get(f, |p| p.start_ps)).collect(),
+            (0..n).map(|f| get(f, |p| p.done_ps)).collect(),
+            (0..n).map(|f| get(f, |p| p.ideal_ps)).collect(),
+        )
+    }
+
+    fn push(&mut self, t: i64, kind: u8, a: u32, b: u32) {
+        self.seq += 1;
+        self.heap.push(std::cmp::Reverse(Ev {
+            t,
+            seq: self.seq,
+            kind,
+            a,
+            b,
+        }));
+    }
+
+    fn sync_net(&mut self, net: &Net) {
+        if self.cap.len() != net.capacity.len() {
+            self.lat_ps = net.latency.iter().map(|&l| l * 1000).collect();
+        }
+        self.cap.clear();
+        self.cap.extend_from_slice(net.capacity);
+    }
+
+    fn ser_ps(&self, c: usize, wire: u32) -> i64 {
+        (wire as f64 * 1e12 / self.cap[c]).ceil() as i64
+    }
+
+    fn wire_of(&self, payload: u64) -> u32 {
+        payload.min(self.cfg.mtu as u64) as u32 + self.cfg.header
+    }
+
+    /// Wire bytes of the packet a requester would send next.
+    fn next_wire(&self, r: u32) -> u32 {
+        if r & HOST != 0 {
+            self.wire_of(self.flows[(r & !HOST) as usize].left)
+        } else {
+            self.pkts[self.fifo[r as usize][0] as usize].wire
+        }
+    }
+
+    /// The time a message of `bytes` takes alone from its first packet's start to
+    /// its last byte's arrival, on `route`.
+    fn ideal(&self, route: &[u32], bytes: u64) -> i64 {
+        if route.is_empty() {
+            return 0;
+        }
+        let h = route.len() as i64;
+        let lat: i64 = route.iter().map(|&c| self.lat_ps[c as usize]).sum();
+        let sw = self.cfg.switch_latency * 1000 * (h - 1);
+        let mtu = self.cfg.mtu as u64;
+        let (full, rest) = (bytes / mtu, bytes % mtu);
+        let worst = |wire: u32| route.iter().map(|&c| self.ser_ps(c as usize, wire)).max().unwrap();
+        let mut ser = full as i64 * worst(self.wire_of(mtu));
+        let last_wire = self.wire_of(if rest > 0 { rest } else { mtu });
+        if rest > 0 {
+            ser += worst(last_wire);
+        }
+        if !self.cfg.cut_through {
+            let all: i64 = route.iter().map(|&c| self.ser_ps(c as usize, last_wire)).sum();
+            ser += all - worst(last_wire);
+        }
+        lat + sw + ser
+    }
+
+    fn copy_route(&mut self, f: usize, path: &[u32]) {
+        let fl = self.flows[f];
+        // the room is free again once none of its packets is in flight
+        if fl.in_flight == 0 && path.len() <= fl.room as usize && fl.room > 0 {
+            let s = fl.route as usize;
+            self.routes[s..s + path.len()].copy_from_slice(path);
+        } else {
+            self.flows[f].route = self.routes.len() as u32;
+            self.flows[f].room = path.len() as u16;
+            self.routes.extend_from_slice(path);
+        }
+        self.flows[f].route_len = path.len() as u16;
+    }
+
+    fn enqueue_host(&mut self, f: usize) {
+        let fl = &self.flows[f];
+        if fl.queued || fl.left == 0 || fl.route_len == 0 || fl.vl as usize >= self.nv {
+            return;
+        }
+        let first = self.routes[fl.route as usize] as usize;
+        let k = first * self.nv + fl.vl as usize;
+        self.ring[k].push_back(HOST | f as u32);
+        self.flows[f].queued = true;
+        self.try_send(first);
+    }
+
+    fn dequeue_host(&mut self, f: usize) {
+        if !self.flows[f].queued {
+            return;
+        }
+        let fl = self.flows[f];
+        let first = self.routes[fl.route as usize] as usize;
+        let k = first * self.nv + fl.vl as usize;
+        if let Some(i) = self.ring[k].iter().position(|&r| r == HOST | f as u32) {
+            self.ring[k].remove(i);
+        }
+        self.flows[f].queued = false;
+    }
+
+    /// The head packet of input buffer `b` asks for its next output.
+    fn request_front(&mut self, b: usize) {
+        if self.reading[b] || self.requested[b] {
+            return;
+        }
+        let Some(&p) = self.fifo[b].front() else {
+            return;
+        };
+        let pk = self.pkts[p as usize];
+        let out = self.routes[(pk.route + pk.hop as u32) as usize] as usize;
+        self.ring[out * self.nv + pk.vl as usize].push_back(b as u32);
+        self.requested[b] = true;
+        self.try_send(out);
+    }
+
+    /// Start the next packet on output channel `c` if it is idle and a VL can send.
+    fn try_send(&mut self, c: usize) {
+        if self.busy[c] || !(self.cap[c] > 0.0) {
+            return;
+        }
+        let nv = self.nv;
+        let now = self.now;
+        let mut ready = 0u16;
+        for v in 0..nv {
+            let k = c * nv + v;
+            let Some(&r) = self.ring[k].front() else {
+                continue;
+            };
+            if self.credits[k] >= credit_bytes(self.next_wire(r)) as i64 {
+                ready |= 1 << v;
+                if self.wait_since[k] >= 0 {
+                    self.xmit_wait[k] += now - self.wait_since[k];
+                    self.wait_since[k] = -1;
+                }
+            } else if self.wait_since[k] < 0 {
+                self.wait_since[k] = now;
+            }
+        }
+        if ready == 0 {
+            return;
+        }
+        let mut st = self.arb_state[c];
+        let Some((v, high)) = self.arb.pick(&mut st, ready) else {
+            self.arb_state[c] = st;
+            return;
+        };
+        let k = c * nv + v as usize;
+        let r = self.ring[k].pop_front().expect("a ready VL has a requester");
+        let p = if r & HOST != 0 {
+            let f = (r & !HOST) as usize;
+            let fl = self.flows[f];
+            let payload = fl.left.min(self.cfg.mtu as u64) as u32;
+            self.flows[f].left -= payload as u64;
+            self.flows[f].in_flight += 1;
+            if self.flows[f].left > 0 {
+                self.ring[k].push_back(r); // round-robin among the host's send queues
+            } else {
+                self.flows[f].queued = false;
+            }
+            let pk = Pkt {
+                flow: f as u32,
+                ver: fl.ver,
+                route: fl.route,
+                len: fl.route_len,
+                hop: 0,
+                vl: v,
+                wire: payload + self.cfg.header,
+                payload,
+                tail: now,
+            };
+            self.packets += 1;
+            self.tx_from[c] = NONE;
+            match self.free_pkts.pop() {
+                Some(i) => {
+                    self.pkts[i as usize] = pk;
+                    i
+                }
+                None => {
+                    self.pkts.push(pk);
+                    (self.pkts.len() - 1) as u32
+                }
+            }
+        } else {
+            let b = r as usize;
+            self.requested[b] = false;
+            self.reading[b] = true;
+            self.tx_from[c] = b as u32;
+            self.fifo[b][0]
+        };
+        let pk = self.pkts[p as usize];
+        let cost = credit_bytes(pk.wire);
+        self.credits[k] -= cost as i64;
+        self.arb.charge(&mut st, high, pk.wire);
+        self.arb_state[c] = st;
+        let ser = self.ser_ps(c, pk.wire);
+        let end = (now + ser).max(pk.tail);
+        self.busy[c] = true;
+        self.tx_credit[c] = cost;
+        self.push(end, TX_DONE, c as u32, 0);
+        self.chan_bytes[c] += pk.wire as f64;
+        self.vl_bytes[k] += pk.wire as f64;
+        self.packet_hops += 1;
+        let lat = self.lat_ps[c];
+        let q = &mut self.pkts[p as usize];
+        q.hop += 1;
+        q.tail = end + lat;
+        if q.hop == q.len {
+            self.push(end + lat, DELIVER, p, 0);
+        } else {
+            let sw = self.cfg.switch_latency * 1000;
+            let at = if self.cfg.cut_through {
+                now + lat + sw
+            } else {
+                end + lat + sw
+            };
+            self.push(at, ARRIVE, p, 0);
+        }
+    }
+
+    fn handle(&mut self, ev: Ev, done: &mut Vec<u32>) {
+        match ev.kind {
+            TX_DONE => {
+                let c = ev.a as usize;
+                self.busy[c] = false;
+                let b = self.tx_from[c];
+                if b != NONE {
+                    // the packet has left input buffer b: its credits go back upstream
+                    let b = b as usize;
+                    self.fifo[b].pop_front();
+                    self.reading[b] = false;
+                    let cost = self.tx_credit[c];
+                    self.occ[b] -= cost;
+                    let up = b / self.nv;
+                    self.push(self.now + self.lat_ps[up], CREDIT, b as u32, cost);
+                    self.request_front(b);
+                }
+                self.try_send(c);
+            }
+            ARRIVE => {
+                let p = ev.a;
+                let pk = self.pkts[p as usize];
+                let c = self.routes[(pk.route + pk.hop as u32 - 1) as usize] as usize;
+                let b = c * self.nv + pk.vl as usize;
+                self.fifo[b].push_back(p);
+                self.occ[b] += credit_bytes(pk.wire);
+                self.peak[b] = self.peak[b].max(self.occ[b]);
+                self.request_front(b);
+            }
+            DELIVER => {
+                let p = ev.a;
+                let pk = self.pkts[p as usize];
+                let c = self.routes[(pk.route + pk.hop as u32 - 1) as usize] as usize;
+                let b = c * self.nv + pk.vl as usize;
+                // the host drains its buffer as the packet comes in
+                self.push(self.now + self.lat_ps[c], CREDIT, b as u32, credit_bytes(pk.wire));
+                let f = pk.flow as usize;
+                let fl = &mut self.flows[f];
+                if fl.ver == pk.ver {
+                    fl.in_flight -= 1;
+                    if fl.active {
+                        fl.delivered += pk.payload as u64;
+                        if fl.delivered >= fl.bytes {
+                            fl.done_ps = self.now;
+                            done.push(f as u32);
+                        }
+                    }
+                }
+                self.free_pkts.push(p);
+            }
+            _ => {
+                let k = ev.a as usize;
+                self.credits[k] += ev.b as i64;
+                let c = k / self.nv;
+                if self.wait_since[k] >= 0 {
+                    if let Some(&r) = self.ring[k].front() {
+                        if self.credits[k] >= credit_bytes(self.next_wire(r)) as i64 {
+                            self.xmit_wait[k] += self.now - self.wait_since[k];
+                            self.wait_since[k] = -1;
+                        }
+                    }
+                }
+                self.try_send(c);
+            }
+        }
+    }
+}
+
+impl Physics for Packets {
+    fn name(&self) -> &'static str {
+        "packet"
+    }
+    fn latency_up_front(&self) -> bool {
+        false
+    }
+    fn start(&mut self, net: &Net, f: usize, now: Ns) {
+        if self.cap.is_empty() {
+            self.sync_net(net);
+        }
+        self.now = self.now.max(now * 1000);
+        if self.flows.len() <= f {
+            self.flows.resize(f + 1, PFlow::default());
+        }
+        let old = self.flows[f];
+        let bytes = net.flows[f].bytes.ceil().min(u64::MAX as f64 / 2.0) as u64;
+        let sl = net.flows[f].sl as usize & 15;
+        self.flows[f] = PFlow {
+            route: old.route,
+            room: if old.in_flight == 0 { old.room } else { 0 },
+            ver: old.ver.wrapping_add(1),
+            vl: self.cfg.sl2vl[sl],
+            active: true,
+            left: bytes,
+            bytes,
+            start_ps: self.now,
+            done_ps: -1,
+            ..PFlow::default()
+        };
+        let path = net.path(f);
+        self.copy_route(f, path);
+        self.flows[f].ideal_ps = self.ideal(path, bytes);
+        self.enqueue_host(f);
+    }
+    fn leave(&mut self, _net: &Net, f: usize, _now: Ns) {
+        if f < self.flows.len() {
+            self.dequeue_host(f);
+            self.flows[f].active = false;
+        }
+    }
+    fn rejoin(&mut self, net: &Net, f: usize, now: Ns) {
+        if self.cap.is_empty() {
+            self.sync_net(net);
+        }
+        self.now = self.now.max(now * 1000);
+        self.flows[f].active = true;
+        let path = net.path(f);
+        self.copy_route(f, path);
+        self.enqueue_host(f);
+    }
+    fn channels_changed(&mut self, net: &Net, channels: &[u32], now: Ns) {
+        self.sync_net(net);
+        self.now = self.now.max(now * 1000);
+        for &c in channels {
+            self.try_send(c as usize);
+        }
+    }
+    fn next_time(&self) -> Option<Ns> {
+        // ceil to whole ns: the engine's clock reaches it no earlier than it is due
+        self.heap.peek().map(|e| (e.0.t + 999).div_euclid(1000))
+    }
+    fn advance(&mut self, net: &Net, now: Ns, done: &mut Vec<u32>) -> u64 {
+        if self.cap.is_empty() {
+            self.sync_net(net);
+        }
+        let until = now * 1000;
+        let mut n = 0;
+        while let Some(&std::cmp::Reverse(ev)) = self.heap.peek() {
+            if ev.t > until {
+                break;
+            }
+            self.heap.pop();
+            self.now = ev.t;
+            self.handle(ev, done);
+            n += 1;
+        }
+        n
+    }
+    fn settle(&mut self, _net: &Net, _now: Ns) {}
+    fn truncate_after(&mut self, now: Ns) {
+        let until = now * 1000;
+        if self.heap.iter().any(|e| e.0.t > until) {
+            let keep: Vec<_> = self.heap.drain().filter(|e| e.0.t <= until).collect();
+            self.heap.extend(keep);
+        }
+    }
+    fn sent(&self, f: usize, _now: Ns) -> f64 {
+        self.flows.get(f).map_or(0.0, |p| p.delivered as f64)
+    }
+    fn rate(&self, _f: usize) -> f64 {
+        0.0
+    }
+    fn channel_bytes_into(&self, _now: Ns, out: &mut Vec<f64>) {
+        out.extend_from_slice(&self.chan_bytes);
+    }
+    fn flows_on(&self, channels: &[u32]) -> Vec<u32> {
+        let want: std::collections::HashSet<u32> = channels.iter().copied().collect();
+        (0..self.flows.len() as u32)
+            .filter(|&f| {
+                let p = &self.flows[f as usize];
+                p.active
+                    && self.routes[p.route as usize..p.route as usize + p.route_len as usize]
+                        .iter()
+                        .any(|c| want.contains(c))
+            })
+            .collect()
+    }
+    fn add_stats(&self, s: &mut Stats) {
+        s.packet_hops += self.packet_hops;
+    }
+    fn sample(&mut self, _now: Ns, limit: usize) -> bool {
+        if self.occ_samples.len().saturating_add(self.occ.len()) > limit
+            || self.occ_samples.try_reserve(self.occ.len()).is_err()
+        {
+            return false;
+        }
+        self.occ_samples.extend_from_slice(&self.occ);
+        true
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

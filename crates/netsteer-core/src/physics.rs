@@ -1,0 +1,103 @@
+//! The seam between the engine and the physics of the network.
+//!
+//! [`crate::engine::Engine`] owns what every fidelity shares: flow and dependency
+//! intake, release and delays, the streamed MPI jobs, background traffic, the
+//! network's state (channels up or down, capacities), reconfiguration (re-routing
+//! flows in flight), counter sampling and the event loop's clock. A [`Physics`]
+//! owns only how bytes cross the network once a flow is active:
+//!
+//! * [`crate::fluid::Fluid`]: flows as fluids, rates from a sharing model
+//!   (weighted max-min, CM02) re-solved when the set of flows changes;
+//! * [`crate::packet::Packets`]: messages cut into packets, credits per virtual
+//!   lane, input buffers, cut-through switching and VL arbitration.
+//!
+//! The engine calls the physics at coarse points only (a flow starts or leaves,
+//! the network changes, the clock reaches the physics' next event, an instant
+//! ends), so a trait object costs nothing measurable; each physics keeps its own
+//! per-flow state and its own events, indexed by the engine's flow ids.
+
+use std::any::Any;
+
+use crate::Ns;
+
+/// A flow as the engine keeps it, whatever the physics.
+#[derive(Debug, Clone)]
+pub struct FlowCore {
+    pub bytes: f64,
+    /// The flow's current path: `paths[path_start..path_start + path_len]`.
+    pub path_start: usize,
+    pub path_len: usize,
+    /// The weight the workload gave the flow.
+    pub weight: f64,
+    /// Strict-priority class (flow fidelity).
+    pub priority: u8,
+    /// InfiniBand service level (packet fidelity: mapped to a VL by SL2VL).
+    pub sl: u8,
+    /// Bumped when a streamed flow's slot is reused, so stale events are told apart.
+    pub version: u32,
+}
+
+/// What a physics sees of the engine: the flows, their paths, the channels.
+pub struct Net<'a> {
+    pub flows: &'a [FlowCore],
+    pub paths: &'a [u32],
+    /// Capacity now, bytes per second (0 while a channel is down).
+    pub capacity: &'a [f64],
+    /// Capacity when up.
+    pub base_capacity: &'a [f64],
+    /// Latency per channel, ns.
+    pub latency: &'a [Ns],
+}
+
+impl Net<'_> {
+    pub fn path(&self, f: usize) -> &[u32] {
+        let fl = &self.flows[f];
+        &self.paths[fl.path_start..fl.path_start + fl.path_len]
+    }
+    pub fn path_latency(&self, f: usize) -> Ns {
+        self.path(f).iter().map(|&c| self.latency[c as usize]).sum()
+    }
+}
+
+/// How bytes cross the network. See the module text for the division of labour.
+pub trait Physics: Send + Sync {
+    /// The fidelity's name as reports spell it (`maxmin`, `cm02`, `packet`).
+    fn name(&self) -> &'static str;
+    /// True when a flow pays its path latency before its first byte moves (fluid);
+    /// false when latency is paid on the wire, packet by packet.
+    fn latency_up_front(&self) -> bool;
+    /// Flow `f` becomes active now: its bytes start to move along its path.
+    fn start(&mut self, net: &Net, f: usize, now: Ns);
+    /// Flow `f` leaves the network now (finished, stopped, or about to be given a
+    /// new path: [`Physics::rejoin`] follows then). Its sent bytes stay counted.
+    fn leave(&mut self, net: &Net, f: usize, now: Ns);
+    /// Flow `f` goes on from now along its new path, keeping what it has sent.
+    fn rejoin(&mut self, net: &Net, f: usize, now: Ns);
+    /// Channels went down or up, or changed capacity.
+    fn channels_changed(&mut self, net: &Net, channels: &[u32], now: Ns);
+    /// The time of the physics' next own event, if any.
+    fn next_time(&self) -> Option<Ns>;
+    /// Handle the physics' events due at `now`; push the flows whose last byte
+    /// arrived to `done`. Returns the number of live events handled.
+    fn advance(&mut self, net: &Net, now: Ns, done: &mut Vec<u32>) -> u64;
+    /// Every event of the instant `now` has been handled (fluid: re-solve rates).
+    fn settle(&mut self, net: &Net, now: Ns);
+    /// Drop the physics' own events after `now` (the work is over).
+    fn truncate_after(&mut self, now: Ns);
+    /// Bytes flow `f` has moved so far (it is active).
+    fn sent(&self, f: usize, now: Ns) -> f64;
+    /// Flow `f`'s rate now, bytes per second (0 where the physics has no rates).
+    fn rate(&self, f: usize) -> f64;
+    /// Append each channel's cumulative bytes at `now` to `out`.
+    fn channel_bytes_into(&self, now: Ns, out: &mut Vec<f64>);
+    /// Active flows on any of `channels`, sorted, without duplicates.
+    fn flows_on(&self, channels: &[u32]) -> Vec<u32>;
+    /// Add the physics' own work counters.
+    fn add_stats(&self, stats: &mut crate::engine::Stats);
+    /// A sample of the physics' own state was asked for at `now` (the engine's
+    /// counter interval); return false when its buffer is full.
+    fn sample(&mut self, _now: Ns, _limit: usize) -> bool {
+        true
+    }
+    fn as_any(&self) -> &dyn Any;
+}
