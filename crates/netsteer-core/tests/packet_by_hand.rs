@@ -1,0 +1,280 @@
+//! The packet fabric against numbers worked out by hand (and the flow engine).
+//!
+//! Channels are numbered freely here: the packet model needs no nodes, only
+//! channels (an input buffer per VL sits at each channel's far end) and paths.
+
+use netsteer_core::engine::{FlowSpec, RunStatus};
+use netsteer_core::packet::{credit_bytes, PacketConfig, Packets};
+use netsteer_core::sharing::MaxMin;
+use netsteer_core::{Engine, Ns};
+
+const CAP: f64 = 4e9; // 32 Gbit/s, QDR 4x data rate
+const LAT: Ns = 100;
+
+fn packet_engine(n: usize, cfg: PacketConfig) -> Engine {
+    let p = Packets::new(n, cfg).expect("a valid configuration");
+    Engine::with_physics(vec![CAP; n], vec![LAT; n], Box::new(p))
+}
+
+fn flow_engine(n: usize) -> Engine {
+    Engine::new(vec![CAP; n], vec![LAT; n], Box::new(MaxMin))
+}
+
+fn ser_ps(wire: u32) -> i64 {
+    (wire as f64 * 1e12 / CAP).ceil() as i64
+}
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * b.abs()
+}
+
+#[test]
+fn one_message_takes_latency_plus_size_over_bandwidth_plus_headers() {
+    let cfg = PacketConfig::default();
+    let (mtu, hdr, sw) = (cfg.mtu, cfg.header, cfg.switch_latency);
+    // host -> switch -> switch -> host: three channels
+    let mut e = packet_engine(3, cfg);
+    let bytes = 1u64 << 20;
+    e.add_flows(&[FlowSpec::new(bytes as f64, vec![0, 1, 2])]).unwrap();
+    assert_eq!(e.run_to_end(), RunStatus::Done);
+    // cut-through pipeline: every packet serialised once at line rate, plus the
+    // three wires and two switches
+    let packets = bytes / mtu as u64;
+    let want_ps = 3 * LAT * 1000 + 2 * sw * 1000 + packets as i64 * ser_ps(mtu + hdr);
+    assert_eq!(e.completion(0), (want_ps + 999) / 1000);
+    // and the flow engine: latency + size / bandwidth, within the headers' 1.3%
+    let mut f = flow_engine(3);
+    f.add_flows(&[FlowSpec::new(bytes as f64, vec![0, 1, 2])]).unwrap();
+    f.run_to_end();
+    let ratio = e.completion(0) as f64 / f.completion(0) as f64;
+    assert!(close(ratio, 1.0 + hdr as f64 / mtu as f64, 0.005), "{ratio}");
+}
+
+#[test]
+fn store_and_forward_pays_each_hop_serialisation_once_more() {
+    let cfg = PacketConfig {
+        cut_through: false,
+        ..Default::default()
+    };
+    let wire = cfg.mtu + cfg.header;
+    let sw = cfg.switch_latency;
+    let mut e = packet_engine(3, cfg);
+    e.add_flows(&[FlowSpec::new(2048.0 * 10.0, vec![0, 1, 2])]).unwrap();
+    e.run_to_end();
+    let want_ps = 3 * LAT * 1000 + 2 * sw * 1000 + 10 * ser_ps(wire) + 2 * ser_ps(wire);
+    assert_eq!(e.completion(0), (want_ps + 999) / 1000);
+}
+
+#[test]
+fn n_flows_into_one_host_get_one_nth_each_as_at_flow_level() {
+    // three hosts -> switch -> one host: channels 0,1,2 in, 3 out
+    for n in [2usize, 3] {
+        let specs: Vec<FlowSpec> = (0..n)
+            .map(|i| FlowSpec::new(4e6, vec![i as u32, 3]))
+            .collect();
+        let mut p = packet_engine(4, PacketConfig::default());
+        p.add_flows(&specs).unwrap();
+        p.run_to_end();
+        let mut f = flow_engine(4);
+        f.add_flows(&specs).unwrap();
+        f.run_to_end();
+        let hdr = 1.0 + 26.0 / 2048.0;
+        for i in 0..n {
+            let (pt, ft) = (p.completion(i) as f64, f.completion(i) as f64);
+            assert!(close(pt / hdr, ft, 0.02), "flow {i} of {n}: packet {pt} flow {ft}");
+        }
+    }
+}
+
+#[test]
+fn a_parking_lot_gets_its_max_min_shares() {
+    // a chain of switches s0-s1-s2-s3: channels 0 (h0->s0), 1 (s0->s1), 2 (s1->s2),
+    // 3 (s2->s3), 4 (s3->h3), 5 (h1->s1), 6 (s2->h2), 7 (h2->s2); every link in the
+    // chain carries the long flow and one short one: max-min gives each half
+    let specs = vec![
+        FlowSpec::new(8e6, vec![0, 1, 2, 3, 4]),
+        FlowSpec::new(8e6, vec![5, 2, 6]),
+        FlowSpec::new(8e6, vec![7, 3, 4]),
+    ];
+    let mut p = packet_engine(8, PacketConfig::default());
+    p.add_flows(&specs).unwrap();
+    p.run(1_500_000, u64::MAX);
+    let mut f = flow_engine(8);
+    f.add_flows(&specs).unwrap();
+    f.run(1_500_000, u64::MAX);
+    let hdr = 1.0 + 26.0 / 2048.0;
+    for i in 0..3 {
+        let (ps, fs) = (p.sent(i) * hdr, f.sent(i));
+        assert!(close(ps, fs, 0.02), "flow {i}: packet {ps} flow {fs}");
+    }
+}
+
+/// Host A (channel 0) sends to the hot spot H (channel 3) and to the victim's
+/// destination V (channel 4); hosts B and C (channels 1, 2) send to H too.
+fn hot_spot(victim_sl: u8, cfg: PacketConfig) -> (f64, f64) {
+    let mut e = packet_engine(5, cfg);
+    e.add_flows(&[
+        FlowSpec::new(1e9, vec![0, 3]), // A -> H
+        FlowSpec::new(1e9, vec![0, 4]), // A -> V: the victim
+        FlowSpec::new(1e9, vec![1, 3]), // B -> H
+        FlowSpec::new(1e9, vec![2, 3]), // C -> H
+    ])
+    .unwrap();
+    e.set_sl(&[1], &[victim_sl]).unwrap();
+    let (t0, t1) = (200_000, 1_200_000);
+    e.run(t0, u64::MAX);
+    let s0 = e.sent(1);
+    e.run(t1, u64::MAX);
+    let rate = (e.sent(1) - s0) / ((t1 - t0) as f64 * 1e-9);
+    let payload = 2048.0 / (2048.0 + 26.0);
+    (rate / (CAP * payload), e.sent(0))
+}
+
+#[test]
+fn head_of_line_blocking_takes_the_victims_share_and_a_vl_gives_it_back() {
+    // Max-min: H's link is split three ways (1/3 each), so A -> V gets the 2/3 of A's
+    // link that A -> H leaves. Packets: A's send queues alternate, so A's input buffer
+    // at the switch holds H, V, H, V... in FIFO order. Output H serves its three
+    // inputs in turn, one packet each: A's H packet leaves once every three packet
+    // times, and the V packet behind it can only follow it. One V packet per three
+    // packet times: the victim gets 1/3, not 2/3.
+    let (share, _) = hot_spot(0, PacketConfig::default());
+    assert!(close(share, 1.0 / 3.0, 0.05), "victim on the hot spot's VL: {share}");
+    // On its own VL the victim's packets have their own buffer and credits: the H
+    // packets block only each other, and it gets its max-min share back.
+    let cfg = PacketConfig {
+        vls: 2,
+        vlarb_low: vec![(0, 64), (1, 64)],
+        sl2vl: [0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        ..Default::default()
+    };
+    let (share, _) = hot_spot(1, cfg);
+    assert!(close(share, 2.0 / 3.0, 0.05), "victim on its own VL: {share}");
+}
+
+fn two_vls(cfg: PacketConfig, slow_high: bool) -> (f64, f64) {
+    // channel 0: the shared link; the flow on VL 1 then crosses channel 1, which is
+    // 5x slower when `slow_high` (it can only ask for a fifth of the link)
+    let mut caps = vec![CAP, CAP, CAP];
+    if slow_high {
+        caps[1] = CAP / 5.0;
+    }
+    let p = Packets::new(3, cfg).unwrap();
+    let mut e = Engine::with_physics(caps, vec![LAT; 3], Box::new(p));
+    e.add_flows(&[FlowSpec::new(1e10, vec![0, 2]), FlowSpec::new(1e10, vec![0, 1])])
+        .unwrap();
+    e.set_sl(&[0, 1], &[0, 1]).unwrap();
+    let (t0, t1) = (100_000, 2_100_000);
+    e.run(t0, u64::MAX);
+    let (a0, b0) = (e.sent(0), e.sent(1));
+    e.run(t1, u64::MAX);
+    let total = (e.sent(0) - a0) + (e.sent(1) - b0);
+    ((e.sent(0) - a0) / total, (e.sent(1) - b0) / total)
+}
+
+#[test]
+fn low_table_weights_split_a_link() {
+    let wire = 2048 + 26;
+    for (w0, w1) in [(128u8, 255u8), (64, 192), (255, 32)] {
+        let cfg = PacketConfig {
+            vls: 2,
+            vlarb_low: vec![(0, w0), (1, w1)],
+            sl2vl: [0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            ..Default::default()
+        };
+        let (s0, s1) = two_vls(cfg, false);
+        // an entry sends while weight is left, so ceil(weight * 64 / packet) packets a turn
+        let (p0, p1) = (
+            (w0 as f64 * 64.0 / wire as f64).ceil(),
+            (w1 as f64 * 64.0 / wire as f64).ceil(),
+        );
+        assert!(close(s1 / s0, p1 / p0, 0.01), "{w0}:{w1}: {s0} {s1}");
+        assert!(close(s1 / s0, w1 as f64 / w0 as f64, 0.12), "{w0}:{w1}: {s0} {s1}");
+    }
+}
+
+#[test]
+fn low_table_weights_that_are_whole_packets_split_within_two_percent() {
+    let cfg = PacketConfig {
+        vls: 2,
+        header: 0,
+        vlarb_low: vec![(0, 64), (1, 192)], // 2 and 6 packets of 2 KiB
+        sl2vl: [0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        ..Default::default()
+    };
+    let (s0, s1) = two_vls(cfg, false);
+    assert!(close(s1 / s0, 3.0, 0.02), "{s0} {s1}");
+}
+
+#[test]
+fn the_high_table_takes_what_it_asks_up_to_the_high_limit() {
+    let cfg = |limit| PacketConfig {
+        vls: 2,
+        vlarb_high: vec![(1, 255)],
+        vlarb_low: vec![(0, 64)],
+        high_limit: limit,
+        sl2vl: [0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        ..Default::default()
+    };
+    // asking for everything, limit 1 (4 KiB): two high packets of 2,074 B (4,148 B)
+    // reach it, then one low packet: the low VL keeps 1/3
+    let (low, high) = two_vls(cfg(1), false);
+    assert!(close(high, 2.0 / 3.0, 0.02) && close(low, 1.0 / 3.0, 0.02), "{low} {high}");
+    // limit 3 (12 KiB): six high packets, then one low
+    let (low, _) = two_vls(cfg(3), false);
+    assert!(close(low, 1.0 / 7.0, 0.02), "{low}");
+    // asking for a fifth (its path goes on over a link 5x slower): it takes a fifth,
+    // and the low VL keeps the rest
+    let (low, high) = two_vls(cfg(255), true);
+    assert!(close(high, 0.2, 0.03) && close(low, 0.8, 0.03), "{low} {high}");
+}
+
+#[test]
+fn credits_never_overrun_a_buffer_and_xmit_wait_shows_the_hot_spot() {
+    let cfg = PacketConfig::default();
+    let buffer = cfg.buffer;
+    let mut e = packet_engine(5, cfg);
+    e.add_flows(&[
+        FlowSpec::new(4e6, vec![0, 3]),
+        FlowSpec::new(4e6, vec![1, 3]),
+        FlowSpec::new(4e6, vec![2, 4]),
+    ])
+    .unwrap();
+    e.run_to_end();
+    let p = e.physics().as_any().downcast_ref::<Packets>().unwrap();
+    assert!(p.peak_occupancy().iter().all(|&b| b <= buffer));
+    let wait = p.xmit_wait_ps();
+    // hosts 0 and 1 feed the hot spot (channel 3) and wait for credits; host 2 never
+    assert!(wait[0] > 0 && wait[1] > 0, "{wait:?}");
+    assert_eq!(wait[2], 0);
+    // the buffers at the ends of the hosts' links filled up to the brim
+    assert!(p.peak_occupancy()[0] > buffer - credit_bytes(2074));
+}
+
+#[test]
+fn runs_are_deterministic() {
+    let run = || {
+        let mut e = packet_engine(5, PacketConfig::default());
+        let specs: Vec<FlowSpec> = (0..40)
+            .map(|i| FlowSpec::new(10_000.0 + 777.0 * i as f64, vec![(i % 3) as u32, 3 + (i % 2) as u32]))
+            .collect();
+        e.add_flows(&specs).unwrap();
+        e.run_to_end();
+        (0..40).map(|i| e.completion(i)).collect::<Vec<_>>()
+    };
+    assert_eq!(run(), run());
+}
+
+#[test]
+fn bad_parameters_are_named() {
+    let bad = |f: fn(&mut PacketConfig)| {
+        let mut c = PacketConfig::default();
+        f(&mut c);
+        Packets::new(1, c).err().unwrap().0
+    };
+    assert_eq!(bad(|c| c.mtu = 1000), "mtu");
+    assert_eq!(bad(|c| c.mtu = 8192), "mtu");
+    assert_eq!(bad(|c| c.buffer = 1024), "buffer");
+    assert_eq!(bad(|c| c.sl2vl[3] = 4), "sl2vl");
+    assert_eq!(bad(|c| c.vlarb_low = vec![(2, 1)]), "vlarb_low");
+}
