@@ -110,6 +110,9 @@ def run(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write result.json, counters.parquet and plots here."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on stderr."),
+    fidelity: Optional[str] = typer.Option(
+        None, "--fidelity", help="flow (max-min, fast) or packet (credits, VLs, arbitration); default: the scenario's."
+    ),
 ) -> None:
     """Simulate a scenario and report job completion times."""
     from .report.outdir import check_out_path, write_run_dir
@@ -119,7 +122,9 @@ def run(
 
     if out is not None:
         check_out_path(out)  # refused now, not after the run
-    built = build_scenario(load_scenario(scenario))
+    if fidelity not in (None, "flow", "packet"):
+        raise NetsteerError(f"unknown fidelity {fidelity!r}; use flow or packet", field="--fidelity")
+    built = build_scenario(load_scenario(scenario), fidelity=fidelity)
     prog, update = _progress(progress and err_console.is_terminal)
     if prog is not None:
         prog.start()
@@ -145,6 +150,7 @@ def run(
 
 def _print_result(result: dict) -> None:
     t = Table(title=f"{result['scenario']}  ({result['flows']} flows, {result['sharing']}, routing {result['routing']})")
+    pk = result.get("packet")
     t.add_column("job")
     t.add_column("flows", justify="right")
     t.add_column("bytes", justify="right")
@@ -168,6 +174,10 @@ def _print_result(result: dict) -> None:
     if ops.row_count:
         out_console.print(ops)
     out_console.print(f"makespan {result['makespan_s']:.6f} s   simulated in {result['wall_s']:.3f} s wall")
+    if pk is not None:
+        from .commands.packet_report import print_packet
+
+        print_packet(pk, out_console)
     for e in result["events"]:
         detail = ", ".join(f"{k}={v}" for k, v in e.items() if k not in ("intent", "at_s", "done_s", "failed"))
         line = f"  {e['at_s']:.6f} s  {e['intent']}" + (f" ({detail})" if detail else "")

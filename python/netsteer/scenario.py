@@ -161,6 +161,9 @@ class ScenarioModel(_Strict):
     topology: dict[str, Any]
     routing: RoutingModel
     sharing: Literal["maxmin", "cm02"] | SharingModel = "maxmin"
+    # flow (max-min, the default) or packet (netsteer.sim.packet checks `packet`)
+    fidelity: Literal["flow", "packet"] = "flow"
+    packet: Any = None
     sample_interval: Duration | Literal["auto"] = "auto"
     reroute_on_change: Annotated[bool, Strict()] = Field(True, description="recompute routes when links change")
     jobs: list[JobModel] = Field(min_length=1)
@@ -212,6 +215,8 @@ class BuiltScenario:
     stream_router: Any = None  # what routes their messages: the routing, or "dmodk" on a PGFT
     qos: Any = None  # the QoS plan (netsteer.qos.scenario.QosPlan): SLs, tables, priority changes
     steering: Any = None  # the bandwidth-steering controller (netsteer.control.steering), if any
+    fidelity: str = "flow"
+    packet: Any = None  # the packet fidelity's parameters (netsteer.sim.packet.PacketParams)
 
     @property
     def name(self) -> str:
@@ -518,16 +523,22 @@ def _auto_interval(topo: Topology, dag: FlowDag, streamed=()) -> int:
     return int(step * mag)
 
 
-def build_scenario(sc: Scenario, *, topology: Topology | None = None) -> BuiltScenario:
+def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: str | None = None) -> BuiltScenario:
     """Resolve a validated scenario into topology, routing, DAG and events.
 
     ``topology``, when given, is the one ``sc.model.topology`` describes, already
     built (the Python API keeps the object it made instead of building it again).
+    ``fidelity`` overrides the scenario's, as ``netsteer run --fidelity`` does.
     """
     from .sim.events import CircuitChange, LinkChange, RoutingChange, StopFlows
+    from .sim.packet import check_fidelity
     from .topology.spec import build_topology
 
     m, file = sc.model, sc.file
+    fid = fidelity or m.fidelity
+    sharing_name = m.sharing if isinstance(m.sharing, str) else m.sharing.model
+    packet = check_fidelity(fid, m.packet, "sharing" in m.model_fields_set, sharing_name, file=file,
+                            override=fidelity is not None)
     topo = topology if topology is not None else build_topology(m.topology, file=file)
     routing, make_routing = _routing_factory(topo, m.routing, file, "routing")
     names: dict[str, int] = {}
@@ -635,6 +646,8 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None) -> BuiltSc
         streamed=streamed,
         stream_router=stream_router,
         qos=_qos(m, topo, dag, job_of_flow, file),
+        fidelity=fid,
+        packet=packet,
     )
 
 

@@ -1,7 +1,8 @@
 //! PyO3 glue for netsteer-core: argument conversion and error mapping only.
 
 use numpy::{
-    IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
+    IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
+    PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{PyMemoryError, PyValueError};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,6 +11,7 @@ use pyo3::types::PyDict;
 
 use netsteer_core::engine::{FlowBatch, RunStatus};
 use netsteer_core::mpi::{Algo, Collective, JobSpec, Step};
+use netsteer_core::packet::{PacketConfig, Packets};
 use netsteer_core::route::{PgftDmodk, TableRouter};
 use netsteer_core::sharing;
 use netsteer_core::solver::{solve, Problem};
@@ -41,25 +43,37 @@ struct Engine {
 
 #[pymethods]
 impl Engine {
+    /// ``packet``: run at packet level with these parameters (a dict with any of
+    /// ``mtu``, ``header``, ``buffer``, ``vls``, ``switch_latency_ns``,
+    /// ``cut_through``, ``vlarb_high``, ``vlarb_low`` (lists of ``(vl, weight)``),
+    /// ``high_limit``, ``sl2vl`` (16 VLs)); ``sharing`` is then not used.
     #[new]
-    #[pyo3(signature = (capacity, latency_ns, sharing="maxmin", tcp_gamma=None))]
+    #[pyo3(signature = (capacity, latency_ns, sharing="maxmin", tcp_gamma=None, packet=None))]
     fn new(
         capacity: PyReadonlyArray1<f64>,
         latency_ns: PyReadonlyArray1<i64>,
         sharing: &str,
         tcp_gamma: Option<f64>,
+        packet: Option<Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let cap = capacity.as_slice()?.to_vec();
         let lat = latency_ns.as_slice()?.to_vec();
         if cap.len() != lat.len() {
             return Err(err("capacity and latency_ns differ in length"));
         }
-        let model = sharing::by_name(sharing, tcp_gamma).ok_or_else(|| {
-            err(format!(
-                "unknown sharing model {sharing:?}; use maxmin or cm02"
-            ))
-        })?;
-        let mut inner = netsteer_core::Engine::new(cap, lat, model);
+        let mut inner = if let Some(d) = packet {
+            let cfg = packet_config(&d)?;
+            let phys = Packets::new(cap.len(), cfg)
+                .map_err(|(field, reason)| err(format!("packet.{field}: {reason}")))?;
+            netsteer_core::Engine::with_physics(cap, lat, Box::new(phys))
+        } else {
+            let model = sharing::by_name(sharing, tcp_gamma).ok_or_else(|| {
+                err(format!(
+                    "unknown sharing model {sharing:?}; use maxmin or cm02"
+                ))
+            })?;
+            netsteer_core::Engine::new(cap, lat, model)
+        };
         inner.set_sample_limit(SAMPLE_LIMIT.load(Ordering::Relaxed));
         Ok(Engine { inner })
     }
@@ -457,7 +471,74 @@ impl Engine {
         d.set_item("solves", s.solves)?;
         d.set_item("solved_flows", s.solved_flows)?;
         d.set_item("solved_flow_hops", s.solved_flow_hops)?;
+        d.set_item("packet_hops", s.packet_hops)?;
         Ok(d)
+    }
+
+    /// "flow" or "packet".
+    #[getter]
+    fn fidelity(&self) -> &'static str {
+        if self.packets().is_some() {
+            "packet"
+        } else {
+            "flow"
+        }
+    }
+
+    /// Give ``flows`` the service levels ``sl`` (packet fidelity: SL2VL picks the VL).
+    fn set_sl(&mut self, flows: PyReadonlyArray1<i64>, sl: PyReadonlyArray1<i64>) -> PyResult<()> {
+        let fs = to_u32(flows.as_slice()?, "flow")?;
+        let sl: Vec<u8> = sl
+            .as_slice()?
+            .iter()
+            .map(|&x| u8::try_from(x).ok().filter(|&x| x < 16).ok_or_else(|| err(format!("SL {x} out of 0..15"))))
+            .collect::<PyResult<_>>()?;
+        if fs.len() != sl.len() {
+            return Err(err("flows and sl differ in length"));
+        }
+        self.inner.set_sl(&fs, &sl).map_err(err)
+    }
+
+    /// Entries of the engine's path arena (for tests of re-routing).
+    fn path_arena_len(&self) -> usize {
+        self.inner.path_arena_len()
+    }
+
+    /// The packet fabric's own measurements (packet fidelity; None otherwise):
+    /// ``vls``; per channel and VL, shape [channels, vls]: ``xmit_wait_ns``
+    /// (PortXmitWait: time with a packet but no credits), ``peak_occupancy_bytes``,
+    /// ``xmit_bytes``; ``occupancy_bytes`` [samples, channels, vls] at the counter
+    /// sample times; per flow ``start_ns`` (first packet may leave), ``ideal_ns``
+    /// (its time alone on an idle fabric); ``packets``.
+    fn packet_report<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(p) = self.packets() else {
+            return Ok(None);
+        };
+        let (nc, nv) = (self.inner.n_channels(), p.vls());
+        let d = PyDict::new(py);
+        let grid = |v: Vec<f64>| -> PyResult<Bound<'py, PyArray2<f64>>> {
+            let rows: Vec<Vec<f64>> = if nv == 0 { vec![] } else { v.chunks(nv).map(|r| r.to_vec()).collect() };
+            if rows.is_empty() {
+                Ok(PyArray2::zeros(py, [0, nv], false))
+            } else {
+                PyArray2::from_vec2(py, &rows).map_err(err)
+            }
+        };
+        d.set_item("vls", nv)?;
+        d.set_item("xmit_wait_ns", grid(p.xmit_wait_ps().iter().map(|&x| x as f64 * 1e-3).collect())?)?;
+        d.set_item("peak_occupancy_bytes", grid(p.peak_occupancy().iter().map(|&x| x as f64).collect())?)?;
+        d.set_item("xmit_bytes", grid(p.vl_bytes().to_vec())?)?;
+        let occ = p.occupancy_samples();
+        let k = nc * nv;
+        let n_s = if k == 0 { 0 } else { occ.len() / k };
+        let arr = numpy::PyArray1::from_vec(py, occ.iter().map(|&x| x as f64).collect::<Vec<_>>());
+        d.set_item("occupancy_bytes", arr.reshape([n_s, nc, nv])?)?;
+        let (start, _, ideal) = p.message_times(self.inner.n_flows());
+        let ns = |v: Vec<i64>| -> Vec<i64> { v.into_iter().map(|x| if x < 0 { -1 } else { (x + 999) / 1000 }).collect() };
+        d.set_item("start_ns", ns(start).into_pyarray(py))?;
+        d.set_item("ideal_ns", ideal.into_iter().map(|x| if x < 0 { -1 } else { (x + 999) / 1000 }).collect::<Vec<i64>>().into_pyarray(py))?;
+        d.set_item("packets", p.packets())?;
+        Ok(Some(d))
     }
 }
 
@@ -488,7 +569,39 @@ fn parse_step(s: &Bound<'_, PyAny>) -> PyResult<Step> {
     })
 }
 
+fn packet_config(d: &Bound<'_, PyDict>) -> PyResult<PacketConfig> {
+    let mut c = PacketConfig::default();
+    for (k, v) in d.iter() {
+        let key: String = k.extract()?;
+        let bad = |e: PyErr| err(format!("packet.{key}: {e}"));
+        match key.as_str() {
+            "mtu" => c.mtu = v.extract().map_err(bad)?,
+            "header" => c.header = v.extract().map_err(bad)?,
+            "buffer" => c.buffer = v.extract().map_err(bad)?,
+            "vls" => c.vls = v.extract().map_err(bad)?,
+            "switch_latency_ns" => c.switch_latency = v.extract().map_err(bad)?,
+            "cut_through" => c.cut_through = v.extract().map_err(bad)?,
+            "vlarb_high" => c.vlarb_high = v.extract().map_err(bad)?,
+            "vlarb_low" => c.vlarb_low = v.extract().map_err(bad)?,
+            "high_limit" => c.high_limit = v.extract().map_err(bad)?,
+            "sl2vl" => {
+                let m: Vec<u8> = v.extract().map_err(bad)?;
+                if m.len() != 16 {
+                    return Err(err(format!("packet.sl2vl: {} entries, one VL per SL (16) is needed", m.len())));
+                }
+                c.sl2vl.copy_from_slice(&m);
+            }
+            other => return Err(err(format!("packet: unknown parameter {other:?}"))),
+        }
+    }
+    Ok(c)
+}
+
 impl Engine {
+    fn packets(&self) -> Option<&Packets> {
+        self.inner.physics().as_any().downcast_ref::<Packets>()
+    }
+
     fn check_channels(&self, n: usize) -> PyResult<()> {
         if n != self.inner.n_channels() {
             return Err(err(format!(

@@ -242,6 +242,10 @@ def write_run_dir(out: str | os.PathLike, built, res, result: dict) -> dict:
                              res.channel_bytes, title=built.name)
         plot_job_completion(tmp / "job_completion.png", result["jobs"], title=built.name)
         result["files"] = list(RUN_FILES)
+        if getattr(res, "packet", None) is not None:
+            from .packet import write_packet_files
+
+            result["files"] += write_packet_files(tmp, built, res)
         with atomic_write(tmp / "result.json") as f:
             json.dump(result, f, indent=2)
     return result

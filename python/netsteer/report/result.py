@@ -136,6 +136,11 @@ def result_dict(built, res) -> dict[str, Any]:
         # streamed MPI jobs: their messages were flows one at a time, in bounded slots
         out["streamed"] = {k: p[k] for k in ("messages_done", "computes_done", "peak_in_flight",
                                              "flow_slots", "ranks", "ranks_done") if k in p}
+    if getattr(res, "packet", None) is not None:
+        from ..sim.packet import packet_summary
+
+        out["sharing"] = "packet"  # credits and VL arbitration, not a sharing model
+        out["packet"] = packet_summary(built, res)
     stalled = stalled_summary(built, res)
     if stalled is not None:
         out["status"] = "stalled"  # never "done" with work left

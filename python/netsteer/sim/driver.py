@@ -115,6 +115,8 @@ class SimDriver:
         progress: Callable[[int, int | None, int], None] | None = None,
         mpi_jobs: list = (),
         stream_router: Any = None,
+        packet: dict | None = None,
+        sls: np.ndarray | None = None,
     ):
         self.topo, self.routing, self.dag = topo, routing, dag
         self.circuits = circuits.copy() if circuits is not None else CircuitState.initial(topo)
@@ -135,7 +137,8 @@ class SimDriver:
             rules, tags = forwarding
             self.overlay.push(1, rules)
             self.overlay.tag((t, p, v) for (t, p), v in tags.items())
-        self.engine = Engine(capacity, latency, sharing, tcp_gamma)
+        # packet: the packet fidelity's parameters (netsteer.sim.packet); None: flow level
+        self.engine = Engine(capacity, latency, sharing, tcp_gamma, packet=packet)
         # streamed jobs drain the engine between steps, and the engine samples again at
         # each restart (thousands of extra rows): with them, samples are taken here
         self._sample_every = int(sample_interval_ns) if mpi_jobs else 0
@@ -154,6 +157,8 @@ class SimDriver:
         if progress is not None:
             progress(0, self._n, 0)
         self._add_dag()
+        if sls is not None and self._n:
+            self.engine.set_sl(np.arange(self._n, dtype=np.int64), np.asarray(sls, dtype=np.int64))
         for at, flows in stops:
             self._schedule(int(at), "stop", tuple(flows))
         self.background_flows = background  # QoS continuations stay background

@@ -58,7 +58,12 @@ def run_scenario(
         for switch, pairs in pairings.items():
             circuits.pair(switch, list(pairs))
         forwarding = (rules, tags)
-    opts = built.driver_options or {}
+    opts = dict(built.driver_options or {})
+    params = getattr(built, "packet", None)
+    if params is not None:
+        from .packet import flow_sls
+
+        opts.update(packet=params.engine_dict(), sls=flow_sls(built, params))
     streamed = getattr(built, "streamed", None)
     if streamed:
         # MPI jobs run streamed in the engine (netsteer.sim.stream), started after the DAG

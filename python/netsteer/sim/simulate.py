@@ -49,6 +49,7 @@ class SimResult:
         not done, and ranks left, per job), ``progress`` (messages done, peak in
         flight, ...), ``report`` (time per operation, per job name) and ``steps``
         (flows and bytes per job name). The per-flow arrays above cover the DAG only.
+    packet : dict, the packet fidelity's measurements (``Engine.packet_report``), or None
     """
 
     completion_ns: np.ndarray
@@ -65,6 +66,7 @@ class SimResult:
     sent_bytes: np.ndarray | None = None
     past_clock: np.ndarray | None = None
     mpi: dict | None = None
+    packet: dict | None = None
 
 
 def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
@@ -103,6 +105,7 @@ def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
         sent_bytes=sent,
         past_clock=_past_clock(eng, n) if status == "stalled" else None,
         mpi=mpi,
+        packet=eng.packet_report(),
     )
 
 

@@ -1,0 +1,27 @@
+"""The packet fidelity's lines in ``netsteer run``'s table output."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+
+def print_packet(pk: dict, console) -> None:
+    """Ports that waited longest for credits, and per job its messages' latency."""
+    p = pk["parameters"]
+    console.print(f"packet fidelity: MTU {p['mtu']} B, {p['vls']} VL(s), buffer {p['buffer']} B per port and VL, "
+                  f"{p['switching']}; {pk['packets']} packets, PortXmitWait total {pk['xmit_wait_s_total']:.6f} s")
+    if pk["ports_waiting_most"]:
+        t = Table(title="ports waiting for credits (PortXmitWait)")
+        for c in ("port", "VL", "xmit wait (s)", "peak buffer (B)"):
+            t.add_column(c, justify="left" if c == "port" else "right")
+        for r in pk["ports_waiting_most"]:
+            t.add_row(r["port"], str(r["vl"]), f"{r['xmit_wait_s']:.6f}", str(r["peak_occupancy_bytes"]))
+        console.print(t)
+    if pk["messages"]:
+        t = Table(title="message latency and queueing")
+        for c in ("job", "messages", "latency mean (s)", "max (s)", "queueing mean (s)", "max (s)"):
+            t.add_column(c, justify="left" if c == "job" else "right")
+        for name, m in pk["messages"].items():
+            t.add_row(name, str(m["messages"]), f"{m['latency_mean_s']:.6g}", f"{m['latency_max_s']:.6g}",
+                      f"{m['queueing_mean_s']:.6g}", f"{m['queueing_max_s']:.6g}")
+        console.print(t)

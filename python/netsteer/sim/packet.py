@@ -1,0 +1,271 @@
+"""The packet fidelity: its scenario parameters, the SL of each flow, its reports.
+
+A scenario runs packet by packet with ``fidelity: packet`` (or ``netsteer run
+--fidelity packet``); the engine is the same (same flows, routing, MPI programs,
+reconfiguration), only its physics changes (``crates/netsteer-core/src/packet``).
+Parameters, with units, under ``packet:``; VL arbitration and SL2VL mean what
+OpenSM's QoS options mean:
+
+=================  ==========================================  ================
+key                meaning                                     default
+=================  ==========================================  ================
+mtu                payload per packet, 256 B .. 4 KiB, power   2KiB
+                   of two (IB MTU)
+header             bytes added per packet on the wire          26 (LRH+BTH+CRCs)
+buffer             receive buffer per port and VL (credits)    16KiB
+vls                data VLs (``qos_max_vls``), 1..15           1
+switch_latency     head in to head out of a switch             100ns
+switching          ``cut-through`` or ``store-and-forward``    cut-through
+vlarb_high         ``"VL:weight,..."`` (``qos_vlarb_high``),   none
+                   weight in 64-byte units, 0..255
+vlarb_low          as above (``qos_vlarb_low``)                every VL, 64
+high_limit         4 KiB units of high priority in a row       0
+                   (``qos_high_limit``; 255: no limit)
+sl2vl              16 VLs, one per SL (``qos_sl2vl``); 15:     SL mod vls
+                   SL not usable
+=================  ==========================================  ================
+
+A flow's SL is its partition's SL when the routing assigns them (pFTree's
+``partition_sl``), else its traffic ``class``.
+
+Examples
+--------
+>>> p = PacketParams.model_validate({"mtu": "4KiB", "vls": 2, "vlarb_low": "0:32,1:96"})
+>>> p.engine_dict()["vlarb_low"], p.engine_dict()["sl2vl"][:4]
+([(0, 32), (1, 96)], [0, 1, 0, 1])
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError, model_validator
+
+from ..errors import NetsteerError
+from ..schema import Duration, Size
+
+Int = Annotated[int, Strict()]
+
+
+def _table(value: Any) -> list[tuple[int, int]]:
+    """``"0:40,1:0"`` (OpenSM's syntax) or ``[[0, 40], [1, 0]]``."""
+    if isinstance(value, str):
+        out = []
+        for item in value.replace(" ", "").split(","):
+            if not item:
+                continue
+            vl, sep, w = item.partition(":")
+            if not sep or not vl.isdigit() or not w.lstrip("-").isdigit():
+                raise ValueError(f"entry {item!r} is not VL:weight")
+            out.append((int(vl), int(w)))
+        value = out
+    if not isinstance(value, (list, tuple)):
+        raise ValueError("a VL arbitration table is 'VL:weight,...' or a list of [VL, weight]")
+    table = []
+    for e in value:
+        if not isinstance(e, (list, tuple)) or len(e) != 2 or not all(isinstance(x, int) and not isinstance(x, bool) for x in e):
+            raise ValueError(f"entry {e!r} is not [VL, weight]")
+        vl, w = e
+        if not 0 <= w <= 255:
+            raise ValueError(f"weight {w} of VL {vl} is outside 0..255 (64-byte units)")
+        if not 0 <= vl <= 14:
+            raise ValueError(f"VL {vl} is not a data VL (0..14)")
+        table.append((vl, w))
+    if len(table) > 64:
+        raise ValueError(f"{len(table)} entries: a VL arbitration table holds at most 64")
+    return table
+
+
+def _sl2vl(value: Any) -> list[int]:
+    if isinstance(value, str):
+        try:
+            value = [int(x) for x in value.replace(" ", "").split(",") if x]
+        except ValueError:
+            raise ValueError("sl2vl is 16 comma-separated VLs, one per SL") from None
+    if not isinstance(value, (list, tuple)) or len(value) != 16:
+        raise ValueError("sl2vl is 16 VLs, one per SL 0..15")
+    if not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 15 for x in value):
+        raise ValueError("sl2vl entries are VLs 0..15 (15: the SL may not be used)")
+    return list(value)
+
+
+Table = Annotated[list[tuple[int, int]], BeforeValidator(_table)]
+Sl2Vl = Annotated[list[int], BeforeValidator(_sl2vl)]
+
+
+class PacketParams(BaseModel):
+    """The ``packet:`` section of a scenario (see the module text)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mtu: Size = 2048
+    header: Size = 26
+    buffer: Size = 16 * 1024
+    vls: Int = Field(1, ge=1, le=15)
+    switch_latency: Duration = 100
+    switching: Literal["cut-through", "store-and-forward"] = "cut-through"
+    vlarb_high: Table = Field(default_factory=list)
+    vlarb_low: Table | None = None
+    high_limit: Int = Field(0, ge=0, le=255)
+    sl2vl: Sl2Vl | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "PacketParams":
+        if not (256 <= self.mtu <= 4096) or self.mtu & (self.mtu - 1):
+            raise _FieldError("mtu", f"{self.mtu} B is not an InfiniBand MTU: use a power of two from 256 B to 4 KiB")
+        packet = -(-(self.mtu + self.header) // 64) * 64
+        if self.buffer < packet:
+            raise _FieldError("buffer", f"{self.buffer} B per port and VL is smaller than one packet "
+                                        f"({self.mtu} B + {self.header} B header = {packet} B in 64 B credits)")
+        for name in ("vlarb_high", "vlarb_low"):
+            for vl, _ in getattr(self, name) or []:
+                if vl >= self.vls:
+                    raise _FieldError(name, f"VL {vl} is beyond the {self.vls} VLs configured (0..{self.vls - 1})")
+        for sl, vl in enumerate(self.sl2vl or []):
+            if vl != 15 and vl >= self.vls:
+                raise _FieldError("sl2vl", f"SL {sl} is mapped to VL {vl}, beyond the {self.vls} VLs configured "
+                                           f"(0..{self.vls - 1})")
+        return self
+
+    def engine_dict(self) -> dict:
+        """The parameters as ``netsteer._core.Engine(packet=...)`` takes them."""
+        low = self.vlarb_low if self.vlarb_low is not None else [(v, 64) for v in range(self.vls)]
+        sl2vl = self.sl2vl if self.sl2vl is not None else [s % self.vls for s in range(16)]
+        return {
+            "mtu": self.mtu, "header": self.header, "buffer": self.buffer, "vls": self.vls,
+            "switch_latency_ns": self.switch_latency, "cut_through": self.switching == "cut-through",
+            "vlarb_high": list(self.vlarb_high), "vlarb_low": list(low), "high_limit": self.high_limit,
+            "sl2vl": list(sl2vl),
+        }
+
+    def served_vls(self) -> set[int]:
+        d = self.engine_dict()
+        return {v for v, w in d["vlarb_high"] + d["vlarb_low"] if w > 0}
+
+
+class _FieldError(ValueError):
+    def __init__(self, field: str, reason: str):
+        super().__init__(reason)
+        self.field = field
+
+
+def parse_packet(data: Any, *, file: str | None = None, field: str = "packet") -> PacketParams:
+    """Validate a ``packet:`` section; errors name the file and the field."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise NetsteerError("packet parameters are a mapping (mtu, buffer, vls, ...)", file=file, field=field)
+    try:
+        return PacketParams.model_validate(data)
+    except _FieldError as exc:
+        raise NetsteerError(str(exc), file=file, field=f"{field}.{exc.field}") from None
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        loc = ".".join(str(p) for p in e["loc"])
+        ctx = e.get("ctx") or {}
+        if isinstance(ctx.get("error"), _FieldError):
+            return_field = f"{field}.{ctx['error'].field}"
+            raise NetsteerError(str(ctx["error"]), file=file, field=return_field) from None
+        if e["type"] == "extra_forbidden":
+            raise NetsteerError(f"unknown packet parameter {e['loc'][-1]!r}", file=file, field=field) from None
+        msg = e["msg"].removeprefix("Value error, ")
+        raise NetsteerError(msg, file=file, field=f"{field}.{loc}" if loc else field) from None
+
+
+def check_fidelity(fidelity: str, packet: Any, sharing_given: bool, sharing: str, *, file=None,
+                   override: bool = False) -> PacketParams | None:
+    """The packet parameters of a scenario at ``fidelity``; a parameter of the other
+    fidelity is an error that names it, never ignored."""
+    how = "--fidelity" if override else "fidelity"
+    if fidelity == "flow":
+        if packet is not None:
+            raise NetsteerError(f"packet parameters apply to the packet fidelity, and this run is at flow level "
+                                f"({how} flow): remove them or run with fidelity packet", file=file, field="packet")
+        return None
+    if sharing_given:
+        raise NetsteerError(f"sharing ({sharing}) is a flow-level model; the packet fidelity ({how} packet) shares "
+                            "links by credits and VL arbitration: remove it", file=file, field="sharing")
+    return parse_packet(packet, file=file)
+
+
+def flow_sls(built, params: PacketParams) -> np.ndarray:
+    """Each DAG flow's SL: its partition's SL under a partition-aware routing, else
+    its traffic class; checked against SL2VL and the arbitration tables."""
+    cols = built.dag.columns()
+    sl = np.asarray(cols.traffic_class, dtype=np.int64).copy()
+    routing = built.routing
+    part_sl = getattr(routing, "partition_sl", None)
+    if part_sl and len(sl):
+        from ..routing.deadlock import PairPolicy
+
+        policy = PairPolicy(routing.topo, getattr(routing, "partitions", None), part_sl)
+        for d in np.unique(cols.dst):
+            m = cols.dst == d
+            _, vl = policy.columns(np.array([d]))
+            sl[m] = vl[cols.src[m], 0]
+    file = built.scenario.file
+    if len(sl) and (sl.max() > 15):
+        i = int(np.argmax(sl > 15))
+        raise NetsteerError(f"flow {i} has class {int(sl[i])}, but InfiniBand has SLs 0..15 only: the packet "
+                            "fidelity takes a flow's class as its SL", file=file, field="jobs")
+    d = params.engine_dict()
+    served = params.served_vls()
+    for s in np.unique(sl):
+        vl = d["sl2vl"][int(s)]
+        if vl == 15:
+            raise NetsteerError(f"SL {int(s)} is used by flows but sl2vl maps it to VL 15 (not usable)",
+                                file=file, field="packet.sl2vl")
+        if vl not in served:
+            raise NetsteerError(f"SL {int(s)} is used by flows and maps to VL {vl}, which has no weight in "
+                                "vlarb_high or vlarb_low: its packets would never leave", file=file,
+                                field="packet.vlarb_low")
+    return sl
+
+
+def packet_summary(built, res, top: int = 10) -> dict:
+    """The packet fidelity's part of a run's result: its parameters, the ports that
+    waited longest for credits (PortXmitWait), and per job the messages' latency
+    and how much of it was queueing."""
+    rep = res.packet
+    topo = built.topology
+    n_ch = topo.n_channels
+    wait = rep["xmit_wait_ns"][:n_ch]
+    peak = rep["peak_occupancy_bytes"][:n_ch]
+    order = np.argsort(-wait, axis=None, kind="stable")[:top]
+    ports = []
+    for k in order:
+        c, v = divmod(int(k), rep["vls"])
+        if wait[c, v] <= 0:
+            break
+        ports.append({"port": topo.channel_name(c), "channel": c, "vl": v, "xmit_wait_s": float(wait[c, v]) * 1e-9,
+                      "peak_occupancy_bytes": int(peak[c, v])})
+    lat, queue = message_times(res)
+    jobs = {}
+    for j, name in enumerate(built.job_names):
+        m = (built.job_of_flow == j) & ~built.background & (lat >= 0)
+        if m.any():
+            jobs[name] = {"messages": int(m.sum()), "latency_mean_s": float(lat[m].mean()) * 1e-9,
+                          "latency_max_s": float(lat[m].max()) * 1e-9,
+                          "queueing_mean_s": float(queue[m].mean()) * 1e-9,
+                          "queueing_max_s": float(queue[m].max()) * 1e-9}
+    return {"parameters": built.packet.model_dump(), "packets": int(rep["packets"]),
+            "xmit_wait_s_total": float(wait.sum()) * 1e-9, "ports_waiting_most": ports, "messages": jobs}
+
+
+def message_times(res) -> tuple[np.ndarray, np.ndarray]:
+    """Per flow: latency (release to last byte, ns) and the part of it spent
+    queueing (its time beyond what it takes alone on an idle fabric); -1 where the
+    flow did not finish or has no packets."""
+    rep = res.packet
+    comp, rel = res.completion_ns, res.release_ns
+    start, ideal = rep["start_ns"], rep["ideal_ns"]
+    n = len(comp)
+    start, ideal = start[:n], ideal[:n]
+    ok = (comp >= 0) & (start >= 0)
+    lat = np.where(ok, comp - rel, -1)
+    queue = np.where(ok, np.maximum(comp - start - ideal, 0), -1)
+    return lat, queue
+
+
+__all__ = ["PacketParams", "check_fidelity", "flow_sls", "message_times", "packet_summary", "parse_packet"]
