@@ -1,6 +1,6 @@
 """Type stubs for the compiled engine (crates/netsteer-py)."""
 
-from typing import final
+from typing import Any, final
 
 import numpy as np
 import numpy.typing as npt
@@ -16,7 +16,8 @@ def set_sample_limit(values: int) -> None:
 
 @final
 class Engine:
-    """The flow-level engine: channels with capacity (bytes/s) and latency (ns)."""
+    """The engine: channels with capacity (bytes/s) and latency (ns); flow level
+    (a sharing model), or packet level with ``packet`` parameters."""
 
     # a PyO3 class is made by __new__ (stubtest checks the signature against it)
     def __new__(
@@ -25,7 +26,13 @@ class Engine:
         latency_ns: npt.NDArray[np.int64],
         sharing: str = "maxmin",
         tcp_gamma: float | None = None,
+        packet: dict[str, Any] | None = None,
     ) -> Self: ...
+    @property
+    def fidelity(self) -> str: ...
+    def set_sl(self, flows: npt.NDArray[np.int64], sl: npt.NDArray[np.int64]) -> None: ...
+    def path_arena_len(self) -> int: ...
+    def packet_report(self) -> dict[str, Any] | None: ...
     def add_flows(
         self,
         bytes: npt.NDArray[np.float64],

@@ -201,6 +201,9 @@ pub struct Engine {
     succ_pool: Vec<u32>,
     succ_extra: std::collections::HashMap<u32, Vec<u32>>,
     events: EventQueue<Event>,
+    // events in the queue that are not counter samples: with none, and nothing in the
+    // physics, a run with work left is stalled (samples alone would tick forever)
+    pending_work: usize,
     unfinished: usize,
     // unfinished flows that are not background traffic
     foreground_left: usize,
@@ -251,6 +254,7 @@ impl Engine {
             succ_pool: vec![],
             succ_extra: Default::default(),
             events: EventQueue::default(),
+            pending_work: 0,
             unfinished: 0,
             foreground_left: 0,
             sample_interval: 0,
@@ -534,6 +538,9 @@ impl Engine {
     }
 
     fn push(&mut self, time: Ns, kind: Kind, id: u32, version: u32) {
+        if kind != Kind::Sample {
+            self.pending_work += 1;
+        }
         self.events.push(time, Event { kind, id, version });
     }
 
@@ -701,6 +708,17 @@ impl Engine {
                 self.events.truncate_after(self.now);
                 self.phys.truncate_after(self.now);
                 self.sample_scheduled = !self.events.is_empty() && self.sample_scheduled;
+                if self.events.is_empty() {
+                    self.pending_work = 0;
+                }
+            }
+            if until == Ns::MAX
+                && self.unfinished > 0
+                && self.pending_work == 0
+                && self.phys.next_time().is_none()
+            {
+                // only counter samples are left: nothing can move any more
+                return RunStatus::Stalled;
             }
             let Some(t) = self.next_time() else {
                 self.sample_scheduled = false;
@@ -748,6 +766,9 @@ impl Engine {
                     any = true;
                     let (_, batch) = self.events.pop_instant().expect("instant just seen");
                     for ev in &batch {
+                        if ev.kind != Kind::Sample {
+                            self.pending_work -= 1;
+                        }
                         if self.is_live(ev) {
                             self.now = t; // only a live event moves the clock
                             self.handle(*ev);

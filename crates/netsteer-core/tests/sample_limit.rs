@@ -34,3 +34,16 @@ fn under_the_limit_nothing_changes() {
     assert_eq!(times.len(), 11, "0, 0.1 s, ... 1 s");
     assert!((values[values.len() - 4] - 1e9).abs() < 1.0, "channel 0 carried the whole flow");
 }
+
+#[test]
+fn a_stalled_run_with_sampling_ends_as_stalled() {
+    // the only channel goes down half-way: samples alone must not keep the run going
+    let mut e = Engine::new(vec![1e9; 2], vec![0; 2], Box::new(MaxMin));
+    e.set_sample_interval(1_000);
+    e.add_flows(&[FlowSpec::new(1e6, vec![0])]).unwrap();
+    e.run(500_000, u64::MAX);
+    e.set_channels_up(&[0], false);
+    assert_eq!(e.run_to_end(), RunStatus::Stalled);
+    assert!(!e.sample_overflow());
+    assert!((e.sent(0) - 5e5).abs() < 1.0);
+}

@@ -1,0 +1,68 @@
+"""Bad packet-fidelity input: one line naming the file, the field and the reason,
+exit code 2; a parameter of the other fidelity is named, never ignored."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from netsteer.cli import run_cli
+
+BASE = textwrap.dedent(
+    """
+    name: t
+    topology: {kind: pgft, levels: 1, down: [4], up: [1], parallel: [1],
+               link_bandwidth: 32Gbps, link_latency: 100ns}
+    routing: {engine: dmodk}
+    %s
+    jobs:
+      - name: j
+        flows:
+          - {src: 0, dst: 3, bytes: 1MiB, class: %d}
+    """
+)
+
+CASES = [
+    ("fidelity: packet\npacket: {mtu: 3000}", 0, "packet.mtu", "power of two from 256 B to 4 KiB"),
+    ("fidelity: packet\npacket: {mtu: 8KiB}", 0, "packet.mtu", "power of two"),
+    ("fidelity: packet\npacket: {mtu: 128}", 0, "packet.mtu", "power of two"),
+    ("fidelity: packet\npacket: {buffer: 1KiB}", 0, "packet.buffer", "smaller than one packet"),
+    ("fidelity: packet\npacket: {mtu: 4KiB, buffer: 4KiB}", 0, "packet.buffer", "smaller than one packet"),
+    ("fidelity: packet\npacket: {vls: 2, sl2vl: '0,1,2,0,0,0,0,0,0,0,0,0,0,0,0,0'}", 0, "packet.sl2vl",
+     "SL 2 is mapped to VL 2, beyond the 2 VLs"),
+    ("fidelity: packet\npacket: {vls: 2, vlarb_low: '0:64,1:300'}", 0, "packet.vlarb_low", "outside 0..255"),
+    ("fidelity: packet\npacket: {vls: 2, vlarb_high: '0:-1'}", 0, "packet.vlarb_high", "outside 0..255"),
+    ("fidelity: packet\npacket: {vls: 2, vlarb_low: '0:64,3:64'}", 0, "packet.vlarb_low", "VL 3 is beyond"),
+    ("fidelity: packet\npacket: {vls: 16}", 0, "packet.vls", "15"),
+    ("fidelity: packet\npacket: {mtuu: 2KiB}", 0, "packet", "unknown packet parameter 'mtuu'"),
+    ("fidelity: packet\npacket: {vls: 2, vlarb_low: '0:64'}", 1, "packet.vlarb_low",
+     "SL 1 is used by flows and maps to VL 1, which has no weight"),
+    ("fidelity: packet\npacket: {sl2vl: '0,15,0,0,0,0,0,0,0,0,0,0,0,0,0,0'}", 1, "packet.sl2vl", "VL 15"),
+    ("fidelity: packet", 16, "jobs", "SLs 0..15"),
+    # a parameter of the other fidelity
+    ("packet: {mtu: 2KiB}", 0, "packet", "apply to the packet fidelity"),
+    ("fidelity: packet\nsharing: cm02", 0, "sharing", "flow-level model"),
+    ("fidelity: packets", 0, "fidelity", "'flow' or 'packet'"),
+]
+
+
+@pytest.mark.parametrize("extra,cls,field,reason", CASES)
+def test_bad_packet_input_is_one_line_with_file_field_and_reason(tmp_path, capsys, extra, cls, field, reason):
+    f = tmp_path / "s.yaml"
+    f.write_text(BASE % (extra, cls))
+    assert run_cli(["run", str(f), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert f"{f}: {field}:" in err
+    assert reason in err
+
+
+def test_fidelity_flag_of_the_other_kind_names_the_parameter(tmp_path, capsys):
+    f = tmp_path / "s.yaml"
+    f.write_text(BASE % ("sharing: cm02", 0))
+    assert run_cli(["run", str(f), "--fidelity", "packet", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "sharing" in err and "--fidelity packet" in err
+    assert run_cli(["run", str(f), "--fidelity", "packets", "--no-progress"]) == 2
+    assert "--fidelity" in capsys.readouterr().err
