@@ -471,7 +471,9 @@ impl Engine {
         d.set_item("solves", s.solves)?;
         d.set_item("solved_flows", s.solved_flows)?;
         d.set_item("solved_flow_hops", s.solved_flow_hops)?;
-        d.set_item("packet_hops", s.packet_hops)?;
+        if self.packets().is_some() {
+            d.set_item("packet_hops", s.packet_hops)?;
+        }
         Ok(d)
     }
 

@@ -289,12 +289,18 @@ def reproduce_pftree(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
     seeds: int = typer.Option(4, "--seeds", help="Random partition placements (and pattern seeds) per case."),
     quick: bool = typer.Option(False, "--quick", help="Topologies A-D only (no 256-node trees)."),
+    fidelity: str = typer.Option("flow", "--fidelity", help="flow (max-min) or packet (victims vs aggressor, A-D; "
+                                                            "--quick: A-B)."),
 ) -> None:
     """pFTree's evaluation (topologies A-F, victims vs an aggressor; random ring and EBB)."""
     from ..reproduce.pftree import print_report, run
 
     if not 1 <= seeds <= 1000:
         raise NetsteerError(f"--seeds must be 1..1000, got {seeds}", field="--seeds")
+    if fidelity not in ("flow", "packet"):
+        raise NetsteerError(f"unknown fidelity {fidelity!r}; use flow or packet", field="--fidelity")
+    if fidelity == "packet":
+        from ..reproduce.pftree_packet import print_report, run  # noqa: F811
     with progress_bar("reproducing pftree", 1) as adv:
         rep = run(seeds=seeds, quick=quick, progress=adv)
     if as_json:

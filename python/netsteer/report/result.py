@@ -140,6 +140,7 @@ def result_dict(built, res) -> dict[str, Any]:
         from ..sim.packet import packet_summary
 
         out["sharing"] = "packet"  # credits and VL arbitration, not a sharing model
+        out["fidelity"] = "packet"  # a flow run's result has no such key (as before)
         out["packet"] = packet_summary(built, res)
     stalled = stalled_summary(built, res)
     if stalled is not None:
