@@ -747,9 +747,17 @@ impl Engine {
                 if self.phys.next_time() == Some(t) {
                     any = true;
                     let mut done = std::mem::take(&mut self.done_now);
-                    let live = self.phys.advance(&net!(self), t, &mut done);
+                    // nothing of the engine's happens before its next event: the
+                    // physics may run ahead until then (or until a flow finishes)
+                    let horizon = match self.events.first_time() {
+                        Some(c) if c <= t => t,
+                        Some(c) => (c - 1).min(until),
+                        None => until,
+                    };
+                    let budget = max_events.saturating_sub(handled).max(1);
+                    let (live, reached) = self.phys.run_ahead(&net!(self), t, horizon, budget, &mut done);
                     if live > 0 {
-                        self.now = t;
+                        self.now = reached;
                         handled += live;
                         self.stats.events += live;
                     }

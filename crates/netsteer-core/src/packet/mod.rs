@@ -573,6 +573,28 @@ impl Physics for Packets {
         }
         n
     }
+    fn run_ahead(&mut self, net: &Net, now: Ns, horizon: Ns, budget: u64, done: &mut Vec<u32>) -> (u64, Ns) {
+        if self.cap.is_empty() {
+            self.sync_net(net);
+        }
+        let until = horizon.max(now).saturating_mul(1000);
+        let mut n = 0u64;
+        let mut reached = now;
+        while let Some(&std::cmp::Reverse(ev)) = self.heap.peek() {
+            let at = (ev.t + 999).div_euclid(1000);
+            // an instant is handled whole; stop before the next one when a flow
+            // finished (the engine must see it now) or the budget is spent
+            if ev.t > until || (at > reached && (!done.is_empty() || n >= budget)) {
+                break;
+            }
+            self.heap.pop();
+            self.now = ev.t;
+            reached = at;
+            self.handle(ev, done);
+            n += 1;
+        }
+        (n, reached)
+    }
     fn settle(&mut self, _net: &Net, _now: Ns) {}
     fn truncate_after(&mut self, now: Ns) {
         let until = now * 1000;
