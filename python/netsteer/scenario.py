@@ -624,7 +624,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
               detail=f"at least {values:.3g} samples x channels at this interval", file=file, field="sample_interval")
     else:
         interval = _auto_interval(topo, dag, streamed)
-    return BuiltScenario(
+    built = BuiltScenario(
         scenario=sc,
         topology=topo,
         routing=routing,
@@ -649,6 +649,12 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
         fidelity=fid,
         packet=packet,
     )
+    if packet is not None and built.qos is not None:
+        from .sim.packet import with_qos
+
+        # the qos section's SL2VL and VL arbitration drive the packet fabric's ports
+        built.packet = with_qos(packet, m.packet, built.qos, file=file)
+    return built
 
 
 def _qos(m: ScenarioModel, topo, dag, job_of_flow, file):

@@ -325,14 +325,19 @@ impl Engine {
         }
     }
 
-    /// Give flows a service level (packet fidelity: the VL follows from SL2VL).
+    /// Give flows a service level (packet fidelity: the VL follows from SL2VL). A
+    /// flow in flight sends its next packets on the new SL's VL.
     pub fn set_sl(&mut self, flows: &[u32], sl: &[u8]) -> Result<(), EngineError> {
         for (&f, &s) in flows.iter().zip(sl) {
             let fl = self
                 .flows
                 .get_mut(f as usize)
                 .ok_or(EngineError::UnknownFlow(f as usize))?;
+            let changed = fl.sl != s;
             fl.sl = s;
+            if changed && self.meta[f as usize].state == FlowState::Active {
+                self.phys.sl_changed(&net!(self), f as usize, self.now);
+            }
         }
         Ok(())
     }

@@ -73,6 +73,8 @@ pub trait Physics: Send + Sync {
     fn leave(&mut self, net: &Net, f: usize, now: Ns);
     /// Flow `f` goes on from now along its new path, keeping what it has sent.
     fn rejoin(&mut self, net: &Net, f: usize, now: Ns);
+    /// Active flow `f`'s service level changed (QoS): its next bytes take the new one.
+    fn sl_changed(&mut self, _net: &Net, _f: usize, _now: Ns) {}
     /// Channels went down or up, or changed capacity.
     fn channels_changed(&mut self, net: &Net, channels: &[u32], now: Ns);
     /// The time of the physics' next own event, if any.

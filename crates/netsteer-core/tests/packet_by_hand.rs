@@ -309,3 +309,25 @@ fn stepping_by_budget_or_by_time_changes_nothing() {
         assert_eq!((0..30).map(|i| e.completion(i)).collect::<Vec<_>>(), want);
     }
 }
+
+#[test]
+fn a_flow_moved_to_another_sl_in_flight_takes_its_vl() {
+    // two flows share a link on VL 0 (half each); half-way, flow 1 moves to SL 1 ->
+    // VL 1, which has 3x the low-table weight: from then on it gets 3/4
+    let cfg = PacketConfig {
+        vls: 2,
+        header: 0,
+        vlarb_low: vec![(0, 32), (1, 96)],
+        sl2vl: [0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        ..Default::default()
+    };
+    let mut e = packet_engine(3, cfg);
+    e.add_flows(&[FlowSpec::new(1e10, vec![0, 1]), FlowSpec::new(1e10, vec![0, 2])]).unwrap();
+    e.run(500_000, u64::MAX);
+    let (a0, b0) = (e.sent(0), e.sent(1));
+    assert!(close(b0 / a0, 1.0, 0.02), "{a0} {b0}");
+    e.set_sl(&[1], &[1]).unwrap();
+    e.run(1_000_000, u64::MAX);
+    let (a1, b1) = (e.sent(0) - a0, e.sent(1) - b0);
+    assert!(close(b1 / (a1 + b1), 0.75, 0.02), "{a1} {b1}");
+}

@@ -265,6 +265,15 @@ class SimDriver:
                 done = now + self.delay.rules_time(self._rules_per_switch(intent, now))
             self._schedule(done, "overlay", intent)
             return done
+        if isinstance(intent, SetQos) and self.engine.fidelity == "packet":
+            # packets: the flows' next packets take the new SL's VL, in place
+            if intent.config is not None or intent.sl is None or not 0 <= int(intent.sl) <= 15:
+                raise _Refused("at packet level a QoS intent moves flows to an SL 0..15; the VL arbitration "
+                               "tables are fixed for the run")
+            flows = np.asarray(intent.flows, dtype=np.int64)
+            flows = flows[(flows >= 0) & (flows < self._n)]
+            self.engine.set_sl(flows, np.full(len(flows), int(intent.sl), dtype=np.int64))
+            return now
         if isinstance(intent, SetQos):
             from ..qos.simapply import QosRefused, apply_qos
 

@@ -119,8 +119,8 @@ class PacketParams(BaseModel):
             raise _FieldError("buffer", f"{self.buffer} B per port and VL is smaller than one packet "
                                         f"({self.mtu} B + {self.header} B header = {packet} B in 64 B credits)")
         for name in ("vlarb_high", "vlarb_low"):
-            for vl, _ in getattr(self, name) or []:
-                if vl >= self.vls:
+            for vl, w in getattr(self, name) or []:
+                if vl >= self.vls and w > 0:  # weight 0 is skipped: harmless beyond the VLs
                     raise _FieldError(name, f"VL {vl} is beyond the {self.vls} VLs configured (0..{self.vls - 1})")
         for sl, vl in enumerate(self.sl2vl or []):
             if vl != 15 and vl >= self.vls:
@@ -187,6 +187,27 @@ def check_fidelity(fidelity: str, packet: Any, sharing_given: bool, sharing: str
         raise NetsteerError(f"sharing ({sharing}) is a flow-level model; the packet fidelity ({how} packet) shares "
                             "links by credits and VL arbitration: remove it", file=file, field="sharing")
     return parse_packet(packet, file=file)
+
+
+QOS_KEYS = ("vls", "vlarb_high", "vlarb_low", "high_limit", "sl2vl")
+
+
+def with_qos(params: PacketParams, raw: Any, plan, *, file=None) -> PacketParams:
+    """The packet parameters with the ``qos:`` section's switch-port settings
+    (``max_vls``, ``high_limit``, ``vlarb_high``, ``vlarb_low``, ``sl2vl``: OpenSM's
+    meaning in both places). Setting them under ``packet:`` too is an error."""
+    for k in QOS_KEYS:
+        if isinstance(raw, dict) and k in raw:
+            raise NetsteerError(f"{k} is set by the qos section (its switch ports) at packet level too; "
+                                "give VL arbitration and SL2VL in one place, the qos section", file=file,
+                                field=f"packet.{k}")
+    p = plan.config.port("swe")
+    q = params.model_copy(update=dict(vls=p.max_vls, high_limit=p.high_limit, vlarb_high=list(p.vlarb_high),
+                                      vlarb_low=list(p.vlarb_low), sl2vl=list(p.sl2vl)))
+    try:
+        return q._consistent()
+    except _FieldError as exc:
+        raise NetsteerError(str(exc), file=file, field="qos") from None
 
 
 def flow_sls(built, params: PacketParams) -> np.ndarray:

@@ -94,7 +94,9 @@ impl PacketConfig {
             if t.len() > 64 {
                 return Err((name, format!("{} entries: a VL arbitration table holds 64", t.len())));
             }
-            if let Some(&(v, _)) = t.iter().find(|&&(v, _)| v >= self.vls) {
+            // a weight-0 entry is skipped, so one beyond the VLs is harmless (OpenSM
+            // configurations list VLs 0..14 whatever qos_max_vls is)
+            if let Some(&(v, _)) = t.iter().find(|&&(v, w)| v >= self.vls && w > 0) {
                 return Err((
                     name,
                     format!("VL {v} is beyond the {} VLs configured (0..{})", self.vls, self.vls - 1),

@@ -545,6 +545,14 @@ impl Physics for Packets {
         self.copy_route(f, path);
         self.enqueue_host(f);
     }
+    fn sl_changed(&mut self, net: &Net, f: usize, now: Ns) {
+        if f < self.flows.len() && self.flows[f].active {
+            self.now = self.now.max(now * 1000);
+            self.dequeue_host(f);
+            self.flows[f].vl = self.cfg.sl2vl[net.flows[f].sl as usize & 15];
+            self.enqueue_host(f);
+        }
+    }
     fn channels_changed(&mut self, net: &Net, channels: &[u32], now: Ns) {
         self.sync_net(net);
         self.now = self.now.max(now * 1000);
