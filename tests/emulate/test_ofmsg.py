@@ -83,3 +83,16 @@ def test_a_bundle_is_open_adds_commit_with_consecutive_xids():
 def test_what_the_channel_does_not_understand_is_named(line, word):
     with pytest.raises(ValueError, match=word):
         Encoder().encode(line, 1)
+
+
+@pytest.mark.parametrize("args", [["emulate", "scenarios/hybrid-congestion.yaml", "--channel", "netconf"],
+                                  ["reproduce", "--emulate", "hybrid-reconfig", "--channel", "netconf"]])
+def test_an_unknown_channel_is_one_line_and_exit_2(args):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    p = subprocess.run([sys.executable, "-m", "netsteer", *args], capture_output=True, text=True,
+                       cwd=Path(__file__).parents[2], timeout=120)
+    assert p.returncode == 2 and "--channel" in p.stderr and "osken, ofctl" in p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
