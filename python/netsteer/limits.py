@@ -42,6 +42,7 @@ SAMPLE_VALUE_BYTES = 160  # engine buffer, numpy copy, and the Parquet table of 
 YAML_NODE_BYTES = 500  # a parsed and validated YAML value
 MAX_INPUT_FILE = 256 * 2**20  # input files larger than this (or the memory limit / 8) are refused
 BASE_BYTES = 100 * 2**20  # the interpreter, numpy, pyarrow, matplotlib
+RESULT_CELL_BYTES = 120  # a cell of a sweep's results.parquet, read into rows (measured ~100)
 WORKER_BYTES = 128 * 2**20  # a local sweep worker process with netsteer imported (75 MiB measured), before its point
 
 

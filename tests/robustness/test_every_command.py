@@ -125,6 +125,16 @@ def test_bad_sweep_options_and_results(cli, tmp_path):
     junk.parent.mkdir()
     junk.write_bytes(b"PAR1 not really")
     cli("sweep", "report", junk.parent).refused(str(junk), "cannot read")
+    # a small file of many repeated rows: its size is read from the footer and refused before the rows
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 400_000
+    bomb = tmp_path / "bomb" / "results.parquet"
+    bomb.parent.mkdir()
+    pq.write_table(pa.table({"point": ["p"] * n, "status": ["done"] * n, "makespan_s": [1.0] * n, "x": [1] * n}), bomb)
+    assert bomb.stat().st_size < 100_000
+    cli("--max-memory", "256MiB", "sweep", "report", bomb.parent).refused(str(bomb), "400,000 rows", "memory limit")
     assert not (tmp_path / "o").exists()
 
 

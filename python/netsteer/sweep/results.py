@@ -59,7 +59,13 @@ class ResultStore:
         self.unwritten = 0  # rows recorded since the last rewrite
         self.last_write = self.last_cost = 0.0  # time.monotonic() of the last rewrite, and what it took
         if self.path.exists():
+            from ..limits import RESULT_CELL_BYTES, check
+
             try:
+                meta = pq.read_metadata(self.path)  # the footer only: sizes before reading a row
+                # a small file can hold millions of repeated rows: refused with the estimate
+                check(meta.num_rows * meta.num_columns * RESULT_CELL_BYTES, "reading these results",
+                      detail=f"{meta.num_rows:,} rows of {meta.num_columns} columns", file=str(self.path))
                 table = pq.read_table(self.path)
             except (OSError, pa.ArrowException) as exc:
                 raise NetsteerError(f"cannot read earlier results: {exc}", file=str(self.path)) from None
