@@ -30,6 +30,7 @@ MANIFEST = "sweep.json"
 LOCK = ".sweep.lock"
 POLL_S = 0.5  # how often the running count is refreshed while no point finishes
 WINDOW = 256  # points submitted ahead at least (more on clusters with more threads)
+WINDOW_BYTES = 256 * 2**20  # ... unless their base scenarios in flight would pass this
 
 
 @dataclass
@@ -239,7 +240,14 @@ def _submit_and_record(client, sweep, todo, store, prog, progress) -> int:
     n_workers = len(info)
     # points in flight at most: every thread busy with one queued behind it, never the whole
     # sweep (a million-point grid would be a million tasks held by the scheduler)
-    window = max(WINDOW, 2 * sum(w.get("nthreads", 1) for w in info.values()))
+    threads = sum(w.get("nthreads", 1) for w in info.values())
+    window = max(WINDOW, 2 * threads)
+    # each task carries the base scenario: a large one (a million explicit flows) gets a
+    # smaller window, so that what is in flight stays near WINDOW_BYTES (yet every thread busy)
+    import pickle
+
+    per_task = len(pickle.dumps(sweep.base_raw, protocol=pickle.HIGHEST_PROTOCOL))
+    window = max(min(window, WINDOW_BYTES // max(per_task, 1)), 2 * threads, 1)
     queue = iter(enumerate(todo))
     futs: dict = {}
     pending: set = set()
