@@ -36,7 +36,7 @@ def test_raising_io_to_mpi_sl_at_50ms():
     assert res.completion_ns.tolist() == [150_000_000, 200_000_000]
     assert res.sent_bytes.tolist() == [1e8, 1e8]
     qos = [e for e in res.applied_events if e["intent"] == "qos"]
-    assert qos == [{"intent": "qos", "job": "io", "sl": 0, "flows": 1, "hosts": 0, "tables": True,
+    assert qos == [{"intent": "qos", "job": "io", "sl": 0, "flows": 1, "hosts": 0, "tables": False,
                     "at_s": 0.05, "done_s": 0.05}]
     assert res.controller["qos"]["changes"][0]["job"] == "io"
 
@@ -95,3 +95,14 @@ def test_cli_reports_the_change(tmp_path, cli):
     assert code == 0, err
     d = json.loads(out)
     assert [j["completion_s"] for j in d["jobs"]] == pytest.approx([0.15, 0.2], abs=1e-12)
+
+
+def test_the_same_change_at_packet_level_moves_the_flow_in_place():
+    # at packet level the intent is Engine.set_sl: the same shape as the flow level's
+    # continuation (150 and 200 ms), within the headers' 1.3 % and the packet timing
+    text = two_flows(STRICT + "changes: [{at: 50ms, job: io, sl: 0}]\n").replace(
+        "routing: {engine: dmodk}", "routing: {engine: dmodk}\nfidelity: packet")
+    built, res = _run(text)
+    assert [e.get("failed") for e in res.applied_events if e["intent"] == "qos"] == [None]
+    assert res.completion_ns[0] == pytest.approx(150_000_000, rel=0.02)
+    assert res.completion_ns[1] == pytest.approx(200_000_000, rel=0.02)

@@ -48,7 +48,8 @@ class QosChanges(Controller):
         while self._next < len(self.steps) and self.steps[self._next][0] <= inp.now:
             at, who, flows, sl = self.steps[self._next]
             self._next += 1
-            out.append(SetQos(sl=sl, job=who, flows=flows, config=self.plan.config))
+            # the tables stay as configured: only the SL moves (config None)
+            out.append(SetQos(sl=sl, job=who, flows=flows))
             self.history.append({"at_s": inp.now / 1e9, "what": "qos", "job": who, "sl": sl, "flows": len(flows)})
         return out
 

@@ -6,8 +6,8 @@ with its unsent bytes, the new SL's priority and weight, and the same path goes 
 from that instant (a flow not yet released keeps its dependencies and start). Its
 timed stop moves to the continuation. A flow that other flows wait for cannot be
 continued this way (stopping it would release them early): such an intent is
-refused with a reason. At ``fidelity: packet`` the engine changes a flow's SL in place
-(``Engine.set_sl``), for every flow.
+refused with a reason. At ``fidelity: packet`` the sim driver changes a flow's SL in
+place (``Engine.set_sl``), for every flow, and does not come here.
 """
 
 from __future__ import annotations
@@ -48,15 +48,6 @@ def apply_qos(driver, intent, now: int) -> int:
     keep = done[live] < 0 if len(live) else np.zeros(0, dtype=bool)
     flows, live = flows[keep], live[keep]
     if not len(flows):
-        return now
-    if getattr(eng, "packet_report", None) is not None and eng.packet_report() is not None:
-        # the packet engine arbitrates per packet on the flow's SL: change it in place
-        try:
-            flow_priority_weight(config.port("swe"), [int(intent.sl)])  # its VL must be served
-        except ValueError as exc:
-            raise QosRefused(str(exc)) from None
-        eng.set_sl(live, np.full(len(live), int(intent.sl), dtype=np.int64))
-        sl_now[flows] = int(intent.sl)
         return now
     c = driver.dag.columns()
     waited = np.zeros(n, dtype=bool)

@@ -91,6 +91,8 @@ def run_scenario(
     )
     if uf is not None:
         ufc.dataplane = driver
+    if qos is not None:
+        driver.qos_config = qos.config  # what a priority change re-weights flows by (netsteer.qos.simapply)
     res = run_driver(driver, controller)
     if res.past_clock is not None:
         # background (iperf-like) flows send until the others end: stalled, they just go on
