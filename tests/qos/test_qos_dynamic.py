@@ -36,7 +36,7 @@ def test_raising_io_to_mpi_sl_at_50ms():
     assert res.completion_ns.tolist() == [150_000_000, 200_000_000]
     assert res.sent_bytes.tolist() == [1e8, 1e8]
     qos = [e for e in res.applied_events if e["intent"] == "qos"]
-    assert qos == [{"intent": "qos", "job": "io", "sl": 0, "flows": 1, "hosts": 0, "tables": False,
+    assert qos == [{"intent": "qos", "job": "io", "sl": 0, "flows": 1, "hosts": 2, "tables": False,
                     "at_s": 0.05, "done_s": 0.05}]
     assert res.controller["qos"]["changes"][0]["job"] == "io"
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from netsteer.control.core import Inputs
+from netsteer.control.core import ControllerStack, Inputs, ReplayController
+from netsteer.control.intents import SetQos
 from netsteer.drivers.opensm.lids import read_guid2lid
 from netsteer.drivers.opensm.partitions import read_partitions_conf
 from netsteer.drivers.opensm.qos import qos_conf_lines
@@ -61,13 +62,13 @@ def test_priority_change_reaches_switch_and_hca_ports(tmp_path, ib_tools):
         drv = OpenSmQosDriver(fab, conf, topo, partitions=parts)
         _check_port(drv.holds(int(lids.lid[leaf]), 1), before.port("swe"))
         _check_port(drv.holds(int(lids.lid[host]), 1), before.port("ca"))
-        # the controller moves job app (hosts 0 and 1) to SL 2 with the new tables
-        plan = QosPlan(after, None, [(0, "app", (), 2)])
-        ctl = QosChanges(plan)
+        # through the controller core: the QoS controller moves job app (hosts 0 and 1)
+        # to SL 2, and a scripted step puts SL 2 on VL 0, in the high table everywhere
+        plan = QosPlan(before, None, [(0, "app", (), 2, (0, 1))])
+        ctl = ControllerStack([QosChanges(plan), ReplayController([(0, SetQos(config=after))])])
         intents = ctl.decide(Inputs(drv.now, drv.view()))
-        intents = [type(i)(sl=i.sl, job=i.job, hosts=(0, 1), config=i.config) for i in intents]
         applied = [drv.apply(i) for i in intents]
-        assert [a.failed for a in applied] == [None]
+        assert [a.failed for a in applied] == [None, None]
         _check_port(drv.holds(int(lids.lid[leaf]), 1), after.port("swe"))
         _check_port(drv.holds(int(lids.lid[host]), 1), after.port("ca"))
         # the job's partition carries its SL, as OpenSM reads the file

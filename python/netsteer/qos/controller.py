@@ -46,10 +46,11 @@ class QosChanges(Controller):
             if isinstance(a.intent, SetQos) and a.failed:
                 self.history.append({"at_s": inp.now / 1e9, "what": "qos", "job": a.intent.job, "failed": a.failed})
         while self._next < len(self.steps) and self.steps[self._next][0] <= inp.now:
-            at, who, flows, sl = self.steps[self._next]
+            at, who, flows, sl, *hosts = self.steps[self._next]
             self._next += 1
-            # the tables stay as configured: only the SL moves (config None)
-            out.append(SetQos(sl=sl, job=who, flows=flows))
+            # the tables stay as configured: only the SL moves (config None); flows for
+            # the simulator, hosts for a subnet manager (the job's partition)
+            out.append(SetQos(sl=sl, job=who, flows=flows, hosts=tuple(hosts[0]) if hosts else ()))
             self.history.append({"at_s": inp.now / 1e9, "what": "qos", "job": who, "sl": sl, "flows": len(flows)})
         return out
 

@@ -39,7 +39,7 @@ class QosPlan:
 
     config: QosConfig
     sl: np.ndarray
-    # (time ns, job or class name, flows, new SL)
+    # (time ns, job or class name, flows, new SL[, hosts the flows run between])
     changes: list[tuple[int, str, tuple[int, ...], int]] = field(default_factory=list)
     paths: dict[int, str] = field(default_factory=dict)
     # index in config.classes of the class each flow took (-1: none)
@@ -66,7 +66,7 @@ class QosPlan:
     def summary(self) -> dict:
         used = np.unique(self.sl).tolist() if len(self.sl) else []
         return {"sls_used": used, "classes": [c.name for c in self.config.classes],
-                "changes": [{"at_s": t / 1e9, "who": who, "flows": len(f), "sl": sl} for t, who, f, sl in self.changes]}
+                "changes": [{"at_s": c[0] / 1e9, "who": c[1], "flows": len(c[2]), "sl": c[3]} for c in self.changes]}
 
 
 def apply_qos(data, dag, job_of_flow, job_names: list[str], *, file=None, paths: dict[int, str] | None = None,
@@ -122,7 +122,8 @@ def apply_qos(data, dag, job_of_flow, job_names: list[str], *, file=None, paths:
             m, who = jobs == job_names.index(ch.job), ch.job
         else:
             m, who = which == list(names).index(ch.traffic_class), ch.traffic_class
-        changes.append((ch.at, who, tuple(np.flatnonzero(m).tolist()), ch.sl))
+        hosts = np.unique(np.concatenate([cols.src[m], cols.dst[m]])) if m.any() else np.zeros(0, dtype=np.int64)
+        changes.append((ch.at, who, tuple(np.flatnonzero(m).tolist()), ch.sl, tuple(hosts.tolist())))
     pri, w = flow_priority_weight(q.port(port), sl, base_priority=cols.priority, base_weight=cols.weight)
     if n and pri.max() > 255:
         raise NetsteerError("flow priorities above 127 leave no room for the QoS tiers (priority 2p+tier <= 255)",
