@@ -388,7 +388,11 @@ def run_cli(argv: list[str] | None = None) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: SIGINT and SIGTERM unwind (cleaning up partial outputs), then :func:`run_cli`."""
+    """Entry point: SIGINT and SIGTERM unwind (cleaning up partial outputs), then :func:`run_cli`.
+
+    It ends the process itself, with the command's exit code (from a program of your
+    own, call :func:`run_cli`, which returns the code instead).
+    """
     from .commands._console import plain_width_for_all
 
     for sig in (signal.SIGINT, signal.SIGTERM):
