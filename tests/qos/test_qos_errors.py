@@ -21,7 +21,7 @@ CASES = [
      "outside 0..255"),
     ("vlarb_high: [[0, 4]]", "vlarb_high: [[5, 4]]", "qos.vlarb_high", "beyond max_vls 4"),
     ("sl2vl: [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3]", "sl2vl: [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2]",
-     "qos.sl2vl", "15 entries"),
+     "qos.sl2vl", "sl2vl is 16 VLs, one per SL 0..15"),
     ("sl2vl: [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3]", "sl2vl: [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 9]",
      "qos.sl2vl", "SL 15 is mapped to VL 9"),
     # SL 1 is used by class io, but VL 1 has no weight anywhere

@@ -45,6 +45,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, Vali
 
 from ..errors import NetsteerError
 from ..schema import Duration
+from ..sim.packet import _sl2vl as _packet_sl2vl
+from ..sim.packet import _table as _packet_table
 
 Int = Annotated[int, Strict()]
 
@@ -54,53 +56,10 @@ PORT_TYPES = ("ca", "swe", "sw0", "rtr")
 KINDS = ("mpi", "flows", "bulk", "staging", "storage")
 
 
-def parse_vlarb(value: Any) -> list[tuple[int, int]]:
-    """A VL arbitration table: ``"0:40,1:0"`` (OpenSM's syntax) or ``[[0, 40], [1, 0]]``.
-
-    >>> parse_vlarb("0:40, 1:0"), parse_vlarb([[2, 8]])
-    ([(0, 40), (1, 0)], [(2, 8)])
-    """
-    if isinstance(value, str):
-        out = []
-        for item in value.replace(" ", "").split(","):
-            if not item:
-                continue
-            vl, sep, w = item.partition(":")
-            if not sep or not vl.isdigit() or not w.lstrip("-").isdigit():
-                raise ValueError(f"entry {item!r} is not VL:weight")
-            out.append([int(vl), int(w)])
-        value = out
-    if not isinstance(value, (list, tuple)):
-        raise ValueError("a VL arbitration table is 'VL:weight,...' or a list of [VL, weight]")
-    table = []
-    for e in value:
-        if not isinstance(e, (list, tuple)) or len(e) != 2 or not all(
-                isinstance(x, int) and not isinstance(x, bool) for x in e):
-            raise ValueError(f"entry {e!r} is not [VL, weight]")
-        vl, w = e
-        if not 0 <= w <= 255:
-            raise ValueError(f"weight {w} of VL {vl} is outside 0..255 (64-byte units)")
-        if not 0 <= vl <= 14:
-            raise ValueError(f"VL {vl} is not a data VL (0..14)")
-        table.append((vl, w))
-    if len(table) > 64:
-        raise ValueError(f"{len(table)} entries: a VL arbitration table holds at most 64")
-    return table
-
-
-def parse_sl2vl(value: Any) -> list[int]:
-    """An SL-to-VL map: 16 VLs, one per SL, as a list or ``"0,1,..."``."""
-    if isinstance(value, str):
-        try:
-            value = [int(x) for x in value.replace(" ", "").split(",") if x]
-        except ValueError:
-            raise ValueError("sl2vl is 16 comma-separated VLs, one per SL") from None
-    if not isinstance(value, (list, tuple)) or len(value) != 16:
-        n = len(value) if isinstance(value, (list, tuple)) else "not a list of"
-        raise ValueError(f"sl2vl has {n} entries: it is 16 VLs, one per SL 0..15")
-    if not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 15 for x in value):
-        raise ValueError("sl2vl entries are VLs 0..15 (15: the SL may not be used)")
-    return list(value)
+# One parser for OpenSM's VL arbitration and SL2VL syntax: the packet fidelity's
+# (same entries, ranges and messages under ``packet:`` and ``qos:``).
+parse_vlarb = _packet_table
+parse_sl2vl = _packet_sl2vl
 
 
 Table = Annotated[list[tuple[int, int]], BeforeValidator(parse_vlarb)]

@@ -10,7 +10,7 @@ the job's hosts, which OpenSM hands that SL in path records). OpenSM re-reads bo
 SIGHUP and re-sweeps; the driver waits for the sweep to end (``SUBNET UP`` in its
 log) and reads the SL2VL and VL arbitration tables back with ``smpquery``.
 
-:func:`parse_sl2vl` and :func:`parse_vlarb` read ``smpquery sl2vl`` and ``smpquery
+:func:`parse_smpquery_sl2vl` and :func:`parse_smpquery_vlarb` read ``smpquery sl2vl`` and ``smpquery
 vlarb`` output (infiniband-diags).
 """
 
@@ -34,10 +34,10 @@ _SL2VL_ROW = re.compile(r"^ports: in\s+(\d+), out\s+(\d+):\s*\|(.*)\|\s*$", re.M
 _VLARB = re.compile(r"# (Low|High) priority VL Arbitration Table:\s*\nVL\s*:\s*\|(.*)\|\s*\nWEIGHT:\s*\|(.*)\|", re.M)
 
 
-def parse_sl2vl(text: str) -> dict[tuple[int, int], list[int]]:
+def parse_smpquery_sl2vl(text: str) -> dict[tuple[int, int], list[int]]:
     """``smpquery sl2vl`` output: (in port, out port) -> 16 VLs.
 
-    >>> parse_sl2vl("ports: in  0, out  0: | 0| 1| 0| 1| 0| 1| 0| 1| 0| 1| 0| 1| 0| 1| 0|15|")[(0, 0)][-2:]
+    >>> parse_smpquery_sl2vl("ports: in  0, out  0: | 0| 1| 0| 1| 0| 1| 0| 1| 0| 1| 0| 1| 0| 1| 0|15|")[(0, 0)][-2:]
     [0, 15]
     """
     out = {}
@@ -49,12 +49,12 @@ def parse_sl2vl(text: str) -> dict[tuple[int, int], list[int]]:
     return out
 
 
-def parse_vlarb(text: str) -> dict[str, list[tuple[int, int]]]:
+def parse_smpquery_vlarb(text: str) -> dict[str, list[tuple[int, int]]]:
     """``smpquery vlarb`` output: ``{"low": [(VL, weight), ...], "high": [...]}``,
     the entries with a weight (an entry of weight 0 is skipped by the arbiter).
 
     >>> t = "# Low priority VL Arbitration Table:\\nVL    : |0x1 |0x0 |\\nWEIGHT: |0x10|0x0 |\\n"
-    >>> parse_vlarb(t)
+    >>> parse_smpquery_vlarb(t)
     {'low': [(1, 16)]}
     """
     out = {}
@@ -164,8 +164,8 @@ class OpenSmQosDriver:
     def holds(self, lid: int, port: int) -> dict:
         """The SL2VL map (``smpquery sl2vl``: rows per in/out port) and the VL
         arbitration tables of port ``port`` of the node with LID ``lid``."""
-        return {"sl2vl": parse_sl2vl(self.fabric.run(["smpquery", "sl2vl", str(lid), str(port)])),
-                "vlarb": parse_vlarb(self.fabric.run(["smpquery", "vlarb", str(lid), str(port)]))}
+        return {"sl2vl": parse_smpquery_sl2vl(self.fabric.run(["smpquery", "sl2vl", str(lid), str(port)])),
+                "vlarb": parse_smpquery_vlarb(self.fabric.run(["smpquery", "vlarb", str(lid), str(port)]))}
 
 
 class _Refused(Exception):
@@ -179,4 +179,4 @@ def _read(path: Path) -> str:
         return ""
 
 
-__all__ = ["OpenSmQosDriver", "parse_sl2vl", "parse_vlarb"]
+__all__ = ["OpenSmQosDriver", "parse_smpquery_sl2vl", "parse_smpquery_vlarb"]
