@@ -12,6 +12,10 @@ def _exit_on_early_signal(signum, frame) -> None:
     once the command has finished: nothing is half-written then, so there is nothing to
     clean up; one line, exit 128 + signal."""
     name = "interrupted" if signum == signal.SIGINT else "terminated"
+    try:  # what a finished command printed stays whole
+        sys.stdout.flush()
+    except Exception:  # noqa: BLE001 - a closed pipe, or the signal came inside a write to it
+        pass
     os.write(2, f"netsteer: {name}: stopped by signal {signal.Signals(signum).name}\n".encode())
     os._exit(128 + signum)
 
@@ -399,18 +403,24 @@ def main(argv: list[str] | None = None) -> None:
         signal.signal(sig, _on_signal)
     sys.unraisablehook = _on_unraisable
     plain_width_for_all()  # every command's tables whole in pipes and CI logs
-    code = run_cli(argv)
+    try:
+        code = run_cli(argv)
+        # The work is done and written; what is left is teardown. A signal there stops the
+        # process at once, with its line. Threads are joined and the libraries' exit hooks
+        # run (multiprocessing and Dask release what they hold), then the process ends
+        # without the interpreter's module teardown: Python resets its signal handlers for
+        # that phase (about half a second with Dask loaded), where a Ctrl-C ended the
+        # process silently.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, _exit_on_early_signal)
+    except Signalled as exc:  # in the few instructions between the command's end and the hand-over
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, _exit_on_early_signal)
+        _exit_on_early_signal(exc.signum, None)
     try:
         sys.stdout.flush()
     except (BrokenPipeError, OSError):
         code = code or 141
-    # The work is done and written; what is left is teardown. A signal there stops the
-    # process at once, with its line. Threads are joined and the libraries' exit hooks run
-    # (multiprocessing and Dask release what they hold), then the process ends without the
-    # interpreter's module teardown: Python resets its signal handlers for that phase
-    # (about half a second with Dask loaded), where a Ctrl-C ended the process silently.
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, _exit_on_early_signal)
     import atexit
     import threading
 
