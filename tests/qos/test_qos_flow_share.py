@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from qos_samples import two_flows
 
 from netsteer.qos.config import parse_qos
-from netsteer.qos.flowshare import DEFAULT_PACKET
+from netsteer.qos.flowshare import DEFAULT_PACKET, vl_shares
 from netsteer.scenario import build_scenario, parse_scenario
 from netsteer.sim import run_scenario
 
@@ -89,3 +91,26 @@ def test_per_port_type_tables_are_resolved():
     assert q.port("ca").high_limit == 255 and q.port("ca").vlarb_low == [(0, 8), (1, 8)]
     assert q.port("swe").high_limit == 3 and q.port("swe").vlarb_low == [(2, 1)]
     assert q.port("sw0").vlarb_low == [(0, 8), (1, 8)]
+
+
+entries = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 255)), max_size=4)
+
+
+@settings(max_examples=40, deadline=None)
+@given(high=entries, low=entries, limit=st.sampled_from([0, 1, 2, 3, 10, 40, 255]))
+def test_shares_match_the_arbiter_for_any_tables(high, low, limit):
+    q = parse_qos({"max_vls": 3, "high_limit": limit, "vlarb_high": [list(e) for e in high],
+                   "vlarb_low": [list(e) for e in low]})
+    served = {v for v, w in high + low if w > 0}
+    if not served:
+        return
+    ref = reference_shares(high, low, limit, served, packets=20_000)
+    got = vl_shares(q.port())
+    assert set(got) == served
+    for vl in served:
+        table, share = got[vl]
+        if limit == 255 and table == "low" and any(w > 0 for _, w in high):
+            # strict: a low VL gets nothing while the high table is backlogged
+            assert ref[vl] == 0
+        else:
+            assert share == pytest.approx(ref[vl], abs=0.01), (vl, got, ref)

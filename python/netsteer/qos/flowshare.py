@@ -69,24 +69,36 @@ def vl_shares(port: ResolvedPort, packet: int = DEFAULT_PACKET) -> dict[int, tup
     """VL -> (table, share of the port when every served VL is backlogged).
 
     With ``high_limit`` 255 the high shares are of the whole port and the low
-    ones of what the high table leaves."""
-    out: dict[int, tuple[str, float]] = {}
-    served = port.served()
-    for name in ("high", "low"):
-        table = port.vlarb_high if name == "high" else port.vlarb_low
+    ones of what the high table leaves (a VL in both tables is served from the high
+    one while it has packets). Otherwise a VL in both tables gets its share of each.
+
+    >>> from netsteer.qos.config import parse_qos
+    >>> q = parse_qos({"max_vls": 2, "high_limit": 0, "vlarb_high": "0:4", "vlarb_low": "0:64,1:64"})
+    >>> {vl: (t, round(x, 3)) for vl, (t, x) in vl_shares(q.port()).items()}
+    {0: ('high', 0.75), 1: ('low', 0.25)}
+    """
+    tables = {}
+    for name, table in (("high", port.vlarb_high), ("low", port.vlarb_low)):
         per_vl: dict[int, int] = {}
         for vl, w in table:
-            if served.get(vl) == name:
+            if w > 0:
                 per_vl[vl] = per_vl.get(vl, 0) + entry_bytes(w, packet)
-        total = sum(per_vl.values())
-        if not total:
-            continue
+        tables[name] = per_vl
+    hi, lo = tables["high"], tables["low"]
+    h_total, l_total = sum(hi.values()), sum(lo.values())
+    strict = port.high_limit >= 255
+    if not h_total or not l_total:
+        f = 1.0 if h_total else 0.0  # one table only: it has the port
+    else:
         f = high_fraction(port.high_limit, packet)
-        part = 1.0 if port.high_limit >= 255 else (f if name == "high" else 1.0 - f)
-        if not port.vlarb_high or not any(v == "high" for v in served.values()):
-            part = 1.0  # one table only: it has the port
-        for vl, b in per_vl.items():
-            out[vl] = (name, part * b / total)
+    out: dict[int, tuple[str, float]] = {}
+    for vl in sorted(set(hi) | set(lo)):
+        if vl in hi:
+            share = hi[vl] / h_total if strict else f * hi[vl] / h_total + (
+                (1.0 - f) * lo.get(vl, 0) / l_total if l_total else 0.0)
+            out[vl] = ("high", share)
+        else:
+            out[vl] = ("low", lo[vl] / l_total if strict else (1.0 - f) * lo[vl] / l_total)
     return out
 
 
