@@ -93,3 +93,13 @@ def test_cli_refusals_are_one_line_and_exit_2(capsys, argv, words):
     assert run_cli(argv) == 2
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_reproduce_refuses_more_iterations_than_memory_allows():
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "netsteer", "reproduce", "unisonflow", "--iterations", str(10**20)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr.count("\n") == 1 and "--iterations" in p.stderr and "memory limit" in p.stderr

@@ -31,6 +31,12 @@ def reproduce_unisonflow(
 
     if iterations < 1:
         raise NetsteerError("must be at least 1", field="--iterations")
+    from ..limits import BASE_BYTES, FLOW_BYTES, check
+
+    # each bcast + reduce of 24 ranks is ~170 messages (binomial 23, Rabenseifner with
+    # its folding step ~144), each a flow of the DAG: refuse before building it
+    check(BASE_BYTES + iterations * 200 * FLOW_BYTES, "the bcast and reduce phases",
+          detail=f"{iterations} calls of each, about 200 flows per call pair", field="--iterations")
     if not 0 < osu_scale <= 1:
         raise NetsteerError("must be in (0, 1]", field="--osu-scale")
     from ..units import parse_duration
