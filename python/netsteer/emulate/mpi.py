@@ -1,0 +1,218 @@
+"""Unmodified MPICH programs across the testbed's host namespaces.
+
+MPICH's own launcher (Hydra) starts one proxy per host through
+``-launcher ssh -launcher-exec SCRIPT``: the script receives ``-x HOST cmd...``
+and runs ``cmd`` in HOST's namespace instead of over ssh. Two networks reach
+every namespace:
+
+- the fabric (the testbed's switches), which carries the MPI traffic: UCX is
+  told to use TCP on the fabric device only (``UCX_TLS=tcp``,
+  ``UCX_NET_DEVICES``) and MPICH not to use shared memory between ranks
+  (``MPIR_CVAR_NOLOCAL=1``; Debian's MPICH 4.0.2 is ch4:ucx, which would
+  otherwise pass everything through shared memory, the namespaces sharing a
+  kernel);
+- a management bridge of the run's own (a Linux bridge in the root namespace,
+  one veth into each host, 10.200.0.0/24) that carries Hydra's control (PMI)
+  connections only, so the fabric's counters see MPI traffic and nothing else.
+
+Everything created here (bridge, veths, the script) is removed on exit, also
+after a failure. Only loopback and addresses inside the run's namespaces are
+used.
+
+Examples
+--------
+>>> mgmt_ip(0), mgmt_ip(23)
+('10.200.0.1', '10.200.0.24')
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+from ..errors import NetsteerError
+from .testbed import Testbed, _run
+
+PROGRAMS = Path(__file__).with_name("programs")
+MGMT_NET = "10.200.0"
+MGMT_ROOT = f"{MGMT_NET}.254"
+MGMT_DEV = "mg0"  # its name inside every host namespace
+
+
+def mgmt_ip(h: int) -> str:
+    """Host ``h``'s address on the management bridge (PMI only)."""
+    return f"{MGMT_NET}.{h + 1}"
+
+
+def check_mpich() -> str:
+    """The MPICH version, or a :class:`NetsteerError` naming what is missing."""
+    for tool in ("mpicc", "mpiexec", "mpichversion"):
+        if shutil.which(tool) is None:
+            raise NetsteerError(f"{tool} is not installed: MPI runs need MPICH (Debian mpich, libmpich-dev; "
+                                "scripts/setup.sh installs them)", field="mpi")
+    out = _run("mpichversion").stdout
+    m = re.search(r"MPICH Version:\s*(\S+)", out)
+    if not m:
+        raise NetsteerError("mpichversion did not report an MPICH version: the MPI found is not MPICH", field="mpi")
+    return m.group(1)
+
+
+def check_program(path: str | os.PathLike) -> None:
+    """Refuse, before anything starts, a program that is not an MPICH executable
+    (Open MPI programs speak another launch protocol and would hang or run as
+    singletons)."""
+    p = Path(path)
+    if not p.is_file() or not os.access(p, os.X_OK):
+        raise NetsteerError(f"{p}: not an executable file", field="program")
+    libs = _run("ldd", str(p), check=False).stdout
+    if "libmpich" not in libs:
+        other = re.search(r"(libmpi[^\s]*|libmpi_\w+)", libs)
+        why = f"it links {other.group(1)}, not MPICH" if other else "it does not link MPICH (libmpich)"
+        raise NetsteerError(f"{p}: {why}; compile it with MPICH's mpicc", field="program")
+
+
+def compile_program(src: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
+    """``mpicc -O2`` ``src`` into ``out_dir``; a bundled program's name (``bcast_reduce``)
+    is found in :data:`PROGRAMS`."""
+    check_mpich()
+    s = Path(src)
+    if not s.suffix and not s.exists():
+        s = PROGRAMS / f"{s}.c"
+    if not s.is_file():
+        raise NetsteerError(f"{src}: no such C source", field="program")
+    exe = Path(out_dir) / s.stem
+    p = subprocess.run(["mpicc", "-O2", "-o", str(exe), str(s)], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise NetsteerError(f"{s}: mpicc failed: {' '.join(p.stderr.split())[:300]}", field="program")
+    return exe
+
+
+_LAUNCHER = """#!/bin/sh
+# Hydra's "ssh": -x HOST cmd... runs cmd in HOST's namespace (netsteer.emulate.mpi)
+[ "$1" = "-x" ] && shift
+host="$1"; shift
+case "$host" in
+{cases}
+  *) echo "netsteer launcher: unknown host $host" >&2; exit 255;;
+esac
+"""
+
+
+class MpiHosts:
+    """The management network and Hydra's launcher for a built :class:`Testbed`;
+    use as a context manager, then :meth:`run`.
+
+    Parameters
+    ----------
+    tb : Testbed
+        Built (inside its ``with``).
+    env : dict, optional
+        Extra environment for every rank (set in each namespace by the launcher,
+        e.g. ``LD_PRELOAD`` of the tagging library).
+    """
+
+    def __init__(self, tb: Testbed, env: dict[str, str] | None = None):
+        self.tb = tb
+        self.env = dict(env or {})
+        self.bridge = f"{tb.prefix}mg"
+        self.veths: list[str] = []
+        self.dir = None
+
+    def __enter__(self) -> "MpiHosts":
+        check_mpich()
+        try:
+            self._build()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _build(self) -> None:
+        tb = self.tb
+        _run("ip", "link", "add", self.bridge, "type", "bridge")
+        _run("ip", "addr", "add", f"{MGMT_ROOT}/24", "dev", self.bridge)
+        _run("ip", "link", "set", self.bridge, "up")
+        cases = []
+        self.dir = tempfile.mkdtemp(prefix=f"netsteer-{tb.prefix}-mpi-")
+        for h, ns in enumerate(tb.namespaces):
+            root_end = f"{tb.prefix}m{h}"
+            _run("ip", "link", "add", root_end, "type", "veth", "peer", "name", MGMT_DEV, "netns", ns)
+            self.veths.append(root_end)
+            _run("ip", "link", "set", root_end, "master", self.bridge, "up")
+            _run("ip", "-n", ns, "addr", "add", f"{mgmt_ip(h)}/24", "dev", MGMT_DEV)
+            _run("ip", "-n", ns, "link", "set", MGMT_DEV, "up")
+            # TCP on the fabric: segments no larger than the fabric's frames, checksummed
+            _run("ip", "netns", "exec", ns, "ethtool", "-K", tb.host_dev[h], "tso", "off", "gso", "off", "gro", "off",
+                 check=False)
+            env = {"UCX_NET_DEVICES": tb.host_dev[h], **self.env}
+            envs = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+            cases.append(f"  {mgmt_ip(h)}) exec ip netns exec {ns} env {envs} sh -c \"$*\";;")
+        script = Path(self.dir) / "launch.sh"
+        script.write_text(_LAUNCHER.format(cases="\n".join(cases)))
+        script.chmod(0o755)
+        self.script = str(script)
+
+    def command(self, program: str, args: list[str], hosts: list[int], ppn: int = 1) -> list[str]:
+        """The ``mpiexec`` command line: ``ppn`` ranks on each of ``hosts``, in order."""
+        hl = ",".join(f"{mgmt_ip(h)}:{ppn}" for h in hosts)
+        return ["mpiexec", "-launcher", "ssh", "-launcher-exec", self.script, "-iface", self.bridge,
+                "-hosts", hl, "-n", str(len(hosts) * ppn), program, *args]
+
+    def run(self, program: str, args: list[str], hosts: list[int], *, ppn: int = 1, timeout: float = 120.0,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        """Run ``program`` (an MPICH executable, checked first) on ``hosts``; the ranks'
+        traffic crosses the fabric. A failure or a timeout raises :class:`NetsteerError`
+        with the end of the output; the whole process group is killed on a timeout."""
+        check_program(program)
+        e = dict(os.environ)
+        e.update({"UCX_TLS": "tcp", "MPIR_CVAR_NOLOCAL": "1", "HYDRA_LAUNCHER": "ssh"})
+        e.update(env or {})
+        for k in ("UCX_NET_DEVICES",):  # set per namespace by the launcher
+            e.pop(k, None)
+        # output to files, not pipes: a rank's helper thread may keep a pipe open past
+        # mpiexec's exit, and the exit status is what says the job ended
+        out_path, err_path = Path(self.dir) / "stdout", Path(self.dir) / "stderr"
+        with open(out_path, "w") as fo, open(err_path, "w") as fe:
+            proc = subprocess.Popen(self.command(program, args, hosts, ppn), stdout=fo, stderr=fe, stdin=subprocess.DEVNULL,
+                                    text=True, env=e, start_new_session=True, cwd=self.dir)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        out, err = out_path.read_text(errors="replace"), err_path.read_text(errors="replace")
+        if proc.returncode is None or proc.returncode < 0 and proc.returncode == -signal.SIGKILL:
+            raise NetsteerError(f"{Path(program).name} did not finish within {timeout:g} s: "
+                                f"{' '.join((err or out).split())[-300:]}", field="program")
+        if proc.returncode != 0:
+            raise NetsteerError(f"{Path(program).name} failed (exit {proc.returncode}): "
+                                f"{' '.join((err or out).split())[-300:]}", field="program")
+        return subprocess.CompletedProcess(proc.args, 0, out, err)
+
+    def close(self) -> None:
+        # ranks left behind by a killed mpiexec: only processes inside this run's namespaces
+        for ns in self.tb.namespaces:
+            for pid in _run("ip", "netns", "pids", ns, check=False).stdout.split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+        for v in self.veths:
+            _run("ip", "link", "del", v, check=False)
+        self.veths = []
+        _run("ip", "link", "del", self.bridge, check=False)
+        if self.dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+
+
+__all__ = ["MpiHosts", "check_mpich", "check_program", "compile_program", "mgmt_ip"]
