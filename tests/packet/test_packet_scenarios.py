@@ -153,3 +153,14 @@ def test_a_link_failure_stalls_packets_and_reroutes_them_like_flows():
     _, stuck = run(text.replace("routing: {engine: minhop}", "routing: {engine: minhop}\nreroute_on_change: false"))
     assert stuck.status == "stalled"
     assert 0 < stuck.sent_bytes[0] < 4 * 2**20
+
+
+def test_a_streamed_mpi_job_runs_packet_by_packet_as_its_dag_does():
+    # the stream posts each message when its ranks reach it; at packet level the
+    # messages are the same, so the times are the DAG's to the ns
+    text = mpi("allreduce", "ring", "1MiB").replace("    ranks: 16\n", "    ranks: 16\n    stream: true\n")
+    _, streamed = run(text, fidelity="packet")
+    _, dag = run(text.replace("    stream: true\n", ""), fidelity="packet")
+    assert streamed.status == dag.status == "done"
+    assert streamed.makespan_ns == dag.makespan_ns
+    assert streamed.stats["packet_hops"] == dag.stats["packet_hops"]

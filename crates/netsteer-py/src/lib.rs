@@ -35,7 +35,8 @@ fn to_u32(xs: &[i64], what: &str) -> PyResult<Vec<u32>> {
         .collect()
 }
 
-/// The flow-level simulation engine (see netsteer.sim for the Python front).
+/// The simulation engine (see netsteer.sim for the Python front): flow level, or
+/// packet level when given ``packet`` parameters.
 #[pyclass(module = "netsteer._core")]
 struct Engine {
     inner: netsteer_core::Engine,
