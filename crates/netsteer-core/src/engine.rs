@@ -561,7 +561,10 @@ impl Engine {
         } else {
             0
         };
-        let t = self.now.saturating_add(wire).saturating_add(self.meta[f].delay);
+        let t = self
+            .now
+            .saturating_add(wire)
+            .saturating_add(self.meta[f].delay);
         // the version tells a reused slot's flow from a stale event of its former one
         let v = self.flows[f].version;
         self.push(t, Kind::LatencyDone, f as u32, v);
@@ -760,7 +763,9 @@ impl Engine {
                         None => until,
                     };
                     let budget = max_events.saturating_sub(handled).max(1);
-                    let (live, reached) = self.phys.run_ahead(&net!(self), t, horizon, budget, &mut done);
+                    let (live, reached) =
+                        self.phys
+                            .run_ahead(&net!(self), t, horizon, budget, &mut done);
                     if live > 0 {
                         self.now = reached;
                         handled += live;

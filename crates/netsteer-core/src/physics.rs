@@ -87,7 +87,14 @@ pub trait Physics: Send + Sync {
     /// flow finished or after about `budget` events. Returns the live events handled
     /// and the instant reached. A physics whose every event needs the engine (the
     /// fluid one: each finish changes rates) handles `now` only, the default.
-    fn run_ahead(&mut self, net: &Net, now: Ns, _horizon: Ns, _budget: u64, done: &mut Vec<u32>) -> (u64, Ns) {
+    fn run_ahead(
+        &mut self,
+        net: &Net,
+        now: Ns,
+        _horizon: Ns,
+        _budget: u64,
+        done: &mut Vec<u32>,
+    ) -> (u64, Ns) {
         (self.advance(net, now, done), now)
     }
     /// Every event of the instant `now` has been handled (fluid: re-solve rates).

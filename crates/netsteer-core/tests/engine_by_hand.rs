@@ -284,7 +284,12 @@ fn a_starved_low_priority_flow_resumes_when_the_high_class_leaves() {
     let last_high = [0, 2, 3, 4].iter().map(|&f| e.completion(f)).max().unwrap();
     let expect = last_high as f64 + 16.0 * mb / cap * 1e9;
     assert!(e.completion(1) > last_high);
-    assert!((e.completion(1) as f64 - expect).abs() <= 2.0, "{} vs {}", e.completion(1), expect);
+    assert!(
+        (e.completion(1) as f64 - expect).abs() <= 2.0,
+        "{} vs {}",
+        e.completion(1),
+        expect
+    );
 }
 
 #[test]

@@ -35,7 +35,8 @@ fn one_message_takes_latency_plus_size_over_bandwidth_plus_headers() {
     // host -> switch -> switch -> host: three channels
     let mut e = packet_engine(3, cfg);
     let bytes = 1u64 << 20;
-    e.add_flows(&[FlowSpec::new(bytes as f64, vec![0, 1, 2])]).unwrap();
+    e.add_flows(&[FlowSpec::new(bytes as f64, vec![0, 1, 2])])
+        .unwrap();
     assert_eq!(e.run_to_end(), RunStatus::Done);
     // cut-through pipeline: every packet serialised once at line rate, plus the
     // three wires and two switches
@@ -44,10 +45,14 @@ fn one_message_takes_latency_plus_size_over_bandwidth_plus_headers() {
     assert_eq!(e.completion(0), (want_ps + 999) / 1000);
     // and the flow engine: latency + size / bandwidth, within the headers' 1.3%
     let mut f = flow_engine(3);
-    f.add_flows(&[FlowSpec::new(bytes as f64, vec![0, 1, 2])]).unwrap();
+    f.add_flows(&[FlowSpec::new(bytes as f64, vec![0, 1, 2])])
+        .unwrap();
     f.run_to_end();
     let ratio = e.completion(0) as f64 / f.completion(0) as f64;
-    assert!(close(ratio, 1.0 + hdr as f64 / mtu as f64, 0.005), "{ratio}");
+    assert!(
+        close(ratio, 1.0 + hdr as f64 / mtu as f64, 0.005),
+        "{ratio}"
+    );
 }
 
 #[test]
@@ -59,7 +64,8 @@ fn store_and_forward_pays_each_hop_serialisation_once_more() {
     let wire = cfg.mtu + cfg.header;
     let sw = cfg.switch_latency;
     let mut e = packet_engine(3, cfg);
-    e.add_flows(&[FlowSpec::new(2048.0 * 10.0, vec![0, 1, 2])]).unwrap();
+    e.add_flows(&[FlowSpec::new(2048.0 * 10.0, vec![0, 1, 2])])
+        .unwrap();
     e.run_to_end();
     let want_ps = 3 * LAT * 1000 + 2 * sw * 1000 + 10 * ser_ps(wire) + 2 * ser_ps(wire);
     assert_eq!(e.completion(0), (want_ps + 999) / 1000);
@@ -81,7 +87,10 @@ fn n_flows_into_one_host_get_one_nth_each_as_at_flow_level() {
         let hdr = 1.0 + 26.0 / 2048.0;
         for i in 0..n {
             let (pt, ft) = (p.completion(i) as f64, f.completion(i) as f64);
-            assert!(close(pt / hdr, ft, 0.02), "flow {i} of {n}: packet {pt} flow {ft}");
+            assert!(
+                close(pt / hdr, ft, 0.02),
+                "flow {i} of {n}: packet {pt} flow {ft}"
+            );
         }
     }
 }
@@ -139,7 +148,10 @@ fn head_of_line_blocking_takes_the_victims_share_and_a_vl_gives_it_back() {
     // times, and the V packet behind it can only follow it. One V packet per three
     // packet times: the victim gets 1/3, not 2/3.
     let (share, _) = hot_spot(0, PacketConfig::default());
-    assert!(close(share, 1.0 / 3.0, 0.05), "victim on the hot spot's VL: {share}");
+    assert!(
+        close(share, 1.0 / 3.0, 0.05),
+        "victim on the hot spot's VL: {share}"
+    );
     // On its own VL the victim's packets have their own buffer and credits: the H
     // packets block only each other, and it gets its max-min share back.
     let cfg = PacketConfig {
@@ -149,7 +161,10 @@ fn head_of_line_blocking_takes_the_victims_share_and_a_vl_gives_it_back() {
         ..Default::default()
     };
     let (share, _) = hot_spot(1, cfg);
-    assert!(close(share, 2.0 / 3.0, 0.05), "victim on its own VL: {share}");
+    assert!(
+        close(share, 2.0 / 3.0, 0.05),
+        "victim on its own VL: {share}"
+    );
 }
 
 fn two_vls(cfg: PacketConfig, slow_high: bool) -> (f64, f64) {
@@ -161,8 +176,11 @@ fn two_vls(cfg: PacketConfig, slow_high: bool) -> (f64, f64) {
     }
     let p = Packets::new(3, cfg).unwrap();
     let mut e = Engine::with_physics(caps, vec![LAT; 3], Box::new(p));
-    e.add_flows(&[FlowSpec::new(1e10, vec![0, 2]), FlowSpec::new(1e10, vec![0, 1])])
-        .unwrap();
+    e.add_flows(&[
+        FlowSpec::new(1e10, vec![0, 2]),
+        FlowSpec::new(1e10, vec![0, 1]),
+    ])
+    .unwrap();
     e.set_sl(&[0, 1], &[0, 1]).unwrap();
     let (t0, t1) = (100_000, 2_100_000);
     e.run(t0, u64::MAX);
@@ -189,7 +207,10 @@ fn low_table_weights_split_a_link() {
             (w1 as f64 * 64.0 / wire as f64).ceil(),
         );
         assert!(close(s1 / s0, p1 / p0, 0.01), "{w0}:{w1}: {s0} {s1}");
-        assert!(close(s1 / s0, w1 as f64 / w0 as f64, 0.12), "{w0}:{w1}: {s0} {s1}");
+        assert!(
+            close(s1 / s0, w1 as f64 / w0 as f64, 0.12),
+            "{w0}:{w1}: {s0} {s1}"
+        );
     }
 }
 
@@ -219,14 +240,20 @@ fn the_high_table_takes_what_it_asks_up_to_the_high_limit() {
     // asking for everything, limit 1 (4 KiB): two high packets of 2,074 B (4,148 B)
     // reach it, then one low packet: the low VL keeps 1/3
     let (low, high) = two_vls(cfg(1), false);
-    assert!(close(high, 2.0 / 3.0, 0.02) && close(low, 1.0 / 3.0, 0.02), "{low} {high}");
+    assert!(
+        close(high, 2.0 / 3.0, 0.02) && close(low, 1.0 / 3.0, 0.02),
+        "{low} {high}"
+    );
     // limit 3 (12 KiB): six high packets, then one low
     let (low, _) = two_vls(cfg(3), false);
     assert!(close(low, 1.0 / 7.0, 0.02), "{low}");
     // asking for a fifth (its path goes on over a link 5x slower): it takes a fifth,
     // and the low VL keeps the rest
     let (low, high) = two_vls(cfg(255), true);
-    assert!(close(high, 0.2, 0.03) && close(low, 0.8, 0.03), "{low} {high}");
+    assert!(
+        close(high, 0.2, 0.03) && close(low, 0.8, 0.03),
+        "{low} {high}"
+    );
 }
 
 #[test]
@@ -256,7 +283,12 @@ fn runs_are_deterministic() {
     let run = || {
         let mut e = packet_engine(5, PacketConfig::default());
         let specs: Vec<FlowSpec> = (0..40)
-            .map(|i| FlowSpec::new(10_000.0 + 777.0 * i as f64, vec![(i % 3) as u32, 3 + (i % 2) as u32]))
+            .map(|i| {
+                FlowSpec::new(
+                    10_000.0 + 777.0 * i as f64,
+                    vec![(i % 3) as u32, 3 + (i % 2) as u32],
+                )
+            })
             .collect();
         e.add_flows(&specs).unwrap();
         e.run_to_end();
@@ -285,7 +317,10 @@ fn stepping_by_budget_or_by_time_changes_nothing() {
     // budgets of 7 events, or into 1 us steps, must end exactly as one run
     let specs: Vec<FlowSpec> = (0..30)
         .map(|i| {
-            let mut s = FlowSpec::new(5_000.0 + 1_111.0 * i as f64, vec![(i % 3) as u32, 3 + (i % 2) as u32]);
+            let mut s = FlowSpec::new(
+                5_000.0 + 1_111.0 * i as f64,
+                vec![(i % 3) as u32, 3 + (i % 2) as u32],
+            );
             s.start = Some(i as i64 * 700);
             s
         })
@@ -322,7 +357,11 @@ fn a_flow_moved_to_another_sl_in_flight_takes_its_vl() {
         ..Default::default()
     };
     let mut e = packet_engine(3, cfg);
-    e.add_flows(&[FlowSpec::new(1e10, vec![0, 1]), FlowSpec::new(1e10, vec![0, 2])]).unwrap();
+    e.add_flows(&[
+        FlowSpec::new(1e10, vec![0, 1]),
+        FlowSpec::new(1e10, vec![0, 2]),
+    ])
+    .unwrap();
     e.run(500_000, u64::MAX);
     let (a0, b0) = (e.sent(0), e.sent(1));
     assert!(close(b0 / a0, 1.0, 0.02), "{a0} {b0}");

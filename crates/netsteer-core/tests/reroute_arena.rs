@@ -8,20 +8,35 @@ use netsteer_core::Engine;
 #[test]
 fn rerouting_back_and_forth_keeps_the_path_arena_bounded() {
     let mut e = Engine::new(vec![1e9; 8], vec![0; 8], Box::new(MaxMin));
-    e.add_flows(&[FlowSpec::new(1e9, vec![0, 1]), FlowSpec::new(1e9, vec![2, 3])])
-        .unwrap();
+    e.add_flows(&[
+        FlowSpec::new(1e9, vec![0, 1]),
+        FlowSpec::new(1e9, vec![2, 3]),
+    ])
+    .unwrap();
     e.run(1_000, u64::MAX);
     let short = [0u32, 1];
     let long = [0u32, 4, 5, 1];
     for i in 0..1000 {
         let p: &[u32] = if i % 2 == 0 { &long } else { &short };
         e.reroute(0, p).unwrap();
-        e.reroute(1, if i % 3 == 0 { &[2, 6, 7, 3][..] } else { &[2, 3][..] }).unwrap();
+        e.reroute(
+            1,
+            if i % 3 == 0 {
+                &[2, 6, 7, 3][..]
+            } else {
+                &[2, 3][..]
+            },
+        )
+        .unwrap();
         e.run(e.now() + 1_000, u64::MAX);
     }
     // each flow holds one room of its longest path: 4 + 4 entries, plus the first 2 + 2
     // given back when they grew (kept for the next path that fits)
-    assert!(e.path_arena_len() <= 12, "arena grew to {}", e.path_arena_len());
+    assert!(
+        e.path_arena_len() <= 12,
+        "arena grew to {}",
+        e.path_arena_len()
+    );
     assert_eq!(e.flow_path(0), &short[..]);
 }
 

@@ -32,7 +32,10 @@ fn under_the_limit_nothing_changes() {
     assert!(!e.sample_overflow());
     let (times, values) = e.samples();
     assert_eq!(times.len(), 11, "0, 0.1 s, ... 1 s");
-    assert!((values[values.len() - 4] - 1e9).abs() < 1.0, "channel 0 carried the whole flow");
+    assert!(
+        (values[values.len() - 4] - 1e9).abs() < 1.0,
+        "channel 0 carried the whole flow"
+    );
 }
 
 #[test]

@@ -90,16 +90,26 @@ impl PacketConfig {
         if self.switch_latency < 0 {
             return Err(("switch_latency", "a latency cannot be negative".into()));
         }
-        for (name, t) in [("vlarb_high", &self.vlarb_high), ("vlarb_low", &self.vlarb_low)] {
+        for (name, t) in [
+            ("vlarb_high", &self.vlarb_high),
+            ("vlarb_low", &self.vlarb_low),
+        ] {
             if t.len() > 64 {
-                return Err((name, format!("{} entries: a VL arbitration table holds 64", t.len())));
+                return Err((
+                    name,
+                    format!("{} entries: a VL arbitration table holds 64", t.len()),
+                ));
             }
             // a weight-0 entry is skipped, so one beyond the VLs is harmless (OpenSM
             // configurations list VLs 0..14 whatever qos_max_vls is)
             if let Some(&(v, _)) = t.iter().find(|&&(v, w)| v >= self.vls && w > 0) {
                 return Err((
                     name,
-                    format!("VL {v} is beyond the {} VLs configured (0..{})", self.vls, self.vls - 1),
+                    format!(
+                        "VL {v} is beyond the {} VLs configured (0..{})",
+                        self.vls,
+                        self.vls - 1
+                    ),
                 ));
             }
         }

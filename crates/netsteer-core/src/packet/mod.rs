@@ -50,14 +50,34 @@ const ARRIVE: u8 = 1;
 const DELIVER: u8 = 2;
 const CREDIT: u8 = 3;
 
-/// An event in picoseconds; `seq` keeps the order total and deterministic.
+/// An event in picoseconds. Events are ordered by time, then kind, then their
+/// fields: a total order (two events equal in all are the same event), so runs are
+/// deterministic. The heap holds them packed in 16 bytes: sifting is most of the
+/// packet physics' time.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Ev {
     t: i64,
-    seq: u64,
     kind: u8,
     a: u32,
     b: u32,
+}
+
+impl Ev {
+    fn pack(self) -> (i64, u64) {
+        debug_assert!(self.b < 1 << 30);
+        (
+            self.t,
+            (self.kind as u64) << 62 | (self.a as u64) << 30 | self.b as u64,
+        )
+    }
+    fn unpack((t, k): (i64, u64)) -> Ev {
+        Ev {
+            t,
+            kind: (k >> 62) as u8,
+            a: (k >> 30) as u32,
+            b: (k & ((1 << 30) - 1)) as u32,
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -98,8 +118,7 @@ pub struct Packets {
     cfg: PacketConfig,
     arb: VlArb,
     nv: usize,
-    heap: BinaryHeap<std::cmp::Reverse<Ev>>,
-    seq: u64,
+    heap: BinaryHeap<std::cmp::Reverse<(i64, u64)>>,
     now: i64,
     pkts: Vec<Pkt>,
     free_pkts: Vec<u32>,
@@ -113,7 +132,11 @@ pub struct Packets {
     chan_bytes: Vec<f64>,
     // per channel and VL (index c * nv + v)
     credits: Vec<i64>,
-    ring: Vec<VecDeque<u32>>,
+    // requesters waiting at output c on VL v, and the one granted last: grants go
+    // round-robin by id from it (an arbiter's pointer over its inputs), so the order
+    // requests came in within an instant never matters
+    req: Vec<Vec<u32>>,
+    last: Vec<u32>,
     fifo: Vec<VecDeque<u32>>,
     reading: Vec<bool>,
     requested: Vec<bool>,
@@ -122,6 +145,9 @@ pub struct Packets {
     wait_since: Vec<i64>,
     xmit_wait: Vec<i64>,
     vl_bytes: Vec<f64>,
+    // outputs to arbitrate once every event of the instant is in (see `kick`)
+    kicked: Vec<u32>,
+    is_kicked: Vec<bool>,
     // sampled occupancy: one row of channels x VLs per engine sample
     occ_samples: Vec<u32>,
     packet_hops: u64,
@@ -142,7 +168,6 @@ impl Packets {
             arb: VlArb::new(&cfg.vlarb_high, &cfg.vlarb_low, cfg.high_limit),
             nv,
             heap: BinaryHeap::new(),
-            seq: 0,
             now: 0,
             pkts: vec![],
             free_pkts: vec![],
@@ -154,7 +179,8 @@ impl Packets {
             arb_state: vec![ArbState::default(); n_channels],
             chan_bytes: vec![0.0; n_channels],
             credits: vec![cfg.buffer as i64; k],
-            ring: vec![VecDeque::new(); k],
+            req: vec![Vec::new(); k],
+            last: vec![0; k],
             fifo: vec![VecDeque::new(); k],
             reading: vec![false; k],
             requested: vec![false; k],
@@ -163,6 +189,8 @@ impl Packets {
             wait_since: vec![-1; k],
             xmit_wait: vec![0; k],
             vl_bytes: vec![0.0; k],
+            kicked: vec![],
+            is_kicked: vec![false; n_channels],
             occ_samples: vec![],
             packet_hops: 0,
             packets: 0,
@@ -209,14 +237,8 @@ impl Packets {
     }
 
     fn push(&mut self, t: i64, kind: u8, a: u32, b: u32) {
-        self.seq += 1;
-        self.heap.push(std::cmp::Reverse(Ev {
-            t,
-            seq: self.seq,
-            kind,
-            a,
-            b,
-        }));
+        self.heap
+            .push(std::cmp::Reverse(Ev { t, kind, a, b }.pack()));
     }
 
     fn sync_net(&mut self, net: &Net) {
@@ -255,14 +277,23 @@ impl Packets {
         let sw = self.cfg.switch_latency * 1000 * (h - 1);
         let mtu = self.cfg.mtu as u64;
         let (full, rest) = (bytes / mtu, bytes % mtu);
-        let worst = |wire: u32| route.iter().map(|&c| self.ser_ps(c as usize, wire)).max().unwrap();
+        let worst = |wire: u32| {
+            route
+                .iter()
+                .map(|&c| self.ser_ps(c as usize, wire))
+                .max()
+                .unwrap()
+        };
         let mut ser = full as i64 * worst(self.wire_of(mtu));
         let last_wire = self.wire_of(if rest > 0 { rest } else { mtu });
         if rest > 0 {
             ser += worst(last_wire);
         }
         if !self.cfg.cut_through {
-            let all: i64 = route.iter().map(|&c| self.ser_ps(c as usize, last_wire)).sum();
+            let all: i64 = route
+                .iter()
+                .map(|&c| self.ser_ps(c as usize, last_wire))
+                .sum();
             ser += all - worst(last_wire);
         }
         lat + sw + ser
@@ -289,9 +320,9 @@ impl Packets {
         }
         let first = self.routes[fl.route as usize] as usize;
         let k = first * self.nv + fl.vl as usize;
-        self.ring[k].push_back(HOST | f as u32);
+        self.req[k].push(HOST | f as u32);
         self.flows[f].queued = true;
-        self.try_send(first);
+        self.kick(first);
     }
 
     fn dequeue_host(&mut self, f: usize) {
@@ -301,8 +332,8 @@ impl Packets {
         let fl = self.flows[f];
         let first = self.routes[fl.route as usize] as usize;
         let k = first * self.nv + fl.vl as usize;
-        if let Some(i) = self.ring[k].iter().position(|&r| r == HOST | f as u32) {
-            self.ring[k].remove(i);
+        if let Some(i) = self.req[k].iter().position(|&r| r == HOST | f as u32) {
+            self.req[k].swap_remove(i);
         }
         self.flows[f].queued = false;
     }
@@ -317,9 +348,42 @@ impl Packets {
         };
         let pk = self.pkts[p as usize];
         let out = self.routes[(pk.route + pk.hop as u32) as usize] as usize;
-        self.ring[out * self.nv + pk.vl as usize].push_back(b as u32);
+        self.req[out * self.nv + pk.vl as usize].push(b as u32);
         self.requested[b] = true;
-        self.try_send(out);
+        self.kick(out);
+    }
+
+    /// The requester output and VL `k` grants next: the first id after the last
+    /// one granted, cyclically.
+    fn next_grant(&self, k: usize) -> Option<u32> {
+        let last = self.last[k];
+        self.req[k]
+            .iter()
+            .copied()
+            .min_by_key(|&r| (r & !HOST).wrapping_sub(last).wrapping_sub(1) & !HOST)
+    }
+
+    /// Output `c` may be able to send: it is arbitrated once every event of this
+    /// picosecond has been handled, so a packet arriving in the very instant an
+    /// output frees up competes with those already waiting, whatever the order the
+    /// two events are handled in (a switch arbitrates all its requests at once).
+    fn kick(&mut self, c: usize) {
+        if !self.is_kicked[c] {
+            self.is_kicked[c] = true;
+            self.kicked.push(c as u32);
+        }
+    }
+
+    /// Arbitrate every kicked output, in the order they were kicked.
+    fn flush(&mut self) {
+        let mut i = 0;
+        while i < self.kicked.len() {
+            let c = self.kicked[i] as usize;
+            self.is_kicked[c] = false;
+            self.try_send(c);
+            i += 1;
+        }
+        self.kicked.clear();
     }
 
     /// Start the next packet on output channel `c` if it is idle and a VL can send.
@@ -332,7 +396,7 @@ impl Packets {
         let mut ready = 0u16;
         for v in 0..nv {
             let k = c * nv + v;
-            let Some(&r) = self.ring[k].front() else {
+            let Some(r) = self.next_grant(k) else {
                 continue;
             };
             if self.credits[k] >= credit_bytes(self.next_wire(r)) as i64 {
@@ -354,7 +418,10 @@ impl Packets {
             return;
         };
         let k = c * nv + v as usize;
-        let r = self.ring[k].pop_front().expect("a ready VL has a requester");
+        let r = self.next_grant(k).expect("a ready VL has a requester");
+        let i = self.req[k].iter().position(|&x| x == r).expect("granted from the list");
+        self.req[k].swap_remove(i);
+        self.last[k] = r & !HOST;
         let p = if r & HOST != 0 {
             let f = (r & !HOST) as usize;
             let fl = self.flows[f];
@@ -362,7 +429,7 @@ impl Packets {
             self.flows[f].left -= payload as u64;
             self.flows[f].in_flight += 1;
             if self.flows[f].left > 0 {
-                self.ring[k].push_back(r); // round-robin among the host's send queues
+                self.req[k].push(r); // round-robin among the host's send queues
             } else {
                 self.flows[f].queued = false;
             }
@@ -443,7 +510,7 @@ impl Packets {
                     self.push(self.now + self.lat_ps[up], CREDIT, b as u32, cost);
                     self.request_front(b);
                 }
-                self.try_send(c);
+                self.kick(c);
             }
             ARRIVE => {
                 let p = ev.a;
@@ -461,7 +528,12 @@ impl Packets {
                 let c = self.routes[(pk.route + pk.hop as u32 - 1) as usize] as usize;
                 let b = c * self.nv + pk.vl as usize;
                 // the host drains its buffer as the packet comes in
-                self.push(self.now + self.lat_ps[c], CREDIT, b as u32, credit_bytes(pk.wire));
+                self.push(
+                    self.now + self.lat_ps[c],
+                    CREDIT,
+                    b as u32,
+                    credit_bytes(pk.wire),
+                );
                 let f = pk.flow as usize;
                 let fl = &mut self.flows[f];
                 if fl.ver == pk.ver {
@@ -481,14 +553,14 @@ impl Packets {
                 self.credits[k] += ev.b as i64;
                 let c = k / self.nv;
                 if self.wait_since[k] >= 0 {
-                    if let Some(&r) = self.ring[k].front() {
+                    if let Some(r) = self.next_grant(k) {
                         if self.credits[k] >= credit_bytes(self.next_wire(r)) as i64 {
                             self.xmit_wait[k] += self.now - self.wait_since[k];
                             self.wait_since[k] = -1;
                         }
                     }
                 }
-                self.try_send(c);
+                self.kick(c);
             }
         }
     }
@@ -528,6 +600,8 @@ impl Physics for Packets {
         self.copy_route(f, path);
         self.flows[f].ideal_ps = self.ideal(path, bytes);
         self.enqueue_host(f);
+        self.flush();
+        self.flush();
     }
     fn leave(&mut self, _net: &Net, f: usize, _now: Ns) {
         if f < self.flows.len() {
@@ -544,6 +618,7 @@ impl Physics for Packets {
         let path = net.path(f);
         self.copy_route(f, path);
         self.enqueue_host(f);
+        self.flush();
     }
     fn sl_changed(&mut self, net: &Net, f: usize, now: Ns) {
         if f < self.flows.len() && self.flows[f].active {
@@ -551,18 +626,20 @@ impl Physics for Packets {
             self.dequeue_host(f);
             self.flows[f].vl = self.cfg.sl2vl[net.flows[f].sl as usize & 15];
             self.enqueue_host(f);
+            self.flush();
         }
     }
     fn channels_changed(&mut self, net: &Net, channels: &[u32], now: Ns) {
         self.sync_net(net);
         self.now = self.now.max(now * 1000);
         for &c in channels {
-            self.try_send(c as usize);
+            self.kick(c as usize);
         }
+        self.flush();
     }
     fn next_time(&self) -> Option<Ns> {
         // ceil to whole ns: the engine's clock reaches it no earlier than it is due
-        self.heap.peek().map(|e| (e.0.t + 999).div_euclid(1000))
+        self.heap.peek().map(|e| (e.0 .0 + 999).div_euclid(1000))
     }
     fn advance(&mut self, net: &Net, now: Ns, done: &mut Vec<u32>) -> u64 {
         if self.cap.is_empty() {
@@ -570,7 +647,8 @@ impl Physics for Packets {
         }
         let until = now * 1000;
         let mut n = 0;
-        while let Some(&std::cmp::Reverse(ev)) = self.heap.peek() {
+        while let Some(&std::cmp::Reverse(key)) = self.heap.peek() {
+            let ev = Ev::unpack(key);
             if ev.t > until {
                 break;
             }
@@ -578,17 +656,28 @@ impl Physics for Packets {
             self.now = ev.t;
             self.handle(ev, done);
             n += 1;
+            if self.heap.peek().is_none_or(|e| e.0 .0 != ev.t) {
+                self.flush();
+            }
         }
         n
     }
-    fn run_ahead(&mut self, net: &Net, now: Ns, horizon: Ns, budget: u64, done: &mut Vec<u32>) -> (u64, Ns) {
+    fn run_ahead(
+        &mut self,
+        net: &Net,
+        now: Ns,
+        horizon: Ns,
+        budget: u64,
+        done: &mut Vec<u32>,
+    ) -> (u64, Ns) {
         if self.cap.is_empty() {
             self.sync_net(net);
         }
         let until = horizon.max(now).saturating_mul(1000);
         let mut n = 0u64;
         let mut reached = now;
-        while let Some(&std::cmp::Reverse(ev)) = self.heap.peek() {
+        while let Some(&std::cmp::Reverse(key)) = self.heap.peek() {
+            let ev = Ev::unpack(key);
             let at = (ev.t + 999).div_euclid(1000);
             // an instant is handled whole; stop before the next one when a flow
             // finished (the engine must see it now) or the budget is spent
@@ -600,14 +689,17 @@ impl Physics for Packets {
             reached = at;
             self.handle(ev, done);
             n += 1;
+            if self.heap.peek().is_none_or(|e| e.0 .0 != ev.t) {
+                self.flush();
+            }
         }
         (n, reached)
     }
     fn settle(&mut self, _net: &Net, _now: Ns) {}
     fn truncate_after(&mut self, now: Ns) {
         let until = now * 1000;
-        if self.heap.iter().any(|e| e.0.t > until) {
-            let keep: Vec<_> = self.heap.drain().filter(|e| e.0.t <= until).collect();
+        if self.heap.iter().any(|e| e.0 .0 > until) {
+            let keep: Vec<_> = self.heap.drain().filter(|e| e.0 .0 <= until).collect();
             self.heap.extend(keep);
         }
     }

@@ -79,11 +79,24 @@ impl VlArb {
             Some(lim) => st.hi_sent == 0 || st.hi_sent < lim || !low_ready,
         };
         if high_ok {
-            if let Some(v) = scan(&self.high, &mut st.hi_idx, &mut st.hi_left, &mut st.hi_fresh, ready) {
+            if let Some(v) = scan(
+                &self.high,
+                &mut st.hi_idx,
+                &mut st.hi_left,
+                &mut st.hi_fresh,
+                ready,
+            ) {
                 return Some((v, true));
             }
         }
-        scan(&self.low, &mut st.lo_idx, &mut st.lo_left, &mut st.lo_fresh, ready).map(|v| (v, false))
+        scan(
+            &self.low,
+            &mut st.lo_idx,
+            &mut st.lo_left,
+            &mut st.lo_fresh,
+            ready,
+        )
+        .map(|v| (v, false))
     }
 
     /// A packet of `bytes` went out from the entry [`VlArb::pick`] chose.
@@ -100,7 +113,13 @@ impl VlArb {
 
 /// Serve the table from its current entry: the entry sends while weight is left and
 /// its VL is ready; otherwise the turn passes to the next entry with a ready VL.
-fn scan(t: &[(u8, i64)], idx: &mut u16, left: &mut i64, fresh: &mut bool, ready: u16) -> Option<u8> {
+fn scan(
+    t: &[(u8, i64)],
+    idx: &mut u16,
+    left: &mut i64,
+    fresh: &mut bool,
+    ready: u16,
+) -> Option<u8> {
     if t.is_empty() {
         return None;
     }
