@@ -40,6 +40,7 @@ from ..errors import NetsteerError
 from .testbed import Testbed, _run
 
 PROGRAMS = Path(__file__).with_name("programs")
+PMPI_SOURCE = Path(__file__).with_name("hosttag") / "pmpi_tag.c"
 MGMT_NET = "10.200.0"
 MGMT_ROOT = f"{MGMT_NET}.254"
 MGMT_DEV = "mg0"  # its name inside every host namespace
@@ -93,6 +94,61 @@ def compile_program(src: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
     return exe
 
 
+def build_pmpi(out_dir: str | os.PathLike) -> Path:
+    """Compile the PMPI interposition library (``hosttag/pmpi_tag.c``) with MPICH's
+    ``mpicc``; its ``MPI_Finalize`` ends with a barrier (see the source)."""
+    check_mpich()
+    lib = Path(out_dir) / "libnetsteer_pmpi.so"
+    p = subprocess.run(["mpicc", "-shared", "-fPIC", "-O2", "-o", str(lib), str(PMPI_SOURCE)],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise NetsteerError(f"{PMPI_SOURCE}: mpicc failed: {' '.join(p.stderr.split())[:300]}", field="hosttag")
+    return lib
+
+
+def read_peer_tables(tag_dir: str | os.PathLike) -> dict[int, dict]:
+    """The PMPI library's per-rank tables: rank -> ``{"peers": {rank: ip}, "comms":
+    {id: [world ranks]}, "prims": [(t_ns, code, comm)], "end_ns": int}``."""
+    out = {}
+    for f in sorted(Path(tag_dir).glob("rank-*.tsv")):
+        r = int(f.stem.split("-")[1])
+        t = {"peers": {}, "comms": {}, "prims": [], "end_ns": None}
+        for line in f.read_text().splitlines():
+            x = line.split("\t")
+            if x[0] == "peer":
+                t["peers"][int(x[1])] = x[2]
+            elif x[0] == "comm":
+                t["comms"][int(x[1])] = [int(v) for v in x[3:]]
+            elif x[0] == "prim":
+                t["prims"].append((int(x[1]), int(x[2]), int(x[3])))
+            elif x[0] == "end":
+                t["end_ns"] = int(x[1])
+        out[r] = t
+    return out
+
+
+def phases(table: dict, merge=(0, 9)) -> list[tuple[int, int, int]]:
+    """``(code, start_ns, end_ns)`` runs of one primitive in a rank's table: a run
+    lasts until another primitive starts (the last one until ``MPI_Finalize``);
+    the codes in ``merge`` (none, barrier) start no run of their own, so the
+    barrier between two phases counts with the phase before it.
+
+    >>> t = {"prims": [(0, 0, 0), (10, 2, 0), (50, 9, 0), (60, 3, 0), (90, 9, 0)], "end_ns": 100}
+    >>> phases(t)
+    [(2, 10, 60), (3, 60, 100)]
+    """
+    runs: list[list[int]] = []
+    for t, code, _ in table["prims"]:
+        if code in merge or (runs and runs[-1][0] == code):
+            continue
+        if runs:
+            runs[-1][2] = t
+        runs.append([code, t, t])
+    if runs:
+        runs[-1][2] = table["end_ns"] or runs[-1][1]
+    return [tuple(r) for r in runs]
+
+
 _LAUNCHER = """#!/bin/sh
 # Hydra's "ssh": -x HOST cmd... runs cmd in HOST's namespace (netsteer.emulate.mpi)
 [ "$1" = "-x" ] && shift
@@ -117,9 +173,10 @@ class MpiHosts:
         e.g. ``LD_PRELOAD`` of the tagging library).
     """
 
-    def __init__(self, tb: Testbed, env: dict[str, str] | None = None):
+    def __init__(self, tb: Testbed, env: dict[str, str] | None = None, *, pmpi: bool = True):
         self.tb = tb
         self.env = dict(env or {})
+        self.pmpi = pmpi
         self.bridge = f"{tb.prefix}mg"
         self.veths: list[str] = []
         self.dir = None
@@ -138,11 +195,20 @@ class MpiHosts:
 
     def _build(self) -> None:
         tb = self.tb
+        for line in _run("ip", "-o", "-4", "addr").stdout.splitlines():
+            if f" {MGMT_NET}." in line:
+                # a run killed before its teardown: its bridge would take the PMI connections
+                raise NetsteerError(f"{line.split()[1]} already holds {MGMT_NET}.0/24 (left by a killed run? "
+                                    f"ip link del {line.split()[1]})", field="emulate")
         _run("ip", "link", "add", self.bridge, "type", "bridge")
         _run("ip", "addr", "add", f"{MGMT_ROOT}/24", "dev", self.bridge)
         _run("ip", "link", "set", self.bridge, "up")
         cases = []
         self.dir = tempfile.mkdtemp(prefix=f"netsteer-{tb.prefix}-mpi-")
+        self.tag_dir = Path(self.dir) / "tags"
+        self.tag_dir.mkdir()
+        if self.pmpi:
+            self.env.update({"LD_PRELOAD": str(build_pmpi(self.dir)), "NETSTEER_TAG_DIR": str(self.tag_dir)})
         for h, ns in enumerate(tb.namespaces):
             root_end = f"{tb.prefix}m{h}"
             _run("ip", "link", "add", root_end, "type", "veth", "peer", "name", MGMT_DEV, "netns", ns)
@@ -153,7 +219,7 @@ class MpiHosts:
             # TCP on the fabric: segments no larger than the fabric's frames, checksummed
             _run("ip", "netns", "exec", ns, "ethtool", "-K", tb.host_dev[h], "tso", "off", "gso", "off", "gro", "off",
                  check=False)
-            env = {"UCX_NET_DEVICES": tb.host_dev[h], **self.env}
+            env = {"UCX_NET_DEVICES": tb.host_dev[h], "NETSTEER_FABRIC_IP": tb.ips[h], **self.env}
             envs = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
             cases.append(f"  {mgmt_ip(h)}) exec ip netns exec {ns} env {envs} sh -c \"$*\";;")
         script = Path(self.dir) / "launch.sh"
@@ -176,7 +242,7 @@ class MpiHosts:
         e = dict(os.environ)
         e.update({"UCX_TLS": "tcp", "MPIR_CVAR_NOLOCAL": "1", "HYDRA_LAUNCHER": "ssh"})
         e.update(env or {})
-        for k in ("UCX_NET_DEVICES",):  # set per namespace by the launcher
+        for k in ("UCX_NET_DEVICES", "LD_PRELOAD", "NETSTEER_FABRIC_IP"):  # set per namespace by the launcher
             e.pop(k, None)
         # output to files, not pipes: a rank's helper thread may keep a pipe open past
         # mpiexec's exit, and the exit status is what says the job ended
@@ -215,4 +281,5 @@ class MpiHosts:
             self.dir = None
 
 
-__all__ = ["MpiHosts", "check_mpich", "check_program", "compile_program", "mgmt_ip"]
+__all__ = ["MpiHosts", "build_pmpi", "check_mpich", "check_program", "compile_program", "mgmt_ip", "phases",
+           "read_peer_tables"]

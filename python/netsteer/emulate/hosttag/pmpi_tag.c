@@ -1,0 +1,214 @@
+/* netsteer host tagging, MPI side: a PMPI interposition library (LD_PRELOAD)
+ * for unmodified MPICH programs.
+ *
+ * It records, per rank, which MPI primitive is active on which communicator and
+ * which peer ranks (with their fabric addresses, hence their TCP connections)
+ * that primitive may talk to: the peer table. A line is written only when the
+ * active primitive changes, so a loop of 10,000 MPI_Bcast costs one line.
+ *
+ *   NETSTEER_TAG_DIR     directory of the per-rank tables rank-<r>.tsv (required)
+ *   NETSTEER_FABRIC_IP   this host's fabric address (set by the launcher)
+ *   NETSTEER_JOB         job number in the tag (default 0)
+ *
+ * Table lines (tab separated):
+ *   peer  <rank> <ipv4>                       once, after MPI_Init (MPI_COMM_WORLD)
+ *   comm  <id> <size> <world ranks...>        a communicator's first use
+ *   prim  <t_ns> <code> <comm id>             the active primitive from t_ns on
+ *                                             (code 0: none; CLOCK_REALTIME ns)
+ * Codes are netsteer.unisonflow.tags.PRIMITIVES.
+ *
+ * MPI_Finalize: MPICH 4.0.2 ch4:ucx over TCP can hang in its endpoint
+ * disconnects when ranks leave them at different times (seen here with 24
+ * ranks). The wrapper ends with a barrier, so every message has arrived, and
+ * returns without PMPI_Finalize unless NETSTEER_REAL_FINALIZE=1; the process then
+ * exits normally with its own status.
+ */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <arpa/inet.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { NONE = 0, SEND = 1, BCAST, REDUCE, ALLREDUCE, GATHER, SCATTER, ALLGATHER, ALLTOALL, BARRIER };
+
+static FILE *table;
+static int cur_prim = -1, cur_comm = -1;
+#define MAX_COMMS 16
+static MPI_Comm comms[MAX_COMMS];
+static int n_comms;
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int comm_id(MPI_Comm c)
+{
+    for (int i = 0; i < n_comms; i++) {
+        int same;
+        if (comms[i] == c)
+            return i;
+        PMPI_Comm_compare(comms[i], c, &same);
+        if (same == MPI_IDENT)
+            return i;
+    }
+    if (n_comms == MAX_COMMS)
+        return MAX_COMMS - 1; /* the tag has 4 bits of communicator */
+    comms[n_comms] = c;
+    int size;
+    MPI_Group g, w;
+    PMPI_Comm_size(c, &size);
+    PMPI_Comm_group(c, &g);
+    PMPI_Comm_group(MPI_COMM_WORLD, &w);
+    int *in = malloc(sizeof(int) * size), *out = malloc(sizeof(int) * size);
+    for (int i = 0; i < size; i++)
+        in[i] = i;
+    PMPI_Group_translate_ranks(g, size, in, w, out);
+    if (table) {
+        fprintf(table, "comm\t%d\t%d", n_comms, size);
+        for (int i = 0; i < size; i++)
+            fprintf(table, "\t%d", out[i]);
+        fputc('\n', table);
+    }
+    free(in);
+    free(out);
+    PMPI_Group_free(&g);
+    PMPI_Group_free(&w);
+    return n_comms++;
+}
+
+static void set_prim(int prim, MPI_Comm c)
+{
+    int id = prim == NONE ? cur_comm : comm_id(c);
+    if (prim == cur_prim && id == cur_comm)
+        return;
+    cur_prim = prim;
+    cur_comm = id;
+    if (table)
+        fprintf(table, "prim\t%lld\t%d\t%d\n", now_ns(), prim, id < 0 ? 0 : id);
+}
+
+static void start(void)
+{
+    const char *dir = getenv("NETSTEER_TAG_DIR"), *ip = getenv("NETSTEER_FABRIC_IP");
+    int rank, size;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    uint32_t mine = 0, *all = calloc(size, sizeof(uint32_t));
+    if (ip)
+        inet_pton(AF_INET, ip, &mine);
+    PMPI_Allgather(&mine, 1, MPI_UINT32_T, all, 1, MPI_UINT32_T, MPI_COMM_WORLD);
+    if (dir) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/rank-%d.tsv", dir, rank);
+        table = fopen(path, "w");
+        if (!table) {
+            fprintf(stderr, "netsteer pmpi: cannot write %s\n", path);
+            PMPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    } else {
+        fprintf(stderr, "netsteer pmpi: NETSTEER_TAG_DIR is not set\n");
+        PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    for (int r = 0; r < size; r++) {
+        char s[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &all[r], s, sizeof s);
+        fprintf(table, "peer\t%d\t%s\n", r, s);
+    }
+    free(all);
+    comm_id(MPI_COMM_WORLD);
+    set_prim(NONE, MPI_COMM_WORLD);
+}
+
+int MPI_Init(int *argc, char ***argv)
+{
+    int rc = PMPI_Init(argc, argv);
+    start();
+    return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    start();
+    return rc;
+}
+
+int MPI_Finalize(void)
+{
+    set_prim(NONE, MPI_COMM_WORLD);
+    PMPI_Barrier(MPI_COMM_WORLD);
+    if (table) {
+        fprintf(table, "end\t%lld\n", now_ns());
+        fclose(table);
+        table = NULL;
+    }
+    const char *real = getenv("NETSTEER_REAL_FINALIZE");
+    if (real && strcmp(real, "1") == 0)
+        return PMPI_Finalize();
+    return MPI_SUCCESS;
+}
+
+/* The primitive stays active after its call returns, until another starts: MPICH
+ * may still move its data (eager messages received later, progress inside the
+ * next call), and a loop of the same primitive then writes no line at all. */
+#define WRAP(prim, comm, call) \
+    do {                       \
+        set_prim(prim, comm);  \
+        return call;           \
+    } while (0)
+
+int MPI_Bcast(void *b, int n, MPI_Datatype t, int root, MPI_Comm c)
+{
+    WRAP(BCAST, c, PMPI_Bcast(b, n, t, root, c));
+}
+
+int MPI_Reduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm c)
+{
+    WRAP(REDUCE, c, PMPI_Reduce(s, r, n, t, op, root, c));
+}
+
+int MPI_Allreduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c)
+{
+    WRAP(ALLREDUCE, c, PMPI_Allreduce(s, r, n, t, op, c));
+}
+
+int MPI_Barrier(MPI_Comm c)
+{
+    WRAP(BARRIER, c, PMPI_Barrier(c));
+}
+
+int MPI_Gather(const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt, int root, MPI_Comm c)
+{
+    WRAP(GATHER, c, PMPI_Gather(s, sn, st, r, rn, rt, root, c));
+}
+
+int MPI_Scatter(const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt, int root, MPI_Comm c)
+{
+    WRAP(SCATTER, c, PMPI_Scatter(s, sn, st, r, rn, rt, root, c));
+}
+
+int MPI_Allgather(const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt, MPI_Comm c)
+{
+    WRAP(ALLGATHER, c, PMPI_Allgather(s, sn, st, r, rn, rt, c));
+}
+
+int MPI_Alltoall(const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt, MPI_Comm c)
+{
+    WRAP(ALLTOALL, c, PMPI_Alltoall(s, sn, st, r, rn, rt, c));
+}
+
+int MPI_Send(const void *b, int n, MPI_Datatype t, int dst, int tag, MPI_Comm c)
+{
+    WRAP(SEND, c, PMPI_Send(b, n, t, dst, tag, c));
+}
+
+int MPI_Recv(void *b, int n, MPI_Datatype t, int src, int tag, MPI_Comm c, MPI_Status *st)
+{
+    WRAP(SEND, c, PMPI_Recv(b, n, t, src, tag, c, st));
+}

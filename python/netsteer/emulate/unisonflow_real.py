@@ -1,0 +1,113 @@
+"""The UnisonFlow source's experiment with real MPICH traffic on the testbed.
+
+The source's fabric (2 spines, 4 leaves, 6 nodes per leaf, 4 parallel cables per
+leaf-spine link) is built as namespaces and Open vSwitch bridges
+(:mod:`.testbed`); its bcast-then-reduce program (``programs/bcast_reduce.c``,
+unmodified, compiled with MPICH) runs with one rank per node (:mod:`.mpi`); the
+spines' port counters are sampled while it runs and split at the phase
+boundaries the PMPI library recorded on rank 0 (its peer table), giving the
+bytes entering each spine per phase.
+
+Routing: ``ecmp`` (select groups, :mod:`.fabric_routes`). The controller's tag
+rules are not installed yet (host tag writer pending): see docs/openflow.md.
+"""
+
+from __future__ import annotations
+
+import bisect
+import tempfile
+import threading
+import time
+from typing import Any
+
+from ..drivers.openflow.switch import OfctlSwitch
+from ..topology.pgft import pgft
+from ..unisonflow.tags import PRIMITIVE_NAMES
+from .fabric_routes import ecmp_tables
+from .mpi import MpiHosts, compile_program, phases, read_peer_tables
+from .testbed import Testbed
+
+SAMPLE_S = 0.05
+
+
+def source_fabric():
+    """The source's fat-tree: 24 nodes, 4 leaves of 6, 2 spines, 4 cables per leaf-spine link, 1 Gbit/s."""
+    return pgft(2, [6, 4], [1, 2], [1, 4], link_bandwidth=1e9, link_latency_ns=1000)
+
+
+class _Sampler(threading.Thread):
+    """Every ``SAMPLE_S``: (wall ns, bytes received by each watched switch) from the
+    switches' own port counters."""
+
+    def __init__(self, switches: dict[str, OfctlSwitch]):
+        super().__init__(daemon=True)
+        self.switches, self.samples, self.stop = switches, [], threading.Event()
+
+    def read(self):
+        t = time.time_ns()
+        self.samples.append((t, {n: sum(rx for rx, _ in s.port_bytes().values()) for n, s in self.switches.items()}))
+
+    def run(self):
+        while not self.stop.is_set():
+            self.read()
+            self.stop.wait(SAMPLE_S)
+
+
+def _at(samples, t_ns: int, name: str) -> float:
+    """A counter at ``t_ns``, linear between the samples around it."""
+    ts = [s[0] for s in samples]
+    i = bisect.bisect_left(ts, t_ns)
+    if i <= 0:
+        return samples[0][1][name]
+    if i >= len(ts):
+        return samples[-1][1][name]
+    (t0, a), (t1, b) = samples[i - 1], samples[i]
+    return a[name] + (b[name] - a[name]) * (t_ns - t0) / max(t1 - t0, 1)
+
+
+def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progress=lambda m: None) -> dict[str, Any]:
+    """Run the program on the source's fabric; returns per phase the bytes entering
+    each spine (``spine1_bytes``, ``spine2_bytes``), the phase times and the peer
+    table's summary."""
+    if routing != "ecmp":
+        from ..errors import NetsteerError
+        raise NetsteerError(f"routing {routing!r} is not available on the testbed yet; there is ecmp",
+                            field="routing")
+    topo = source_fabric()
+    with tempfile.TemporaryDirectory(prefix="netsteer-uf-") as d:
+        exe = compile_program("bcast_reduce", d)
+        with Testbed(topo, progress=progress) as tb:
+            tabs = ecmp_tables(topo)
+            sw = {s: OfctlSwitch(tb.bridges[s]) for s in tabs}
+            for s, tab in tabs.items():
+                sw[s].replace(tab.flow_lines(), tab.group_lines())
+            spines = {"spine1": sw[topo.node("s2_0")], "spine2": sw[topo.node("s2_1")]}
+            with MpiHosts(tb) as m:
+                sampler = _Sampler(spines)
+                sampler.read()
+                sampler.start()
+                t0 = time.monotonic()
+                try:
+                    r = m.run(str(exe), [str(iterations), str(nbytes)], list(range(topo.n_hosts)))
+                finally:
+                    sampler.stop.set()
+                    sampler.join()
+                sampler.read()
+                wall = time.monotonic() - t0
+                tables = read_peer_tables(m.tag_dir)
+    out: dict[str, Any] = {"routing": routing, "iterations": iterations, "bytes": nbytes, "wall_s": wall,
+                           "ranks": len(tables), "scale": tb.scale, "program_output": r.stdout.strip().splitlines()}
+    s = sampler.samples
+    for code, a, b in phases(tables[0]):
+        name = PRIMITIVE_NAMES.get(code, str(code))
+        if name not in ("bcast", "reduce"):
+            continue
+        out[name] = {"start_s": (a - s[0][0]) * 1e-9, "end_s": (b - s[0][0]) * 1e-9,
+                     **{f"{k}_bytes": int(round(_at(s, b, k) - _at(s, a, k))) for k in ("spine1", "spine2")}}
+    out["total"] = {f"{k}_bytes": s[-1][1][k] - s[0][1][k] for k in ("spine1", "spine2")}
+    out["peer_table"] = {"ranks": len(tables), "peers_of_rank0": len(tables[0]["peers"]),
+                         "primitive_changes_rank0": len(tables[0]["prims"])}
+    return out
+
+
+__all__ = ["run", "source_fabric"]
