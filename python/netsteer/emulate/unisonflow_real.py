@@ -105,9 +105,35 @@ def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progre
         out[name] = {"start_s": (a - s[0][0]) * 1e-9, "end_s": (b - s[0][0]) * 1e-9,
                      **{f"{k}_bytes": int(round(_at(s, b, k) - _at(s, a, k))) for k in ("spine1", "spine2")}}
     out["total"] = {f"{k}_bytes": s[-1][1][k] - s[0][1][k] for k in ("spine1", "spine2")}
+    out["testbed"] = tb.prefix
+    out["simulated"] = predict(iterations, nbytes, routing)
     out["peer_table"] = {"ranks": len(tables), "peers_of_rank0": len(tables[0]["peers"]),
                          "primitive_changes_rank0": len(tables[0]["prims"])}
     return out
 
 
-__all__ = ["run", "source_fabric"]
+def predict(iterations: int, nbytes: int, routing: str = "ecmp") -> dict[str, Any]:
+    """The simulator's bytes per spine per phase for the same program and fabric
+    (:func:`netsteer.reproduce.unisonflow.phases`: MPI payload bytes; the testbed's
+    counters also count Ethernet/IP/TCP and UCX headers and TCP acknowledgements)."""
+    from ..reproduce.unisonflow import PARAMS, phases as sim_phases
+
+    r = sim_phases({**PARAMS, "iterations": iterations, "nbytes": nbytes})[routing]
+    return {ph: {k: r[ph][k] for k in ("spine1_bytes", "spine2_bytes")} for ph in ("bcast", "reduce")}
+
+
+def compare(rep: dict) -> dict[str, Any]:
+    """Per phase: emulated bytes through both spines / simulated (header overhead
+    and acknowledgements make it above 1) and each spine's share, both ways."""
+    out = {}
+    for ph in ("bcast", "reduce"):
+        e, m = rep.get(ph), rep["simulated"][ph]
+        if not e:
+            continue
+        et, mt = e["spine1_bytes"] + e["spine2_bytes"], m["spine1_bytes"] + m["spine2_bytes"]
+        out[ph] = {"bytes_ratio": et / mt if mt else None,
+                   "spine1_share": et and e["spine1_bytes"] / et, "simulated_spine1_share": mt and m["spine1_bytes"] / mt}
+    return out
+
+
+__all__ = ["compare", "predict", "run", "source_fabric"]
