@@ -4,9 +4,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Real components the tests run: OpenSM on ibsim, SimGrid's smpirun, MPICH; Open vSwitch,
-# iperf3 and the ip/tc/ethtool tools for the emulated testbed (netsteer emulate).
+# iperf3 and the ip/tc/ethtool tools for the emulated testbed (netsteer emulate); MPICH's mpicc,
+# clang and libbpf for MPI programs and host tagging on it (netsteer.emulate.mpi, hosttag/).
 packages=(build-essential pkg-config python3-venv opensm ibsim-utils infiniband-diags libsimgrid-dev mpich
-          openvswitch-switch iperf3 iproute2 iputils-ping ethtool)
+          openvswitch-switch iperf3 iproute2 iputils-ping ethtool libmpich-dev clang-14 libbpf-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
