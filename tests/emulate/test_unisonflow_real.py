@@ -57,3 +57,53 @@ def test_a_source_that_does_not_compile_is_one_error(tmp_path):
     bad.write_text("int main( {")
     with pytest.raises(NetsteerError, match="mpicc failed"):
         compile_program(bad, tmp_path)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("clang-14") is None or not os.path.exists("/usr/include/bpf/bpf_helpers.h"),
+                    reason="needs root, clang-14 and libbpf-dev (scripts/setup.sh)")
+def test_the_tag_writer_rewrites_each_packet_from_the_map_and_stops_when_untagged(tmp_path):
+    """A namespace sends pings to a peer; the eBPF writer on its egress puts the tag
+    (base | destination rank) in the destination MAC, read on the wire; after the
+    base is set to 0 the true MAC goes out again."""
+    import secrets
+    import socket
+    import subprocess
+
+    from netsteer.emulate.hosttag.writer import TagWriter, build
+    from netsteer.unisonflow.tags import Tag, encode
+
+    pfx = "tw" + secrets.token_hex(2)
+    ns, inner, outer = f"{pfx}-h0", f"{pfx}b", f"{pfx}a"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    w = None
+    try:
+        subprocess.run(["ip", "link", "add", outer, "type", "veth", "peer", "name", inner, "netns", ns], check=True)
+        subprocess.run(["ip", "link", "set", outer, "up"], check=True)
+        subprocess.run(["ip", "-n", ns, "link", "set", inner, "up"], check=True)
+        subprocess.run(["ip", "-n", ns, "addr", "add", "10.64.0.1/24", "dev", inner], check=True)
+        subprocess.run(["ip", "-n", ns, "neigh", "replace", "10.64.0.2", "lladdr", "02:4e:00:00:00:01", "dev", inner,
+                        "nud", "permanent"], check=True)
+        w = TagWriter(ns, inner, build(tmp_path), tmp_path / "bpf").attach()
+        w.set_ranks({"10.64.0.2": 5})
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+        s.bind((outer, 0))
+        s.settimeout(3)
+
+        def dst_of_next_ping():
+            subprocess.run(["ip", "netns", "exec", ns, "ping", "-c", "1", "-W", "0.2", "10.64.0.2"], capture_output=True)
+            while True:
+                f = s.recv(2000)
+                if f[30:34] == socket.inet_aton("10.64.0.2"):
+                    return int.from_bytes(f[:6], "big")
+
+        tag = Tag("reduce", job=3, comm=1, src=2, dst=5)
+        w.set(encode(tag) & ~0x7FFF)  # the library's base: everything but the destination rank
+        assert dst_of_next_ping() == encode(tag)
+        w.set(0)
+        assert dst_of_next_ping() == 0x024E00000001
+    finally:
+        if w is not None:
+            w.close()
+        subprocess.run(["ip", "link", "del", outer], capture_output=True)
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    assert not (tmp_path / "bpf" / "tc").exists()  # unmounted
