@@ -48,4 +48,64 @@ def ecmp_tables(topo, fabric: Fabric | None = None) -> dict[int, Table]:
     return out
 
 
-__all__ = ["ecmp_tables", "BASE_PRIORITY"]
+TAG_PRIORITY, PIN_PRIORITY, DELIVER_PRIORITY, HOST_PRIORITY = 10, 20, 30, 40
+RANK_MASK = "00:00:00:00:7f:ff"  # the tag's destination rank (bits 14..0)
+PRIM_MASK = "fc:00:00:00:00:00"  # the tag's primitive (bits 47..42)
+
+
+def _mac(v: int) -> str:
+    return ":".join(f"{v >> (40 - 8 * i) & 255:02x}" for i in range(6))
+
+
+def tag_tables(topo, rank_host: list[int], pins: dict[int, str] | None = None,
+               fabric: Fabric | None = None) -> dict[int, Table]:
+    """ECMP for untagged traffic plus UnisonFlow tag rules, installed ahead of traffic.
+
+    Every switch: true host MACs (priority 40) as :func:`ecmp_tables`; a tag whose
+    destination rank is ``r`` (priority 10) goes on the min-hop ports towards
+    ``rank_host[r]`` (a select group where several), and the last switch writes the
+    host's true MAC back before the host port (priority 30). ``pins`` (primitive
+    code -> switch name, the ``pin`` module): at every other switch, a tag of that
+    primitive leaves by its cables to that switch, where it has some (priority 20).
+
+    >>> from netsteer.topology.pgft import pgft
+    >>> t = pgft(2, [2, 2], [1, 2], link_bandwidth=1e9, link_latency_ns=0)
+    >>> tab = tag_tables(t, [0, 1, 2, 3], {2: "s2_1"})[t.node("s1_0")]
+    >>> tab.flows[(0, 30, "dl_dst=00:00:00:00:00:01/00:00:00:00:7f:ff")]
+    'set_field:02:4e:00:00:00:01->eth_dst,output:2'
+    >>> tab.flows[(0, 20, "dl_dst=08:00:00:00:00:00/fc:00:00:00:00:00")]
+    'output:4'
+    """
+    f = fabric or Fabric(topo)
+    out = {}
+    base = ecmp_tables(topo, f)
+    for s in f.switches:
+        tab = Table()
+        for (t, _, m), a in base[s].flows.items():
+            tab.flows[(t, HOST_PRIORITY, m)] = a
+        tab.groups.update(base[s].groups)
+        for r, h in enumerate(rank_host):
+            ports = f._next[s][h]
+            match = f"dl_dst={_mac(r)}/{RANK_MASK}"
+            if f.peer[s][ports[0]][0] == h:  # the last switch: the host's true MAC back
+                tab.flows[(0, DELIVER_PRIORITY, match)] = f"set_field:{host_mac(h)}->eth_dst,output:{ports[0]}"
+            else:
+                tab.flows[(0, TAG_PRIORITY, match)] = base[s].flows[(0, BASE_PRIORITY, f"dl_dst={host_mac(h)}")]
+        for code, via in sorted((pins or {}).items()):
+            target = topo.node(via)
+            if s == target:
+                continue
+            # the switches cabled to ``via`` (a leaf under a pinned spine) send it there;
+            # local destinations are delivered first (priority 30)
+            up = tuple(sorted(p for p, (n, _, _) in f.peer[s].items() if n == target))
+            if not up:
+                continue
+            gid = 1000 + code
+            tab.groups[gid] = "type=select," + ",".join(f"bucket=output:{p}" for p in up)
+            tab.flows[(0, PIN_PRIORITY, f"dl_dst={_mac(code << 42)}/{PRIM_MASK}")] = \
+                f"group:{gid}" if len(up) > 1 else f"output:{up[0]}"
+        out[s] = tab
+    return out
+
+
+__all__ = ["ecmp_tables", "tag_tables", "BASE_PRIORITY"]

@@ -173,10 +173,12 @@ class MpiHosts:
         e.g. ``LD_PRELOAD`` of the tagging library).
     """
 
-    def __init__(self, tb: Testbed, env: dict[str, str] | None = None, *, pmpi: bool = True):
+    def __init__(self, tb: Testbed, env: dict[str, str] | None = None, *, pmpi: bool = True, tags: bool = False):
         self.tb = tb
         self.env = dict(env or {})
-        self.pmpi = pmpi
+        self.pmpi = pmpi or tags
+        self.tags = tags
+        self.writers: list = []
         self.bridge = f"{tb.prefix}mg"
         self.veths: list[str] = []
         self.dir = None
@@ -220,6 +222,15 @@ class MpiHosts:
             _run("ip", "netns", "exec", ns, "ethtool", "-K", tb.host_dev[h], "tso", "off", "gso", "off", "gro", "off",
                  check=False)
             env = {"UCX_NET_DEVICES": tb.host_dev[h], "NETSTEER_FABRIC_IP": tb.ips[h], **self.env}
+            if self.tags:
+                # the eBPF tag writer on the host's fabric egress; the PMPI library writes its maps
+                from .hosttag.writer import TagWriter, build
+
+                obj = obj if h else build(self.dir)
+                w = TagWriter(ns, tb.host_dev[h], obj, Path(self.dir) / f"bpf-h{h}")
+                self.writers.append(w)
+                w.attach()
+                env["NETSTEER_TAG_PIN"] = str(w.pin / "tc" / "globals")
             envs = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
             cases.append(f"  {mgmt_ip(h)}) exec ip netns exec {ns} env {envs} sh -c \"$*\";;")
         script = Path(self.dir) / "launch.sh"
@@ -272,6 +283,9 @@ class MpiHosts:
                     os.kill(int(pid), signal.SIGKILL)
                 except (ProcessLookupError, ValueError):
                     pass
+        for w in self.writers:  # after the ranks: they hold the maps open
+            w.close()
+        self.writers = []
         for v in self.veths:
             _run("ip", "link", "del", v, check=False)
         self.veths = []

@@ -8,8 +8,12 @@ spines' port counters are sampled while it runs and split at the phase
 boundaries the PMPI library recorded on rank 0 (its peer table), giving the
 bytes entering each spine per phase.
 
-Routing: ``ecmp`` (select groups, :mod:`.fabric_routes`). The controller's tag
-rules are not installed yet (host tag writer pending): see docs/openflow.md.
+Routing: ``ecmp`` (select groups, untagged, :mod:`.fabric_routes`) or ``pinned``:
+hosts tag every packet (PMPI library + eBPF writer) and the switches hold the
+``pin`` module's decisions for the source's controller (bcast via spine1, reduce
+via spine2) installed ahead of traffic with ECMP for other tags and the true-MAC
+rewrite at the last switch (:func:`.fabric_routes.tag_tables`). The reactive path
+(packet-in -> module -> rules through the os-ken app) is not done yet.
 """
 
 from __future__ import annotations
@@ -23,11 +27,14 @@ from typing import Any
 from ..drivers.openflow.switch import OfctlSwitch
 from ..topology.pgft import pgft
 from ..unisonflow.tags import PRIMITIVE_NAMES
-from .fabric_routes import ecmp_tables
+from .fabric_routes import ecmp_tables, tag_tables
 from .mpi import MpiHosts, compile_program, phases, read_peer_tables
 from .testbed import Testbed
 
 SAMPLE_S = 0.05
+#: the source's controller: bcast (code 2) through spine1, reduce (code 3) through spine2
+PINS = {2: "s2_0", 3: "s2_1"}
+ROUTINGS = ("ecmp", "pinned")
 
 
 def source_fabric():
@@ -69,20 +76,20 @@ def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progre
     """Run the program on the source's fabric; returns per phase the bytes entering
     each spine (``spine1_bytes``, ``spine2_bytes``), the phase times and the peer
     table's summary."""
-    if routing != "ecmp":
+    if routing not in ROUTINGS:
         from ..errors import NetsteerError
-        raise NetsteerError(f"routing {routing!r} is not available on the testbed yet; there is ecmp",
+        raise NetsteerError(f"routing {routing!r} is not available on the testbed; there is {', '.join(ROUTINGS)}",
                             field="routing")
     topo = source_fabric()
     with tempfile.TemporaryDirectory(prefix="netsteer-uf-") as d:
         exe = compile_program("bcast_reduce", d)
         with Testbed(topo, progress=progress) as tb:
-            tabs = ecmp_tables(topo)
+            tabs = ecmp_tables(topo) if routing == "ecmp" else tag_tables(topo, list(range(topo.n_hosts)), PINS)
             sw = {s: OfctlSwitch(tb.bridges[s]) for s in tabs}
             for s, tab in tabs.items():
                 sw[s].replace(tab.flow_lines(), tab.group_lines())
             spines = {"spine1": sw[topo.node("s2_0")], "spine2": sw[topo.node("s2_1")]}
-            with MpiHosts(tb) as m:
+            with MpiHosts(tb, tags=routing == "pinned") as m:
                 sampler = _Sampler(spines)
                 sampler.read()
                 sampler.start()
@@ -118,7 +125,7 @@ def predict(iterations: int, nbytes: int, routing: str = "ecmp") -> dict[str, An
     counters also count Ethernet/IP/TCP and UCX headers and TCP acknowledgements)."""
     from ..reproduce.unisonflow import PARAMS, phases as sim_phases
 
-    r = sim_phases({**PARAMS, "iterations": iterations, "nbytes": nbytes})[routing]
+    r = sim_phases({**PARAMS, "iterations": iterations, "nbytes": nbytes})["ecmp" if routing == "ecmp" else "controller"]
     return {ph: {k: r[ph][k] for k in ("spine1_bytes", "spine2_bytes")} for ph in ("bcast", "reduce")}
 
 

@@ -9,6 +9,10 @@
  *   NETSTEER_TAG_DIR     directory of the per-rank tables rank-<r>.tsv (required)
  *   NETSTEER_FABRIC_IP   this host's fabric address (set by the launcher)
  *   NETSTEER_JOB         job number in the tag (default 0)
+ *   NETSTEER_TAG_PIN     the tag writer's pinned maps (a tc/globals directory): if
+ *                        set, each change of primitive writes the tag base there
+ *                        and MPI_Init fills the address -> rank map; a failure
+ *                        aborts (never silently untagged traffic)
  *
  * Table lines (tab separated):
  *   peer  <rank> <ipv4>                       once, after MPI_Init (MPI_COMM_WORLD)
@@ -31,6 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <linux/bpf.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 enum { NONE = 0, SEND = 1, BCAST, REDUCE, ALLREDUCE, GATHER, SCATTER, ALLGATHER, ALLTOALL, BARRIER };
 
@@ -39,6 +46,48 @@ static int cur_prim = -1, cur_comm = -1;
 #define MAX_COMMS 16
 static MPI_Comm comms[MAX_COMMS];
 static int n_comms;
+
+static int fd_base = -1, fd_ranks = -1, my_rank, job;
+
+static int bpf_obj(const char *dir, const char *name)
+{
+    char path[4096];
+    union bpf_attr a;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    memset(&a, 0, sizeof a);
+    a.pathname = (unsigned long)path;
+    int fd = syscall(SYS_bpf, BPF_OBJ_GET, &a, sizeof a);
+    if (fd < 0) {
+        fprintf(stderr, "netsteer pmpi: cannot open the tag writer's map %s\n", path);
+        PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return fd;
+}
+
+static void bpf_put(int fd, const void *key, const void *value)
+{
+    union bpf_attr a;
+    memset(&a, 0, sizeof a);
+    a.map_fd = fd;
+    a.key = (unsigned long)key;
+    a.value = (unsigned long)value;
+    if (syscall(SYS_bpf, BPF_MAP_UPDATE_ELEM, &a, sizeof a) != 0) {
+        fprintf(stderr, "netsteer pmpi: cannot write the tag writer's map\n");
+        PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
+}
+
+/* netsteer.unisonflow.tags: primitive 47..42, U/L bit 41, job 39..34, comm 33..30, src 29..15 */
+static void write_base(int prim, int comm)
+{
+    if (fd_base < 0)
+        return;
+    uint32_t zero = 0;
+    uint64_t base = prim == 0 ? 0
+                              : ((uint64_t)prim << 42) | (1ULL << 41) | ((uint64_t)(job & 63) << 34) |
+                                    ((uint64_t)(comm & 15) << 30) | ((uint64_t)(my_rank & 0x7fff) << 15);
+    bpf_put(fd_base, &zero, &base);
+}
 
 static long long now_ns(void)
 {
@@ -89,6 +138,7 @@ static void set_prim(int prim, MPI_Comm c)
         return;
     cur_prim = prim;
     cur_comm = id;
+    write_base(prim, id < 0 ? 0 : id);
     if (table)
         fprintf(table, "prim\t%lld\t%d\t%d\n", now_ns(), prim, id < 0 ? 0 : id);
 }
@@ -119,6 +169,18 @@ static void start(void)
         char s[INET_ADDRSTRLEN];
         inet_ntop(AF_INET, &all[r], s, sizeof s);
         fprintf(table, "peer\t%d\t%s\n", r, s);
+    }
+    const char *pin = getenv("NETSTEER_TAG_PIN"), *j = getenv("NETSTEER_JOB");
+    my_rank = rank;
+    job = j ? atoi(j) : 0;
+    if (pin) {
+        fd_base = bpf_obj(pin, "tag_base");
+        fd_ranks = bpf_obj(pin, "ip_rank");
+        for (int r = 0; r < size; r++) {
+            uint32_t rr = r;
+            if (r != rank)
+                bpf_put(fd_ranks, &all[r], &rr);
+        }
     }
     free(all);
     comm_id(MPI_COMM_WORLD);
