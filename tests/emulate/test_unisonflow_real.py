@@ -44,6 +44,24 @@ def test_bcast_reduce_runs_across_namespaces_and_its_traffic_crosses_the_spines(
     assert 0.5 < c["bcast"]["bytes_ratio"] < 2.0
 
 
+@needs_testbed
+@pytest.mark.skipif(shutil.which("clang-14") is None, reason="needs clang-14 and libbpf-dev")
+def test_with_host_tags_and_pinned_rules_each_phase_uses_mostly_its_spine():
+    """The source's controller (bcast via spine1, reduce via spine2) with every packet
+    tagged at its host by the eBPF writer from the PMPI library's primitive."""
+    from netsteer.emulate.testbed import leftovers
+    from netsteer.emulate.unisonflow_real import run
+
+    rep = run(200, 1000, routing="pinned")
+    assert not leftovers(rep["testbed"])
+    b, r = rep["bcast"], rep["reduce"]
+    # the traffic arrived (tags rewritten back at the last switch), so MPI completed
+    assert b["spine1_bytes"] + b["spine2_bytes"] >= 3 * 1000 * 200
+    # most of each phase on its spine: ECMP would split them about evenly
+    assert b["spine1_bytes"] > 2 * b["spine2_bytes"]
+    assert r["spine2_bytes"] > 2 * r["spine1_bytes"]
+
+
 def test_a_program_that_is_not_mpich_is_refused_before_anything_starts(tmp_path):
     with pytest.raises(NetsteerError, match="does not link MPICH"):
         check_program(shutil.which("true"))

@@ -157,29 +157,31 @@ def reproduce_emulated(
 
 def _unisonflow(as_json: bool, out: Path | None) -> None:
     """The UnisonFlow source's bcast-then-reduce with MPICH on the emulated fat-tree
-    (netsteer.emulate.unisonflow_real); the controller's run needs the host tag
-    writer, not done yet, and says so."""
+    (netsteer.emulate.unisonflow_real), under ECMP and with host tags and the
+    source's controller's pin decisions on the switches."""
     if out is not None:
         from ..report.atomic import check_writable
 
         check_writable(out, field="--out")
     from ..emulate.unisonflow_real import compare, run
 
-    e = run(progress=_say(as_json))
-    rep = {"ecmp": e, "comparison": {"ecmp": compare(e)},
-           "controller": {"status": "not run", "reason": "the host tag writer (eBPF) is not done on the testbed yet"}}
+    e = run(routing="ecmp", progress=_say(as_json))
+    c = run(routing="pinned", progress=_say(as_json))
+    rep = {"ecmp": e, "controller": c, "comparison": {"ecmp": compare(e), "controller": compare(c)},
+           "controller_mode": "pin decisions installed ahead of traffic (no packet-in path on the testbed yet)"}
     _write(out, rep)
     if as_json:
         typer.echo(json.dumps(rep))
         return
-    t = Table(title=f"bytes entering each spine, MPICH {e['ranks']} ranks, {e['iterations']} x {e['bytes']} B (ECMP)")
-    for c in ("phase", "spine1", "spine2", "sim spine1", "sim spine2", "emulated/sim"):
-        t.add_column(c, justify="right")
-    for ph in ("bcast", "reduce"):
-        if ph in e:
-            m, c = e["simulated"][ph], rep["comparison"]["ecmp"][ph]
-            t.add_row(ph, f"{e[ph]['spine1_bytes']:,}", f"{e[ph]['spine2_bytes']:,}", f"{m['spine1_bytes']:,}",
-                      f"{m['spine2_bytes']:,}", f"{c['bytes_ratio']:.2f}")
+    t = Table(title=f"bytes entering each spine, MPICH {e['ranks']} ranks, {e['iterations']} x {e['bytes']} B")
+    for col in ("routing", "phase", "spine1", "spine2", "sim spine1", "sim spine2", "emulated/sim"):
+        t.add_column(col, justify="right")
+    for mode in ("ecmp", "controller"):
+        r = rep[mode]
+        for ph in ("bcast", "reduce"):
+            if ph in r:
+                m, cmp = r["simulated"][ph], rep["comparison"][mode][ph]
+                t.add_row(mode, ph, f"{r[ph]['spine1_bytes']:,}", f"{r[ph]['spine2_bytes']:,}", f"{m['spine1_bytes']:,}",
+                          f"{m['spine2_bytes']:,}", f"{cmp['bytes_ratio']:.2f}")
     out_console.print(t)
-    err_console.print("controller: not run (" + rep["controller"]["reason"] + ")")
-
+    err_console.print("controller: " + rep["controller_mode"])
