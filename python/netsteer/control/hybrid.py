@@ -165,7 +165,7 @@ class HybridController(Controller):
         self._last_ports = None  # (time, port bytes) of the last congestion poll
         self._gain_streak = 0
         self._hot_streak = 0
-        self._pair_hist: list = []
+        self._last_poll = None  # the congestion mode's last pair-counter snapshot
         self._awaiting = False
         self.decisions: list[dict] = []
         links = [(int(self.topo.out_channel[self.tors[r], self.tor_port_of[r, k]]), r) for r in range(self.racks)
@@ -465,8 +465,8 @@ class HybridController(Controller):
         # the demand of every poll interval feeds the memory: a burst that saturates
         # its path for one poll is seen at its peak, not averaged with its quiet time
         snap = self._pair_snapshot(inp)
-        demand = self._demand(self._pair_hist[-1], snap) if self._pair_hist else None
-        self._pair_hist = [snap]
+        demand = self._demand(self._last_poll, snap)
+        self._last_poll = snap
         if last is None or c.time_ns <= last[0] or self.current is not None or self._queue:
             self._hot_streak = 0
             return
@@ -610,7 +610,7 @@ class HybridController(Controller):
             self.config = r.new
         self.current = None
         # measure the new configuration only: windows start after it is in force
-        self._pair_hist, self._last_ports, self._last_counters = [], None, None
+        self._last_poll, self._last_ports, self._last_counters = None, None, None
         self._hot_streak = self._gain_streak = 0
         self.history.append({"at_s": r.started_ns / 1e9, "what": "reconfiguration", "id": r.id, "status": r.status})
         return []

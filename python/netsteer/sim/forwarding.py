@@ -45,6 +45,8 @@ class VlanOverlay:
         self.rack_of_host = np.repeat(np.arange(self.racks), int(m["servers_per_rack"]))
         self.rules: dict[int, dict[tuple[int, int], PairRule]] = {}
         self.tags: dict[tuple[int, int], frozenset[int]] = {}
+        self._version = 0  # bumped by every change of rules or tags
+        self._memo: tuple | None = None  # (state key, choices) of the last choices()
 
     @property
     def planes(self) -> int:
@@ -54,15 +56,18 @@ class VlanOverlay:
         table = self.rules.setdefault(priority, {})
         for r in rules:
             table[(r.src, r.dst)] = r
+        self._version += 1
 
     def remove(self, priority: int, pairs) -> None:
         table = self.rules.get(priority, {})
         for p in pairs:
             table.pop(tuple(p), None)
+        self._version += 1
 
     def tag(self, ports) -> None:
         for tor, port, vlans in ports:
             self.tags[(int(tor), int(port))] = frozenset(vlans)
+        self._version += 1
 
     def active(self, src: int, dst: int) -> PairRule | None:
         """The rule in force for rack ``src`` to rack ``dst`` (highest priority)."""
@@ -90,28 +95,34 @@ class VlanOverlay:
 
     def choices(self, circuits) -> dict[tuple[int, int], tuple]:
         """Every rack pair with a rule in force: its paths as ``((weight, hops), ...)``,
-        hops the ToR-to-ToR channels (or the blackhole where a path is not there)."""
+        hops the ToR-to-ToR channels (or the blackhole where a path is not there).
+
+        Kept for the same rules, tags and circuit pairings: the driver compares it
+        before and after a change, and re-paths flows with it, in one step.
+        """
+        key = (self._version, tuple(sorted((int(k), np.asarray(v).tobytes()) for k, v in circuits.items())))
+        if self._memo is not None and self._memo[0] == key:
+            return self._memo[1]
         keys = {k for rules in self.rules.values() for k in rules}
         out = {}
         for a, b in keys:
             rule = self.active(a, b)
             if rule is not None:
                 out[(a, b)] = tuple((w, tuple(h)) for w, h in _choices(rule, self, circuits))
+        self._memo = (key, out)
         return out
 
-    def override(self, src_hosts, dst_hosts, flow_ids, base_offsets, base_channels, circuits, choices=None):
+    def override(self, src_hosts, dst_hosts, flow_ids, base_offsets, base_channels, circuits):
         """Replace the base paths of flows whose rack pair has circuit paths.
 
         Returns new CSR ``(offsets, channels)``. A flow keeps its first channel (host
-        to ToR) and last channel (ToR to host) from the base path. ``choices``: what
-        :meth:`choices` gives for ``circuits``, if already known.
+        to ToR) and last channel (ToR to host) from the base path.
         """
         src_r = self.rack_of_host[np.asarray(src_hosts)]
         dst_r = self.rack_of_host[np.asarray(dst_hosts)]
         if not any(self.rules.values()):
             return base_offsets, base_channels
-        if choices is None:
-            choices = self.choices(circuits)
+        choices = self.choices(circuits)
         # per pair: cumulative weights and each path's hops, for a stable per-flow pick
         picks = {}
         for key, opts in choices.items():
