@@ -213,11 +213,15 @@ class SimDriver:
             if status in ("done", "stalled"):
                 return status
             if t_eff is not None and self.now >= t_eff:
-                while self._pending and self._pending[0][0] <= self.now:
-                    _, _, what, payload = heapq.heappop(self._pending)
-                    self._effect(what, payload)
+                self._apply_due_effects()
                 return "changed"
             return "until"
+
+    def _apply_due_effects(self) -> None:
+        """Carry out every intent effect due by now, in order."""
+        while self._pending and self._pending[0][0] <= self.now:
+            _, _, what, payload = heapq.heappop(self._pending)
+            self._effect(what, payload)
 
     def apply(self, intent) -> Applied:
         """Carry ``intent`` out; see the module text."""

@@ -27,7 +27,6 @@ flow is released.
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
 import numpy as np
@@ -176,9 +175,7 @@ class TagSimDriver(SimDriver):
             if status in ("done", "stalled"):
                 return status
             if t_eff is not None and self.now >= t_eff:
-                while self._pending and self._pending[0][0] <= self.now:
-                    _, _, what, payload = heapq.heappop(self._pending)
-                    self._effect(what, payload)
+                self._apply_due_effects()
                 return "changed"
             if until is not None and self.now >= until:
                 return "until"
