@@ -89,6 +89,15 @@ def _vl(routing, i: int) -> int:
     return int(getattr(routing, "partition_vl", {}).get(0x10 + i, 0))
 
 
+def _placement(topo, nv: int, seed: int):
+    """Seed ``seed``'s random victim (``nv`` hosts) and aggressor (the rest), their
+    partitions and the routings of every engine: one case of the experiment."""
+    perm = np.random.default_rng(1000 + seed).permutation(topo.n_hosts)
+    victim, aggressor = np.sort(perm[:nv]), np.sort(perm[nv:])
+    parts = _partitions(topo, [victim, aggressor])
+    return victim, aggressor, parts, _routings(topo, parts)
+
+
 def run(seeds: int = 4, quick: bool = False, only=None, progress=None) -> dict:
     """Run both experiments; returns the report (see the module docstring)."""
     t0 = time.perf_counter()
@@ -102,10 +111,7 @@ def run(seeds: int = 4, quick: bool = False, only=None, progress=None) -> dict:
         acc = {p: {e: [] for e in (*ENGINES, "alone")} for p in VICTIM_PATTERNS}
         shared = {"ftree": [], "pftree": []}
         for s in range(seeds):
-            perm = np.random.default_rng(1000 + s).permutation(H)
-            victim, aggressor = np.sort(perm[:nv]), np.sort(perm[nv:])
-            parts = _partitions(topo, [victim, aggressor])
-            rts = _routings(topo, parts)
+            victim, aggressor, parts, rts = _placement(topo, nv, s)
             shared["ftree"].append(shared_channels(rts["ftree"][0], parts))
             shared["pftree"].append(shared_channels(rts["pftree"][0], parts))
             for pat in VICTIM_PATTERNS:

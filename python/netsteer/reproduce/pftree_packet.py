@@ -34,7 +34,7 @@ from ..sim.driver import SimDriver
 from ..sim.packet import PacketParams
 from ..sim.simulate import legacy_controller, run_driver
 from ..traffic import FlowDag
-from .pftree import BANDWIDTH, TOPOLOGIES, VICTIM_PATTERNS, _partitions, _routings, _tree
+from .pftree import BANDWIDTH, TOPOLOGIES, VICTIM_PATTERNS, _placement, _tree
 
 ENGINES = ("ftree", "pftree", "pftree+vl")
 MESSAGE = 256 * 1024
@@ -79,10 +79,7 @@ def run(seeds: int = 2, quick: bool = False, only=None, message: int = MESSAGE, 
         shared = {"ftree": [], "pftree": []}
         vl_used = []
         for s in range(seeds):
-            perm = np.random.default_rng(1000 + s).permutation(H)
-            victim, aggressor = np.sort(perm[:nv]), np.sort(perm[nv:])
-            parts = _partitions(topo, [victim, aggressor])
-            rts = _routings(topo, parts)
+            victim, aggressor, parts, rts = _placement(topo, nv, s)
             shared["ftree"].append(shared_channels(rts["ftree"][0], parts))
             shared["pftree"].append(shared_channels(rts["pftree"][0], parts))
             pf = rts["pftree"][0]
