@@ -204,3 +204,14 @@ def test_tags_on_a_node_that_is_no_tor_are_refused():
     a = d.apply(TagPorts(((lay.ocs[0], 1, frozenset({3})),)))
     assert not a.ok and "not a ToR" in a.failed
     assert np.all([s.bundles == 0 for s in sw.values()])
+
+
+def test_losses_are_attributed_to_the_reconfiguration_windows_they_overlap():
+    from netsteer.emulate.run import lost_during
+
+    flow = {"lost_intervals": [(0.1, 0.2, 1), (1.0, 1.1, 7), (2.9, 3.0, 2)]}
+    recs = [{"start_s": 1.02, "end_s": 1.05}, {"start_s": 2.0, "end_s": None}]
+    assert lost_during(flow, recs) == 7
+    assert lost_during(flow, recs, margin_s=0.95) == 1 + 7 + 2
+    assert lost_during({"lost_intervals": []}, recs) == 0
+    assert lost_during(flow, []) == 0

@@ -85,12 +85,12 @@ def emulate_cmd(
         return
     err_console.print(f"rates x {rep['scale']:g} (emulated), times x {rep['time_scale']:g}")
     t = Table(title=f"flows on the emulated network ({rep['status']}), against the simulator")
-    for c in ("src", "dst", "Gbit/s (topology rates)", "simulated", "difference", "lost packets", "error"):
+    for c in ("src", "dst", "Gbit/s (topology rates)", "simulated", "difference", "lost packets", "in reconfig", "error"):
         t.add_column(c)
     num = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
     for f, s, d in zip(rep["flows"], rep["simulated"]["flows"], rep["difference"]["flow_gbps"]):
         t.add_row(str(f["src"]), str(f["dst"]), num(f.get("gbps")), num(s["gbps"]), num(d),
-                  str(f.get("lost_packets", "-")), f.get("error", ""))
+                  str(f.get("lost_packets", "-")), str(f.get("lost_during_reconfig", "-")), f.get("error", ""))
     out_console.print(t)
     sims = rep["simulated"]["reconfigurations"]
     for i, (r, c) in enumerate(zip((rep["controller"] or {}).get("reconfigurations", []), rep["steps"])):
@@ -145,13 +145,13 @@ def reproduce_emulated(
         typer.echo(json.dumps(rep))
         return
     t = Table(title=f"iperf3 over an emulated circuit reconfigured every {period:g} s (rates / {rep['rate_divisor']:g})")
-    for c in ("rules", "mode", "avg Gbit/s", "sim", "delay s", "sim", "controller s", "lost packets"):
+    for c in ("rules", "mode", "avg Gbit/s", "sim", "delay s", "sim", "controller s", "lost packets", "in reconfig"):
         t.add_column(c, justify="right")
     f = lambda x, d=3: "-" if x is None else f"{x:.{d}f}"  # noqa: E731
     for r in rep["iperf"]:
         s = r["simulated"]
         t.add_row(str(r["rules"]), r["mode"], f(r["avg_gbps"]), f(s["avg_gbps"]), f(r["delay_s"]), f(s["delay_s"]),
-                  f(r["controller_delay_s"]), str(r["lost_packets"]))
+                  f(r["controller_delay_s"]), str(r["lost_packets"]), str(r["lost_during_reconfig"]))
     out_console.print(t)
 
 

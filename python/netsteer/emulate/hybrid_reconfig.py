@@ -7,8 +7,9 @@ the userspace datapath carries on two shared cores: every rate divided by
 shortened to ``period_s``. Each run reconfigures the circuit periodically and
 pushes ``rules`` extra rules each time, make-before-break or break-before-make:
 
-- a UDP run below the electrical rate counts lost packets by sequence number
-  (make-before-break must lose none: its detour carries the stream);
+- a UDP run below the electrical rate counts lost packets by sequence number,
+  per 0.1 s interval, and those in the reconfigurations' windows apart
+  (make-before-break must lose none there: its detour carries the stream);
 - a TCP run measures the average bandwidth;
 - the driver times each bundle: the controller's share of each step's delay.
 
@@ -69,6 +70,9 @@ def emulated_run(rules: int, mode: str, *, period_s: float, duration_s: float, r
         "delay_s": float(np.mean(delays)) if delays else None,
         "controller_delay_s": float(np.mean(ctl)) if ctl else None,
         "lost_packets": f_udp.get("lost_packets"),
+        # the ones in the reconfigurations' windows: make-before-break must lose none
+        "lost_during_reconfig": f_udp.get("lost_during_reconfig"),
+        "lost_at_s": f_udp.get("lost_at_s", []),
         "udp_packets": f_udp.get("packets"),
         "reconfigurations": len(shares) // 2,
         "steps": shares,

@@ -172,12 +172,16 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
                 cj = iperf_json(p, timeout=f.duration_s + 10) if p is not None else {"error": "not started"}
                 sj = iperf_json(s, timeout=5)
                 results.append(_summary(f, cj, sj, udp_bps is not None, tb.scale))
+            report = hybrid.report()
+            if udp_bps is not None:
+                for r in results:
+                    r["lost_during_reconfig"] = lost_during(r, report["reconfigurations"])
         finally:
             drv.close()
         return {
             "status": status, "channel": "custom" if switch_factory else channel, "testbed": tb.prefix,
             "scale": tb.scale, "time_scale": time_scale, "duration_s": end_s,
-            "flows": results, "controller": hybrid.report(), "pushes": drv.pushes, "decisions": ctl.calls,
+            "flows": results, "controller": report, "pushes": drv.pushes, "decisions": ctl.calls,
             "counters": {"bytes_at": "topology rates (emulated bytes / scale)", "port_bytes": counters.port_bytes.tolist(),
                          "pair_bytes": None if counters.pair_bytes is None else counters.pair_bytes.tolist()},
             "stale_switches": [topo.node_names[n] for n in sorted(drv.stale)],
@@ -249,9 +253,22 @@ def _summary(f: Flow, client: dict, server: dict, udp: bool, scale: float) -> di
     out["time_s"] = [f.start_s + t for t, _ in series]
     out["series_gbps"] = [b / scale / 1e9 for _, b in series]
     if udp:
-        out["lost_at_s"] = [round(f.start_s + float(i["sum"]["end"]), 2) for i in server.get("intervals", [])
-                            if int(i["sum"].get("lost_packets", 0)) > 0]
+        # the receiver's sequence gaps per 0.1 s interval: (interval start, end, lost)
+        out["lost_intervals"] = [(round(f.start_s + float(i["sum"]["start"]), 3), round(f.start_s + float(i["sum"]["end"]), 3),
+                                  int(i["sum"]["lost_packets"])) for i in server.get("intervals", [])
+                                 if int(i["sum"].get("lost_packets", 0)) > 0]
+        out["lost_at_s"] = [round(e, 2) for _, e, _ in out["lost_intervals"]]
     return out
+
+
+def lost_during(flow: dict, reconfigurations: list[dict], margin_s: float = 0.25) -> int:
+    """UDP packets ``flow`` lost in the intervals that overlap a reconfiguration
+    (from its start to its end, widened by ``margin_s`` for the clocks of iperf3 and
+    the driver, which start apart). Losses elsewhere (a stall of the emulating
+    machine) are not the reconfiguration's; ``lost_packets`` keeps them all."""
+    windows = [(r["start_s"] - margin_s, (r["end_s"] if r.get("end_s") is not None else r["start_s"]) + margin_s)
+               for r in reconfigurations if r.get("start_s") is not None]
+    return sum(n for a, b, n in flow.get("lost_intervals", []) if any(a < hi and b > lo for lo, hi in windows))
 
 
 def controller_share(report: dict, pushes: list[dict], decisions: list[dict] = ()) -> list[dict]:
