@@ -6,6 +6,21 @@
 //! owns the solve. An event (a flow starting or leaving, a channel changing)
 //! marks the channels it touched; at the end of the instant only the flows
 //! connected to them, through shared channels, are solved again.
+//!
+//! Within that component the update is selective. Let `T` be the lowest fill
+//! level (rate / weight) among the flows that left this instant (their old
+//! level) and the flows that arrived (their new one). Progressive filling on the
+//! old and the new problem passes the same freeze events below `T`: a channel of
+//! a leaving flow cannot saturate below its level (the flow would have frozen
+//! there), nor a channel of an arriving one. So every flow whose old level is
+//! below `T` keeps its rate exactly. An arriving flow's new level is at least
+//! `min(bound / w, cap_c / W_c)` over its channels (`W_c`: all the weight on
+//! `c`): no channel saturates below its capacity over its total weight. With
+//! those flows fixed at their rates, the max-min allocation of the others is
+//! the max-min allocation of the reduced problem (capacities minus the fixed
+//! rates): every remaining flow keeps its bottleneck. Only they are solved.
+//! Components with several priority classes, and channels that changed, are
+//! solved whole.
 
 use std::any::Any;
 
@@ -32,6 +47,8 @@ struct FluidFlow {
     // invalidates finish events scheduled at an older rate
     version: u32,
     active: bool,
+    // started (or re-pathed) since the last solve: no old rate to keep
+    fresh: bool,
 }
 
 /// Buffers reused by every solve, so the hot path allocates nothing.
@@ -47,6 +64,7 @@ struct Scratch {
     local: Vec<u32>,
     rates: Vec<f64>,
     view_cap: Vec<f64>,
+    solve_flows: Vec<u32>,
 }
 
 impl Scratch {
@@ -60,6 +78,7 @@ impl Scratch {
         self.prio.clear();
         self.local.clear();
         self.rates.clear();
+        self.solve_flows.clear();
     }
 }
 
@@ -84,6 +103,18 @@ pub struct Fluid {
     solves: u64,
     solved_flows: u64,
     solved_flow_hops: u64,
+    kept_flows: u64,
+    selective: bool,
+    // what changed since the last solve (the selective update, module text)
+    left_level: f64,
+    // the classes of the flows that left: the old problem must have had one class too
+    left_class: Option<(u8, u8)>,
+    arrived: Vec<u32>,
+    whole: bool,
+    // capacities less the rates kept, on the channels of the flows solved
+    residual: Vec<f64>,
+    chan_w: Vec<f64>,
+    chan_w_stamp: Vec<u64>,
 }
 
 impl Fluid {
@@ -108,7 +139,28 @@ impl Fluid {
             solves: 0,
             solved_flows: 0,
             solved_flow_hops: 0,
+            kept_flows: 0,
+            selective: true,
+            left_level: f64::INFINITY,
+            left_class: None,
+            arrived: vec![],
+            whole: false,
+            residual: vec![0.0; n],
+            chan_w: vec![0.0; n],
+            chan_w_stamp: vec![0; n],
         }
+    }
+
+    /// Solve every touched component whole (`false`), or only the flows whose
+    /// rate can change (`true`, the default): the two agree to rounding.
+    pub fn selective(mut self, on: bool) -> Self {
+        self.selective = on;
+        self
+    }
+
+    /// Flows whose rates a solve kept, summed over solves (the selective update's gain).
+    pub fn kept_flows(&self) -> u64 {
+        self.kept_flows
     }
 
     fn grow(&mut self, net: &Net, f: usize) {
@@ -227,6 +279,62 @@ impl Fluid {
         }
     }
 
+    fn forget_changes(&mut self) {
+        for &a in &self.arrived {
+            if let Some(s) = self.st.get_mut(a as usize) {
+                s.fresh = false;
+            }
+        }
+        self.arrived.clear();
+        self.left_level = f64::INFINITY;
+        self.left_class = None;
+        self.whole = false;
+    }
+
+    /// The level below which every flow of `comp` keeps its rate (module text);
+    /// 0 when the whole component must be solved.
+    fn keep_below(&mut self, net: &Net, comp: &[u32]) -> f64 {
+        if self.whole || !self.selective || comp.is_empty() {
+            return 0.0;
+        }
+        let class = net.flows[comp[0] as usize].priority;
+        if comp.iter().any(|&f| net.flows[f as usize].priority != class) {
+            return 0.0;
+        }
+        if self.left_class.is_some_and(|(lo, hi)| lo != class || hi != class) {
+            return 0.0; // the old problem had classes: its starved flows may rise
+        }
+        let mut t = self.left_level;
+        self.stamp += 1;
+        let stamp = self.stamp;
+        for i in 0..self.arrived.len() {
+            let a = self.arrived[i] as usize;
+            let s = self.st[a];
+            if !s.active || !s.fresh {
+                continue;
+            }
+            if s.bound.is_finite() {
+                t = t.min(s.bound / s.eff_weight);
+            }
+            for &c in net.path(a) {
+                let c = c as usize;
+                if self.chan_w_stamp[c] != stamp {
+                    self.chan_w_stamp[c] = stamp;
+                    self.chan_w[c] = self.chan_flows[c].iter().map(|&g| self.st[g as usize].eff_weight).sum();
+                }
+                t = t.min(net.capacity[c] / self.chan_w[c]);
+            }
+            if !(t > 0.0) {
+                return 0.0;
+            }
+        }
+        if t.is_finite() && t > 0.0 {
+            t
+        } else {
+            0.0
+        }
+    }
+
     /// Re-solve the rates of the flows connected to channels touched since the last
     /// solve, and reschedule their finish events.
     fn resolve(&mut self, net: &Net, now: Ns) {
@@ -262,13 +370,61 @@ impl Fluid {
         }
         if sc.comp_flows.is_empty() {
             self.scratch = sc;
+            self.forget_changes();
             return;
         }
         sc.comp_flows.sort_unstable();
-        // local problem over the component
-        let k = sc.comp_flows.len();
+        // the flows to solve: those whose rate can change (module text)
+        let t = self.keep_below(net, &sc.comp_flows);
+        let mut residual = std::mem::take(&mut self.residual);
+        sc.solve_flows.clear();
+        if t > 0.0 {
+            let below = t * (1.0 - 1e-9);
+            for &f in &sc.comp_flows {
+                let s = &self.st[f as usize];
+                if s.fresh || !(s.rate / s.eff_weight < below) {
+                    sc.solve_flows.push(f);
+                }
+            }
+        }
+        let kept = if sc.solve_flows.is_empty() { 0 } else { sc.comp_flows.len() - sc.solve_flows.len() };
+        if kept == 0 {
+            sc.solve_flows.clear();
+            sc.solve_flows.extend_from_slice(&sc.comp_flows);
+        } else {
+            // capacities less the kept rates, on the channels of the flows solved
+            self.stamp += 1;
+            let s2 = self.stamp;
+            for &f in &sc.solve_flows {
+                for &c in net.path(f as usize) {
+                    if self.chan_w_stamp[c as usize] != s2 {
+                        self.chan_w_stamp[c as usize] = s2;
+                        residual[c as usize] = net.capacity[c as usize];
+                    }
+                }
+            }
+            for &f in &sc.comp_flows {
+                let s = &self.st[f as usize];
+                if s.fresh || !(s.rate / s.eff_weight < t * (1.0 - 1e-9)) {
+                    continue;
+                }
+                for &c in net.path(f as usize) {
+                    if self.chan_w_stamp[c as usize] == s2 {
+                        residual[c as usize] -= s.rate;
+                    }
+                }
+            }
+            for &f in &sc.solve_flows {
+                for &c in net.path(f as usize) {
+                    residual[c as usize] = residual[c as usize].max(0.0);
+                }
+            }
+        }
+        self.kept_flows += kept as u64;
+        // local problem over the flows solved
+        let k = sc.solve_flows.len();
         sc.offsets.push(0);
-        for &f in &sc.comp_flows {
+        for &f in &sc.solve_flows {
             let f = f as usize;
             let fl = &net.flows[f];
             sc.chans
@@ -281,7 +437,7 @@ impl Fluid {
         sc.local.extend(0..k as u32);
         sc.rates.resize(k, 0.0);
         let problem = Problem {
-            capacity: net.capacity,
+            capacity: if kept == 0 { net.capacity } else { &residual },
             offsets: &sc.offsets,
             channels: &sc.chans,
             weight: &sc.weight,
@@ -289,11 +445,13 @@ impl Fluid {
             priority: &sc.prio,
         };
         solve_subset(&problem, &sc.local, &mut sc.rates, &mut self.ws);
+        self.residual = residual;
+        self.forget_changes();
         self.solves += 1;
         self.solved_flows += k as u64;
         self.solved_flow_hops += sc.chans.len() as u64;
         for i in 0..k {
-            let f = sc.comp_flows[i] as usize;
+            let f = sc.solve_flows[i] as usize;
             let r = sc.rates[i];
             if r == self.st[f].rate && self.st[f].version > 0 {
                 continue; // its finish event still stands
@@ -339,11 +497,20 @@ impl Physics for Fluid {
             // a reused slot keeps counting, so no old finish event matches
             version: v.wrapping_add(1),
             active: true,
+            fresh: true,
         };
+        self.arrived.push(f as u32);
         self.attach(net, f);
     }
     fn leave(&mut self, net: &Net, f: usize, now: Ns) {
         if f < self.st.len() && self.st[f].active {
+            let s = self.st[f];
+            if !s.fresh {
+                // a flow that arrived and left before any solve was in neither problem
+                self.left_level = self.left_level.min(s.rate / s.eff_weight);
+                let p = net.flows[f].priority;
+                self.left_class = Some(self.left_class.map_or((p, p), |(lo, hi)| (lo.min(p), hi.max(p))));
+            }
             self.settle_flow(f, now);
             self.detach(net, f, now);
             self.st[f].active = false;
@@ -355,8 +522,12 @@ impl Physics for Fluid {
         self.st[f].active = true;
         self.st[f].version = self.st[f].version.wrapping_add(1);
         self.st[f].rate = 0.0;
+        // on its new path it arrives: it left its old one (leave)
+        self.st[f].fresh = true;
+        self.arrived.push(f as u32);
     }
     fn channels_changed(&mut self, _net: &Net, channels: &[u32], _now: Ns) {
+        self.whole = true; // a capacity moved: no level is safe
         for &c in channels {
             self.mark(c);
         }
