@@ -64,7 +64,7 @@ struct Scratch {
     local: Vec<u32>,
     rates: Vec<f64>,
     view_cap: Vec<f64>,
-    solve_flows: Vec<u32>,
+    seeds: Vec<u32>,
 }
 
 impl Scratch {
@@ -78,7 +78,6 @@ impl Scratch {
         self.prio.clear();
         self.local.clear();
         self.rates.clear();
-        self.solve_flows.clear();
     }
 }
 
@@ -104,6 +103,7 @@ pub struct Fluid {
     solved_flows: u64,
     solved_flow_hops: u64,
     kept_flows: u64,
+    guess_misses: u64,
     selective: bool,
     // what changed since the last solve (the selective update, module text)
     left_level: f64,
@@ -114,6 +114,7 @@ pub struct Fluid {
     // capacities less the rates kept, on the channels of the flows solved
     residual: Vec<f64>,
     chan_w: Vec<f64>,
+    residual_guess: Vec<f64>,
     chan_w_stamp: Vec<u64>,
 }
 
@@ -140,6 +141,7 @@ impl Fluid {
             solved_flows: 0,
             solved_flow_hops: 0,
             kept_flows: 0,
+            guess_misses: 0,
             selective: true,
             left_level: f64::INFINITY,
             left_class: None,
@@ -147,6 +149,7 @@ impl Fluid {
             whole: false,
             residual: vec![0.0; n],
             chan_w: vec![0.0; n],
+            residual_guess: vec![0.0; n],
             chan_w_stamp: vec![0; n],
         }
     }
@@ -161,6 +164,11 @@ impl Fluid {
     /// Flows whose rates a solve kept, summed over solves (the selective update's gain).
     pub fn kept_flows(&self) -> u64 {
         self.kept_flows
+    }
+
+    /// Solves whose guessed level did not hold (solved again at the safe level).
+    pub fn guess_misses(&self) -> u64 {
+        self.guess_misses
     }
 
     fn grow(&mut self, net: &Net, f: usize) {
@@ -291,20 +299,15 @@ impl Fluid {
         self.whole = false;
     }
 
-    /// The level below which every flow of `comp` keeps its rate (module text);
-    /// 0 when the whole component must be solved.
-    fn keep_below(&mut self, net: &Net, comp: &[u32]) -> f64 {
-        if self.whole || !self.selective || comp.is_empty() {
-            return 0.0;
+    /// The level below which every flow keeps its rate (module text), with the one
+    /// priority class every change is in; `None` when the touched components must
+    /// be solved whole.
+    fn keep_below(&mut self, net: &Net) -> Option<(f64, f64, u8)> {
+        if self.whole || !self.selective {
+            return None;
         }
-        let class = net.flows[comp[0] as usize].priority;
-        if comp.iter().any(|&f| net.flows[f as usize].priority != class) {
-            return 0.0;
-        }
-        if self.left_class.is_some_and(|(lo, hi)| lo != class || hi != class) {
-            return 0.0; // the old problem had classes: its starved flows may rise
-        }
-        let mut t = self.left_level;
+        let mut class = self.left_class.map(|(lo, hi)| (lo == hi).then_some(lo));
+        let (mut safe, mut guess) = (self.left_level, self.left_level);
         self.stamp += 1;
         let stamp = self.stamp;
         for i in 0..self.arrived.len() {
@@ -313,118 +316,124 @@ impl Fluid {
             if !s.active || !s.fresh {
                 continue;
             }
+            let p = net.flows[a].priority;
+            match class {
+                None => class = Some(Some(p)),
+                Some(Some(q)) if q == p => {}
+                _ => return None,
+            }
             if s.bound.is_finite() {
-                t = t.min(s.bound / s.eff_weight);
+                safe = safe.min(s.bound / s.eff_weight);
+                guess = guess.min(s.bound / s.eff_weight);
             }
             for &c in net.path(a) {
                 let c = c as usize;
                 if self.chan_w_stamp[c] != stamp {
                     self.chan_w_stamp[c] = stamp;
-                    self.chan_w[c] = self.chan_flows[c].iter().map(|&g| self.st[g as usize].eff_weight).sum();
+                    let (lo, hi) = self.channel_levels(c, net.capacity[c]);
+                    self.chan_w[c] = lo;
+                    self.residual_guess[c] = hi;
                 }
-                t = t.min(net.capacity[c] / self.chan_w[c]);
-            }
-            if !(t > 0.0) {
-                return 0.0;
+                safe = safe.min(self.chan_w[c]);
+                guess = guess.min(self.residual_guess[c]);
             }
         }
-        if t.is_finite() && t > 0.0 {
-            t
-        } else {
-            0.0
+        match class {
+            Some(Some(p)) if safe.is_finite() && safe > 0.0 => Some((safe, guess.max(safe), p)),
+            _ => None,
         }
     }
 
-    /// Re-solve the rates of the flows connected to channels touched since the last
-    /// solve, and reschedule their finish events.
-    fn resolve(&mut self, net: &Net, now: Ns) {
-        if self.dirty.is_empty() {
-            return;
+    /// Channel `c` alone, its flows' rates capped at what they have: the level an
+    /// arrival gets there. Returns (`cap / W`, a lower bound of the arrival's level
+    /// in the whole problem; water-filling from it, a guess of that level).
+    fn channel_levels(&self, c: usize, cap: f64) -> (f64, f64) {
+        let flows = &self.chan_flows[c];
+        let w: f64 = flows.iter().map(|&g| self.st[g as usize].eff_weight).sum();
+        let lower = cap / w;
+        let mut x = lower;
+        for _ in 0..4 {
+            let (mut low, mut high_w) = (0.0, 0.0);
+            for &g in flows {
+                let s = &self.st[g as usize];
+                if !s.fresh && s.rate < s.eff_weight * x {
+                    low += s.rate;
+                } else {
+                    high_w += s.eff_weight;
+                }
+            }
+            let next = (cap - low) / high_w;
+            if !(next > x * (1.0 + 1e-12)) {
+                break;
+            }
+            x = next;
         }
+        (lower, x)
+    }
+
+    /// Collect into `sc.comp_flows` the flows to solve, from the channels in
+    /// `sc.seeds`: every flow connected to them through shared channels (whole), or
+    /// (`keep` = (level, class)) only those whose rate can change, reached through
+    /// flows that can change, with `residual` the capacity the kept flows leave on
+    /// the channels reached. Returns false if a reached channel carries another
+    /// class (then the components are solved whole).
+    fn collect(&mut self, net: &Net, sc: &mut Scratch, keep: Option<(f64, u8)>, residual: &mut [f64]) -> bool {
         self.stamp += 1;
         let stamp = self.stamp;
-        let mut sc = std::mem::take(&mut self.scratch);
-        sc.clear();
-        std::mem::swap(&mut sc.queue, &mut self.dirty);
-        for &c in &sc.queue {
-            self.is_dirty[c as usize] = false;
+        sc.comp_flows.clear();
+        sc.queue.clear();
+        sc.queue.extend_from_slice(&sc.seeds);
+        for &c in &sc.seeds {
             self.stamp_chan[c as usize] = stamp;
         }
+        let below = keep.map_or(0.0, |(t, _)| t * (1.0 - 1e-9));
+        let mut kept = 0u64;
         while let Some(c) = sc.queue.pop() {
+            let mut left = net.capacity[c as usize];
             for i in 0..self.chan_flows[c as usize].len() {
                 let f = self.chan_flows[c as usize][i] as usize;
+                if let Some((_, class)) = keep {
+                    if net.flows[f].priority != class {
+                        return false;
+                    }
+                    let s = &self.st[f];
+                    if !s.fresh && s.rate / s.eff_weight < below {
+                        left -= s.rate;
+                        kept += 1;
+                        continue;
+                    }
+                }
                 if self.stamp_flow[f] == stamp {
                     continue;
                 }
                 self.stamp_flow[f] = stamp;
                 sc.comp_flows.push(f as u32);
-                let fl = &net.flows[f];
-                for k in fl.path_start..fl.path_start + fl.path_len {
-                    let c2 = net.paths[k];
+                for &c2 in net.path(f) {
                     if self.stamp_chan[c2 as usize] != stamp {
                         self.stamp_chan[c2 as usize] = stamp;
                         sc.queue.push(c2);
                     }
                 }
             }
+            residual[c as usize] = left.max(0.0);
         }
-        if sc.comp_flows.is_empty() {
-            self.scratch = sc;
-            self.forget_changes();
-            return;
-        }
+        self.kept_flows += kept;
+        true
+    }
+
+    /// Solve the flows of `sc.comp_flows` (sorted first: a fixed summation order)
+    /// on `capacity`, into `sc.rates`.
+    fn solve_collected(&mut self, sc: &mut Scratch, net: &Net, capacity: &[f64]) {
+        sc.offsets.clear();
+        sc.chans.clear();
+        sc.weight.clear();
+        sc.bound.clear();
+        sc.prio.clear();
+        sc.local.clear();
         sc.comp_flows.sort_unstable();
-        // the flows to solve: those whose rate can change (module text)
-        let t = self.keep_below(net, &sc.comp_flows);
-        let mut residual = std::mem::take(&mut self.residual);
-        sc.solve_flows.clear();
-        if t > 0.0 {
-            let below = t * (1.0 - 1e-9);
-            for &f in &sc.comp_flows {
-                let s = &self.st[f as usize];
-                if s.fresh || !(s.rate / s.eff_weight < below) {
-                    sc.solve_flows.push(f);
-                }
-            }
-        }
-        let kept = if sc.solve_flows.is_empty() { 0 } else { sc.comp_flows.len() - sc.solve_flows.len() };
-        if kept == 0 {
-            sc.solve_flows.clear();
-            sc.solve_flows.extend_from_slice(&sc.comp_flows);
-        } else {
-            // capacities less the kept rates, on the channels of the flows solved
-            self.stamp += 1;
-            let s2 = self.stamp;
-            for &f in &sc.solve_flows {
-                for &c in net.path(f as usize) {
-                    if self.chan_w_stamp[c as usize] != s2 {
-                        self.chan_w_stamp[c as usize] = s2;
-                        residual[c as usize] = net.capacity[c as usize];
-                    }
-                }
-            }
-            for &f in &sc.comp_flows {
-                let s = &self.st[f as usize];
-                if s.fresh || !(s.rate / s.eff_weight < t * (1.0 - 1e-9)) {
-                    continue;
-                }
-                for &c in net.path(f as usize) {
-                    if self.chan_w_stamp[c as usize] == s2 {
-                        residual[c as usize] -= s.rate;
-                    }
-                }
-            }
-            for &f in &sc.solve_flows {
-                for &c in net.path(f as usize) {
-                    residual[c as usize] = residual[c as usize].max(0.0);
-                }
-            }
-        }
-        self.kept_flows += kept as u64;
-        // local problem over the flows solved
-        let k = sc.solve_flows.len();
+        let k = sc.comp_flows.len();
         sc.offsets.push(0);
-        for &f in &sc.solve_flows {
+        for &f in &sc.comp_flows {
             let f = f as usize;
             let fl = &net.flows[f];
             sc.chans
@@ -435,9 +444,10 @@ impl Fluid {
             sc.prio.push(fl.priority);
         }
         sc.local.extend(0..k as u32);
+        sc.rates.clear();
         sc.rates.resize(k, 0.0);
         let problem = Problem {
-            capacity: if kept == 0 { net.capacity } else { &residual },
+            capacity,
             offsets: &sc.offsets,
             channels: &sc.chans,
             weight: &sc.weight,
@@ -445,13 +455,70 @@ impl Fluid {
             priority: &sc.prio,
         };
         solve_subset(&problem, &sc.local, &mut sc.rates, &mut self.ws);
-        self.residual = residual;
-        self.forget_changes();
         self.solves += 1;
         self.solved_flows += k as u64;
         self.solved_flow_hops += sc.chans.len() as u64;
+    }
+
+    /// Whether a solve that kept the flows below level `t` is the max-min
+    /// allocation: every flow solved ends at `t` or above, or at its bound. Then
+    /// each has its bottleneck (the kept ones keep theirs: a kept flow's bottleneck
+    /// carried no flow above it, so only arrivals can join it, and an arrival
+    /// there would have ended below `t`).
+    fn guess_holds(&self, sc: &Scratch, t: f64) -> bool {
+        let below = t * (1.0 - 1e-9);
+        (0..sc.comp_flows.len()).all(|i| {
+            let r = sc.rates[i];
+            r / sc.weight[i] >= below || (sc.bound[i].is_finite() && r >= sc.bound[i] * (1.0 - 1e-12))
+        })
+    }
+
+    /// Re-solve the rates of the flows whose rates can change since the last
+    /// solve, and reschedule their finish events.
+    fn resolve(&mut self, net: &Net, now: Ns) {
+        if self.dirty.is_empty() {
+            return;
+        }
+        let mut sc = std::mem::take(&mut self.scratch);
+        sc.clear();
+        std::mem::swap(&mut sc.seeds, &mut self.dirty);
+        self.dirty.clear();
+        for &c in &sc.seeds {
+            self.is_dirty[c as usize] = false;
+        }
+        let mut residual = std::mem::take(&mut self.residual);
+        let plan = self.keep_below(net);
+        // a guess first (kept: the flows below the lowest level that left), checked
+        // after the solve; then the safe level; then the touched components whole
+        let mut solved = false;
+        if let Some((safe, guess, class)) = plan {
+            let first = if guess > safe * (1.0 + 1e-9) { guess } else { safe };
+            for t in [first, safe] {
+                solved = self.collect(net, &mut sc, Some((t, class)), &mut residual);
+                if !solved {
+                    break; // a reached channel carries another class: whole
+                }
+                if sc.comp_flows.is_empty() {
+                    break; // no rate can change
+                }
+                self.solve_collected(&mut sc, net, &residual);
+                if t == safe || self.guess_holds(&sc, t) {
+                    break;
+                }
+                self.guess_misses += 1;
+            }
+        }
+        if !solved {
+            self.collect(net, &mut sc, None, &mut residual);
+            if !sc.comp_flows.is_empty() {
+                self.solve_collected(&mut sc, net, net.capacity);
+            }
+        }
+        self.residual = residual;
+        self.forget_changes();
+        let k = sc.comp_flows.len();
         for i in 0..k {
-            let f = sc.solve_flows[i] as usize;
+            let f = sc.comp_flows[i] as usize;
             let r = sc.rates[i];
             if r == self.st[f].rate && self.st[f].version > 0 {
                 continue; // its finish event still stands
@@ -587,6 +654,7 @@ impl Physics for Fluid {
         s.solves += self.solves;
         s.solved_flows += self.solved_flows;
         s.solved_flow_hops += self.solved_flow_hops;
+        s.kept_flows += self.kept_flows;
     }
     fn as_any(&self) -> &dyn Any {
         self

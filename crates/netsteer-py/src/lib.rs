@@ -472,6 +472,7 @@ impl Engine {
         d.set_item("solves", s.solves)?;
         d.set_item("solved_flows", s.solved_flows)?;
         d.set_item("solved_flow_hops", s.solved_flow_hops)?;
+        d.set_item("kept_flows", s.kept_flows)?;
         if self.packets().is_some() {
             d.set_item("packet_hops", s.packet_hops)?;
         }
