@@ -13,12 +13,16 @@ hosts tag every packet (PMPI library + eBPF writer) and the switches hold the
 ``pin`` module's decisions for the source's controller (bcast via spine1, reduce
 via spine2) installed ahead of traffic with ECMP for other tags and the true-MAC
 rewrite at the last switch (:func:`.fabric_routes.tag_tables`). The reactive path
-(packet-in -> module -> rules through the os-ken app) is not done yet.
+Or ``controller``: the reactive path (:mod:`.reactive_tags`): the switches hold
+ECMP and a miss rule only; each tag's first frame goes to the os-ken application,
+the interconnect controller's modules (the same ``pin`` decisions) answer with
+rules, which are installed on the path before the frame is sent on.
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import tempfile
 import threading
 import time
@@ -29,12 +33,16 @@ from ..topology.pgft import pgft
 from ..unisonflow.tags import PRIMITIVE_NAMES
 from .fabric_routes import ecmp_tables, tag_tables
 from .mpi import MpiHosts, compile_program, phases, read_peer_tables
+from .reactive_tags import MISS, ReactiveTags
 from .testbed import Testbed
 
 SAMPLE_S = 0.05
 #: the source's controller: bcast (code 2) through spine1, reduce (code 3) through spine2
 PINS = {2: "s2_0", 3: "s2_1"}
-ROUTINGS = ("ecmp", "pinned")
+ROUTINGS = ("ecmp", "pinned", "controller")
+#: the source's controller as module specs (the reactive path)
+MODULES = [{"module": "pin", "primitive": "bcast", "via": PINS[2]},
+           {"module": "pin", "primitive": "reduce", "via": PINS[3]}]
 
 
 def source_fabric():
@@ -72,7 +80,25 @@ def _at(samples, t_ns: int, name: str) -> float:
     return a[name] + (b[name] - a[name]) * (t_ns - t0) / max(t1 - t0, 1)
 
 
-def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progress=lambda m: None) -> dict[str, Any]:
+@contextlib.contextmanager
+def _reactive(tb, topo, routing: str, modules):
+    """The os-ken application with the interconnect controller behind it
+    (``controller`` routing); ``None`` otherwise."""
+    if routing != "controller":
+        yield None
+        return
+    from ..unisonflow.controller import InterconnectController
+    from ..unisonflow.fabric import Fabric
+    from ..unisonflow.modules import JobView
+    from .run import open_switches
+
+    ctl = InterconnectController(Fabric(topo), {0: (JobView(0, {0: list(range(topo.n_hosts))}), modules)})
+    with open_switches(tb, "osken") as switches, ReactiveTags(next(iter(switches.values())).ctl, switches, ctl) as r:
+        yield r
+
+
+def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progress=lambda m: None,
+        modules: list[dict] | None = None) -> dict[str, Any]:
     """Run the program on the source's fabric; returns per phase the bytes entering
     each spine (``spine1_bytes``, ``spine2_bytes``), the phase times and the peer
     table's summary."""
@@ -81,15 +107,16 @@ def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progre
         raise NetsteerError(f"routing {routing!r} is not available on the testbed; there is {', '.join(ROUTINGS)}",
                             field="routing")
     topo = source_fabric()
+    modules = MODULES if modules is None else modules
     with tempfile.TemporaryDirectory(prefix="netsteer-uf-") as d:
         exe = compile_program("bcast_reduce", d)
-        with Testbed(topo, progress=progress) as tb:
-            tabs = ecmp_tables(topo) if routing == "ecmp" else tag_tables(topo, list(range(topo.n_hosts)), PINS)
+        with Testbed(topo, progress=progress) as tb, _reactive(tb, topo, routing, modules) as reactive:
+            tabs = tag_tables(topo, list(range(topo.n_hosts)), PINS) if routing == "pinned" else ecmp_tables(topo)
             sw = {s: OfctlSwitch(tb.bridges[s]) for s in tabs}
             for s, tab in tabs.items():
-                sw[s].replace(tab.flow_lines(), tab.group_lines())
+                sw[s].replace(tab.flow_lines() + ([MISS] if reactive else []), tab.group_lines())
             spines = {"spine1": sw[topo.node("s2_0")], "spine2": sw[topo.node("s2_1")]}
-            with MpiHosts(tb, tags=routing == "pinned") as m:
+            with MpiHosts(tb, tags=routing != "ecmp") as m:
                 sampler = _Sampler(spines)
                 sampler.read()
                 sampler.start()
@@ -113,6 +140,8 @@ def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progre
                      **{f"{k}_bytes": int(round(_at(s, b, k) - _at(s, a, k))) for k in ("spine1", "spine2")}}
     out["total"] = {f"{k}_bytes": s[-1][1][k] - s[0][1][k] for k in ("spine1", "spine2")}
     out["testbed"] = tb.prefix
+    if reactive is not None:
+        out["controller"] = {**reactive.report(), "unisonflow": reactive.controller.report()}
     out["simulated"] = predict(iterations, nbytes, routing)
     out["peer_table"] = {"ranks": len(tables), "peers_of_rank0": len(tables[0]["peers"]),
                          "primitive_changes_rank0": len(tables[0]["prims"])}

@@ -70,6 +70,8 @@ def parse_match(text: str) -> p.OFPMatch:
     >>> m = parse_match("ip,vlan_tci=0x0000/0x1000,nw_src=10.64.0.0/24")
     >>> m["eth_type"], m["vlan_vid"], m["ipv4_src"]
     (2048, 0, ('10.64.0.0', '255.255.255.0'))
+    >>> parse_match("dl_dst=08:00:00:00:00:00/fc:00:00:00:00:00")["eth_dst"]
+    ('08:00:00:00:00:00', 'fc:00:00:00:00:00')
     """
     f: dict = {}
     for tok in filter(None, text.split(",")):
@@ -86,6 +88,9 @@ def parse_match(text: str) -> p.OFPMatch:
             f["ipv4_src"] = _ipv4(val)
         elif key == "nw_dst":
             f["ipv4_dst"] = _ipv4(val)
+        elif key == "dl_dst":
+            mac, _, mask = val.partition("/")
+            f["eth_dst"] = (mac, mask) if mask else mac
         else:
             raise ValueError(f"match field {tok!r} is not understood by the os-ken channel")
     if ("ipv4_src" in f or "ipv4_dst" in f) and "eth_type" not in f:
@@ -100,6 +105,10 @@ def parse_actions(text: str) -> list:
     ['OFPInstructionActions', 'OFPInstructionGotoTable']
     >>> parse_actions("drop")
     []
+    >>> parse_actions("set_field:02:4e:00:00:00:01->eth_dst,output:2")[0].actions[0].value
+    '02:4e:00:00:00:01'
+    >>> parse_actions("CONTROLLER:128")[0].actions[0].max_len
+    128
     """
     acts, goto = [], None
     for tok in _split_actions(text):
@@ -118,7 +127,9 @@ def parse_actions(text: str) -> list:
             acts.append(p.OFPActionPushVlan(_int(val)))
         elif key == "set_field" and "->" in val:
             v, field = val.split("->")
-            acts.append(p.OFPActionSetField(**{field: _int(v)}))
+            acts.append(p.OFPActionSetField(**{field: v if field == "eth_dst" else _int(v)}))
+        elif key == "CONTROLLER":
+            acts.append(p.OFPActionOutput(ofp.OFPP_CONTROLLER, _int(val or "65535")))
         elif tok.startswith("resubmit(,") and tok.endswith(")"):
             acts.append(p.NXActionResubmitTable(table_id=_int(tok[10:-1])))
         else:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import queue
 import signal
 import socket
 import subprocess
@@ -62,6 +63,9 @@ class OskenController:
         theirs.close()
         self._ids = itertools.count(1)
         self._waiting: dict[int, Future] = {}
+        # packet-ins, for whoever handles them (a reader must not block this thread:
+        # it answers the requests a handler makes)
+        self.events: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -85,11 +89,15 @@ class OskenController:
             *lines, buf = buf.split(b"\n")
             for line in lines:
                 out = json.loads(line)
+                if "event" in out:  # unasked: a packet-in
+                    self.events.put(out)
+                    continue
                 fut = self._waiting.pop(out.pop("id"), None)
                 if fut is not None:
                     fut.set_result(out)
         for fut in list(self._waiting.values()):  # the app is gone: nobody answers
             fut.set_result({"error": "the os-ken application stopped"})
+        self.events.put(None)
 
     def request(self, op: str, timeout: float = TIMEOUT_S + 5, **args) -> dict:
         """Send one request; its answer (``error`` set when it failed)."""
@@ -181,3 +189,7 @@ class OskenSwitch:
 
     def n_flows(self) -> int:
         return self._ask("flows", table=0xFF)["n"]
+
+    def packet_out(self, in_port: int, data: str) -> None:
+        """Send a frame (hex) back through the switch's tables, as arriving on ``in_port``."""
+        self._ask("packet_out", in_port=in_port, data=data)

@@ -12,7 +12,13 @@ requests from the driver's process on the socket ``FD``, one JSON object a line:
     port statistics (``{"ports": {port: [rx_bytes, tx_bytes]}}``) and flow
     statistics (``{"flows": {match: n_bytes}}``);
 ``{"op": "connected"}``
-    the datapath ids connected now.
+    the datapath ids connected now;
+``{"op": "packet_out", "dpid": 5, "in_port": 1, "data": HEX}``
+    send a frame back through the switch's tables (``OFPP_TABLE``), as if it had
+    just arrived on ``in_port``.
+
+Frames a switch sends to the controller (packet-in) go to the driver unasked, as
+``{"event": "packet_in", "dpid": 5, "in_port": 1, "eth_dst": INT, "data": HEX}``.
 
 Every request runs in its own green thread, so bundles to many switches are in
 flight at once. A switch that is not connected, or that does not answer within
@@ -103,6 +109,17 @@ class NetsteerApp(app_manager.OSKenApp):
     def _flows(self, ev):
         self._wake(ev)
 
+    @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
+    def _packet_in(self, ev):
+        m = ev.msg
+        data = bytes(m.data)
+        if len(data) < 14:
+            return
+        out = {"event": "packet_in", "dpid": m.datapath.id, "in_port": int(m.match.get("in_port", 0)),
+               "eth_dst": int.from_bytes(data[:6], "big"), "data": data.hex(),
+               "truncated": len(data) < int(getattr(m, "total_len", len(data)))}
+        self.sock.sendall((json.dumps(out) + "\n").encode())
+
     def _ask(self, dpid: int, chunks: list[bytes], xid: int, also: range = range(0)) -> list:
         """Send ``chunks``; wait for the replies to ``xid`` (errors of ``also`` count too)."""
         dp = self.dps.get(dpid)
@@ -184,6 +201,16 @@ class NetsteerApp(app_manager.OSKenApp):
                     out[match_text(s.match)] = out.get(match_text(s.match), 0) + s.byte_count
                     n += 1
             return {"flows": out, "n": n}
+        if op == "packet_out":
+            dp = self.dps.get(dpid)
+            if dp is None:
+                raise RuntimeError("not connected")
+            parser = dp.ofproto_parser
+            msg = parser.OFPPacketOut(dp, buffer_id=ofp.OFP_NO_BUFFER, in_port=req["in_port"],
+                                      actions=[parser.OFPActionOutput(ofp.OFPP_TABLE)],
+                                      data=bytes.fromhex(req["data"]))
+            dp.send_msg(msg)
+            return {}
         raise RuntimeError(f"unknown request {op!r}")
 
     def _run(self, req: dict) -> None:

@@ -1,0 +1,209 @@
+"""UnisonFlow's reactive path on real switches: packet-in -> decode -> module -> rules.
+
+The switches start with the default routing only (ECMP on true host MACs,
+:func:`.fabric_routes.ecmp_tables`) and one more rule: an IPv4 frame that matches
+nothing goes to the controller (:data:`MISS`). A host's tag writer gives every
+MPI frame a tag as its destination MAC, so the first frame of each (primitive,
+communicator, source, destination) misses at its first switch. The os-ken
+application forwards that packet-in; :class:`ReactiveTags` decodes the tag, asks
+the interconnect controller (:class:`netsteer.unisonflow.controller.InterconnectController`,
+the same object the simulator drives) for the module's rules, installs them on
+every switch of the path in one bundle per switch (all switches at once), and
+sends the frame back through the first switch's tables (packet-out to
+``OFPP_TABLE``) when the packet-in carried all of it. The miss rule sends only
+the first 128 bytes (:data:`MISS`), so a frame larger than that is dropped at the
+miss and TCP sends it again once the rules are in: with hundreds of tags missed
+at a job's wire-up, whole frames through the controller's channel slowed the
+bundles that answer them until UCX gave up.
+
+A module that fails is the controller's business: it answers with the default
+module's rules and the reason, which is counted in the report; the traffic goes
+on. A tag the controller cannot decode gets a rule that writes the destination
+host's true MAC back, when the tag names it, and the frame goes on by ECMP.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ..drivers.openflow.switch import SwitchError
+from ..unisonflow.controller import PacketIn
+from ..unisonflow.tags import TagError
+from .testbed import host_mac
+
+#: tag rules sit above the default routing (ECMP on true MACs, priority 10)
+TAG_PRIORITY = 50
+#: what matches nothing: IPv4 to the controller (the first frame of a tag), its
+#: headers only: a job's wire-up misses hundreds of tags at once, and whole frames
+#: through the controller's channel would delay the bundles that answer them
+MISS = "table=0,priority=1,ip actions=CONTROLLER:128"
+
+
+def _mac(v: int) -> str:
+    return ":".join(f"{v >> (40 - 8 * i) & 255:02x}" for i in range(6))
+
+
+def _true_mac(v: int | None) -> str | None:
+    """The controller's host MAC (``02:00`` + host) as the testbed's (``02:4e`` + host)."""
+    if v is None:
+        return None
+    return host_mac(v & 0xFFFFFFFF)
+
+
+def rule_lines(rules, group_base: dict[int, int]) -> dict[int, list[str]]:
+    """Flow rules (:class:`netsteer.unisonflow.rules.FlowRule`) as bundle lines per
+    switch: one flow on the tag, and a group of type ``all`` where a rule outputs on
+    several ports (switch multicast). ``group_base``: the next free group id per
+    switch (updated).
+
+    >>> from netsteer.unisonflow.rules import FlowRule
+    >>> rule_lines([FlowRule(7, 0x0a0400000005, ((3, 0x020000000005),))], {})
+    {7: ['flow add table=0,priority=50,dl_dst=0a:04:00:00:00:05 actions=set_field:02:4e:00:00:00:05->eth_dst,output:3']}
+    """
+    out: dict[int, list[str]] = {}
+    for r in rules:
+        acts = [("" if m is None else f"set_field:{_true_mac(m)}->eth_dst,") + f"output:{p}" for p, m in r.outputs]
+        lines = out.setdefault(int(r.switch), [])
+        match = f"table=0,priority={TAG_PRIORITY},dl_dst={_mac(r.match)}"
+        if len(acts) == 1:
+            lines.append(f"flow add {match} actions={acts[0]}")
+            continue
+        gid = group_base.get(int(r.switch), 5000)
+        group_base[int(r.switch)] = gid + 1
+        lines.append(f"group add group_id={gid},type=all," + ",".join(f"bucket=actions={a}" for a in acts))
+        lines.append(f"flow add {match} actions=group:{gid}")
+    return out
+
+
+class ReactiveTags:
+    """Serve the packet-ins of an :class:`netsteer.drivers.openflow.osken.OskenController`
+    with an interconnect controller; use as a context manager (a thread runs meanwhile).
+
+    Parameters
+    ----------
+    osken : OskenController
+    switches : dict
+        Switch node -> :class:`netsteer.drivers.openflow.osken.OskenSwitch`.
+    controller : InterconnectController
+    """
+
+    def __init__(self, osken, switches: dict, controller):
+        self.osken, self.switches, self.controller = osken, switches, controller
+        self.by_dpid = {s.dpid: n for n, s in switches.items()}
+        self.installed: dict[int, dict[str, Any]] = {}
+        self.errors: list[str] = []
+        self.packet_ins = 0
+        self.resent = 0
+        self.dropped = 0
+        self.bundles: list[dict] = []  # one per batch of new tags
+        self._groups: dict[int, int] = {}
+        self._pool = ThreadPoolExecutor(max_workers=max(1, min(8, len(switches))))
+        self._t0 = time.monotonic_ns()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def __enter__(self) -> "ReactiveTags":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.osken.events.put(None)
+        self._thread.join(timeout=30)
+        self._pool.shutdown(wait=True)
+
+    def _serve(self) -> None:
+        while True:
+            batch = [self.osken.events.get()]
+            # what queued up meanwhile goes in the same bundles: a job's wire-up
+            # misses hundreds of tags at once, and a bundle costs a round trip
+            while batch[-1] is not None:
+                try:
+                    batch.append(self.osken.events.get_nowait())
+                except queue.Empty:
+                    break
+            stop = batch[-1] is None
+            try:
+                self._handle([ev for ev in batch if ev is not None])
+            except Exception as exc:  # a bad frame must not stop the loop
+                if len(self.errors) < 20:
+                    self.errors.append(f"{type(exc).__name__}: {exc}")
+            if stop:
+                return
+
+    def _handle(self, events: list[dict]) -> None:
+        self.packet_ins += len(events)
+        events = [ev for ev in events if ev["dpid"] in self.by_dpid]
+        lines: dict[int, list[str]] = {}
+        new = {}
+        for ev in events:
+            tag = int(ev["eth_dst"])
+            if tag not in self.installed and tag not in new:
+                new[tag] = self._decide(tag, self.by_dpid[ev["dpid"]], lines)
+        if new:
+            t0 = time.perf_counter()
+            futures = {n: self._pool.submit(self.switches[n].bundle, ls) for n, ls in lines.items()}
+            failed = []
+            for fut in futures.values():
+                try:
+                    fut.result()
+                except SwitchError as exc:
+                    failed.append(str(exc))
+            took = time.perf_counter() - t0
+            for entry in new.values():
+                entry["install_s"] = took
+                if failed:
+                    entry["install_failed"] = failed
+            self.errors.extend(failed[: max(0, 20 - len(self.errors))])
+            self.installed.update(new)
+            self.bundles.append({"tags": len(new), "switches": len(lines), "rules": sum(map(len, lines.values())),
+                                 "install_s": took})
+        for ev in events:
+            self._resend(self.by_dpid[ev["dpid"]], ev)
+
+    def _decide(self, tag: int, node: int, lines: dict[int, list[str]]) -> dict[str, Any]:
+        """The controller's rules for ``tag`` (first seen at ``node``), added to ``lines``."""
+        now = time.monotonic_ns() - self._t0
+        entry: dict[str, Any] = {"at_s": now / 1e9, "switch": self.controller.fabric.name(node)}
+        try:
+            d = self.controller.handle(tag, now)
+            rules, entry["module"], entry["failed"] = d.rules, d.module, d.failed
+        except TagError as exc:
+            # not a tag the controller knows: the true MAC back where the tag names
+            # a host, and the default routing from there
+            rules, entry["module"], entry["failed"] = (), "default", exc.message()
+        if entry["failed"]:
+            self.controller._failed(PacketIn(now, node, tag), entry["failed"])
+        mine = rule_lines(rules, self._groups)
+        if not mine:
+            mine = {node: [f"flow add table=0,priority={TAG_PRIORITY},dl_dst={_mac(tag)} "
+                           f"actions=set_field:{host_mac(tag & 0x7FFF)}->eth_dst,resubmit(,0)"]}
+        for n, ls in mine.items():
+            lines.setdefault(n, []).extend(ls)
+        entry["rules"] = sum(map(len, mine.values()))
+        return entry
+
+    def _resend(self, node: int, ev: dict) -> None:
+        if ev.get("truncated"):
+            self.dropped += 1  # only its headers came: TCP sends it again
+            return
+        try:
+            self.switches[node].packet_out(int(ev["in_port"]), ev["data"])
+            self.resent += 1
+        except SwitchError as exc:
+            if len(self.errors) < 20:
+                self.errors.append(str(exc))
+
+    def report(self) -> dict[str, Any]:
+        inst = list(self.installed.values())
+        times = sorted(b["install_s"] for b in self.bundles)
+        return {"packet_ins": self.packet_ins, "tags": len(inst), "resent": self.resent, "dropped": self.dropped, "batches": len(self.bundles),
+                "by_module": {m: sum(1 for e in inst if e.get("module") == m) for m in {e.get("module") for e in inst}},
+                "failures": [e["failed"] for e in inst if e.get("failed")][:20],
+                "install_s_median": times[len(times) // 2] if times else None,
+                "errors": list(self.errors)}
+
+
+__all__ = ["ReactiveTags", "rule_lines", "MISS", "TAG_PRIORITY"]

@@ -1,0 +1,104 @@
+"""The reactive tag path's logic (packet-ins -> controller -> bundles -> packet-out)
+with switches that record what they are sent; the real OVS run is in
+``emulate.unisonflow_real`` (routing ``controller``)."""
+
+from __future__ import annotations
+
+import queue
+
+from netsteer.drivers.openflow.switch import SwitchError
+from netsteer.emulate.reactive_tags import ReactiveTags
+from netsteer.topology.pgft import pgft
+from netsteer.unisonflow.controller import InterconnectController
+from netsteer.unisonflow.fabric import Fabric
+from netsteer.unisonflow.modules import JobView, PrimitiveModule, register
+from netsteer.unisonflow.tags import Tag
+
+
+class Osken:
+    def __init__(self):
+        self.events = queue.Queue()
+
+
+class Switch:
+    def __init__(self, dpid, refuse=False):
+        self.dpid, self.refuse, self.bundles, self.out = dpid, refuse, [], []
+
+    def bundle(self, lines):
+        if self.refuse:
+            raise SwitchError(f"switch {self.dpid} refused the change: no room")
+        self.bundles.append(list(lines))
+
+    def packet_out(self, in_port, data):
+        self.out.append((in_port, data))
+
+
+@register
+class Broken(PrimitiveModule):
+    name = "broken-for-test"
+
+    def rules(self, tag, state):
+        raise RuntimeError("a bug in the module")
+
+
+def setup(specs, refuse=()):
+    topo = pgft(2, [2, 2], [1, 2], link_bandwidth=1e9, link_latency_ns=0)
+    fab = Fabric(topo)
+    ctl = InterconnectController(fab, {0: (JobView(0, {0: [0, 1, 2, 3]}), specs)})
+    sw = {n: Switch(100 + n, n in refuse) for n in fab.switches}
+    return topo, fab, ctl, sw
+
+
+def frame(sw, tag, port=1, truncated=False):
+    return {"event": "packet_in", "dpid": sw.dpid, "in_port": port, "eth_dst": tag, "data": "00" * 60,
+            "truncated": truncated}
+
+
+def test_a_batch_of_misses_is_one_bundle_per_switch_then_every_frame_goes_on():
+    topo, fab, ctl, sw = setup([{"module": "pin", "primitive": "bcast", "via": "s2_1"}])
+    osk = Osken()
+    leaf = sw[topo.node("s1_0")]
+    tags = [Tag("bcast", 0, 0, 0, d).value() for d in (2, 3)]
+    for t in tags + tags:  # the second frame of each tag missed before the rules came
+        osk.events.put(frame(leaf, t))
+    osk.events.put(frame(leaf, tags[0], truncated=True))
+    with ReactiveTags(osk, sw, ctl) as r:
+        pass
+    rep = r.report()
+    assert rep["packet_ins"] == 5 and rep["tags"] == 2 and rep["by_module"] == {"pin": 2}
+    assert rep["resent"] == 4 and rep["dropped"] == 1  # a truncated frame cannot be sent on
+    # one batch: each switch on the paths got one bundle with both tags' rules
+    spine = sw[topo.node("s2_1")]
+    assert len(leaf.bundles) == 1 and len(leaf.bundles[0]) == 2
+    assert len(spine.bundles) == 1 and all("dl_dst=" in x for x in spine.bundles[0])
+    assert sum(len(s.bundles) for s in sw.values()) == 3  # s1_0, s2_1, s1_1
+    assert len(leaf.out) == 4
+    # the last switch writes the host's true MAC back
+    last = sw[topo.node("s1_1")].bundles[0]
+    assert all("set_field:02:4e:00:00:00:0" in x for x in last)
+
+
+def test_a_failing_module_falls_back_to_the_default_and_is_reported():
+    topo, fab, ctl, sw = setup([{"module": "broken-for-test", "primitive": "reduce"}])
+    osk = Osken()
+    leaf = sw[topo.node("s1_0")]
+    osk.events.put(frame(leaf, Tag("reduce", 0, 0, 0, 3).value()))
+    with ReactiveTags(osk, sw, ctl) as r:
+        pass
+    rep = r.report()
+    assert rep["by_module"] == {"ecmp": 1} and "a bug in the module" in rep["failures"][0]
+    assert ctl.report()["failures"] == 1
+    assert leaf.bundles and leaf.out  # the traffic goes on by the default routing
+
+
+def test_a_switch_that_refuses_is_reported_and_the_loop_goes_on():
+    topo, fab, ctl, sw = setup([], refuse=(Fabric(pgft(2, [2, 2], [1, 2], link_bandwidth=1e9,
+                                                        link_latency_ns=0)).topo.node("s1_0"),))
+    osk = Osken()
+    leaf = sw[topo.node("s1_0")]
+    osk.events.put(frame(leaf, Tag("send", 0, 0, 0, 2).value()))
+    osk.events.put(frame(leaf, Tag("send", 0, 0, 1, 3).value()))
+    with ReactiveTags(osk, sw, ctl) as r:
+        pass
+    rep = r.report()
+    assert rep["tags"] == 2 and any("no room" in e for e in rep["errors"])
