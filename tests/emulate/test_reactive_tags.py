@@ -11,7 +11,7 @@ from netsteer.emulate.reactive_tags import ReactiveTags
 from netsteer.topology.pgft import pgft
 from netsteer.unisonflow.controller import InterconnectController
 from netsteer.unisonflow.fabric import Fabric
-from netsteer.unisonflow.modules import JobView, PrimitiveModule, register
+from netsteer.unisonflow.modules import REGISTRY, JobView, PrimitiveModule
 from netsteer.unisonflow.tags import Tag
 
 
@@ -33,7 +33,6 @@ class Switch:
         self.out.append((in_port, data))
 
 
-@register
 class Broken(PrimitiveModule):
     name = "broken-for-test"
 
@@ -78,7 +77,8 @@ def test_a_batch_of_misses_is_one_bundle_per_switch_then_every_frame_goes_on():
     assert all("set_field:02:4e:00:00:00:0" in x for x in last)
 
 
-def test_a_failing_module_falls_back_to_the_default_and_is_reported():
+def test_a_failing_module_falls_back_to_the_default_and_is_reported(monkeypatch):
+    monkeypatch.setitem(REGISTRY, Broken.name, Broken)  # registered for this test only
     topo, fab, ctl, sw = setup([{"module": "broken-for-test", "primitive": "reduce"}])
     osk = Osken()
     leaf = sw[topo.node("s1_0")]

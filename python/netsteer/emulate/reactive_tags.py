@@ -33,6 +33,7 @@ from typing import Any
 from ..drivers.openflow.switch import SwitchError
 from ..unisonflow.controller import PacketIn
 from ..unisonflow.tags import TagError
+from .fabric_routes import _mac
 from .testbed import host_mac
 
 #: tag rules sit above the default routing (ECMP on true MACs, priority 10)
@@ -41,10 +42,6 @@ TAG_PRIORITY = 50
 #: headers only: a job's wire-up misses hundreds of tags at once, and whole frames
 #: through the controller's channel would delay the bundles that answer them
 MISS = "table=0,priority=1,ip actions=CONTROLLER:128"
-
-
-def _mac(v: int) -> str:
-    return ":".join(f"{v >> (40 - 8 * i) & 255:02x}" for i in range(6))
 
 
 def _true_mac(v: int | None) -> str | None:
