@@ -103,7 +103,6 @@ pub struct Fluid {
     solved_flows: u64,
     solved_flow_hops: u64,
     kept_flows: u64,
-    guess_misses: u64,
     selective: bool,
     // what changed since the last solve (the selective update, module text)
     left_level: f64,
@@ -113,9 +112,9 @@ pub struct Fluid {
     whole: bool,
     // capacities less the rates kept, on the channels of the flows solved
     residual: Vec<f64>,
-    chan_w: Vec<f64>,
-    residual_guess: Vec<f64>,
-    chan_w_stamp: Vec<u64>,
+    // per channel an arrival crosses: (safe level, guessed level), memoized per solve
+    chan_levels: Vec<(f64, f64)>,
+    chan_levels_stamp: Vec<u64>,
 }
 
 impl Fluid {
@@ -141,16 +140,14 @@ impl Fluid {
             solved_flows: 0,
             solved_flow_hops: 0,
             kept_flows: 0,
-            guess_misses: 0,
             selective: true,
             left_level: f64::INFINITY,
             left_class: None,
             arrived: vec![],
             whole: false,
             residual: vec![0.0; n],
-            chan_w: vec![0.0; n],
-            residual_guess: vec![0.0; n],
-            chan_w_stamp: vec![0; n],
+            chan_levels: vec![(0.0, 0.0); n],
+            chan_levels_stamp: vec![0; n],
         }
     }
 
@@ -166,10 +163,6 @@ impl Fluid {
         self.kept_flows
     }
 
-    /// Solves whose guessed level did not hold (solved again at the safe level).
-    pub fn guess_misses(&self) -> u64 {
-        self.guess_misses
-    }
 
     fn grow(&mut self, net: &Net, f: usize) {
         if self.st.len() <= f {
@@ -328,14 +321,13 @@ impl Fluid {
             }
             for &c in net.path(a) {
                 let c = c as usize;
-                if self.chan_w_stamp[c] != stamp {
-                    self.chan_w_stamp[c] = stamp;
-                    let (lo, hi) = self.channel_levels(c, net.capacity[c]);
-                    self.chan_w[c] = lo;
-                    self.residual_guess[c] = hi;
+                if self.chan_levels_stamp[c] != stamp {
+                    self.chan_levels_stamp[c] = stamp;
+                    self.chan_levels[c] = self.channel_levels(c, net.capacity[c]);
                 }
-                safe = safe.min(self.chan_w[c]);
-                guess = guess.min(self.residual_guess[c]);
+                let (lo, hi) = self.chan_levels[c];
+                safe = safe.min(lo);
+                guess = guess.min(hi);
             }
         }
         match class {
@@ -505,7 +497,6 @@ impl Fluid {
                 if t == safe || self.guess_holds(&sc, t) {
                     break;
                 }
-                self.guess_misses += 1;
             }
         }
         if !solved {

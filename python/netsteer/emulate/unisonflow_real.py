@@ -12,8 +12,8 @@ Routing: ``ecmp`` (select groups, untagged, :mod:`.fabric_routes`) or ``pinned``
 hosts tag every packet (PMPI library + eBPF writer) and the switches hold the
 ``pin`` module's decisions for the source's controller (bcast via spine1, reduce
 via spine2) installed ahead of traffic with ECMP for other tags and the true-MAC
-rewrite at the last switch (:func:`.fabric_routes.tag_tables`). The reactive path
-Or ``controller``: the reactive path (:mod:`.reactive_tags`): the switches hold
+rewrite at the last switch (:func:`.fabric_routes.tag_tables`). Or
+``controller``: the reactive path (:mod:`.reactive_tags`): the switches hold
 ECMP and a miss rule only; each tag's first frame goes to the os-ken application,
 the interconnect controller's modules (the same ``pin`` decisions) answer with
 rules, which are installed on the path before the frame is sent on.
