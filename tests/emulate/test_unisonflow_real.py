@@ -60,6 +60,10 @@ def test_with_host_tags_and_pinned_rules_each_phase_uses_mostly_its_spine():
     # most of each phase on its spine: ECMP would split them about evenly
     assert b["spine1_bytes"] > 2 * b["spine2_bytes"]
     assert r["spine2_bytes"] > 2 * r["spine1_bytes"]
+    # the reduce's eager bytes were still queued when ranks entered the closing barrier:
+    # changes of primitive waited for them (the drain), most within the bound
+    d = rep["peer_table"]
+    assert d["drains"] > 0 and d["drain_timeouts"] < d["drains"]
 
 
 def test_a_program_that_is_not_mpich_is_refused_before_anything_starts(tmp_path):

@@ -108,11 +108,14 @@ def build_pmpi(out_dir: str | os.PathLike) -> Path:
 
 def read_peer_tables(tag_dir: str | os.PathLike) -> dict[int, dict]:
     """The PMPI library's per-rank tables: rank -> ``{"peers": {rank: ip}, "comms":
-    {id: [world ranks]}, "prims": [(t_ns, code, comm)], "end_ns": int}``."""
+    {id: [world ranks]}, "prims": [(t_ns, code, comm)], "end_ns": int, "drain":
+    {"changes", "waited_ns", "timeouts"}}``: ``drain`` counts the changes of
+    primitive that waited for the previous primitive's unsent bytes."""
     out = {}
     for f in sorted(Path(tag_dir).glob("rank-*.tsv")):
         r = int(f.stem.split("-")[1])
-        t = {"peers": {}, "comms": {}, "prims": [], "end_ns": None}
+        t = {"peers": {}, "comms": {}, "prims": [], "end_ns": None,
+             "drain": {"changes": 0, "waited_ns": 0, "timeouts": 0}}
         for line in f.read_text().splitlines():
             x = line.split("\t")
             if x[0] == "peer":
@@ -121,6 +124,8 @@ def read_peer_tables(tag_dir: str | os.PathLike) -> dict[int, dict]:
                 t["comms"][int(x[1])] = [int(v) for v in x[3:]]
             elif x[0] == "prim":
                 t["prims"].append((int(x[1]), int(x[2]), int(x[3])))
+            elif x[0] == "drain":
+                t["drain"] = dict(zip(("changes", "waited_ns", "timeouts"), map(int, x[1:4])))
             elif x[0] == "end":
                 t["end_ns"] = int(x[1])
         out[r] = t

@@ -144,7 +144,11 @@ def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progre
         out["controller"] = {**reactive.report(), "unisonflow": reactive.controller.report()}
     out["simulated"] = predict(iterations, nbytes, routing)
     out["peer_table"] = {"ranks": len(tables), "peers_of_rank0": len(tables[0]["peers"]),
-                         "primitive_changes_rank0": len(tables[0]["prims"])}
+                         "primitive_changes_rank0": len(tables[0]["prims"]),
+                         # changes of primitive that waited for the previous one's unsent bytes
+                         "drains": sum(t["drain"]["changes"] for t in tables.values()),
+                         "drain_ms": sum(t["drain"]["waited_ns"] for t in tables.values()) * 1e-6,
+                         "drain_timeouts": sum(t["drain"]["timeouts"] for t in tables.values())}
     return out
 
 

@@ -13,12 +13,25 @@
  *                        set, each change of primitive writes the tag base there
  *                        and MPI_Init fills the address -> rank map; a failure
  *                        aborts (never silently untagged traffic)
+ *   NETSTEER_DRAIN_MS    how long a change of primitive may wait for the previous
+ *                        primitive's bytes to leave (default 200; 0: no wait)
+ *
+ * Drain: the tag is written at egress, from the primitive in force when a packet
+ * leaves, but MPICH returns from an eager call while its bytes still sit in the
+ * TCP send queue (a non-root rank runs through 300 MPI_Reduce in microseconds and
+ * enters the barrier with 300 kB unsent). So before the base changes, the library
+ * waits until no TCP socket to a peer rank holds unsent bytes (SIOCOUTQNSD),
+ * driving MPI progress (PMPI_Iprobe) meanwhile, then retags: every byte a call
+ * wrote leaves with that call's tag. Bounded by NETSTEER_DRAIN_MS; the waits and
+ * the timeouts are counted in the table's closing line.
  *
  * Table lines (tab separated):
  *   peer  <rank> <ipv4>                       once, after MPI_Init (MPI_COMM_WORLD)
  *   comm  <id> <size> <world ranks...>        a communicator's first use
  *   prim  <t_ns> <code> <comm id>             the active primitive from t_ns on
  *                                             (code 0: none; CLOCK_REALTIME ns)
+ *   drain <changes> <waited ns> <timeouts>   at MPI_Finalize: the drains above
+ *   end   <t_ns>
  * Codes are netsteer.unisonflow.tags.PRIMITIVES.
  *
  * MPI_Finalize: MPICH 4.0.2 ch4:ucx over TCP can hang in its endpoint
@@ -35,7 +48,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <dirent.h>
 #include <linux/bpf.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -48,6 +66,10 @@ static MPI_Comm comms[MAX_COMMS];
 static int n_comms;
 
 static int fd_base = -1, fd_ranks = -1, my_rank, job;
+static uint32_t *peer_ip; /* every rank's fabric address (network order) */
+static int n_peers;
+static long long drain_ns = 200000000LL, drained_ns;
+static int drain_changes, drain_timeouts;
 
 static int bpf_obj(const char *dir, const char *name)
 {
@@ -131,11 +153,68 @@ static int comm_id(MPI_Comm c)
     return n_comms++;
 }
 
+static int is_peer(int fd)
+{
+    struct sockaddr_in a;
+    socklen_t l = sizeof a;
+    if (getpeername(fd, (struct sockaddr *)&a, &l) != 0 || a.sin_family != AF_INET)
+        return 0;
+    for (int r = 0; r < n_peers; r++)
+        if (r != my_rank && peer_ip[r] == a.sin_addr.s_addr)
+            return 1;
+    return 0;
+}
+
+/* Bytes written to TCP sockets to peer ranks and not yet sent (not yet past the
+ * egress hook that tags them). UCX opens connections lazily: look each time. */
+static long unsent_to_peers(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return 0;
+    long total = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        int fd = atoi(e->d_name), v, n;
+        socklen_t l = sizeof v;
+        if (fd == dirfd(d) || getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v, &l) != 0 || v != IPPROTO_TCP)
+            continue;
+        if (is_peer(fd) && ioctl(fd, SIOCOUTQNSD, &n) == 0)
+            total += n;
+    }
+    closedir(d);
+    return total;
+}
+
+static void drain(void)
+{
+    if (fd_base < 0 || drain_ns <= 0 || cur_prim <= NONE)
+        return;
+    long long t0 = now_ns();
+    int waited = 0;
+    while (unsent_to_peers() > 0) {
+        waited = 1;
+        if (now_ns() - t0 > drain_ns) {
+            drain_timeouts++;
+            break;
+        }
+        int flag;
+        PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    }
+    if (waited) {
+        drain_changes++;
+        drained_ns += now_ns() - t0;
+    }
+}
+
 static void set_prim(int prim, MPI_Comm c)
 {
     int id = prim == NONE ? cur_comm : comm_id(c);
     if (prim == cur_prim && id == cur_comm)
         return;
+    drain();
     cur_prim = prim;
     cur_comm = id;
     write_base(prim, id < 0 ? 0 : id);
@@ -170,9 +249,13 @@ static void start(void)
         inet_ntop(AF_INET, &all[r], s, sizeof s);
         fprintf(table, "peer\t%d\t%s\n", r, s);
     }
-    const char *pin = getenv("NETSTEER_TAG_PIN"), *j = getenv("NETSTEER_JOB");
+    const char *pin = getenv("NETSTEER_TAG_PIN"), *j = getenv("NETSTEER_JOB"), *dm = getenv("NETSTEER_DRAIN_MS");
     my_rank = rank;
     job = j ? atoi(j) : 0;
+    if (dm)
+        drain_ns = atoll(dm) * 1000000LL;
+    peer_ip = all;
+    n_peers = size;
     if (pin) {
         fd_base = bpf_obj(pin, "tag_base");
         fd_ranks = bpf_obj(pin, "ip_rank");
@@ -182,7 +265,6 @@ static void start(void)
                 bpf_put(fd_ranks, &all[r], &rr);
         }
     }
-    free(all);
     comm_id(MPI_COMM_WORLD);
     set_prim(NONE, MPI_COMM_WORLD);
 }
@@ -206,6 +288,7 @@ int MPI_Finalize(void)
     set_prim(NONE, MPI_COMM_WORLD);
     PMPI_Barrier(MPI_COMM_WORLD);
     if (table) {
+        fprintf(table, "drain\t%d\t%lld\t%d\n", drain_changes, drained_ns, drain_timeouts);
         fprintf(table, "end\t%lld\n", now_ns());
         fclose(table);
         table = NULL;
