@@ -102,3 +102,28 @@ def test_a_switch_that_refuses_is_reported_and_the_loop_goes_on():
         pass
     rep = r.report()
     assert rep["tags"] == 2 and any("no room" in e for e in rep["errors"])
+
+
+def test_frames_the_default_rules_forwarded_are_not_sent_again_and_a_silent_switch_gets_a_quiet_rule():
+    """Notify rules (cookie NOTIFY_COOKIE) forward the frame themselves: the controller
+    only installs. A switch that tells about a tag its module gave no rule gets one
+    quiet rule (the default, no copy), once."""
+    from netsteer.emulate.fabric_routes import NOTIFY_COOKIE
+
+    topo, fab, ctl, sw = setup([{"module": "pin", "primitive": "bcast", "via": "s2_1"}])
+    osk = Osken()
+    leaf, other = sw[topo.node("s1_0")], sw[topo.node("s2_0")]
+    tag = Tag("bcast", 0, 0, 0, 2).value()
+    for s in (leaf, leaf, other, other):
+        osk.events.put({**frame(s, tag), "cookie": NOTIFY_COOKIE})
+    with ReactiveTags(osk, sw, ctl) as r:
+        pass
+    rep = r.report()
+    assert rep["packet_ins"] == 4 and rep["tags"] == 1
+    assert rep["resent"] == 0 and leaf.out == [] and other.out == []
+    # s2_0 is off the pinned path (via s2_1): it told, so it gets the quiet rule, once
+    assert rep["quieted"] == 1
+    quiet = [x for b in other.bundles for x in b]
+    assert quiet == [f"flow add table=0,priority=45,dl_dst={':'.join(f'{tag >> (40 - 8 * i) & 255:02x}' for i in range(6))} "
+                     "actions=resubmit(,1)"]
+    assert not any("resubmit" in x for b in leaf.bundles for x in b)  # the path's switches hold its rules

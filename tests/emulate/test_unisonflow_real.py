@@ -66,6 +66,28 @@ def test_with_host_tags_and_pinned_rules_each_phase_uses_mostly_its_spine():
     assert d["drains"] > 0 and d["drain_timeouts"] < d["drains"]
 
 
+@needs_testbed
+@pytest.mark.skipif(shutil.which("clang-14") is None, reason="needs clang-14 and libbpf-dev")
+def test_the_reactive_controller_moves_each_phase_onto_its_spine_without_losing_frames():
+    """The switches start with ECMP only; frames of new tags tell the os-ken app while
+    going on by default; the interconnect controller's pin module answers with rules.
+    Each phase's first frames go by ECMP until its rules land, then by its spine."""
+    from netsteer.emulate.testbed import leftovers
+    from netsteer.emulate.unisonflow_real import run
+
+    rep = run(400, 1000, routing="controller")
+    assert not leftovers(rep["testbed"])
+    c = rep["controller"]
+    assert c["errors"] == [] and c["dropped"] == 0 and c["resent"] == 0
+    # bcast and reduce tags went to the pin module; the barrier's to the default
+    assert c["by_module"].get("pin", 0) > 0 and c["by_module"].get("ecmp", 0) > 0
+    assert c["tags"] <= c["packet_ins"]
+    b, r = rep["bcast"], rep["reduce"]
+    assert b["spine1_bytes"] + b["spine2_bytes"] >= 3 * 1000 * 400
+    assert b["spine1_bytes"] > 2 * b["spine2_bytes"]
+    assert r["spine2_bytes"] > 2 * r["spine1_bytes"]
+
+
 def test_a_program_that_is_not_mpich_is_refused_before_anything_starts(tmp_path):
     with pytest.raises(NetsteerError, match="does not link MPICH"):
         check_program(shutil.which("true"))

@@ -108,4 +108,52 @@ def tag_tables(topo, rank_host: list[int], pins: dict[int, str] | None = None,
     return out
 
 
-__all__ = ["ecmp_tables", "tag_tables", "BASE_PRIORITY"]
+#: the cookie of the rule that forwards an unknown tag and tells the controller
+NOTIFY_COOKIE = 0x4E0001
+NOTIFY_PRIORITY = 2
+
+
+def notify_tables(topo, rank_host: list[int], fabric: Fabric | None = None) -> dict[int, Table]:
+    """The reactive path's starting tables: every frame goes on by default routing,
+    and a tag nobody has decided yet also tells the controller.
+
+    Table 0 holds the true host MACs (priority 40, :func:`ecmp_tables`) and, for any
+    other IPv4 frame (a tag) coming in from a host, ``CONTROLLER:128,resubmit(,1)``
+    with cookie :data:`NOTIFY_COOKIE` (priority 2): the headers go to the controller
+    and the frame goes on through table 1, which is :func:`tag_tables` without pins
+    (ECMP on the destination rank, the true MAC back at the last switch). Tags from
+    other switches go on through table 1 untold (priority 1): the first switch
+    speaks for the path. The controller's rules for a tag go in table 0 above these,
+    so a tag stops reaching the controller once its rules are in, and no frame waits
+    for them or is lost meanwhile.
+
+    >>> from netsteer.topology.pgft import pgft
+    >>> t = pgft(2, [2, 2], [1, 2], link_bandwidth=1e9, link_latency_ns=0)
+    >>> tab = notify_tables(t, [0, 1, 2, 3])[t.node("s1_0")]
+    >>> tab.flows[(0, 2, f"cookie={NOTIFY_COOKIE:#x},in_port=1,ip")]
+    'CONTROLLER:128,resubmit(,1)'
+    >>> tab.flows[(0, 1, "ip")]
+    'resubmit(,1)'
+    >>> tab.flows[(1, 30, "dl_dst=00:00:00:00:00:01/00:00:00:00:7f:ff")]
+    'set_field:02:4e:00:00:00:01->eth_dst,output:2'
+    """
+    f = fabric or Fabric(topo)
+    base, tags = ecmp_tables(topo, f), tag_tables(topo, rank_host, None, f)
+    out = {}
+    for s in f.switches:
+        tab = Table(groups=dict(tags[s].groups))
+        for (_, _, m), a in base[s].flows.items():
+            tab.flows[(0, HOST_PRIORITY, m)] = a
+        for p, (n, _, _) in sorted(f.peer[s].items()):
+            if n not in f.switch_set:
+                tab.flows[(0, NOTIFY_PRIORITY, f"cookie={NOTIFY_COOKIE:#x},in_port={p},ip")] = \
+                    "CONTROLLER:128,resubmit(,1)"
+        tab.flows[(0, NOTIFY_PRIORITY - 1, "ip")] = "resubmit(,1)"
+        for (_, p, m), a in tags[s].flows.items():
+            if p != HOST_PRIORITY:
+                tab.flows[(1, p, m)] = a
+        out[s] = tab
+    return out
+
+
+__all__ = ["ecmp_tables", "notify_tables", "tag_tables", "BASE_PRIORITY", "NOTIFY_COOKIE"]

@@ -1,20 +1,24 @@
 """UnisonFlow's reactive path on real switches: packet-in -> decode -> module -> rules.
 
-The switches start with the default routing only (ECMP on true host MACs,
-:func:`.fabric_routes.ecmp_tables`) and one more rule: an IPv4 frame that matches
-nothing goes to the controller (:data:`MISS`). A host's tag writer gives every
-MPI frame a tag as its destination MAC, so the first frame of each (primitive,
-communicator, source, destination) misses at its first switch. The os-ken
-application forwards that packet-in; :class:`ReactiveTags` decodes the tag, asks
-the interconnect controller (:class:`netsteer.unisonflow.controller.InterconnectController`,
-the same object the simulator drives) for the module's rules, installs them on
-every switch of the path in one bundle per switch (all switches at once), and
-sends the frame back through the first switch's tables (packet-out to
-``OFPP_TABLE``) when the packet-in carried all of it. The miss rule sends only
-the first 128 bytes (:data:`MISS`), so a frame larger than that is dropped at the
-miss and TCP sends it again once the rules are in: with hundreds of tags missed
-at a job's wire-up, whole frames through the controller's channel slowed the
-bundles that answer them until UCX gave up.
+The switches start with the default routing (:func:`.fabric_routes.notify_tables`):
+true host MACs by ECMP and, for any other IPv4 frame (a tag), one rule that sends
+its headers to the controller *and* forwards the frame by ECMP on the tag's
+destination rank, writing the true MAC back at the last switch. A host's tag
+writer gives every MPI frame a tag as its destination MAC, so the first frames of
+each (primitive, communicator, source, destination) tell the controller. The
+os-ken application forwards those packet-ins; :class:`ReactiveTags` decodes the
+tag, asks the interconnect controller
+(:class:`netsteer.unisonflow.controller.InterconnectController`, the same object
+the simulator drives) for the module's rules and installs them on every switch of
+the path in one bundle per switch (all switches at once), above the default. No
+frame waits for the controller or is lost meanwhile; a tag moves onto its
+module's path when its rules land. A switch that keeps telling about a tag the
+module gave it no rule for gets a quiet rule (the default routing, no copy).
+
+Packet-ins from other rules (a miss rule that only sends to the controller,
+``cookie`` other than :data:`.fabric_routes.NOTIFY_COOKIE`) are sent back through
+the first switch's tables (packet-out to ``OFPP_TABLE``) when they carried the
+whole frame; a truncated one is dropped and TCP sends it again.
 
 A module that fails is the controller's business: it answers with the default
 module's rules and the reason, which is counted in the report; the traffic goes
@@ -33,14 +37,15 @@ from typing import Any
 from ..drivers.openflow.switch import SwitchError
 from ..unisonflow.controller import PacketIn
 from ..unisonflow.tags import TagError
-from .fabric_routes import _mac
+from .fabric_routes import NOTIFY_COOKIE, _mac
 from .testbed import host_mac
 
-#: tag rules sit above the default routing (ECMP on true MACs, priority 10)
+#: tag rules sit above the default routing (ECMP on true MACs, priority 40)
 TAG_PRIORITY = 50
-#: what matches nothing: IPv4 to the controller (the first frame of a tag), its
-#: headers only: a job's wire-up misses hundreds of tags at once, and whole frames
-#: through the controller's channel would delay the bundles that answer them
+#: a tag decided elsewhere, at a switch its module gave no rule: the default, quietly
+QUIET_PRIORITY = 45
+#: a miss that only tells the controller (no default forwarding), its headers only:
+#: the frame is sent on after the rules are in when it came whole
 MISS = "table=0,priority=1,ip actions=CONTROLLER:128"
 
 
@@ -96,6 +101,7 @@ class ReactiveTags:
         self.packet_ins = 0
         self.resent = 0
         self.dropped = 0
+        self.quieted = 0  # quiet rules: switches told about a tag their module left alone
         self.bundles: list[dict] = []  # one per batch of new tags
         self._groups: dict[int, int] = {}
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(8, len(switches))))
@@ -136,10 +142,17 @@ class ReactiveTags:
         lines: dict[int, list[str]] = {}
         new = {}
         for ev in events:
-            tag = int(ev["eth_dst"])
+            tag, node = int(ev["eth_dst"]), self.by_dpid[ev["dpid"]]
             if tag not in self.installed and tag not in new:
-                new[tag] = self._decide(tag, self.by_dpid[ev["dpid"]], lines)
-        if new:
+                new[tag] = self._decide(tag, node, lines)
+            entry = new.get(tag) or self.installed[tag]
+            if ev.get("cookie") == NOTIFY_COOKIE and node not in entry["at"]:
+                # this switch forwards the tag by default and tells about every frame
+                entry["at"].add(node)
+                lines.setdefault(node, []).append(
+                    f"flow add table=0,priority={QUIET_PRIORITY},dl_dst={_mac(tag)} actions=resubmit(,1)")
+                self.quieted += 1
+        if lines:
             t0 = time.perf_counter()
             futures = {n: self._pool.submit(self.switches[n].bundle, ls) for n, ls in lines.items()}
             failed = []
@@ -158,7 +171,8 @@ class ReactiveTags:
             self.bundles.append({"tags": len(new), "switches": len(lines), "rules": sum(map(len, lines.values())),
                                  "install_s": took})
         for ev in events:
-            self._resend(self.by_dpid[ev["dpid"]], ev)
+            if ev.get("cookie") != NOTIFY_COOKIE:  # the default rule forwarded the others
+                self._resend(self.by_dpid[ev["dpid"]], ev)
 
     def _decide(self, tag: int, node: int, lines: dict[int, list[str]]) -> dict[str, Any]:
         """The controller's rules for ``tag`` (first seen at ``node``), added to ``lines``."""
@@ -180,6 +194,7 @@ class ReactiveTags:
         for n, ls in mine.items():
             lines.setdefault(n, []).extend(ls)
         entry["rules"] = sum(map(len, mine.values()))
+        entry["at"] = set(mine)  # the switches that hold a rule for it
         return entry
 
     def _resend(self, node: int, ev: dict) -> None:
@@ -196,7 +211,8 @@ class ReactiveTags:
     def report(self) -> dict[str, Any]:
         inst = list(self.installed.values())
         times = sorted(b["install_s"] for b in self.bundles)
-        return {"packet_ins": self.packet_ins, "tags": len(inst), "resent": self.resent, "dropped": self.dropped, "batches": len(self.bundles),
+        return {"packet_ins": self.packet_ins, "tags": len(inst), "resent": self.resent, "dropped": self.dropped,
+                "quieted": self.quieted, "batches": len(self.bundles),
                 "by_module": {m: sum(1 for e in inst if e.get("module") == m) for m in {e.get("module") for e in inst}},
                 "failures": [e["failed"] for e in inst if e.get("failed")][:20],
                 "install_s_median": times[len(times) // 2] if times else None,

@@ -225,8 +225,13 @@ class Testbed:
         ``port``; a lost connection is retried within a second (``max_backoff``)."""
         for node in sorted(self.bridges) if nodes is None else nodes:
             br = self.bridges[node]
+            # packet-ins at most 200/s (bursts of 50) a bridge: frames of a new tag are
+            # forwarded by the default rules and also tell the controller, and thousands
+            # of copies a second would starve the application's bundles (only the copies
+            # beyond the limit are dropped, never the frames)
             _run("ovs-vsctl", "set-controller", br, f"tcp:127.0.0.1:{port}", "--",
-                 "set", "controller", br, "max_backoff=1000", "connection_mode=out-of-band")
+                 "set", "controller", br, "max_backoff=1000", "connection_mode=out-of-band",
+                 "controller_rate_limit=200", "controller_burst_limit=50")
 
     def disconnect(self, node: int) -> None:
         """Drop the bridge's OpenFlow connection: it is pointed at a loopback port

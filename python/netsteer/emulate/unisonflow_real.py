@@ -14,9 +14,10 @@ hosts tag every packet (PMPI library + eBPF writer) and the switches hold the
 via spine2) installed ahead of traffic with ECMP for other tags and the true-MAC
 rewrite at the last switch (:func:`.fabric_routes.tag_tables`). Or
 ``controller``: the reactive path (:mod:`.reactive_tags`): the switches hold
-ECMP and a miss rule only; each tag's first frame goes to the os-ken application,
-the interconnect controller's modules (the same ``pin`` decisions) answer with
-rules, which are installed on the path before the frame is sent on.
+the default routing only (ECMP, for tags on their destination rank), and frames
+of a tag nobody has decided also tell the os-ken application; the interconnect
+controller's modules (the same ``pin`` decisions) answer with rules, which move
+the tag onto its module's path.
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ from typing import Any
 from ..drivers.openflow.switch import OfctlSwitch
 from ..topology.pgft import pgft
 from ..unisonflow.tags import PRIMITIVE_NAMES
-from .fabric_routes import ecmp_tables, tag_tables
+from .fabric_routes import ecmp_tables, notify_tables, tag_tables
 from .mpi import MpiHosts, compile_program, phases, read_peer_tables
-from .reactive_tags import MISS, ReactiveTags
+from .reactive_tags import ReactiveTags
 from .testbed import Testbed
 
 SAMPLE_S = 0.05
@@ -111,10 +112,12 @@ def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progre
     with tempfile.TemporaryDirectory(prefix="netsteer-uf-") as d:
         exe = compile_program("bcast_reduce", d)
         with Testbed(topo, progress=progress) as tb, _reactive(tb, topo, routing, modules) as reactive:
-            tabs = tag_tables(topo, list(range(topo.n_hosts)), PINS) if routing == "pinned" else ecmp_tables(topo)
+            ranks = list(range(topo.n_hosts))
+            tabs = (tag_tables(topo, ranks, PINS) if routing == "pinned" else
+                    notify_tables(topo, ranks) if reactive else ecmp_tables(topo))
             sw = {s: OfctlSwitch(tb.bridges[s]) for s in tabs}
             for s, tab in tabs.items():
-                sw[s].replace(tab.flow_lines() + ([MISS] if reactive else []), tab.group_lines())
+                sw[s].replace(tab.flow_lines(), tab.group_lines())
             spines = {"spine1": sw[topo.node("s2_0")], "spine2": sw[topo.node("s2_1")]}
             with MpiHosts(tb, tags=routing != "ecmp") as m:
                 sampler = _Sampler(spines)

@@ -67,6 +67,7 @@ class OskenController:
         # it answers the requests a handler makes)
         self.events: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
+        self.bad_lines = 0
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -88,7 +89,11 @@ class OskenController:
             buf += data
             *lines, buf = buf.split(b"\n")
             for line in lines:
-                out = json.loads(line)
+                try:
+                    out = json.loads(line)
+                except ValueError:  # never expected (the app writes whole lines); keep reading
+                    self.bad_lines += 1
+                    continue
                 if "event" in out:  # unasked: a packet-in
                     self.events.put(out)
                     continue

@@ -18,7 +18,8 @@ requests from the driver's process on the socket ``FD``, one JSON object a line:
     just arrived on ``in_port``.
 
 Frames a switch sends to the controller (packet-in) go to the driver unasked, as
-``{"event": "packet_in", "dpid": 5, "in_port": 1, "eth_dst": INT, "data": HEX}``.
+``{"event": "packet_in", "dpid": 5, "in_port": 1, "eth_dst": INT, "data": HEX,
+"truncated": BOOL, "cookie": INT}`` (the cookie of the flow that sent it).
 
 Every request runs in its own green thread, so bundles to many switches are in
 flight at once. A switch that is not connected, or that does not answer within
@@ -55,7 +56,16 @@ class NetsteerApp(app_manager.OSKenApp):
         self.waiting: dict[tuple[int, int], tuple[list, bool]] = {}
         self.encoder = Encoder()
         self.bundle_ids = 0
+        # one writer at a time: a green sendall that meets a full socket yields, and
+        # another green thread's line would land inside its line
+        self._send_lock = hub.BoundedSemaphore(1)
         self.threads.append(hub.spawn(self._serve))
+
+    def _emit(self, obj: dict) -> None:
+        """One JSON line to the driver's process, whole."""
+        data = (json.dumps(obj) + "\n").encode()
+        with self._send_lock:
+            self.sock.sendall(data)
 
     # -- switches ------------------------------------------------------------------
 
@@ -117,8 +127,9 @@ class NetsteerApp(app_manager.OSKenApp):
             return
         out = {"event": "packet_in", "dpid": m.datapath.id, "in_port": int(m.match.get("in_port", 0)),
                "eth_dst": int.from_bytes(data[:6], "big"), "data": data.hex(),
-               "truncated": len(data) < int(getattr(m, "total_len", len(data)))}
-        self.sock.sendall((json.dumps(out) + "\n").encode())
+               "truncated": len(data) < int(getattr(m, "total_len", len(data))),
+               "cookie": int(getattr(m, "cookie", 0) or 0)}
+        self._emit(out)
 
     def _ask(self, dpid: int, chunks: list[bytes], xid: int, also: range = range(0)) -> list:
         """Send ``chunks``; wait for the replies to ``xid`` (errors of ``also`` count too)."""
@@ -219,7 +230,7 @@ class NetsteerApp(app_manager.OSKenApp):
         except Exception as exc:  # every failure goes back to the driver as words
             out = {"error": str(exc) or type(exc).__name__}
         out["id"] = req["id"]
-        self.sock.sendall((json.dumps(out) + "\n").encode())
+        self._emit(out)
 
     def _serve(self) -> None:
         buf = b""
