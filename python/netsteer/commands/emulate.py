@@ -157,26 +157,34 @@ def reproduce_emulated(
 
 def _unisonflow(as_json: bool, out: Path | None) -> None:
     """The UnisonFlow source's bcast-then-reduce with MPICH on the emulated fat-tree
-    (netsteer.emulate.unisonflow_real), under ECMP and with host tags and the
-    source's controller's pin decisions on the switches."""
+    (netsteer.emulate.unisonflow_real) under ECMP, with the interconnect controller
+    answering packet-ins (``controller``) and with its decisions installed ahead of
+    traffic (``pinned``); then OSU-like latency and bandwidth without and with tags
+    (netsteer.emulate.osu_overhead, the source's Figs. 11-13)."""
     if out is not None:
         from ..report.atomic import check_writable
 
         check_writable(out, field="--out")
+    from ..emulate.osu_overhead import run as osu
     from ..emulate.unisonflow_real import compare, run
 
-    e = run(routing="ecmp", progress=_say(as_json))
-    c = run(routing="pinned", progress=_say(as_json))
-    rep = {"ecmp": e, "controller": c, "comparison": {"ecmp": compare(e), "controller": compare(c)},
-           "controller_mode": "pin decisions installed ahead of traffic (no packet-in path on the testbed yet)"}
+    rep: dict = {}
+    for mode in ("ecmp", "controller", "pinned"):
+        rep[mode] = run(400, 1000, routing=mode, progress=_say(as_json))
+    rep["comparison"] = {m: compare(rep[m]) for m in ("ecmp", "controller", "pinned")}
+    rep["controller_mode"] = ("reactive: frames of new tags tell the os-ken app while going on by ECMP; the "
+                              "interconnect controller's pin module answers with rules (bcast via spine1, "
+                              "reduce via spine2)")
+    rep["overhead"] = osu(max_bytes=1 << 16, lat_iters=200, bw_iters=20, window=16, repeat=3, progress=_say(as_json))
     _write(out, rep)
     if as_json:
         typer.echo(json.dumps(rep))
         return
+    e = rep["ecmp"]
     t = Table(title=f"bytes entering each spine, MPICH {e['ranks']} ranks, {e['iterations']} x {e['bytes']} B")
     for col in ("routing", "phase", "spine1", "spine2", "sim spine1", "sim spine2", "emulated/sim"):
         t.add_column(col, justify="right")
-    for mode in ("ecmp", "controller"):
+    for mode in ("ecmp", "controller", "pinned"):
         r = rep[mode]
         for ph in ("bcast", "reduce"):
             if ph in r:
@@ -185,3 +193,15 @@ def _unisonflow(as_json: bool, out: Path | None) -> None:
                           f"{m['spine2_bytes']:,}", f"{cmp['bytes_ratio']:.2f}")
     out_console.print(t)
     err_console.print("controller: " + rep["controller_mode"])
+    o = rep["overhead"]
+    t = Table(title=f"OSU-like between hosts {o['pair'][0]} and {o['pair'][1]}, median of {o['repeat']} "
+                    f"(links {o['link_mbs']:g} MB/s)")
+    for col in ("bytes", "latency us", "tagged", "overhead us", "sim", "MB/s", "tagged", "ratio", "sim"):
+        t.add_column(col, justify="right")
+    f = lambda x, d=1: "-" if x is None else f"{x:.{d}f}"  # noqa: E731
+    for r in o["sizes"]:
+        p, g, s = r["plain"], r["tagged"], r["simulated"].get("plain", {})
+        t.add_row(str(r["bytes"]), f(p.get("latency_us")), f(g.get("latency_us")), f(r.get("latency_overhead_us")),
+                  f(s.get("latency_us")), f(p.get("bandwidth_mbs"), 3), f(g.get("bandwidth_mbs"), 3),
+                  f(r.get("bandwidth_ratio"), 2), f(s.get("bandwidth_mbs"), 3))
+    out_console.print(t)
