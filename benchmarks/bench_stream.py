@@ -20,17 +20,15 @@ scenario, streamed by default), with its wall time and peak RSS from ``wait4``.
 
 from __future__ import annotations
 
-import argparse
+# the child (a netsteer run timed whole) imports only what a user's script would:
+# argparse, subprocess, pathlib and platform load in the functions of the parent
 import json
 import os
-import platform
-import subprocess
 import sys
 import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 
 MIXED = [("allreduce", "rabenseifner", 4 << 20, 0), ("alltoall", "bruck", 4 << 10, 0),
          ("bcast", "scatter_allgather", 4 << 20, 0)]
@@ -94,6 +92,8 @@ def child(case: dict, dag: bool) -> dict:
 
 def spawn(index: int, scale: bool, dag: bool = False) -> dict:
     """Run case ``index`` in a fresh process; add its wall time and peak RSS."""
+    import subprocess
+
     cmd = [sys.executable, __file__, "--child", str(index)] + (["--scale"] if scale else []) + \
           (["--dag"] if dag else [])
     t0 = time.perf_counter()
@@ -110,6 +110,9 @@ def spawn(index: int, scale: bool, dag: bool = False) -> dict:
 
 def run_file(path: str) -> dict:
     """``netsteer run path --json`` in a fresh process: its result, wall time and peak RSS."""
+    import subprocess
+    from pathlib import Path
+
     cmd = [str(Path(sys.executable).with_name("netsteer")), "run", path, "--json", "--no-progress"]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
@@ -125,6 +128,7 @@ def run_file(path: str) -> dict:
 def _as_dag(path: str) -> str:
     """A copy of scenario ``path`` with every MPI job's ``stream: false``."""
     import tempfile
+    from pathlib import Path
 
     import yaml
 
@@ -149,6 +153,9 @@ def simgrid(case: dict) -> dict:
 
 
 def main() -> None:
+    import argparse
+    import platform
+
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--scale", action="store_true", help="the large jobs, without SimGrid")
     ap.add_argument("--only", type=int, help="run one case (index)")
@@ -225,4 +232,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--child"]:  # no argparse in the process timed
+        print(json.dumps(child((SCALE if "--scale" in sys.argv else CASES)[int(sys.argv[2])], "--dag" in sys.argv)))
+    else:
+        main()

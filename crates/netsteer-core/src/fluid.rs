@@ -401,9 +401,15 @@ impl Fluid {
                 self.stamp_flow[f] = stamp;
                 sc.comp_flows.push(f as u32);
                 for &c2 in net.path(f) {
-                    if self.stamp_chan[c2 as usize] != stamp {
-                        self.stamp_chan[c2 as usize] = stamp;
-                        sc.queue.push(c2);
+                    let c2u = c2 as usize;
+                    if self.stamp_chan[c2u] != stamp {
+                        self.stamp_chan[c2u] = stamp;
+                        if self.chan_flows[c2u].len() == 1 {
+                            // only `f` (a host's link, mostly): nothing to walk or keep
+                            residual[c2u] = net.capacity[c2u].max(0.0);
+                        } else {
+                            sc.queue.push(c2);
+                        }
                     }
                 }
             }

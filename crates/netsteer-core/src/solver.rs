@@ -74,7 +74,6 @@ pub struct Workspace {
     frozen: Vec<bool>,
     mark: Vec<bool>,
     heap: BinaryHeap<Reverse<Key>>,
-    init: Vec<Key>,
 }
 
 /// Solve `p` and return the rate of every flow (capacity units per second).
@@ -178,13 +177,14 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
         ws.load[c] = 0.0;
         ws.wsum[c] = 0.0;
     }
-    // every entry starts in `init`, sorted once; only entries found stale go
-    // through the heap. Popping the smaller of the two heads is the order a single
-    // heap would give (keys are unique: one live entry per channel or flow).
-    let mut heap = std::mem::take(&mut ws.heap);
-    heap.clear();
-    let mut init = std::mem::take(&mut ws.init);
+    // every entry goes in one heap, built in linear time instead of sorted; the
+    // fill stops once every flow is frozen, so the channels above the last
+    // bottleneck are never popped. Keys are unique (one live entry per channel or
+    // flow), so the pops come in one order, the order of the sorted entries merged
+    // with the stale ones: the rates do not depend on how the heap was built.
+    let mut init = std::mem::take(&mut ws.heap).into_vec();
     init.clear();
+    let mut unfrozen = flows.len();
     for &f in flows {
         let fu = f as usize;
         ws.frozen[fu] = false;
@@ -200,53 +200,64 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
         // a bound above what the path can carry never binds (CM02's TCP window
         // usually is): leaving it out of the heap saves a push and a pop
         if p.bound[fu].is_finite() && p.bound[fu] < tightest {
-            init.push(Key::new(p.bound[fu] / w, f, true));
+            init.push(Reverse(Key::new(p.bound[fu] / w, f, true)));
         } else if path.is_empty() {
             // crosses nothing and has no bound: unconstrained
             ws.frozen[fu] = true;
             rates[fu] = f64::INFINITY;
+            unfrozen -= 1;
         }
     }
+    // A channel that only one of these flows crosses keeps its level until that
+    // flow freezes (nothing else moves its load or weight), and is a no-op once it
+    // has: of a flow's such channels only the first to pop can act, so only that
+    // one (the smallest key) goes in the heap. On a contended run most channels
+    // are a host's or a leaf's, crossed by one flow solved. `mark` flags them
+    // until their flow is seen below.
     let mut acc = 0usize;
     for &c in &ws.touched {
-        let c = c as usize;
-        let cnt = ws.adj_end[c];
-        ws.adj_start[c] = acc;
-        ws.adj_end[c] = acc; // filled below, ends at acc + cnt
+        let cu = c as usize;
+        let cnt = ws.adj_end[cu];
+        ws.adj_start[cu] = acc;
+        ws.adj_end[cu] = acc; // filled below, ends at acc + cnt
         acc += cnt;
+        if ws.wsum[cu] > 0.0 {
+            if cnt > 1 {
+                init.push(Reverse(Key::new(ws.residual[cu] / ws.wsum[cu], c, false)));
+            } else {
+                ws.mark[cu] = true;
+            }
+        }
     }
     ws.adj.resize(acc, 0);
     for &f in flows {
         let fu = f as usize;
+        let mut first: Option<Key> = None;
         for &c in &p.channels[p.offsets[fu]..p.offsets[fu + 1]] {
-            let c = c as usize;
-            ws.adj[ws.adj_end[c]] = f;
-            ws.adj_end[c] += 1;
-        }
-    }
-    for &c in &ws.touched {
-        let cu = c as usize;
-        if ws.wsum[cu] > 0.0 {
-            init.push(Key::new(ws.residual[cu] / ws.wsum[cu], c, false));
-        }
-    }
-    init.sort_unstable();
-    let mut next = 0;
-    loop {
-        let key = match (init.get(next), heap.peek()) {
-            (Some(&a), Some(&Reverse(b))) if b < a => heap.pop().unwrap().0,
-            (Some(&a), _) => {
-                next += 1;
-                a
+            let cu = c as usize;
+            ws.adj[ws.adj_end[cu]] = f;
+            ws.adj_end[cu] += 1;
+            if ws.mark[cu] {
+                ws.mark[cu] = false;
+                let k = Key::new(ws.residual[cu] / ws.wsum[cu], c, false);
+                first = Some(first.map_or(k, |b| b.min(k)));
             }
-            (None, Some(_)) => heap.pop().unwrap().0,
-            (None, None) => break,
+        }
+        if let Some(k) = first {
+            init.push(Reverse(k));
+        }
+    }
+    let mut heap = BinaryHeap::from(init);
+    while unfrozen > 0 {
+        let Some(Reverse(key)) = heap.pop() else {
+            break;
         };
         let (level, id, is_flow) = (key.level(), key.id(), key.is_flow());
         if is_flow {
             let f = id as usize;
             if !ws.frozen[f] {
                 freeze(p, f, p.bound[f], rates, ws);
+                unfrozen -= 1;
             }
             continue;
         }
@@ -263,12 +274,12 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
             let f = ws.adj[k] as usize;
             if !ws.frozen[f] {
                 freeze(p, f, p.weight[f] * current, rates, ws);
+                unfrozen -= 1;
             }
         }
         ws.wsum[c] = 0.0;
     }
     ws.heap = heap;
-    ws.init = init;
 }
 
 #[inline]

@@ -186,3 +186,81 @@ fn result_is_max_min_fair_on_random_instances() {
         }
     }
 }
+
+#[test]
+fn channels_of_one_flow_bind_like_shared_ones() {
+    // Each flow has two channels of its own (a host's links) and crosses some
+    // shared ones; the solver keeps only the tightest own channel of a flow in its
+    // heap. Property: every flow is at its bound or has a bottleneck (saturated,
+    // its level maximal there), whether that is its own channel or a shared one;
+    // a flow held by its own channel gets that channel's capacity as the fill
+    // computes it (weight times level).
+    let mut seed = 987654321u64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for _ in 0..500 {
+        let shared = 1 + (next() % 5) as usize;
+        let nf = 1 + (next() % 10) as usize;
+        // few distinct capacities: ties between channels are common
+        let mut cap: Vec<f64> = (0..shared)
+            .map(|_| [10.0, 20.0, 30.0][(next() % 3) as usize])
+            .collect();
+        let mut owned: Vec<Vec<u32>> = vec![];
+        for _ in 0..nf {
+            let mut p: Vec<u32> = (0..shared as u32).filter(|_| next() % 2 == 0).collect();
+            for _ in 0..2 {
+                p.push(cap.len() as u32);
+                cap.push([2.0, 5.0, 10.0, 40.0][(next() % 4) as usize]);
+            }
+            owned.push(p);
+        }
+        let paths: Vec<&[u32]> = owned.iter().map(|p| p.as_slice()).collect();
+        let w: Vec<f64> = (0..nf)
+            .map(|_| [1.0, 1.0, 2.0, 3.0][(next() % 4) as usize])
+            .collect();
+        let bound: Vec<f64> = (0..nf)
+            .map(|_| if next() % 4 == 0 { 3.0 } else { INF })
+            .collect();
+        let r = rates(&cap, &paths, &w, &bound, &vec![0; nf]);
+        let mut load = vec![0.0; cap.len()];
+        for (f, p) in owned.iter().enumerate() {
+            for &c in p {
+                load[c as usize] += r[f];
+            }
+        }
+        for c in 0..cap.len() {
+            assert!(
+                load[c] <= cap[c] * (1.0 + 1e-9),
+                "channel {c} over capacity"
+            );
+        }
+        for (f, p) in owned.iter().enumerate() {
+            let own_min = p[p.len() - 2..]
+                .iter()
+                .map(|&c| cap[c as usize])
+                .fold(INF, f64::min);
+            assert!(r[f] <= own_min * (1.0 + 1e-12) && r[f] <= bound[f] * (1.0 + 1e-12));
+            let at_bound = close(r[f], bound[f]);
+            let ok = at_bound
+                || p.iter().any(|&c| {
+                    let c = c as usize;
+                    let saturated = load[c] >= cap[c] * (1.0 - 1e-9);
+                    let maximal = owned
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, q)| q.contains(&(c as u32)))
+                        .all(|(g, _)| r[g] / w[g] <= r[f] / w[f] * (1.0 + 1e-9));
+                    saturated && maximal
+                });
+            assert!(ok, "flow {f} has no bottleneck: rates {r:?}");
+            // bottlenecked by its own channel: exactly that channel's capacity
+            if !at_bound && close(r[f], own_min) {
+                assert_eq!(r[f], w[f] * (own_min / w[f]));
+            }
+        }
+    }
+}
