@@ -147,12 +147,17 @@ def reproduce_emulated(
     t = Table(title=f"iperf3 over an emulated circuit reconfigured every {period:g} s (rates / {rep['rate_divisor']:g})")
     for c in ("rules", "mode", "avg Gbit/s", "sim", "delay s", "sim", "controller s", "lost packets", "in reconfig"):
         t.add_column(c, justify="right")
-    f = lambda x, d=3: "-" if x is None else f"{x:.{d}f}"  # noqa: E731
+    f = _fixed
     for r in rep["iperf"]:
         s = r["simulated"]
         t.add_row(str(r["rules"]), r["mode"], f(r["avg_gbps"]), f(s["avg_gbps"]), f(r["delay_s"]), f(s["delay_s"]),
                   f(r["controller_delay_s"]), str(r["lost_packets"]), str(r["lost_during_reconfig"]))
     out_console.print(t)
+
+
+def _fixed(x, d: int = 3) -> str:
+    """A table cell: ``x`` with ``d`` decimals, ``-`` when missing."""
+    return "-" if x is None else f"{x:.{d}f}"
 
 
 def _unisonflow(as_json: bool, out: Path | None) -> None:
@@ -198,7 +203,7 @@ def _unisonflow(as_json: bool, out: Path | None) -> None:
                     f"(links {o['link_mbs']:g} MB/s)")
     for col in ("bytes", "latency us", "tagged", "overhead us", "sim", "MB/s", "tagged", "ratio", "sim"):
         t.add_column(col, justify="right")
-    f = lambda x, d=1: "-" if x is None else f"{x:.{d}f}"  # noqa: E731
+    f = lambda x, d=1: _fixed(x, d)  # noqa: E731
     for r in o["sizes"]:
         p, g, s = r["plain"], r["tagged"], r["simulated"].get("plain", {})
         t.add_row(str(r["bytes"]), f(p.get("latency_us")), f(g.get("latency_us")), f(r.get("latency_overhead_us")),

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import NetsteerError
 from ..drivers.openflow.switch import OfctlSwitch
-from .fabric_routes import ecmp_tables, tag_tables
+from .fabric_routes import RANK_MASK, ecmp_tables, tag_tables
 from .mpi import MpiHosts, compile_program
 from .testbed import Testbed
 from .unisonflow_real import source_fabric
@@ -93,7 +93,7 @@ def run(max_bytes: int = 1 << 18, lat_iters: int = 200, bw_iters: int = 20, wind
                     with MpiHosts(tb, tags=mode == "tagged") as m:
                         runs[mode].append(parse(m.run(str(exe), args, list(pair), timeout=300).stdout))
                     restored[mode] += sum(b for s in sw.values() for match, b in s.flow_bytes(0).items()
-                                          if match.endswith("/00:00:00:00:7f:ff"))
+                                          if match.endswith(f"/{RANK_MASK}"))
             scale, prefix = tb.scale, tb.prefix
     res = {m: {size: {k: _median([r[size][k] for r in runs[m] if k in r.get(size, {})])
                       for k in ("latency_us", "bandwidth_mbs") if any(k in r.get(size, {}) for r in runs[m])}
