@@ -17,7 +17,7 @@ from .route import reproduce_app
 out_console = Console()
 err_console = Console(stderr=True)
 
-EMULATED = ("hybrid-reconfig", "unisonflow")
+EMULATED = ("hybrid-reconfig", "unisonflow", "hyperx-steering")
 
 
 def register(app: typer.Typer) -> None:
@@ -112,6 +112,10 @@ def reproduce_emulated(
     duration: float = typer.Option(6.0, "--duration", help="With --emulate: seconds per run."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="With --emulate: write the JSON report here."),
     channel: str = typer.Option("osken", "--channel", help="With --emulate: osken (the os-ken application) or ofctl (ovs-ofctl)."),
+    nbytes: int = typer.Option(1 << 20, "--bytes", help="With --emulate hyperx-steering: the all-reduce's buffer (bytes)."),
+    iterations: int = typer.Option(4, "--iterations", help="With --emulate hyperx-steering: timed all-reduces per run."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="With --emulate unisonflow or hyperx-steering: write the "
+                                        "figures (PNG) into this directory."),
 ) -> None:
     """Reproduce a source document's evaluation (``--emulate NAME``: on real switches)."""
     if emulate is None:
@@ -122,8 +126,15 @@ def reproduce_emulated(
         raise NetsteerError("--emulate NAME takes no subcommand", field="--emulate")
     if emulate not in EMULATED:
         raise NetsteerError(f"{emulate!r} has no emulated reproduction; there is {', '.join(EMULATED)}", field="--emulate")
+    if plot is not None and emulate == "hybrid-reconfig":
+        raise NetsteerError("hybrid-reconfig draws no figures; --plot is for unisonflow and hyperx-steering",
+                            field="--plot")
+    if plot is not None:
+        _check_plot_dir(plot)
     if emulate == "unisonflow":
-        return _unisonflow(as_json, out)
+        return _unisonflow(as_json, out, plot)
+    if emulate == "hyperx-steering":
+        return _hyperx(as_json, out, plot, nbytes, iterations, channel)
     try:
         counts = tuple(int(x) for x in rules.split(","))
     except ValueError:
@@ -160,7 +171,58 @@ def _fixed(x, d: int = 3) -> str:
     return "-" if x is None else f"{x:.{d}f}"
 
 
-def _unisonflow(as_json: bool, out: Path | None) -> None:
+def _check_plot_dir(plot: Path) -> None:
+    """Refuse, before anything starts, a figures directory that cannot be written."""
+    import os
+
+    if plot.exists() and not plot.is_dir():
+        raise NetsteerError(f"{plot} exists and is not a directory", field="--plot")
+    parent = plot if plot.exists() else plot.parent
+    if not parent.exists() or not os.access(parent, os.W_OK):
+        raise NetsteerError(f"{plot}: cannot create or write figures there", field="--plot")
+
+
+def _hyperx(as_json: bool, out: Path | None, plot: Path | None, nbytes: int, iterations: int, channel: str) -> None:
+    """The flexible-HyperX source's ring all-reduce with MPICH on the emulated HyperX,
+    before and after bandwidth steering (netsteer.emulate.hyperx_steering)."""
+    _check_channel(channel)
+    if out is not None:
+        from ..report.atomic import check_writable
+
+        check_writable(out, field="--out")
+    from ..emulate.hyperx_steering import RANKS, run
+
+    if nbytes < 4 * RANKS or nbytes % (4 * RANKS) or nbytes > 1 << 26:
+        raise NetsteerError(f"must be a positive multiple of {4 * RANKS} (the ring's {RANKS} chunks of 32-bit floats) "
+                            f"up to 64 MiB, not {nbytes}", field="--bytes")
+    if not 1 <= iterations <= 100:
+        raise NetsteerError(f"must be 1..100, not {iterations}", field="--iterations")
+    rep = run(iterations=iterations, nbytes=nbytes, channel=channel, progress=_say(as_json))
+    if plot is not None:
+        from ..emulate.plots import hyperx_links
+
+        plot.mkdir(exist_ok=True)
+        rep["figures"] = [str(plot / f) for f in hyperx_links(rep, plot)]
+    _write(out, rep)
+    if as_json:
+        typer.echo(json.dumps(rep))
+        return
+    t = Table(title=f"MPICH ring all-reduce of {nbytes:,} B on the emulated flexible HyperX "
+                    f"(links {rep['link_bps_emulated'] / 1e6:g} Mbit/s, x {rep['scale']:g} the source's)")
+    for col in ("run", "circuits", "ring Mbit/s", "sim", "emulated/sim", "at 10 Gbit/s links", "check"):
+        t.add_column(col, justify="right")
+    cmp = rep["compare"]
+    for key in ("standard", "steered"):
+        r, s = rep[key], rep["simulated"][key]
+        t.add_row(key, " ".join(f"{a}-{b}" for a, b in r["circuits"]), _fixed(r["ring_bps"] / 1e6, 2),
+                  _fixed(s["ring_bps"] / 1e6, 2), _fixed(cmp[f"{key}_emulated_over_simulated"], 2),
+                  f"{r['ring_gbps_topology']:.2f} Gbit/s", r["check"])
+    out_console.print(t)
+    err_console.print(f"steering: {cmp['speedup_emulated']:.2f}x the ring's bandwidth emulated, "
+                      f"{cmp['speedup_simulated']:.2f}x simulated")
+
+
+def _unisonflow(as_json: bool, out: Path | None, plot: Path | None = None) -> None:
     """The UnisonFlow source's bcast-then-reduce with MPICH on the emulated fat-tree
     (netsteer.emulate.unisonflow_real) under ECMP, with the interconnect controller
     answering packet-ins (``controller``) and with its decisions installed ahead of
@@ -181,6 +243,11 @@ def _unisonflow(as_json: bool, out: Path | None) -> None:
                               "interconnect controller's pin module answers with rules (bcast via spine1, "
                               "reduce via spine2)")
     rep["overhead"] = osu(max_bytes=1 << 16, lat_iters=200, bw_iters=20, window=16, repeat=3, progress=_say(as_json))
+    if plot is not None:
+        from ..emulate.plots import overhead
+
+        plot.mkdir(exist_ok=True)
+        rep["figures"] = [str(plot / f) for f in overhead(rep["overhead"], plot)]
     _write(out, rep)
     if as_json:
         typer.echo(json.dumps(rep))

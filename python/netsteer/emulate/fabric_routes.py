@@ -156,4 +156,49 @@ def notify_tables(topo, rank_host: list[int], fabric: Fabric | None = None) -> d
     return out
 
 
-__all__ = ["ecmp_tables", "notify_tables", "tag_tables", "BASE_PRIORITY", "NOTIFY_COOKIE"]
+def routing_tables(routing, circuits: dict | None = None) -> dict[int, Table]:
+    """Any :class:`netsteer.routing.Routing` as OpenFlow tables, for the circuits in force.
+
+    Every packet switch: per destination host, a flow on the host's true MAC
+    (priority 10) that outputs to the table's port, or to a select group over an
+    ECMP entry's ports (group ``g + 1`` for the routing's group ``g``). Every circuit
+    switch: a crossbar of its pairing (``circuits``: node -> port array, as the
+    simulator's; default the topology's standing pairing), see
+    :func:`netsteer.drivers.openflow.flows.ocs_table`.
+
+    >>> from netsteer.topology.hyperx import hyperx, CircuitSpec
+    >>> from netsteer.routing.dor import dor
+    >>> t = hyperx([2, 2], 1, 1, link_bandwidth=1e9, link_latency_ns=0,
+    ...            circuits=[CircuitSpec(dim=0, switching_time_ns=0)])
+    >>> tabs = routing_tables(dor(t))
+    >>> tabs[t.node("x0_0")].flows[(0, 10, "dl_dst=02:4e:00:00:00:03")]  # dimension 0 first: the circuit
+    'output:2'
+    >>> sorted(tabs[t.node("sip0")].flow_lines())[:2]
+    ['table=0,priority=0 actions=drop', 'table=0,priority=10,in_port=1 actions=output:2']
+    """
+    from ..drivers.openflow.flows import ocs_table
+    from ..routing._graph import circuit_table
+    from ..topology.model import CIRCUIT
+
+    topo = routing.topo
+    out = {}
+    pairing = circuit_table(topo, circuits)
+    for node in topo.switches:
+        node = int(node)
+        if topo.node_kind[node] == CIRCUIT:
+            row = pairing[node]
+            out[node] = ocs_table([(int(p), int(q)) for p, q in enumerate(row) if q > p])
+            continue
+        tab = Table()
+        for h, e in enumerate(routing.node_rows([node])[0].tolist()):
+            if e >= 0:
+                tab.flows[(0, BASE_PRIORITY, f"dl_dst={host_mac(h)}")] = f"output:{e}"
+            elif e <= -2:
+                g = -2 - e
+                tab.groups[g + 1] = "type=select," + ",".join(f"bucket=output:{p}" for p in routing.groups[g])
+                tab.flows[(0, BASE_PRIORITY, f"dl_dst={host_mac(h)}")] = f"group:{g + 1}"
+        out[node] = tab
+    return out
+
+
+__all__ = ["ecmp_tables", "notify_tables", "routing_tables", "tag_tables", "BASE_PRIORITY", "NOTIFY_COOKIE"]

@@ -176,10 +176,15 @@ class MpiHosts:
     env : dict, optional
         Extra environment for every rank (set in each namespace by the launcher,
         e.g. ``LD_PRELOAD`` of the tagging library).
+    nice : int
+        The ranks' niceness: MPICH over UCX polls while it waits, so many ranks on
+        few cores would take the CPU from the switches that carry their traffic.
     """
 
-    def __init__(self, tb: Testbed, env: dict[str, str] | None = None, *, pmpi: bool = True, tags: bool = False):
+    def __init__(self, tb: Testbed, env: dict[str, str] | None = None, *, pmpi: bool = True, tags: bool = False,
+                 nice: int = 0):
         self.tb = tb
+        self.nice = nice
         self.env = dict(env or {})
         self.pmpi = pmpi or tags
         self.tags = tags
@@ -237,7 +242,7 @@ class MpiHosts:
                 w.attach()
                 env["NETSTEER_TAG_PIN"] = str(w.pin / "tc" / "globals")
             envs = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-            cases.append(f"  {mgmt_ip(h)}) exec ip netns exec {ns} env {envs} sh -c \"$*\";;")
+            cases.append(f"  {mgmt_ip(h)}) exec ip netns exec {ns} nice -n {self.nice} env {envs} sh -c \"$*\";;")
         script = Path(self.dir) / "launch.sh"
         script.write_text(_LAUNCHER.format(cases="\n".join(cases)))
         script.chmod(0o755)

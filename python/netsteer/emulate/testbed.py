@@ -76,9 +76,11 @@ def _stop_ovs() -> None:
     _run(OVS_CTL, "stop", check=False)
 
 
-def check_machine(topo, max_hosts: int = MAX_HOSTS) -> float:
+def check_machine(topo, max_hosts: int = MAX_HOSTS, max_rate_bps: float = MAX_RATE_BPS) -> float:
     """Refuse, before anything starts, what this machine cannot emulate; returns
-    the rate scale (every link's bandwidth is multiplied by it)."""
+    the rate scale (every link's bandwidth is multiplied by it): the fastest link
+    gets ``max_rate_bps`` (lower it when many links carry traffic at once, so the
+    two cores forward all of it)."""
     if os.geteuid() != 0:
         raise NetsteerError("emulation creates namespaces and bridges: run it as root", field="emulate")
     for tool in ("ip", "tc", "ethtool", "iperf3", "ovs-vsctl", "ovs-ofctl"):
@@ -88,10 +90,13 @@ def check_machine(topo, max_hosts: int = MAX_HOSTS) -> float:
         raise NetsteerError(f"{topo.name} has {topo.n_hosts} hosts; this machine emulates at most {max_hosts} "
                             "namespaces", field="topology")
     bw = topo.link_bandwidth
-    scale = min(1.0, MAX_RATE_BPS / float(bw.max()))
+    if not MIN_RATE_BPS <= max_rate_bps <= MAX_RATE_BPS:
+        raise NetsteerError(f"the fastest emulated link must get {MIN_RATE_BPS / 1e6:g} to {MAX_RATE_BPS / 1e6:g} Mbit/s, "
+                            f"not {max_rate_bps / 1e6:g}", field="rate")
+    scale = min(1.0, max_rate_bps / float(bw.max()))
     if float(bw.min()) * scale < MIN_RATE_BPS:
         raise NetsteerError(f"link rates from {bw.min() / 1e9:g} to {bw.max() / 1e9:g} Gbit/s cannot all be emulated: "
-                            f"scaled to at most {MAX_RATE_BPS / 1e6:g} Mbit/s the slowest gets "
+                            f"scaled to at most {max_rate_bps / 1e6:g} Mbit/s the slowest gets "
                             f"{bw.min() * scale / 1e6:.3g} Mbit/s, below {MIN_RATE_BPS / 1e6:g}", field="topology")
     return scale
 
@@ -124,9 +129,9 @@ class Testbed:
 
     __test__ = False  # not a pytest class
 
-    def __init__(self, topo, *, progress=lambda msg: None):
+    def __init__(self, topo, *, progress=lambda msg: None, max_rate_bps: float = MAX_RATE_BPS):
         self.topo = topo
-        self.scale = check_machine(topo)
+        self.scale = check_machine(topo, max_rate_bps=max_rate_bps)
         ensure_ovs()
         self.prefix = "ns" + secrets.token_hex(2)
         self.progress = progress

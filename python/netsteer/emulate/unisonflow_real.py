@@ -22,22 +22,20 @@ the tag onto its module's path.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import tempfile
-import threading
 import time
 from typing import Any
 
 from ..drivers.openflow.switch import OfctlSwitch
 from ..topology.pgft import pgft
 from ..unisonflow.tags import PRIMITIVE_NAMES
+from .counters import Sampler
 from .fabric_routes import ecmp_tables, notify_tables, tag_tables
 from .mpi import MpiHosts, compile_program, phases, read_peer_tables
 from .reactive_tags import ReactiveTags
 from .testbed import Testbed
 
-SAMPLE_S = 0.05
 #: the source's controller: bcast (code 2) through spine1, reduce (code 3) through spine2
 PINS = {2: "s2_0", 3: "s2_1"}
 ROUTINGS = ("ecmp", "pinned", "controller")
@@ -49,36 +47,6 @@ MODULES = [{"module": "pin", "primitive": "bcast", "via": PINS[2]},
 def source_fabric():
     """The source's fat-tree: 24 nodes, 4 leaves of 6, 2 spines, 4 cables per leaf-spine link, 1 Gbit/s."""
     return pgft(2, [6, 4], [1, 2], [1, 4], link_bandwidth=1e9, link_latency_ns=1000)
-
-
-class _Sampler(threading.Thread):
-    """Every ``SAMPLE_S``: (wall ns, bytes received by each watched switch) from the
-    switches' own port counters."""
-
-    def __init__(self, switches: dict[str, OfctlSwitch]):
-        super().__init__(daemon=True)
-        self.switches, self.samples, self.stop = switches, [], threading.Event()
-
-    def read(self):
-        t = time.time_ns()
-        self.samples.append((t, {n: sum(rx for rx, _ in s.port_bytes().values()) for n, s in self.switches.items()}))
-
-    def run(self):
-        while not self.stop.is_set():
-            self.read()
-            self.stop.wait(SAMPLE_S)
-
-
-def _at(samples, t_ns: int, name: str) -> float:
-    """A counter at ``t_ns``, linear between the samples around it."""
-    ts = [s[0] for s in samples]
-    i = bisect.bisect_left(ts, t_ns)
-    if i <= 0:
-        return samples[0][1][name]
-    if i >= len(ts):
-        return samples[-1][1][name]
-    (t0, a), (t1, b) = samples[i - 1], samples[i]
-    return a[name] + (b[name] - a[name]) * (t_ns - t0) / max(t1 - t0, 1)
 
 
 @contextlib.contextmanager
@@ -120,7 +88,8 @@ def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progre
                 sw[s].replace(tab.flow_lines(), tab.group_lines())
             spines = {"spine1": sw[topo.node("s2_0")], "spine2": sw[topo.node("s2_1")]}
             with MpiHosts(tb, tags=routing != "ecmp") as m:
-                sampler = _Sampler(spines)
+                # bytes entering each spine (from the switches' own port counters)
+                sampler = Sampler(lambda: {n: sum(rx for rx, _ in s.port_bytes().values()) for n, s in spines.items()})
                 sampler.read()
                 sampler.start()
                 t0 = time.monotonic()
@@ -140,7 +109,7 @@ def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progre
         if name not in ("bcast", "reduce"):
             continue
         out[name] = {"start_s": (a - s[0][0]) * 1e-9, "end_s": (b - s[0][0]) * 1e-9,
-                     **{f"{k}_bytes": int(round(_at(s, b, k) - _at(s, a, k))) for k in ("spine1", "spine2")}}
+                     **{f"{k}_bytes": int(round(sampler.at(b, k) - sampler.at(a, k))) for k in ("spine1", "spine2")}}
     out["total"] = {f"{k}_bytes": s[-1][1][k] - s[0][1][k] for k in ("spine1", "spine2")}
     out["testbed"] = tb.prefix
     if reactive is not None:

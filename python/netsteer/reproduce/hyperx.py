@@ -60,9 +60,10 @@ def eps_index(k: int) -> int:
     return 2 * (k - 1) if k <= 4 else 2 * (8 - k) + 1
 
 
-def testbed(switching_time_ns: int = 10_000):
-    """The flexible HyperX of the source, inferred numbering (module text)."""
-    return hyperx([2, 4], 1, 2, link_bandwidth=LINK_GBPS, link_latency_ns=1_000,
+def testbed(switching_time_ns: int = 10_000, link_bandwidth: float = LINK_GBPS):
+    """The flexible HyperX of the source, inferred numbering (module text); every
+    cable at ``link_bandwidth`` bit/s (the source: 10 Gbit/s)."""
+    return hyperx([2, 4], 1, 2, link_bandwidth=link_bandwidth, link_latency_ns=1_000,
                   circuits=[CircuitSpec(dim=0, switching_time_ns=switching_time_ns, name="sip")],
                   name="flexible-hyperx-testbed")
 

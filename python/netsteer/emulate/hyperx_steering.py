@@ -1,0 +1,244 @@
+"""The flexible-HyperX source's experiment with real MPICH traffic on the testbed.
+
+The source's 16-node flexible HyperX (:func:`netsteer.reproduce.hyperx.testbed`:
+8 packet switches EPS1..EPS8 in two fully meshed groups of four, every cable
+between the groups through one SiP circuit switch) is built as namespaces and
+Open vSwitch bridges (:mod:`.testbed`); the SiP switch is a bridge that holds
+port-to-port flows only. The packet switches hold minimal dimension-order tables
+for the circuits in force (:func:`netsteer.routing.dor.dor`, as OpenFlow by
+:func:`.fabric_routes.routing_tables`).
+
+A ring all-reduce (``programs/ring_allreduce.c``, unmodified, compiled with MPICH,
+one rank per node, ranks placed as the source's ring:
+:func:`netsteer.reproduce.hyperx.placement`) runs twice on the same testbed:
+
+1. ``standard``: the standing circuits (the plain HyperX);
+2. ``steered``: the steering controller (:func:`netsteer.control.steering.plan_steering`)
+   plans circuits for the ring's demand; the driver writes the new crossbar and
+   the packet switches' new tables, all in one bundle per switch, through os-ken
+   (or ``ovs-ofctl``), then the all-reduce runs again.
+
+The steering happens between the two runs, as the source steers once before its
+job (the SiP switching time is paid once). Each run reports the ring's bus
+bandwidth, ``2 (p - 1) / p`` times the buffer over the all-reduce time, per
+iteration (the slowest rank's time), and the program checks every element of
+every result. The transmit counters of the EPS7-EPS8 cable (both directions) and
+of the EPS1 and EPS2 circuit ports are sampled throughout (the source's Fig. 3).
+
+The simulator's prediction is the same ring, placement and circuits on the same
+topology at the testbed's rates (:func:`netsteer.reproduce.hyperx.simulate_training`).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+
+from ..errors import NetsteerError
+from ..reproduce.hyperx import LINK_GBPS, RING, eps_index, placement, simulate_training, testbed
+from .counters import Sampler
+from .fabric_routes import routing_tables
+from .mpi import MpiHosts, compile_program
+from .testbed import Testbed
+
+RANKS = 16
+#: the fastest link's emulated rate: 16 ring streams of several hops each through
+#: the userspace datapath on two shared cores (see docs/openflow.md)
+RATE_BPS = 16e6
+
+
+def parse(stdout: str) -> dict[str, Any]:
+    """The program's output: per-iteration seconds and the result check.
+
+    >>> parse("allreduce 0 seconds 1.5\\nallreduce 1 seconds 1.25\\ncheck ok\\n")
+    {'seconds': [1.5, 1.25], 'check': 'ok'}
+    """
+    secs, check = [], None
+    for line in stdout.splitlines():
+        x = line.split()
+        if len(x) == 4 and x[0] == "allreduce":
+            secs.append(float(x[3]))
+        elif x[:1] == ["check"]:
+            check = " ".join(x[1:])
+    return {"seconds": secs, "check": check}
+
+
+def bus_bps(nbytes: int, seconds: float, p: int = RANKS) -> float:
+    """A ring all-reduce's bus bandwidth: each rank sends ``2 (p - 1) / p`` of the
+    buffer, so this is each ring stream's rate (bit/s).
+
+    >>> bus_bps(1_600_000, 1.0)
+    24000000.0
+    """
+    return 2 * (p - 1) / p * nbytes * 8 / seconds
+
+
+def _pairs(arr) -> tuple[tuple[int, int], ...]:
+    return tuple(sorted((int(p), int(q)) for p, q in enumerate(arr) if q > p))
+
+
+def _watched(topo) -> dict[str, tuple[int, int]]:
+    """Name -> (switch node, port) whose transmit counter is sampled: the EPS7-EPS8
+    cable both ways and EPS1's and EPS2's ports into the SiP switch."""
+    out = {}
+    dst = topo.channel_dst()
+    for a, b in ((7, 8), (8, 7)):
+        sa, sb = int(topo.switches[eps_index(a)]), int(topo.switches[eps_index(b)])
+        ports = [int(p) for p in np.flatnonzero(topo.out_channel[sa] >= 0) if dst[topo.out_channel[sa, p]] == sb]
+        out[f"EPS{a}->EPS{b}"] = (sa, ports[0])
+    sip = topo.node("sip")
+    for k in (1, 2):
+        s = int(topo.switches[eps_index(k)])
+        ports = [int(p) for p in np.flatnonzero(topo.out_channel[s] >= 0) if dst[topo.out_channel[s, p]] == sip]
+        out[f"EPS{k}->SiP"] = (s, ports[0])
+    return out
+
+
+def _install(switches, tabs) -> float:
+    """Every switch's whole table, one bundle each; returns the seconds it took."""
+    t0 = time.monotonic()
+    for node, tab in tabs.items():
+        switches[node].replace(tab.flow_lines(), tab.group_lines())
+    return time.monotonic() - t0
+
+
+def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, channel: str = "osken",
+        timeout_s: float = 240.0, nice: int = 19, poll_us: int = 200, progress=lambda m: None) -> dict[str, Any]:
+    """Both runs on one testbed (module text). Returns the emulated and simulated
+    ring bandwidths (bit/s at the testbed's rates, and Gbit/s at the topology's),
+    the steering plan, the sampled link counters and the comparison."""
+    from ..control.steering import plan_steering, switch_demand
+    from ..routing.dor import dor
+    from ..traffic.training import iteration_demand, training_job
+    from .run import CHANNELS, open_switches
+
+    if channel not in CHANNELS:
+        raise NetsteerError(f"{channel!r} is not a channel; there is {', '.join(CHANNELS)}", field="channel")
+    if iterations < 1:
+        raise NetsteerError(f"iterations must be at least 1, not {iterations}", field="iterations")
+    if nbytes < 4 * RANKS or nbytes % (4 * RANKS):
+        raise NetsteerError(f"the ring splits the buffer in {RANKS} chunks of 32-bit floats: {nbytes} bytes is not "
+                            f"a positive multiple of {4 * RANKS}", field="bytes")
+    topo = testbed()
+    hosts = placement()
+    sip = topo.node("sip")
+    job = training_job(RANKS, model_bytes=nbytes, compute_ns=0, iterations=1, placement=hosts)
+    demand = switch_demand(topo, *iteration_demand(job, topo.n_hosts))
+    plan = plan_steering(topo, demand)
+    standard = {sip: np.asarray(topo.meta["initial_circuits"][sip])}
+    steered = {n: _arr(p, topo.out_channel.shape[1]) for n, p in plan.pairings.items()}
+    watched = _watched(topo)
+    names = {int(topo.switches[eps_index(k)]): f"EPS{k}" for k in range(1, 9)}  # node -> the source's name
+    runs: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="netsteer-hx-") as d:
+        exe = compile_program("ring_allreduce", d)
+        with Testbed(topo, progress=progress, max_rate_bps=rate_bps) as tb, \
+                open_switches(tb, channel) as switches, MpiHosts(tb, nice=nice) as m:
+            scale = tb.scale
+            ofctl = {n: _ofctl(tb, n) for n in {s for s, _ in watched.values()}}
+            sampler = Sampler(lambda: {k: ofctl[s].port_bytes().get(p, (0, 0))[1] for k, (s, p) in watched.items()})
+            sampler.read()
+            sampler.start()
+            try:
+                for key, circuits in (("standard", standard), ("steered", steered)):
+                    tabs = routing_tables(dor(topo, circuits=circuits), circuits)
+                    push_s = _install(switches, tabs)
+                    progress(f"{key}: {sum(len(t.flows) for t in tabs.values())} rules in {push_s:.2f} s; "
+                             f"ring all-reduce of {nbytes} B x {iterations}")
+                    t0 = time.time_ns()
+                    r = m.run(str(exe), [str(iterations), str(nbytes), str(poll_us)], hosts, timeout=timeout_s)
+                    t1 = time.time_ns()
+                    out = parse(r.stdout)
+                    if out["check"] != "ok" or len(out["seconds"]) != iterations:
+                        raise NetsteerError(f"ring_allreduce gave a wrong result or no times: {r.stdout.strip()[-300:]}",
+                                            field="program")
+                    med = float(np.median(out["seconds"]))
+                    runs[key] = {"circuits": [[names[a], names[b]] for a, b in _circuit_ends(topo, circuits)],
+                                 "push_s": round(push_s, 3), "allreduce_s": out["seconds"], "check": out["check"],
+                                 "ring_bps": bus_bps(nbytes, med), "ring_gbps_topology": bus_bps(nbytes, med) * 1e-9 / scale,
+                                 "start_ns": t0, "end_ns": t1}
+            finally:
+                sampler.stop.set()
+                sampler.join()
+            sampler.read()
+    sim = predict(nbytes, iterations, scale, steered)
+    out: dict[str, Any] = {
+        "inputs": {"ranks": RANKS, "bytes": nbytes, "iterations": iterations, "placement_eps": RING,
+                   "placement_hosts": hosts, "link_gbps": LINK_GBPS / 1e9, "channel": channel},
+        "scale": scale, "link_bps_emulated": LINK_GBPS * scale, "testbed": tb.prefix,
+        "steering": {"method": plan.method, "circuits": [[names[a], names[b]] for a, b in _circuit_ends(topo, steered)],
+                     "before_max_utilization": plan.before["max_utilization"],
+                     "after_max_utilization": plan.after["max_utilization"]},
+        "standard": runs["standard"], "steered": runs["steered"], "simulated": sim,
+    }
+    out["compare"] = compare(out)
+    out["links"] = _series(sampler, out)
+    return out
+
+
+def _ofctl(tb, node):
+    from ..drivers.openflow.switch import OfctlSwitch
+
+    return OfctlSwitch(tb.bridges[node])
+
+
+def _arr(pairs, width: int) -> np.ndarray:
+    a = np.full(width, -1, dtype=np.int64)
+    for p, q in pairs:
+        a[p], a[q] = q, p
+    return a
+
+
+def _circuit_ends(topo, circuits) -> list[tuple[int, int]]:
+    """The packet switches each circuit joins."""
+    dst = topo.channel_dst()
+    out = []
+    for node, arr in circuits.items():
+        ends = {p: int(dst[c]) for p, c in enumerate(topo.out_channel[node]) if c >= 0}
+        out += [tuple(sorted((ends[p], ends[q]))) for p, q in _pairs(arr)]
+    return sorted(out)
+
+
+def predict(nbytes: int, iterations: int, scale: float, steered: dict) -> dict[str, Any]:
+    """The simulator's ring bandwidth for both runs on the same topology at the
+    testbed's rates (bit/s; ``ring_gbps_topology`` at the topology's rates)."""
+    from ..traffic.training import training_job
+
+    topo = testbed(link_bandwidth=LINK_GBPS * scale)
+    job = training_job(RANKS, model_bytes=nbytes, compute_ns=0, iterations=max(iterations, 2), placement=placement())
+    out = {}
+    for key, steer in (("standard", None), ("steered", tuple(p for arr in steered.values() for p in _pairs(arr)))):
+        r = simulate_training(topo, job, steer)
+        bps = float(r["ring_gbps"]) * 1e9
+        out[key] = {"ring_bps": bps, "ring_gbps_topology": bps * 1e-9 / scale,
+                    "allreduce_s": [ns * 1e-9 for ns in r["allreduce_ns"]]}
+    return out
+
+
+def compare(rep: dict) -> dict[str, Any]:
+    """Emulated / simulated ring bandwidth per run, and steered / standard both ways."""
+    e, s = rep, rep["simulated"]
+    return {"standard_emulated_over_simulated": e["standard"]["ring_bps"] / s["standard"]["ring_bps"],
+            "steered_emulated_over_simulated": e["steered"]["ring_bps"] / s["steered"]["ring_bps"],
+            "speedup_emulated": e["steered"]["ring_bps"] / e["standard"]["ring_bps"],
+            "speedup_simulated": s["steered"]["ring_bps"] / s["standard"]["ring_bps"]}
+
+
+def _series(sampler: Sampler, rep: dict) -> dict[str, Any]:
+    """The sampled transmit counters as rates (bit/s at the testbed's rates) over
+    seconds since the first sample, and each run's span on that clock."""
+    s = sampler.samples
+    t = np.array([x[0] for x in s], dtype=np.float64)
+    out = {"t_s": ((t[1:] - t[0]) * 1e-9).round(3).tolist(), "bps": {}, "runs": {}}
+    for name in s[0][1]:
+        v = np.array([x[1][name] for x in s], dtype=np.float64)
+        out["bps"][name] = (np.diff(v) * 8 / np.maximum(np.diff(t) * 1e-9, 1e-9)).round(0).tolist()
+    for key in ("standard", "steered"):
+        out["runs"][key] = [(rep[key]["start_ns"] - t[0]) * 1e-9, (rep[key]["end_ns"] - t[0]) * 1e-9]
+    return out
+
+
+__all__ = ["bus_bps", "compare", "parse", "predict", "run"]

@@ -1,0 +1,102 @@
+"""Figures of the emulated reproductions, in the style of the sources' figures.
+
+- :func:`overhead`: the UnisonFlow source's Figs. 11-13 (OSU-like bandwidth,
+  latency, and the latency tagging adds) from :func:`.osu_overhead.run`, the
+  simulator's figures drawn beside the emulated ones;
+- :func:`hyperx_links`: the flexible-HyperX source's Fig. 3(c)/(d) (throughput
+  over time of the EPS7-EPS8 cable and of the circuit ports) from
+  :func:`.hyperx_steering.run`, one panel per run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def overhead(rep: dict, outdir) -> list[str]:
+    """``fig11_bandwidth.png``, ``fig12_latency.png``, ``fig13_latency_overhead.png``
+    in ``outdir``; returns the file names."""
+    from ..report.plots import plt
+
+    outdir = Path(outdir)
+    rows = rep["sizes"]
+    x = [r["bytes"] for r in rows]
+
+    def col(mode, key):
+        return [r[mode].get(key) for r in rows]
+
+    files = []
+    for fname, key, ylabel in (("fig11_bandwidth.png", "bandwidth_mbs", "bandwidth (MB/s)"),
+                               ("fig12_latency.png", "latency_us", "latency (us)")):
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.plot(x, col("plain", key), "o-", label="without tags (emulated)")
+        ax.plot(x, col("tagged", key), "s--", label="with tags (emulated)")
+        sim = [r["simulated"].get("plain", {}).get(key) for r in rows]
+        if any(v is not None for v in sim):
+            ax.plot(x, sim, ":", color="grey", label="simulator")
+        ax.set_xscale("log", base=2)
+        if key == "latency_us":
+            ax.set_yscale("log")
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"OSU-like, links {rep['link_mbs']:g} MB/s, median of {rep['repeat']}", fontsize=9)
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(outdir / fname, dpi=100)
+        plt.close(fig)
+        files.append(fname)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(x, [r.get("latency_overhead_us") for r in rows], "o-", label="with tags - without (emulated)")
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("latency overhead (us)")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(outdir / "fig13_latency_overhead.png", dpi=100)
+    plt.close(fig)
+    files.append("fig13_latency_overhead.png")
+    return files
+
+
+def hyperx_links(rep: dict, outdir, smooth: int = 5) -> list[str]:
+    """``fig3c_standard.png`` and ``fig3d_steered.png`` in ``outdir``: each run's
+    sampled link rates (Mbit/s at the testbed's rates) over its own time, a moving
+    mean over ``smooth`` samples (the counters are read every 50 ms, and a ring
+    step's bursts would hide the trend)."""
+    import numpy as np
+
+    from ..report.plots import plt
+
+    outdir = Path(outdir)
+    s = rep["links"]
+    t = s["t_s"]
+    files = []
+    for key, fname, title in (("standard", "fig3c_standard.png", "standard HyperX (Fig. 3c)"),
+                              ("steered", "fig3d_steered.png", "bandwidth-steered HyperX (Fig. 3d)")):
+        a, b = s["runs"][key]
+        keep = [i for i, ti in enumerate(t) if a <= ti <= b]
+        fig, ax = plt.subplots(figsize=(8, 4))
+        for name, rate in s["bps"].items():
+            style = "--" if "SiP" in name else "-"
+            y = np.convolve(np.asarray(rate, dtype=float)[keep] / 1e6, np.ones(smooth) / smooth, mode="same")
+            ax.plot([t[i] - a for i in keep], y, style, lw=1.2, label=name)
+        ax.axhline(rep["link_bps_emulated"] / 1e6, color="black", lw=0.8, ls=":", label="link rate")
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel("throughput (Mbit/s)")
+        ax.set_ylim(0, rep["link_bps_emulated"] / 1e6 * 1.15)
+        r = rep[key]
+        ax.set_title(f"{title}, emulated: {r['ring_bps'] / 1e6:.2f} Mbit/s ring "
+                     f"(simulator {rep['simulated'][key]['ring_bps'] / 1e6:.2f})", fontsize=9)
+        ax.legend(fontsize=7, loc="upper right")
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(outdir / fname, dpi=110)
+        plt.close(fig)
+        files.append(fname)
+    return files
+
+
+__all__ = ["hyperx_links", "overhead"]
