@@ -114,6 +114,9 @@ def reproduce_emulated(
     channel: str = typer.Option("osken", "--channel", help="With --emulate: osken (the os-ken application) or ofctl (ovs-ofctl)."),
     nbytes: int = typer.Option(1 << 20, "--bytes", help="With --emulate hyperx-steering: the all-reduce's buffer (bytes)."),
     iterations: int = typer.Option(4, "--iterations", help="With --emulate hyperx-steering: timed all-reduces per run."),
+    tagger: str = typer.Option("ebpf", "--tagger", help="With --emulate unisonflow: the hosts' tag writer: ebpf (tc "
+                               "egress program), ovs (each host's own Open vSwitch bridge) or auto (eBPF where it "
+                               "attaches, the host bridge elsewhere)."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="With --emulate unisonflow or hyperx-steering: write the "
                                         "figures (PNG) into this directory."),
 ) -> None:
@@ -131,8 +134,14 @@ def reproduce_emulated(
                             field="--plot")
     if plot is not None:
         _check_plot_dir(plot)
+    from ..emulate.mpi import TAGGERS
+
+    if tagger not in TAGGERS:
+        raise NetsteerError(f"{tagger!r} is not a tag writer; there is {', '.join(TAGGERS)}", field="--tagger")
+    if tagger != "ebpf" and emulate != "unisonflow":
+        raise NetsteerError(f"{emulate} does not tag at the hosts; --tagger is for unisonflow", field="--tagger")
     if emulate == "unisonflow":
-        return _unisonflow(as_json, out, plot)
+        return _unisonflow(as_json, out, plot, tagger)
     if emulate == "hyperx-steering":
         return _hyperx(as_json, out, plot, nbytes, iterations, channel)
     try:
@@ -222,7 +231,7 @@ def _hyperx(as_json: bool, out: Path | None, plot: Path | None, nbytes: int, ite
                       f"{cmp['speedup_simulated']:.2f}x simulated")
 
 
-def _unisonflow(as_json: bool, out: Path | None, plot: Path | None = None) -> None:
+def _unisonflow(as_json: bool, out: Path | None, plot: Path | None = None, tagger: str = "ebpf") -> None:
     """The UnisonFlow source's bcast-then-reduce with MPICH on the emulated fat-tree
     (netsteer.emulate.unisonflow_real) under ECMP, with the interconnect controller
     answering packet-ins (``controller``) and with its decisions installed ahead of
@@ -237,12 +246,13 @@ def _unisonflow(as_json: bool, out: Path | None, plot: Path | None = None) -> No
 
     rep: dict = {}
     for mode in ("ecmp", "controller", "pinned"):
-        rep[mode] = run(400, 1000, routing=mode, progress=_say(as_json))
+        rep[mode] = run(400, 1000, routing=mode, progress=_say(as_json), tagger=tagger)
     rep["comparison"] = {m: compare(rep[m]) for m in ("ecmp", "controller", "pinned")}
     rep["controller_mode"] = ("reactive: frames of new tags tell the os-ken app while going on by ECMP; the "
                               "interconnect controller's pin module answers with rules (bcast via spine1, "
                               "reduce via spine2)")
-    rep["overhead"] = osu(max_bytes=1 << 16, lat_iters=200, bw_iters=20, window=16, repeat=3, progress=_say(as_json))
+    rep["overhead"] = osu(max_bytes=1 << 16, lat_iters=200, bw_iters=20, window=16, repeat=3, tagger=tagger,
+                          progress=_say(as_json))
     if plot is not None:
         from ..emulate.plots import overhead
 

@@ -44,6 +44,7 @@ PMPI_SOURCE = Path(__file__).with_name("hosttag") / "pmpi_tag.c"
 MGMT_NET = "10.200.0"
 MGMT_ROOT = f"{MGMT_NET}.254"
 MGMT_DEV = "mg0"  # its name inside every host namespace
+TAGGERS = ("ebpf", "ovs", "auto")
 
 
 def mgmt_ip(h: int) -> str:
@@ -110,7 +111,9 @@ def read_peer_tables(tag_dir: str | os.PathLike) -> dict[int, dict]:
     """The PMPI library's per-rank tables: rank -> ``{"peers": {rank: ip}, "comms":
     {id: [world ranks]}, "prims": [(t_ns, code, comm)], "end_ns": int, "drain":
     {"changes", "waited_ns", "timeouts"}}``: ``drain`` counts the changes of
-    primitive that waited for the previous primitive's unsent bytes."""
+    primitive that waited for the previous primitive's unsent bytes; with the host
+    OVS tag writer, ``agent`` (same keys) counts the tag changes it was asked for,
+    the time the library waited for them and the answers that came too late."""
     out = {}
     for f in sorted(Path(tag_dir).glob("rank-*.tsv")):
         r = int(f.stem.split("-")[1])
@@ -124,6 +127,8 @@ def read_peer_tables(tag_dir: str | os.PathLike) -> dict[int, dict]:
                 t["comms"][int(x[1])] = [int(v) for v in x[3:]]
             elif x[0] == "prim":
                 t["prims"].append((int(x[1]), int(x[2]), int(x[3])))
+            elif x[0] == "agent":
+                t["agent"] = dict(zip(("changes", "waited_ns", "timeouts"), map(int, x[1:4])))
             elif x[0] == "drain":
                 t["drain"] = dict(zip(("changes", "waited_ns", "timeouts"), map(int, x[1:4])))
             elif x[0] == "end":
@@ -176,14 +181,30 @@ class MpiHosts:
     env : dict, optional
         Extra environment for every rank (set in each namespace by the launcher,
         e.g. ``LD_PRELOAD`` of the tagging library).
+    tags : bool
+        Tag every frame at the hosts (the PMPI library and a tag writer).
+    tagger : {"ebpf", "ovs", "auto"}
+        The tag writer: the eBPF program on the host's egress, the host's own
+        Open vSwitch bridge (:mod:`.hosttag.host_ovs`; needs a testbed built with
+        ``host_bridges=True``), or eBPF where it attaches and the host bridge
+        elsewhere. A host where neither can tag is refused before anything runs.
+        :attr:`taggers` says which one each host got.
     nice : int
         The ranks' niceness: MPICH over UCX polls while it waits, so many ranks on
         few cores would take the CPU from the switches that carry their traffic.
     """
 
     def __init__(self, tb: Testbed, env: dict[str, str] | None = None, *, pmpi: bool = True, tags: bool = False,
-                 nice: int = 0):
+                 tagger: str = "ebpf", nice: int = 0):
+        if tagger not in TAGGERS:
+            raise NetsteerError(f"{tagger!r} is not a tag writer; there is {', '.join(TAGGERS)}", field="tagger")
+        if tags and tagger == "ovs" and not tb.host_bridges:
+            raise NetsteerError("the host OVS tag writer needs a testbed built with host_bridges=True", field="tagger")
         self.tb = tb
+        self.tagger = tagger
+        self.taggers: dict[int, str] = {}
+        self.host_taggers: list = []
+        self._bpf_obj = None
         self.nice = nice
         self.env = dict(env or {})
         self.pmpi = pmpi or tags
@@ -233,20 +254,49 @@ class MpiHosts:
                  check=False)
             env = {"UCX_NET_DEVICES": tb.host_dev[h], "NETSTEER_FABRIC_IP": tb.ips[h], **self.env}
             if self.tags:
-                # the eBPF tag writer on the host's fabric egress; the PMPI library writes its maps
-                from .hosttag.writer import TagWriter, build
-
-                obj = obj if h else build(self.dir)
-                w = TagWriter(ns, tb.host_dev[h], obj, Path(self.dir) / f"bpf-h{h}")
-                self.writers.append(w)
-                w.attach()
-                env["NETSTEER_TAG_PIN"] = str(w.pin / "tc" / "globals")
+                env.update(self._tagger(h, ns))
             envs = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
             cases.append(f"  {mgmt_ip(h)}) exec ip netns exec {ns} nice -n {self.nice} env {envs} sh -c \"$*\";;")
         script = Path(self.dir) / "launch.sh"
         script.write_text(_LAUNCHER.format(cases="\n".join(cases)))
         script.chmod(0o755)
         self.script = str(script)
+
+    def _tagger(self, h: int, ns: str) -> dict[str, str]:
+        """Host ``h``'s tag writer, attached; the environment that tells its PMPI library."""
+        if self.tagger != "ovs":
+            # the eBPF tag writer on the host's fabric egress; the PMPI library writes its maps
+            from .hosttag.writer import TagWriter, build
+
+            try:
+                if self._bpf_obj is None:
+                    self._bpf_obj = build(self.dir)
+                w = TagWriter(ns, self.tb.host_dev[h], self._bpf_obj, Path(self.dir) / f"bpf-h{h}")
+                w.attach()
+            except NetsteerError:
+                if self.tagger == "ebpf" or not self.tb.host_bridges:
+                    raise
+            else:
+                self.writers.append(w)
+                self.taggers[h] = "ebpf"
+                return {"NETSTEER_TAG_PIN": str(w.pin / "tc" / "globals")}
+        from .hosttag.host_ovs import HostOvsTagger
+
+        t = HostOvsTagger(self.tb.host_bridges[h], Path(self.dir) / f"tag-h{h}.sock").start()
+        self.host_taggers.append(t)
+        self.taggers[h] = "ovs"
+        return {"NETSTEER_TAG_SOCK": t.path}
+
+    def tagger_report(self) -> dict:
+        """Which writer each host got; for host OVS: tag changes, swap times, errors."""
+        out: dict = {"ebpf_hosts": sorted(h for h, k in self.taggers.items() if k == "ebpf"),
+                     "ovs_hosts": sorted(h for h, k in self.taggers.items() if k == "ovs")}
+        if self.host_taggers:
+            s = sorted(x for t in self.host_taggers for x in t.install_s)
+            out.update({"ovs_changes": sum(t.changes for t in self.host_taggers),
+                        "ovs_swap_median_s": s[len(s) // 2] if s else None,
+                        "ovs_errors": [e for t in self.host_taggers for e in t.errors]})
+        return out
 
     def command(self, program: str, args: list[str], hosts: list[int], ppn: int = 1) -> list[str]:
         """The ``mpiexec`` command line: ``ppn`` ranks on each of ``hosts``, in order."""
@@ -296,6 +346,9 @@ class MpiHosts:
         for w in self.writers:  # after the ranks: they hold the maps open
             w.close()
         self.writers = []
+        for t in self.host_taggers:
+            t.close()
+        self.host_taggers = []
         for v in self.veths:
             _run("ip", "link", "del", v, check=False)
         self.veths = []

@@ -51,7 +51,7 @@ def _median(vals: list[float]) -> float:
 
 
 def run(max_bytes: int = 1 << 18, lat_iters: int = 200, bw_iters: int = 20, window: int = 16,
-        pair: tuple[int, int] = (0, 1), repeat: int = 3, progress=lambda m: None) -> dict[str, Any]:
+        pair: tuple[int, int] = (0, 1), repeat: int = 3, tagger: str = "ebpf", progress=lambda m: None) -> dict[str, Any]:
     """Both modes on one testbed, alternated ``repeat`` times (the machine is
     shared: the median of each size's runs); per size the latency (us) and
     bandwidth (MB/s) of each, the tagged run's overhead, and the simulator's figures.
@@ -67,6 +67,9 @@ def run(max_bytes: int = 1 << 18, lat_iters: int = 200, bw_iters: int = 20, wind
         The two hosts (the source: node01 and node02, one leaf).
     repeat : int
         Runs of each mode, alternated.
+    tagger : {"ebpf", "ovs", "auto"}
+        The tag writer (:class:`.mpi.MpiHosts`); with ``ovs`` and ``auto`` every host
+        has its own bridge in both modes, so the difference is still the tagging.
     """
     topo = source_fabric()
     if max_bytes < 1 or max_bytes > 1 << 22 or min(lat_iters, bw_iters, window) < 1:
@@ -82,7 +85,7 @@ def run(max_bytes: int = 1 << 18, lat_iters: int = 200, bw_iters: int = 20, wind
     restored = {m: 0 for m in MODES}
     with tempfile.TemporaryDirectory(prefix="netsteer-osu-") as d:
         exe = compile_program("osu_like", d)
-        with Testbed(topo, progress=progress) as tb:
+        with Testbed(topo, progress=progress, host_bridges=tagger != "ebpf") as tb:
             tables = {"plain": ecmp_tables(topo), "tagged": tag_tables(topo, list(pair))}
             for k in range(repeat):
                 for mode in MODES:
@@ -90,8 +93,10 @@ def run(max_bytes: int = 1 << 18, lat_iters: int = 200, bw_iters: int = 20, wind
                     for s, tab in tables[mode].items():
                         sw[s].replace(tab.flow_lines(), tab.group_lines())
                     progress(f"osu-like, {mode}, run {k + 1} of {repeat}")
-                    with MpiHosts(tb, tags=mode == "tagged") as m:
+                    with MpiHosts(tb, tags=mode == "tagged", tagger=tagger) as m:
                         runs[mode].append(parse(m.run(str(exe), args, list(pair), timeout=300).stdout))
+                        if mode == "tagged":
+                            used = m.tagger_report()
                     restored[mode] += sum(b for s in sw.values() for match, b in s.flow_bytes(0).items()
                                           if match.endswith(f"/{RANK_MASK}"))
             scale, prefix = tb.scale, tb.prefix
@@ -113,7 +118,8 @@ def run(max_bytes: int = 1 << 18, lat_iters: int = 200, bw_iters: int = 20, wind
             row["bandwidth_vs_simulated"] = round(p["bandwidth_mbs"] / s["plain"]["bandwidth_mbs"], 3)
         rows.append(row)
     return {"pair": list(pair), "scale": scale, "window": window, "lat_iters": lat_iters, "bw_iters": bw_iters,
-            "repeat": repeat, "link_mbs": float(topo.link_bandwidth.min()) * scale / 8e6, "restored_bytes": restored, "sizes": rows, "testbed": prefix}
+            "repeat": repeat, "link_mbs": float(topo.link_bandwidth.min()) * scale / 8e6, "restored_bytes": restored,
+            "tagger": used, "sizes": rows, "testbed": prefix}
 
 
 def predict(sizes: list[int], scale: float, iter_scale: float) -> dict[int, dict]:

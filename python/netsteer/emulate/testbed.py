@@ -123,14 +123,22 @@ class Testbed:
         Emulated rate / topology rate.
     bridges : dict
         Switch node -> bridge name.
+    host_bridges : dict
+        With ``host_bridges=True``: host -> its own bridge (a host OVS, as the hybrid
+        source's servers run), port 1 to the host, port 2 to its link; it forwards
+        between the two until rules go above (the fallback tag writer,
+        :mod:`.hosttag.host_ovs`).
     namespaces : list of str
         Host index -> namespace.
     """
 
     __test__ = False  # not a pytest class
 
-    def __init__(self, topo, *, progress=lambda msg: None, max_rate_bps: float = MAX_RATE_BPS):
+    def __init__(self, topo, *, progress=lambda msg: None, max_rate_bps: float = MAX_RATE_BPS,
+                 host_bridges: bool = False):
         self.topo = topo
+        self.want_host_bridges = host_bridges
+        self.host_bridges: dict[int, str] = {}
         self.scale = check_machine(topo, max_rate_bps=max_rate_bps)
         ensure_ovs()
         self.prefix = "ns" + secrets.token_hex(2)
@@ -164,10 +172,12 @@ class Testbed:
             _run("ip", "-n", ns, "link", "set", "lo", "up")
         for node in range(n, t.n_nodes):
             br = f"{self.prefix}s{node}"
-            _run("ovs-vsctl", "add-br", br, "--", "set", "bridge", br, "datapath_type=netdev", "fail_mode=secure",
-                 "protocols=OpenFlow13,OpenFlow14", "other-config:disable-in-band=true",
-                 f"other-config:datapath-id={dpid_of(node):016x}")
+            _add_bridge(br, dpid_of(node))
             self.bridges[node] = br
+        if self.want_host_bridges:
+            for h in range(n):
+                self.host_bridges[h] = f"{self.prefix}b{h}"
+                _add_bridge(self.host_bridges[h], 0x4E4800000000 + h)
         self.progress(f"{n} namespaces, {len(self.bridges)} bridges")
         vsctl = []
         for link in range(t.n_links):
@@ -177,18 +187,33 @@ class Testbed:
             mids = (f"{self.prefix}l{link}x", f"{self.prefix}l{link}y")
             self._shaped_link(ends, mids, rate)
             for end, node, port in ((ends[0], a, pa), (ends[1], b, pb)):
-                if node < n:
+                if node < n and not self.host_bridges:
                     self._host_end(node, end)
+                elif node < n:
+                    # the host's own bridge: port 2 its link, port 1 a veth into the host
+                    inner, outer = f"{self.prefix}b{node}i", f"{self.prefix}b{node}o"
+                    _run("ip", "link", "add", inner, "type", "veth", "peer", "name", outer)
+                    self.veths += [inner, outer]
+                    self._host_end(node, inner)
+                    for dev, p in ((outer, 1), (end, 2)):
+                        vsctl += self._switch_port(self.host_bridges[node], dev, p)
                 else:
-                    _run("ethtool", "-K", end, "tx", "off", "gro", "off", "gso", "off", "tso", "off", check=False)
-                    _run("ip", "link", "set", end, "up", "mtu", "1500")
-                    vsctl += ["--", "add-port", self.bridges[node], end, "--", "set", "interface", end,
-                              f"ofport_request={port}"]
+                    vsctl += self._switch_port(self.bridges[node], end, port)
         if vsctl:
             with _receive_buffers():
                 _run("ovs-vsctl", *vsctl)
+        for br in self.host_bridges.values():
+            _run("ovs-ofctl", "-O", "OpenFlow14", "add-flows", br, "-",
+                 input="priority=1,in_port=1 actions=output:2\npriority=1,in_port=2 actions=output:1\n")
         self._neighbours()
         self.progress(f"{t.n_links} links at {self.scale:g} x their rate")
+
+    @staticmethod
+    def _switch_port(br: str, dev: str, port: int) -> list[str]:
+        """``dev`` ready for a bridge; the ``ovs-vsctl`` arguments that add it as ``port``."""
+        _run("ethtool", "-K", dev, "tx", "off", "gro", "off", "gso", "off", "tso", "off", check=False)
+        _run("ip", "link", "set", dev, "up", "mtu", "1500")
+        return ["--", "add-port", br, dev, "--", "set", "interface", dev, f"ofport_request={port}"]
 
     def _shaped_link(self, ends, mids, rate: float) -> None:
         """One link: ``ends[0] ~ mids[0] -> mids[1] ~ ends[1]`` and back. Open vSwitch's
@@ -267,15 +292,21 @@ class Testbed:
                     pass
                 p.wait()
         self.procs = []
-        for br in self.bridges.values():
+        for br in [*self.bridges.values(), *self.host_bridges.values()]:
             _run("ovs-vsctl", "--if-exists", "del-br", br, check=False)
-        self.bridges = {}
+        self.bridges, self.host_bridges = {}, {}
         for v in self.veths:
             _run("ip", "link", "del", v, check=False)
         self.veths = []
         for ns in self.namespaces:
             _run("ip", "netns", "del", ns, check=False)
         self.namespaces = []
+
+
+def _add_bridge(br: str, dpid: int) -> None:
+    _run("ovs-vsctl", "add-br", br, "--", "set", "bridge", br, "datapath_type=netdev", "fail_mode=secure",
+         "protocols=OpenFlow13,OpenFlow14", "other-config:disable-in-band=true",
+         f"other-config:datapath-id={dpid:016x}")
 
 
 class _receive_buffers:

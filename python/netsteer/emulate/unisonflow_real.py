@@ -67,10 +67,11 @@ def _reactive(tb, topo, routing: str, modules):
 
 
 def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progress=lambda m: None,
-        modules: list[dict] | None = None) -> dict[str, Any]:
+        modules: list[dict] | None = None, tagger: str = "ebpf") -> dict[str, Any]:
     """Run the program on the source's fabric; returns per phase the bytes entering
     each spine (``spine1_bytes``, ``spine2_bytes``), the phase times and the peer
-    table's summary."""
+    table's summary. ``tagger``: the hosts' tag writer (:class:`.mpi.MpiHosts`);
+    ``ovs`` and ``auto`` build every host its own bridge."""
     if routing not in ROUTINGS:
         from ..errors import NetsteerError
         raise NetsteerError(f"routing {routing!r} is not available on the testbed; there is {', '.join(ROUTINGS)}",
@@ -79,7 +80,8 @@ def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progre
     modules = MODULES if modules is None else modules
     with tempfile.TemporaryDirectory(prefix="netsteer-uf-") as d:
         exe = compile_program("bcast_reduce", d)
-        with Testbed(topo, progress=progress) as tb, _reactive(tb, topo, routing, modules) as reactive:
+        with Testbed(topo, progress=progress, host_bridges=tagger != "ebpf") as tb, \
+                _reactive(tb, topo, routing, modules) as reactive:
             ranks = list(range(topo.n_hosts))
             tabs = (tag_tables(topo, ranks, PINS) if routing == "pinned" else
                     notify_tables(topo, ranks) if reactive else ecmp_tables(topo))
@@ -87,7 +89,7 @@ def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progre
             for s, tab in tabs.items():
                 sw[s].replace(tab.flow_lines(), tab.group_lines())
             spines = {"spine1": sw[topo.node("s2_0")], "spine2": sw[topo.node("s2_1")]}
-            with MpiHosts(tb, tags=routing != "ecmp") as m:
+            with MpiHosts(tb, tags=routing != "ecmp", tagger=tagger) as m:
                 # bytes entering each spine (from the switches' own port counters)
                 sampler = Sampler(lambda: {n: sum(rx for rx, _ in s.port_bytes().values()) for n, s in spines.items()})
                 sampler.read()
@@ -101,6 +103,7 @@ def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progre
                 sampler.read()
                 wall = time.monotonic() - t0
                 tables = read_peer_tables(m.tag_dir)
+                taggers = m.tagger_report()
     out: dict[str, Any] = {"routing": routing, "iterations": iterations, "bytes": nbytes, "wall_s": wall,
                            "ranks": len(tables), "scale": tb.scale, "program_output": r.stdout.strip().splitlines()}
     s = sampler.samples
@@ -112,6 +115,10 @@ def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progre
                      **{f"{k}_bytes": int(round(sampler.at(b, k) - sampler.at(a, k))) for k in ("spine1", "spine2")}}
     out["total"] = {f"{k}_bytes": s[-1][1][k] - s[0][1][k] for k in ("spine1", "spine2")}
     out["testbed"] = tb.prefix
+    if routing != "ecmp":
+        agent = [t["agent"] for t in tables.values() if "agent" in t]
+        out["tagger"] = {**taggers, "agent_ms": sum(a["waited_ns"] for a in agent) * 1e-6,
+                         "agent_timeouts": sum(a["timeouts"] for a in agent)}
     if reactive is not None:
         out["controller"] = {**reactive.report(), "unisonflow": reactive.controller.report()}
     out["simulated"] = predict(iterations, nbytes, routing)

@@ -59,6 +59,11 @@ class OfctlSwitch:
         finally:
             os.unlink(path)
 
+    def swap_flows(self, flows: list[str]) -> None:
+        """Make the switch hold exactly ``flows``, in one bundle: every frame meets
+        either the old table or the new one."""
+        self._ofctl("--bundle", "replace-flows", self.target, "-", stdin="\n".join(flows) + "\n")
+
     def replace(self, flows: list[str], groups: list[str]) -> None:
         """Make the switch hold exactly these groups and flows (re-synchronisation)."""
         self._ofctl("--bundle", "del-flows", self.target)

@@ -13,6 +13,12 @@
  *                        set, each change of primitive writes the tag base there
  *                        and MPI_Init fills the address -> rank map; a failure
  *                        aborts (never silently untagged traffic)
+ *   NETSTEER_TAG_SOCK    the host OVS tagger's socket (netsteer.emulate.hosttag.host_ovs),
+ *                        the fallback where no eBPF writer attaches: MPI_Init
+ *                        sends it the address -> rank map, each change of primitive
+ *                        the tag base, and waits for its "ok" (the host bridge's
+ *                        rules are in) up to NETSTEER_TAG_ACK_MS (default 5000);
+ *                        an agent that cannot be reached aborts
  *   NETSTEER_DRAIN_MS    how long a change of primitive may wait for the previous
  *                        primitive's bytes to leave (default 200; 0: no wait)
  *
@@ -31,6 +37,7 @@
  *   prim  <t_ns> <code> <comm id>             the active primitive from t_ns on
  *                                             (code 0: none; CLOCK_REALTIME ns)
  *   drain <changes> <waited ns> <timeouts>   at MPI_Finalize: the drains above
+ *   agent <changes> <waited ns> <timeouts>   at MPI_Finalize: host OVS tag changes
  *   end   <t_ns>
  * Codes are netsteer.unisonflow.tags.PRIMITIVES.
  *
@@ -52,8 +59,10 @@
 #include <linux/bpf.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -70,6 +79,55 @@ static uint32_t *peer_ip; /* every rank's fabric address (network order) */
 static int n_peers;
 static long long drain_ns = 200000000LL, drained_ns;
 static int drain_changes, drain_timeouts;
+static int fd_agent = -1, ack_ms = 5000, agent_changes, agent_timeouts;
+static long long agent_ns;
+
+static void agent_open(const char *path)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    strncpy(a.sun_path, path, sizeof a.sun_path - 1);
+    fd_agent = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd_agent < 0 || connect(fd_agent, (struct sockaddr *)&a, sizeof a) != 0) {
+        fprintf(stderr, "netsteer pmpi: cannot reach the host tagger at %s\n", path);
+        PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
+}
+
+/* one line to the host tagger, then its "ok" (bounded by ack_ms; a late one is
+ * counted, and read before the next line) */
+static long long now_ns(void);
+static int pending_acks;
+static void agent_say(const char *line)
+{
+    size_t n = strlen(line), off = 0;
+    while (off < n) {
+        ssize_t w = write(fd_agent, line + off, n - off);
+        if (w <= 0) {
+            fprintf(stderr, "netsteer pmpi: the host tagger went away\n");
+            PMPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        off += w;
+    }
+    pending_acks++;
+    long long t0 = now_ns();
+    char buf[64];
+    while (pending_acks > 0) {
+        int left = ack_ms - (int)((now_ns() - t0) / 1000000);
+        struct pollfd p = {fd_agent, POLLIN, 0};
+        if (left <= 0 || poll(&p, 1, left) <= 0) {
+            agent_timeouts++;
+            break;
+        }
+        ssize_t r = read(fd_agent, buf, sizeof buf);
+        if (r <= 0) {
+            fprintf(stderr, "netsteer pmpi: the host tagger went away\n");
+            PMPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        for (ssize_t i = 0; i < r; i++)
+            pending_acks -= buf[i] == '\n';
+    }
+    agent_ns += now_ns() - t0;
+}
 
 static int bpf_obj(const char *dir, const char *name)
 {
@@ -102,12 +160,19 @@ static void bpf_put(int fd, const void *key, const void *value)
 /* netsteer.unisonflow.tags: primitive 47..42, U/L bit 41, job 39..34, comm 33..30, src 29..15 */
 static void write_base(int prim, int comm)
 {
-    if (fd_base < 0)
+    if (fd_base < 0 && fd_agent < 0)
         return;
     uint32_t zero = 0;
     uint64_t base = prim == 0 ? 0
                               : ((uint64_t)prim << 42) | (1ULL << 41) | ((uint64_t)(job & 63) << 34) |
                                     ((uint64_t)(comm & 15) << 30) | ((uint64_t)(my_rank & 0x7fff) << 15);
+    if (fd_agent >= 0) {
+        char line[64];
+        snprintf(line, sizeof line, "base %llu\n", (unsigned long long)base);
+        agent_changes++;
+        agent_say(line);
+        return;
+    }
     bpf_put(fd_base, &zero, &base);
 }
 
@@ -190,7 +255,7 @@ static long unsent_to_peers(void)
 
 static void drain(void)
 {
-    if (fd_base < 0 || drain_ns <= 0 || cur_prim <= NONE)
+    if ((fd_base < 0 && fd_agent < 0) || drain_ns <= 0 || cur_prim <= NONE)
         return;
     long long t0 = now_ns();
     int waited = 0;
@@ -256,6 +321,19 @@ static void start(void)
         drain_ns = atoll(dm) * 1000000LL;
     peer_ip = all;
     n_peers = size;
+    const char *sock = getenv("NETSTEER_TAG_SOCK"), *am = getenv("NETSTEER_TAG_ACK_MS");
+    if (am)
+        ack_ms = atoi(am);
+    if (sock && !pin) {
+        agent_open(sock);
+        for (int r = 0; r < size; r++) {
+            char line[64], s[INET_ADDRSTRLEN];
+            inet_ntop(AF_INET, &all[r], s, sizeof s);
+            snprintf(line, sizeof line, "peer %d %s\n", r, s);
+            if (r != rank)
+                agent_say(line);
+        }
+    }
     if (pin) {
         fd_base = bpf_obj(pin, "tag_base");
         fd_ranks = bpf_obj(pin, "ip_rank");
@@ -289,6 +367,8 @@ int MPI_Finalize(void)
     PMPI_Barrier(MPI_COMM_WORLD);
     if (table) {
         fprintf(table, "drain\t%d\t%lld\t%d\n", drain_changes, drained_ns, drain_timeouts);
+        if (fd_agent >= 0)
+            fprintf(table, "agent\t%d\t%lld\t%d\n", agent_changes, agent_ns, agent_timeouts);
         fprintf(table, "end\t%lld\n", now_ns());
         fclose(table);
         table = NULL;
