@@ -156,7 +156,7 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
                         raise NetsteerError(f"ring_allreduce gave a wrong result or no times: {r.stdout.strip()[-300:]}",
                                             field="program")
                     med = float(np.median(out["seconds"]))
-                    runs[key] = {"circuits": [[names[a], names[b]] for a, b in _circuit_ends(topo, circuits)],
+                    runs[key] = {"circuits": _named(names, _circuit_ends(topo, circuits)),
                                  "push_s": round(push_s, 3), "allreduce_s": out["seconds"], "check": out["check"],
                                  "ring_bps": bus_bps(nbytes, med), "ring_gbps_topology": bus_bps(nbytes, med) * 1e-9 / scale,
                                  "start_ns": t0, "end_ns": t1}
@@ -169,7 +169,7 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
         "inputs": {"ranks": RANKS, "bytes": nbytes, "iterations": iterations, "placement_eps": RING,
                    "placement_hosts": hosts, "link_gbps": LINK_GBPS / 1e9, "channel": channel},
         "scale": scale, "link_bps_emulated": LINK_GBPS * scale, "testbed": tb.prefix,
-        "steering": {"method": plan.method, "circuits": [[names[a], names[b]] for a, b in _circuit_ends(topo, steered)],
+        "steering": {"method": plan.method, "circuits": _named(names, _circuit_ends(topo, steered)),
                      "before_max_utilization": plan.before["max_utilization"],
                      "after_max_utilization": plan.after["max_utilization"]},
         "standard": runs["standard"], "steered": runs["steered"], "simulated": sim,
@@ -183,6 +183,11 @@ def _ofctl(tb, node):
     from ..drivers.openflow.switch import OfctlSwitch
 
     return OfctlSwitch(tb.bridges[node])
+
+
+def _named(names: dict[int, str], ends) -> list[list[str]]:
+    """Circuits as the source's switch names, each pair and the list in EPS order."""
+    return sorted([*sorted((names[a], names[b]))] for a, b in ends)
 
 
 def _arr(pairs, width: int) -> np.ndarray:
