@@ -16,47 +16,25 @@ from pathlib import Path
 def overhead(rep: dict, outdir) -> list[str]:
     """``fig11_bandwidth.png``, ``fig12_latency.png``, ``fig13_latency_overhead.png``
     in ``outdir``; returns the file names."""
-    from ..report.plots import plt
+    from ..report.plots import plot_size_sweep
 
     outdir = Path(outdir)
     rows = rep["sizes"]
     x = [r["bytes"] for r in rows]
-
-    def col(mode, key):
-        return [r[mode].get(key) for r in rows]
-
+    title = f"OSU-like, links {rep['link_mbs']:g} MB/s, median of {rep['repeat']}"
     files = []
     for fname, key, ylabel in (("fig11_bandwidth.png", "bandwidth_mbs", "bandwidth (MB/s)"),
                                ("fig12_latency.png", "latency_us", "latency (us)")):
-        fig, ax = plt.subplots(figsize=(6, 4))
-        ax.plot(x, col("plain", key), "o-", label="without tags (emulated)")
-        ax.plot(x, col("tagged", key), "s--", label="with tags (emulated)")
+        curves = [("without tags (emulated)", [r["plain"].get(key) for r in rows], "o-"),
+                  ("with tags (emulated)", [r["tagged"].get(key) for r in rows], "s--")]
         sim = [r["simulated"].get("plain", {}).get(key) for r in rows]
         if any(v is not None for v in sim):
-            ax.plot(x, sim, ":", color="grey", label="simulator")
-        ax.set_xscale("log", base=2)
-        if key == "latency_us":
-            ax.set_yscale("log")
-        ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel(ylabel)
-        ax.set_title(f"OSU-like, links {rep['link_mbs']:g} MB/s, median of {rep['repeat']}", fontsize=9)
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(outdir / fname, dpi=100)
-        plt.close(fig)
+            curves.append(("simulator", sim, ":"))
+        plot_size_sweep(outdir / fname, x, curves, ylabel, logy=key == "latency_us", title=title)
         files.append(fname)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(x, [r.get("latency_overhead_us") for r in rows], "o-", label="with tags - without (emulated)")
-    ax.axhline(0, color="black", lw=0.8)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("message size (bytes)")
-    ax.set_ylabel("latency overhead (us)")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(outdir / "fig13_latency_overhead.png", dpi=100)
-    plt.close(fig)
+    plot_size_sweep(outdir / "fig13_latency_overhead.png", x,
+                    [("with tags - without (emulated)", [r.get("latency_overhead_us") for r in rows], "o-")],
+                    "latency overhead (us)", title=title, zero_line=True)
     files.append("fig13_latency_overhead.png")
     return files
 

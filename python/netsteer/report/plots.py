@@ -25,6 +25,27 @@ def plot_job_completion(path: str | Path, jobs: list[dict], *, title: str = "") 
     return _save(job_completion_figure(jobs, title=title), Path(path))
 
 
+def plot_size_sweep(path: str | Path, sizes, curves, ylabel: str, *, logy: bool = False, title: str = "",
+                    zero_line: bool = False) -> Path:
+    """An OSU-style figure: ``curves`` (``(label, values, style)``) against message
+    size on a base-2 axis, written as PNG atomically (the UnisonFlow source's Figs. 11-13)."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for label, ys, style in curves:
+        ax.plot(sizes, ys, style, label=label, **({"color": "grey"} if style == ":" else {}))
+    if zero_line:
+        ax.axhline(0, color="black", lw=0.8)
+    ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return _save(fig, Path(path))
+
+
 def _save(fig, path: Path) -> Path:
     """Write ``fig`` as PNG atomically and release it."""
     try:

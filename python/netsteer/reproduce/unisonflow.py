@@ -288,34 +288,19 @@ def plot(rep: dict, outdir) -> list:
         fig.savefig(outdir / fname, dpi=100)
         plt.close(fig)
         files.append(fname)
+    from ..report.plots import plot_size_sweep
+
     rows = rep["overhead"]["sizes"]
     x = [r["bytes"] for r in rows]
     for fname, key, ylabel in (("fig11_bandwidth.png", "bandwidth_mbs", "bandwidth (MB/s)"),
                                ("fig12_latency.png", "latency_us", "latency (us)")):
-        fig, ax = plt.subplots(figsize=(6, 4))
-        ax.plot(x, [r["plain"][key] for r in rows], "o-", label="without tags")
-        ax.plot(x, [r["tagged"][key] for r in rows], "s--", label="with tags")
-        ax.set_xscale("log", base=2)
-        if key == "latency_us":
-            ax.set_yscale("log")
-        ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel(ylabel)
-        ax.legend()
-        ax.grid(alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(outdir / fname, dpi=100)
-        plt.close(fig)
+        plot_size_sweep(outdir / fname, x, [("without tags", [r["plain"][key] for r in rows], "o-"),
+                                            ("with tags", [r["tagged"][key] for r in rows], "s--")],
+                        ylabel, logy=key == "latency_us")
         files.append(fname)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(x, [r["latency_overhead_us"] for r in rows], "o-", label="after warm-up (as OSU measures)")
-    ax.plot(x, [r["latency_overhead_all_us"] for r in rows], "s--", label="every iteration (first packet included)")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("message size (bytes)")
-    ax.set_ylabel("latency overhead (us)")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(outdir / "fig13_latency_overhead.png", dpi=100)
-    plt.close(fig)
+    plot_size_sweep(outdir / "fig13_latency_overhead.png", x,
+                    [("after warm-up (as OSU measures)", [r["latency_overhead_us"] for r in rows], "o-"),
+                     ("every iteration (first packet included)", [r["latency_overhead_all_us"] for r in rows], "s--")],
+                    "latency overhead (us)")
     files.append("fig13_latency_overhead.png")
     return files
