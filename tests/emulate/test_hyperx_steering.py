@@ -146,11 +146,13 @@ def test_bad_hyperx_steering_options_are_refused_before_anything_starts(args, fi
 
 @pytest.mark.ovs
 @needs_testbed
-def test_steering_speeds_up_a_real_mpich_ring_allreduce_as_the_simulator_predicts(tmp_path):
+def test_steering_a_running_mpich_ring_allreduce_speeds_it_up_as_the_simulator_predicts(tmp_path):
+    """One job of six all-reduces, steered make-before-break after the third: the
+    ring keeps running through the change (every sum checked) and is faster after."""
     from netsteer.emulate.testbed import leftovers
 
     out, figs = tmp_path / "hx.json", tmp_path / "figs"
-    p = _cli("reproduce", "--emulate", "hyperx-steering", "--json", "--bytes", str(1 << 19), "--iterations", "2",
+    p = _cli("reproduce", "--emulate", "hyperx-steering", "--during", "--json", "--bytes", str(1 << 19), "--iterations", "3",
              "--out", str(out), "--plot", str(figs), timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
     rep = json.loads(out.read_text())
@@ -158,7 +160,15 @@ def test_steering_speeds_up_a_real_mpich_ring_allreduce_as_the_simulator_predict
     assert not leftovers(rep["testbed"])
     std, st, cmp = rep["standard"], rep["steered"], rep["compare"]
     assert std["check"] == st["check"] == "ok"  # every element of every rank's sum
-    assert len(std["allreduce_s"]) == len(st["allreduce_s"]) == 2
+    n_std, n_st = len(std["allreduce_s"]), len(st["allreduce_s"])
+    assert n_std >= 1 and n_st >= 1 and n_std + n_st + len(rep["during"]["allreduce_s"]) == 6
+    steer = rep["steering"]
+    assert rep["inputs"]["steered"] == "during the job" and 0 < steer["at_s"][0] < steer["at_s"][1]
+    assert steer["at_s"][0] >= sum(std["allreduce_s"])  # after the first three had ended
+    assert [x["step"].split()[0] for x in steer["steps"]] == ["routes", "circuits", "routes"] * (len(steer["steps"]) // 3)
+    # no all-reduce stalled across the change (a lost path would cost TCP's
+    # retransmission timeouts: seconds)
+    assert max(rep["during"]["allreduce_s"] or [0]) < 3 * max(std["allreduce_s"])
     # the controller's plan was carried out: the circuits the second run ran on
     assert st["circuits"] == rep["steering"]["circuits"] != std["circuits"]
     assert rep["steering"]["after_max_utilization"] < rep["steering"]["before_max_utilization"]
@@ -176,3 +186,94 @@ def test_steering_speeds_up_a_real_mpich_ring_allreduce_as_the_simulator_predict
         busy = np.array(rep["links"]["bps"]["EPS7->EPS8"])[(t >= a) & (t <= b)]
         assert busy.max() > 0
     assert sorted(p.name for p in figs.iterdir()) == ["fig3c_standard.png", "fig3d_steered.png"]
+
+
+def _planned(topo, n=200, seed=3, ring=False):
+    rng = np.random.default_rng(seed)
+    if ring:  # a ring over the hosts in a random order, as a training job placed at random
+        src = rng.permutation(topo.n_hosts)
+        dst = np.roll(src, -1)
+        n = len(src)
+    else:
+        src = rng.integers(0, topo.n_hosts, n)
+        dst = (src + rng.integers(1, topo.n_hosts, n)) % topo.n_hosts
+    plan = plan_steering(topo, switch_demand(topo, src, dst, np.full(n, 1e6)))
+    steered = {}
+    for node, pairs in plan.pairings.items():
+        a = np.full(topo.out_channel.shape[1], -1, dtype=np.int64)
+        for p, q in pairs:
+            a[p], a[q] = q, p
+        steered[node] = a
+    return steered
+
+
+@pytest.mark.parametrize("make,seed", [
+    (lambda: hyperx([2, 4], 1, 2, link_bandwidth=1e9, link_latency_ns=0,
+                    circuits=[CircuitSpec(dim=0, switching_time_ns=0)]), 3),
+    (lambda: _flexible([4, 4], 2), 3),  # several circuit switches, five moves
+])
+def test_every_step_of_a_make_before_break_steer_delivers_every_pair(make, seed):
+    """The switches' state after each step (the packet switches' tables of one step
+    with the crossbar of that step) carries every host pair: no step darkens a path."""
+    from netsteer.control.circuit_moves import moves
+
+    topo = make()
+    old = {n: np.asarray(a) for n, a in topo.meta["initial_circuits"].items()}
+    new = _planned(topo, seed=seed, ring=True)
+    ms = moves(old, new)
+    assert ms  # the plan changes something
+    xbar = routing_tables(dor(topo, circuits=old), old)
+    peer = _peer(topo)
+    for mv in ms:
+        detour = routing_tables(dor(topo, circuits=mv.detour), mv.detour)
+        after = routing_tables(dor(topo, circuits=mv.after), mv.after)
+        crossbar_before = {n: xbar[n] for n in new}
+        # the switches cabled to the ports that move: while they switch (dark on a real
+        # SiP switch) no path may cross them
+        moving = {peer[mv.switch, p][0] for p in mv.ports}
+        for k, (packet, cross) in enumerate(((detour, crossbar_before), (detour, {n: after[n] for n in new}),
+                                             (after, {n: after[n] for n in new}))):
+            tabs = {**{n: t for n, t in packet.items() if n not in new}, **cross}
+            for s in range(topo.n_hosts):
+                for d in range(topo.n_hosts):
+                    if s == d:
+                        continue
+                    walks = _walks(topo, tabs, s, d)
+                    assert all(w[-1] == d for w in walks)
+                    if k < 2:
+                        for w in walks:
+                            for i, node in enumerate(w):
+                                if node == mv.switch:
+                                    assert w[i - 1] not in moving and w[i + 1] not in moving, (mv.ports, w)
+        xbar = after
+    for n in new:
+        assert np.array_equal(ms[-1].after[n], new[n])
+
+
+class _Rec:
+    def __init__(self, name, log):
+        self.name, self.log = name, log
+
+    def bundle(self, lines):
+        self.log.append((self.name, len(lines)))
+
+
+def test_steer_bundles_routes_off_then_the_crossbar_then_routes_on_and_ends_in_the_plan():
+    from netsteer.emulate.hyperx_steering import steer
+
+    topo = hyperx([2, 4], 1, 2, link_bandwidth=1e9, link_latency_ns=0, circuits=[CircuitSpec(dim=0, switching_time_ns=0)])
+    sip = topo.node("sip0")
+    old = {sip: np.asarray(topo.meta["initial_circuits"][sip])}
+    new = _planned(topo, ring=True)
+    log = []
+    switches = {int(n): _Rec(int(n), log) for n in topo.switches}
+    tables, steps = steer(switches, topo, routing_tables(dor(topo, circuits=old), old), old, new)
+    want = routing_tables(dor(topo, circuits=new), new)
+    assert {n: (t.flows, t.groups) for n, t in tables.items()} == {n: (t.flows, t.groups) for n, t in want.items()}
+    kinds = [s["step"].split()[0] for s in steps]
+    assert kinds == ["routes", "circuits", "routes"] * (len(kinds) // 3) and len(kinds) >= 3
+    # every crossbar bundle comes after a packet-switch bundle and before the next ones
+    names = [n for n, _ in log]
+    firsts = [i for i, n in enumerate(names) if n == sip]
+    assert firsts and firsts[0] > 0 and all(names[i - 1] != sip for i in firsts)
+    assert sum(k for _, k in log) == sum(s["changes"] for s in steps)

@@ -114,6 +114,8 @@ def reproduce_emulated(
     channel: str = typer.Option("osken", "--channel", help="With --emulate: osken (the os-ken application) or ofctl (ovs-ofctl)."),
     nbytes: int = typer.Option(1 << 20, "--bytes", help="With --emulate hyperx-steering: the all-reduce's buffer (bytes)."),
     iterations: int = typer.Option(4, "--iterations", help="With --emulate hyperx-steering: timed all-reduces per run."),
+    during: bool = typer.Option(False, "--during", help="With --emulate hyperx-steering: steer make-before-break while "
+                                "one job runs (after --iterations all-reduces), instead of between two jobs."),
     tagger: str = typer.Option("ebpf", "--tagger", help="With --emulate unisonflow: the hosts' tag writer: ebpf (tc "
                                "egress program), ovs (each host's own Open vSwitch bridge) or auto (eBPF where it "
                                "attaches, the host bridge elsewhere)."),
@@ -143,7 +145,7 @@ def reproduce_emulated(
     if emulate == "unisonflow":
         return _unisonflow(as_json, out, plot, tagger)
     if emulate == "hyperx-steering":
-        return _hyperx(as_json, out, plot, nbytes, iterations, channel)
+        return _hyperx(as_json, out, plot, nbytes, iterations, channel, during)
     try:
         counts = tuple(int(x) for x in rules.split(","))
     except ValueError:
@@ -191,7 +193,8 @@ def _check_plot_dir(plot: Path) -> None:
         raise NetsteerError(f"{plot}: cannot create or write figures there", field="--plot")
 
 
-def _hyperx(as_json: bool, out: Path | None, plot: Path | None, nbytes: int, iterations: int, channel: str) -> None:
+def _hyperx(as_json: bool, out: Path | None, plot: Path | None, nbytes: int, iterations: int, channel: str,
+            during: bool = False) -> None:
     """The flexible-HyperX source's ring all-reduce with MPICH on the emulated HyperX,
     before and after bandwidth steering (netsteer.emulate.hyperx_steering)."""
     _check_channel(channel)
@@ -206,7 +209,7 @@ def _hyperx(as_json: bool, out: Path | None, plot: Path | None, nbytes: int, ite
                             f"up to 64 MiB, not {nbytes}", field="--bytes")
     if not 1 <= iterations <= 100:
         raise NetsteerError(f"must be 1..100, not {iterations}", field="--iterations")
-    rep = run(iterations=iterations, nbytes=nbytes, channel=channel, progress=_say(as_json))
+    rep = run(iterations=iterations, nbytes=nbytes, channel=channel, during=during, progress=_say(as_json))
     if plot is not None:
         from ..emulate.plots import hyperx_links
 
@@ -221,12 +224,19 @@ def _hyperx(as_json: bool, out: Path | None, plot: Path | None, nbytes: int, ite
     for col in ("run", "circuits", "ring Mbit/s", "sim", "emulated/sim", "at 10 Gbit/s links", "check"):
         t.add_column(col, justify="right")
     cmp = rep["compare"]
-    for key in ("standard", "steered"):
-        r, s = rep[key], rep["simulated"][key]
-        t.add_row(key, " ".join(f"{a}-{b}" for a, b in r["circuits"]), _fixed(r["ring_bps"] / 1e6, 2),
-                  _fixed(s["ring_bps"] / 1e6, 2), _fixed(cmp[f"{key}_emulated_over_simulated"], 2),
-                  f"{r['ring_gbps_topology']:.2f} Gbit/s", r["check"])
+    for key in ("standard", "during", "steered"):
+        if key not in rep:
+            continue
+        r, s = rep[key], rep["simulated"].get(key, {})
+        bps = r["ring_bps"]
+        t.add_row(key, " ".join(f"{a}-{b}" for a, b in r["circuits"]) if key != "during" else "(changing)",
+                  _fixed(bps and bps / 1e6, 2), _fixed(s.get("ring_bps") and s["ring_bps"] / 1e6, 2),
+                  _fixed(cmp.get(f"{key}_emulated_over_simulated"), 2),
+                  f"{r['ring_gbps_topology']:.2f} Gbit/s" if bps else "-", r["check"])
     out_console.print(t)
+    st = rep["steering"]
+    err_console.print(f"steering {rep['inputs']['steered']}: {len(st['steps'])} steps in {st['seconds']:.2f} s "
+                      f"({sum(x['changes'] for x in st['steps'])} rule changes, make-before-break move by move)")
     err_console.print(f"steering: {cmp['speedup_emulated']:.2f}x the ring's bandwidth emulated, "
                       f"{cmp['speedup_simulated']:.2f}x simulated")
 

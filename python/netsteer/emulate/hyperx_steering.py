@@ -32,7 +32,9 @@ topology at the testbed's rates (:func:`netsteer.reproduce.hyperx.simulate_train
 from __future__ import annotations
 
 import tempfile
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -53,17 +55,18 @@ RATE_BPS = 16e6
 def parse(stdout: str) -> dict[str, Any]:
     """The program's output: per-iteration seconds and the result check.
 
-    >>> parse("allreduce 0 seconds 1.5\\nallreduce 1 seconds 1.25\\ncheck ok\\n")
-    {'seconds': [1.5, 1.25], 'check': 'ok'}
+    >>> parse("allreduce 0 seconds 1.5 at 100.5\\nallreduce 1 seconds 1.25 at 101.75\\ncheck ok\\n")
+    {'seconds': [1.5, 1.25], 'at': [100.5, 101.75], 'check': 'ok'}
     """
-    secs, check = [], None
+    secs, at, check = [], [], None
     for line in stdout.splitlines():
         x = line.split()
-        if len(x) == 4 and x[0] == "allreduce":
+        if len(x) == 6 and x[0] == "allreduce" and x[4] == "at":
             secs.append(float(x[3]))
+            at.append(float(x[5]))
         elif x[:1] == ["check"]:
             check = " ".join(x[1:])
-    return {"seconds": secs, "check": check}
+    return {"seconds": secs, "at": at, "check": check}
 
 
 def bus_bps(nbytes: int, seconds: float, p: int = RANKS) -> float:
@@ -105,11 +108,73 @@ def _install(switches, tabs) -> float:
     return time.monotonic() - t0
 
 
+def steer(switches, topo, tables: dict, old: dict, new: dict) -> tuple[dict, list[dict]]:
+    """Carry out a circuit change on the switches make-before-break, move by move
+    (:func:`netsteer.control.circuit_moves.moves`): the packet switches' routes off the
+    move's circuits (minimal routes over the circuits that stand), the crossbar, the
+    routes for the new circuits. Each step is one bundle per switch that changes
+    (:func:`netsteer.drivers.openflow.flows.diff`: atomic, only what differs). Where
+    the circuits that stand cannot carry every host's traffic, that move goes
+    break-before-make (said in its step). Returns the new tables and the steps, timed."""
+    from ..control.circuit_moves import moves
+    from ..drivers.openflow.flows import diff
+    from ..errors import RoutingError
+    from ..routing.dor import dor
+
+    tables = dict(tables)
+    steps = []
+
+    def push(what: str, target: dict, nodes) -> None:
+        t0 = time.monotonic()
+        n = 0
+        for node in nodes:
+            lines = diff(tables[node], target[node])
+            if lines:
+                switches[node].bundle(lines)
+                tables[node] = target[node]
+                n += len(lines)
+        steps.append({"step": what, "changes": n, "s": round(time.monotonic() - t0, 4)})
+
+    packet = [int(s) for s in topo.switches if int(s) not in new]
+    for mv in moves(old, new):
+        try:
+            detour = routing_tables(dor(topo, circuits=mv.detour), mv.detour)
+        except RoutingError:
+            detour = None
+        if detour is not None:
+            push(f"routes off ports {list(mv.ports)}", detour, packet)
+        else:
+            steps.append({"step": f"no detour around ports {list(mv.ports)}: break-before-make", "changes": 0, "s": 0.0})
+        after = routing_tables(dor(topo, circuits=mv.after), mv.after)
+        push(f"circuits {list(mv.ports)}", after, [mv.switch])
+        push("routes on the new circuits", after, packet)
+    return tables, steps
+
+
+def _watch_lines(path: Path, want: int, stop: threading.Event, poll_s: float = 0.05) -> bool:
+    """Wait until ``path`` (the job's output, as Hydra forwards it) holds ``want``
+    iteration lines; False when ``stop`` is set first (the job ended)."""
+    while not stop.is_set():
+        try:
+            if len(parse(path.read_text(errors="replace"))["seconds"]) >= want:
+                return True
+        except FileNotFoundError:
+            pass
+        stop.wait(poll_s)
+    return False
+
+
 def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, channel: str = "osken",
-        timeout_s: float = 240.0, nice: int = 19, poll_us: int = 200, progress=lambda m: None) -> dict[str, Any]:
+        timeout_s: float = 240.0, nice: int = 19, poll_us: int = 200, during: bool = False,
+        progress=lambda m: None) -> dict[str, Any]:
     """Both runs on one testbed (module text). Returns the emulated and simulated
     ring bandwidths (bit/s at the testbed's rates, and Gbit/s at the topology's),
-    the steering plan, the sampled link counters and the comparison."""
+    the steering plan and its steps, the sampled link counters and the comparison.
+
+    ``during``: one job of ``2 * iterations`` all-reduces, steered make-before-break
+    (:func:`steer`) once ``iterations`` have finished, while the ring runs; the
+    all-reduces that ended before the first step are the ``standard`` run, those that
+    began after the last the ``steered`` one, and the others ``during``."""
     from ..control.steering import plan_steering, switch_demand
     from ..routing.dor import dor
     from ..traffic.training import iteration_demand, training_job
@@ -132,7 +197,9 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
     steered = {n: _arr(p, topo.out_channel.shape[1]) for n, p in plan.pairings.items()}
     watched = _watched(topo)
     names = {int(topo.switches[eps_index(k)]): f"EPS{k}" for k in range(1, 9)}  # node -> the source's name
+    args = [str(2 * iterations if during else iterations), str(nbytes), str(poll_us)]
     runs: dict[str, Any] = {}
+    steer_info: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="netsteer-hx-") as d:
         exe = compile_program("ring_allreduce", d)
         with Testbed(topo, progress=progress, max_rate_bps=rate_bps) as tb, \
@@ -143,23 +210,72 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
             sampler.read()
             sampler.start()
             try:
-                for key, circuits in (("standard", standard), ("steered", steered)):
-                    tabs = routing_tables(dor(topo, circuits=circuits), circuits)
-                    push_s = _install(switches, tabs)
-                    progress(f"{key}: {sum(len(t.flows) for t in tabs.values())} rules in {push_s:.2f} s; "
-                             f"ring all-reduce of {nbytes} B x {iterations}")
+                tables = routing_tables(dor(topo, circuits=standard), standard)
+                push_s = _install(switches, tables)
+                progress(f"standard: {sum(len(t.flows) for t in tables.values())} rules in {push_s:.2f} s; "
+                         f"ring all-reduce of {nbytes} B x {args[0]}")
+                if during:
+                    jobs = [("standard+steered", None)]
+                else:
+                    jobs = [("standard", None), ("steered", None)]
+                for key, _ in jobs:
+                    steps, steer_ns = [], None
+                    if key == "steered":
+                        t0 = time.time_ns()
+                        tables, steps = steer(switches, topo, tables, standard, steered)
+                        steer_ns = (t0, time.time_ns())
+                        progress(f"steered between the runs in {(steer_ns[1] - t0) * 1e-9:.2f} s")
                     t0 = time.time_ns()
-                    r = m.run(str(exe), [str(iterations), str(nbytes), str(poll_us)], hosts, timeout=timeout_s)
+                    if during:
+                        ended = threading.Event()
+                        box: dict[str, Any] = {}
+
+                        def job() -> None:
+                            try:
+                                box["r"] = m.run(str(exe), args, hosts, timeout=timeout_s)
+                            except BaseException as e:  # noqa: BLE001 -- raised below, in the caller's thread
+                                box["error"] = e
+                            finally:
+                                ended.set()
+
+                        th = threading.Thread(target=job, daemon=True)
+                        th.start()
+                        if _watch_lines(Path(m.dir) / "stdout", iterations, ended):
+                            s0 = time.time_ns()
+                            tables, steps = steer(switches, topo, tables, standard, steered)
+                            steer_ns = (s0, time.time_ns())
+                            progress(f"steered during the run in {(steer_ns[1] - s0) * 1e-9:.2f} s, "
+                                     f"{sum(x['changes'] for x in steps)} changes")
+                        th.join()
+                        if "error" in box:
+                            raise box["error"]
+                        r = box["r"]
+                    else:
+                        r = m.run(str(exe), args, hosts, timeout=timeout_s)
                     t1 = time.time_ns()
                     out = parse(r.stdout)
-                    if out["check"] != "ok" or len(out["seconds"]) != iterations:
+                    if out["check"] != "ok" or len(out["seconds"]) != int(args[0]):
                         raise NetsteerError(f"ring_allreduce gave a wrong result or no times: {r.stdout.strip()[-300:]}",
                                             field="program")
-                    med = float(np.median(out["seconds"]))
-                    runs[key] = {"circuits": _named(names, _circuit_ends(topo, circuits)),
-                                 "push_s": round(push_s, 3), "allreduce_s": out["seconds"], "check": out["check"],
-                                 "ring_bps": bus_bps(nbytes, med), "ring_gbps_topology": bus_bps(nbytes, med) * 1e-9 / scale,
-                                 "start_ns": t0, "end_ns": t1}
+                    if during and steer_ns is None:
+                        raise NetsteerError("the job ended before it could be steered", field="iterations")
+                    if during:
+                        parts = _split(out, steer_ns)
+                        spans = {"standard": (t0, steer_ns[0]), "during": steer_ns, "steered": (steer_ns[1], t1)}
+                    else:
+                        parts, spans = {key: out["seconds"]}, {key: (t0, t1)}
+                    for part, secs in parts.items():
+                        if not secs and part != "during":
+                            raise NetsteerError(f"no all-reduce ran wholly {'before' if part == 'standard' else 'after'} "
+                                                "the steering; raise the iterations", field="iterations")
+                        med = float(np.median(secs)) if secs else None
+                        runs[part] = {"circuits": _named(names, _circuit_ends(topo, steered if part == "steered" else standard)),
+                                      "allreduce_s": secs, "check": out["check"],
+                                      "ring_bps": bus_bps(nbytes, med) if med else None,
+                                      "ring_gbps_topology": bus_bps(nbytes, med) * 1e-9 / scale if med else None,
+                                      "start_ns": spans[part][0], "end_ns": spans[part][1]}
+                    if steer_ns is not None:
+                        steer_info = {"steps": steps, "ns": steer_ns, "job_start_ns": t0}
             finally:
                 sampler.stop.set()
                 sampler.join()
@@ -167,16 +283,30 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
     sim = predict(nbytes, iterations, scale, steered)
     out: dict[str, Any] = {
         "inputs": {"ranks": RANKS, "bytes": nbytes, "iterations": iterations, "placement_eps": RING,
-                   "placement_hosts": hosts, "link_gbps": LINK_GBPS / 1e9, "channel": channel},
+                   "placement_hosts": hosts, "link_gbps": LINK_GBPS / 1e9, "channel": channel,
+                   "steered": "during the job" if during else "between two jobs"},
         "scale": scale, "link_bps_emulated": LINK_GBPS * scale, "testbed": tb.prefix,
         "steering": {"method": plan.method, "circuits": _named(names, _circuit_ends(topo, steered)),
                      "before_max_utilization": plan.before["max_utilization"],
-                     "after_max_utilization": plan.after["max_utilization"]},
-        "standard": runs["standard"], "steered": runs["steered"], "simulated": sim,
+                     "after_max_utilization": plan.after["max_utilization"],
+                     "steps": steer_info["steps"], "seconds": (steer_info["ns"][1] - steer_info["ns"][0]) * 1e-9,
+                     # on the job's clock (its start: the steered job's, between two jobs)
+                     "at_s": [(t - steer_info["job_start_ns"]) * 1e-9 for t in steer_info["ns"]]},
+        "simulated": sim, **runs,
     }
     out["compare"] = compare(out)
     out["links"] = _series(sampler, out)
     return out
+
+
+def _split(out: dict, steer_ns: tuple[int, int]) -> dict[str, list[float]]:
+    """One job's all-reduce times by when they ran against the steering's window
+    (each line's end time ``at``, its start that minus its seconds)."""
+    parts: dict[str, list[float]] = {"standard": [], "during": [], "steered": []}
+    a, b = steer_ns[0] * 1e-9, steer_ns[1] * 1e-9
+    for secs, end in zip(out["seconds"], out["at"]):
+        parts["standard" if end <= a else "steered" if end - secs >= b else "during"].append(secs)
+    return parts
 
 
 def _ofctl(tb, node):
