@@ -152,7 +152,7 @@ def test_steering_a_running_mpich_ring_allreduce_speeds_it_up_as_the_simulator_p
     from netsteer.emulate.testbed import leftovers
 
     out, figs = tmp_path / "hx.json", tmp_path / "figs"
-    p = _cli("reproduce", "--emulate", "hyperx-steering", "--during", "--json", "--bytes", str(1 << 19), "--iterations", "3",
+    p = _cli("reproduce", "--emulate", "hyperx-steering", "--during", "--json", "--bytes", str(1 << 20), "--iterations", "3",
              "--out", str(out), "--plot", str(figs), timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
     rep = json.loads(out.read_text())
