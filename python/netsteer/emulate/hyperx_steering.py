@@ -151,6 +151,47 @@ def steer(switches, topo, tables: dict, old: dict, new: dict) -> tuple[dict, lis
     return tables, steps
 
 
+class _Steering:
+    """The plan, carried out once by :meth:`do` (:func:`steer`), timed."""
+
+    def __init__(self, switches, topo, tables, old, new, progress):
+        self.args, self.progress = (switches, topo, tables, old, new), progress
+        self.steps: list[dict] = []
+        self.ns: tuple[int, int] | None = None
+
+    def do(self) -> None:
+        t0 = time.time_ns()
+        _, self.steps = steer(*self.args)
+        self.ns = (t0, time.time_ns())
+        self.progress(f"steered in {(self.ns[1] - t0) * 1e-9:.2f} s: {len(self.steps)} steps, "
+                      f"{sum(x['changes'] for x in self.steps)} rule changes")
+
+
+def _run_steered(m, job: list, timeout_s: float, after: int, steer_now) -> Any:
+    """Run ``job`` (program, args, hosts) on ``m`` and call ``steer_now`` once
+    ``after`` all-reduces have printed their lines; the job's result (its error
+    raised here)."""
+    ended = threading.Event()
+    box: dict[str, Any] = {}
+
+    def go() -> None:
+        try:
+            box["r"] = m.run(*job, timeout=timeout_s)
+        except BaseException as e:  # noqa: BLE001 -- raised below, in the caller's thread
+            box["error"] = e
+        finally:
+            ended.set()
+
+    th = threading.Thread(target=go, daemon=True)
+    th.start()
+    if _watch_lines(Path(m.dir) / "stdout", after, ended):
+        steer_now()
+    th.join()
+    if "error" in box:
+        raise box["error"]
+    return box["r"]
+
+
 def _watch_lines(path: Path, want: int, stop: threading.Event, poll_s: float = 0.05) -> bool:
     """Wait until ``path`` (the job's output, as Hydra forwards it) holds ``want``
     iteration lines; False when ``stop`` is set first (the job ended)."""
@@ -199,12 +240,28 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
     names = {int(topo.switches[eps_index(k)]): f"EPS{k}" for k in range(1, 9)}  # node -> the source's name
     args = [str(2 * iterations if during else iterations), str(nbytes), str(poll_us)]
     runs: dict[str, Any] = {}
-    steer_info: dict[str, Any] = {}
+
+    def record(r, parts: dict[str, tuple[int, int]], steer_ns=None) -> None:
+        """The job's all-reduces, whole or split at the steering, as runs."""
+        out = parse(r.stdout)
+        if out["check"] != "ok" or len(out["seconds"]) != int(args[0]):
+            raise NetsteerError(f"ring_allreduce gave a wrong result or no times: {r.stdout.strip()[-300:]}",
+                                field="program")
+        times = _split(out, steer_ns) if steer_ns else {k: out["seconds"] for k in parts}
+        for part, (t0, t1) in parts.items():
+            secs = times[part]
+            if not secs and part != "during":
+                raise NetsteerError(f"no all-reduce ran wholly {'before' if part == 'standard' else 'after'} "
+                                    "the steering; raise the iterations", field="iterations")
+            bps = bus_bps(nbytes, float(np.median(secs))) if secs else None
+            runs[part] = {"circuits": _named(names, _circuit_ends(topo, steered if part == "steered" else standard)),
+                          "allreduce_s": secs, "check": out["check"], "ring_bps": bps,
+                          "ring_gbps_topology": bps and bps * 1e-9 / tb.scale, "start_ns": t0, "end_ns": t1}
+
     with tempfile.TemporaryDirectory(prefix="netsteer-hx-") as d:
         exe = compile_program("ring_allreduce", d)
         with Testbed(topo, progress=progress, max_rate_bps=rate_bps) as tb, \
                 open_switches(tb, channel) as switches, MpiHosts(tb, nice=nice) as m:
-            scale = tb.scale
             ofctl = {n: _ofctl(tb, n) for n in {s for s, _ in watched.values()}}
             sampler = Sampler(lambda: {k: ofctl[s].port_bytes().get(p, (0, 0))[1] for k, (s, p) in watched.items()})
             sampler.read()
@@ -214,72 +271,25 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
                 push_s = _install(switches, tables)
                 progress(f"standard: {sum(len(t.flows) for t in tables.values())} rules in {push_s:.2f} s; "
                          f"ring all-reduce of {nbytes} B x {args[0]}")
+                steering = _Steering(switches, topo, tables, standard, steered, progress)
+                t0 = time.time_ns()
                 if during:
-                    jobs = [("standard+steered", None)]
-                else:
-                    jobs = [("standard", None), ("steered", None)]
-                for key, _ in jobs:
-                    steps, steer_ns = [], None
-                    if key == "steered":
-                        t0 = time.time_ns()
-                        tables, steps = steer(switches, topo, tables, standard, steered)
-                        steer_ns = (t0, time.time_ns())
-                        progress(f"steered between the runs in {(steer_ns[1] - t0) * 1e-9:.2f} s")
-                    t0 = time.time_ns()
-                    if during:
-                        ended = threading.Event()
-                        box: dict[str, Any] = {}
-
-                        def job() -> None:
-                            try:
-                                box["r"] = m.run(str(exe), args, hosts, timeout=timeout_s)
-                            except BaseException as e:  # noqa: BLE001 -- raised below, in the caller's thread
-                                box["error"] = e
-                            finally:
-                                ended.set()
-
-                        th = threading.Thread(target=job, daemon=True)
-                        th.start()
-                        if _watch_lines(Path(m.dir) / "stdout", iterations, ended):
-                            s0 = time.time_ns()
-                            tables, steps = steer(switches, topo, tables, standard, steered)
-                            steer_ns = (s0, time.time_ns())
-                            progress(f"steered during the run in {(steer_ns[1] - s0) * 1e-9:.2f} s, "
-                                     f"{sum(x['changes'] for x in steps)} changes")
-                        th.join()
-                        if "error" in box:
-                            raise box["error"]
-                        r = box["r"]
-                    else:
-                        r = m.run(str(exe), args, hosts, timeout=timeout_s)
-                    t1 = time.time_ns()
-                    out = parse(r.stdout)
-                    if out["check"] != "ok" or len(out["seconds"]) != int(args[0]):
-                        raise NetsteerError(f"ring_allreduce gave a wrong result or no times: {r.stdout.strip()[-300:]}",
-                                            field="program")
-                    if during and steer_ns is None:
+                    r = _run_steered(m, [str(exe), args, hosts], timeout_s, iterations, steering.do)
+                    a, b = steering.ns or (None, None)
+                    if a is None:
                         raise NetsteerError("the job ended before it could be steered", field="iterations")
-                    if during:
-                        parts = _split(out, steer_ns)
-                        spans = {"standard": (t0, steer_ns[0]), "during": steer_ns, "steered": (steer_ns[1], t1)}
-                    else:
-                        parts, spans = {key: out["seconds"]}, {key: (t0, t1)}
-                    for part, secs in parts.items():
-                        if not secs and part != "during":
-                            raise NetsteerError(f"no all-reduce ran wholly {'before' if part == 'standard' else 'after'} "
-                                                "the steering; raise the iterations", field="iterations")
-                        med = float(np.median(secs)) if secs else None
-                        runs[part] = {"circuits": _named(names, _circuit_ends(topo, steered if part == "steered" else standard)),
-                                      "allreduce_s": secs, "check": out["check"],
-                                      "ring_bps": bus_bps(nbytes, med) if med else None,
-                                      "ring_gbps_topology": bus_bps(nbytes, med) * 1e-9 / scale if med else None,
-                                      "start_ns": spans[part][0], "end_ns": spans[part][1]}
-                    if steer_ns is not None:
-                        steer_info = {"steps": steps, "ns": steer_ns, "job_start_ns": t0}
+                    t1 = time.time_ns()
+                    record(r, {"standard": (t0, a), "during": (a, b), "steered": (b, t1)}, steering.ns)
+                else:
+                    record(m.run(str(exe), args, hosts, timeout=timeout_s), {"standard": (t0, time.time_ns())})
+                    steering.do()
+                    t0 = time.time_ns()
+                    record(m.run(str(exe), args, hosts, timeout=timeout_s), {"steered": (t0, time.time_ns())})
             finally:
                 sampler.stop.set()
                 sampler.join()
             sampler.read()
+    scale = tb.scale
     sim = predict(nbytes, iterations, scale, steered)
     out: dict[str, Any] = {
         "inputs": {"ranks": RANKS, "bytes": nbytes, "iterations": iterations, "placement_eps": RING,
@@ -289,9 +299,9 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
         "steering": {"method": plan.method, "circuits": _named(names, _circuit_ends(topo, steered)),
                      "before_max_utilization": plan.before["max_utilization"],
                      "after_max_utilization": plan.after["max_utilization"],
-                     "steps": steer_info["steps"], "seconds": (steer_info["ns"][1] - steer_info["ns"][0]) * 1e-9,
-                     # on the job's clock (its start: the steered job's, between two jobs)
-                     "at_s": [(t - steer_info["job_start_ns"]) * 1e-9 for t in steer_info["ns"]]},
+                     "steps": steering.steps, "seconds": (steering.ns[1] - steering.ns[0]) * 1e-9,
+                     # on the job's clock (between two jobs: the steered one's, so negative)
+                     "at_s": [(t - t0) * 1e-9 for t in steering.ns]},
         "simulated": sim, **runs,
     }
     out["compare"] = compare(out)
