@@ -74,7 +74,7 @@ def test_a_batch_of_misses_is_one_bundle_per_switch_then_every_frame_goes_on():
     assert len(leaf.out) == 4
     # the last switch writes the host's true MAC back
     last = sw[topo.node("s1_1")].bundles[0]
-    assert all("set_field:02:4e:00:00:00:0" in x for x in last)
+    assert all("set_field:02:00:00:00:00:0" in x for x in last)
 
 
 def test_a_failing_module_falls_back_to_the_default_and_is_reported(monkeypatch):

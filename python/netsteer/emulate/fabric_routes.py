@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from ..drivers.openflow.flows import Table
 from ..unisonflow.fabric import Fabric
+from ..unisonflow.tags import format_mac
 from .testbed import host_mac
 
 BASE_PRIORITY = 10
@@ -53,8 +54,7 @@ RANK_MASK = "00:00:00:00:7f:ff"  # the tag's destination rank (bits 14..0)
 PRIM_MASK = "fc:00:00:00:00:00"  # the tag's primitive (bits 47..42)
 
 
-def _mac(v: int) -> str:
-    return ":".join(f"{v >> (40 - 8 * i) & 255:02x}" for i in range(6))
+_mac = format_mac  # a 48-bit value as aa:bb:cc:dd:ee:ff
 
 
 def tag_tables(topo, rank_host: list[int], pins: dict[int, str] | None = None,
@@ -72,7 +72,7 @@ def tag_tables(topo, rank_host: list[int], pins: dict[int, str] | None = None,
     >>> t = pgft(2, [2, 2], [1, 2], link_bandwidth=1e9, link_latency_ns=0)
     >>> tab = tag_tables(t, [0, 1, 2, 3], {2: "s2_1"})[t.node("s1_0")]
     >>> tab.flows[(0, 30, "dl_dst=00:00:00:00:00:01/00:00:00:00:7f:ff")]
-    'set_field:02:4e:00:00:00:01->eth_dst,output:2'
+    'set_field:02:00:00:00:00:01->eth_dst,output:2'
     >>> tab.flows[(0, 20, "dl_dst=08:00:00:00:00:00/fc:00:00:00:00:00")]
     'output:4'
     """
@@ -135,7 +135,7 @@ def notify_tables(topo, rank_host: list[int], fabric: Fabric | None = None) -> d
     >>> tab.flows[(0, 1, "ip")]
     'resubmit(,1)'
     >>> tab.flows[(1, 30, "dl_dst=00:00:00:00:00:01/00:00:00:00:7f:ff")]
-    'set_field:02:4e:00:00:00:01->eth_dst,output:2'
+    'set_field:02:00:00:00:00:01->eth_dst,output:2'
     """
     f = fabric or Fabric(topo)
     base, tags = ecmp_tables(topo, f), tag_tables(topo, rank_host, None, f)
@@ -171,7 +171,7 @@ def routing_tables(routing, circuits: dict | None = None) -> dict[int, Table]:
     >>> t = hyperx([2, 2], 1, 1, link_bandwidth=1e9, link_latency_ns=0,
     ...            circuits=[CircuitSpec(dim=0, switching_time_ns=0)])
     >>> tabs = routing_tables(dor(t))
-    >>> tabs[t.node("x0_0")].flows[(0, 10, "dl_dst=02:4e:00:00:00:03")]  # dimension 0 first: the circuit
+    >>> tabs[t.node("x0_0")].flows[(0, 10, "dl_dst=02:00:00:00:00:03")]  # dimension 0 first: the circuit
     'output:2'
     >>> sorted(tabs[t.node("sip0")].flow_lines())[:2]
     ['table=0,priority=0 actions=drop', 'table=0,priority=10,in_port=1 actions=output:2']

@@ -49,13 +49,6 @@ QUIET_PRIORITY = 45
 MISS = "table=0,priority=1,ip actions=CONTROLLER:128"
 
 
-def _true_mac(v: int | None) -> str | None:
-    """The controller's host MAC (``02:00`` + host) as the testbed's (``02:4e`` + host)."""
-    if v is None:
-        return None
-    return host_mac(v & 0xFFFFFFFF)
-
-
 def rule_lines(rules, group_base: dict[int, int]) -> dict[int, list[str]]:
     """Flow rules (:class:`netsteer.unisonflow.rules.FlowRule`) as bundle lines per
     switch: one flow on the tag, and a group of type ``all`` where a rule outputs on
@@ -64,11 +57,11 @@ def rule_lines(rules, group_base: dict[int, int]) -> dict[int, list[str]]:
 
     >>> from netsteer.unisonflow.rules import FlowRule
     >>> rule_lines([FlowRule(7, 0x0a0400000005, ((3, 0x020000000005),))], {})
-    {7: ['flow add table=0,priority=50,dl_dst=0a:04:00:00:00:05 actions=set_field:02:4e:00:00:00:05->eth_dst,output:3']}
+    {7: ['flow add table=0,priority=50,dl_dst=0a:04:00:00:00:05 actions=set_field:02:00:00:00:00:05->eth_dst,output:3']}
     """
     out: dict[int, list[str]] = {}
     for r in rules:
-        acts = [("" if m is None else f"set_field:{_true_mac(m)}->eth_dst,") + f"output:{p}" for p, m in r.outputs]
+        acts = [("" if m is None else f"set_field:{_mac(m)}->eth_dst,") + f"output:{p}" for p, m in r.outputs]
         lines = out.setdefault(int(r.switch), [])
         match = f"table=0,priority={TAG_PRIORITY},dl_dst={_mac(r.match)}"
         if len(acts) == 1:

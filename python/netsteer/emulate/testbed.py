@@ -111,7 +111,15 @@ def dpid_of(node: int) -> int:
 
 
 def host_mac(h: int) -> str:
-    return "02:4e:%02x:%02x:%02x:%02x" % (h >> 24 & 255, h >> 16 & 255, h >> 8 & 255, h & 255)
+    """Host ``h``'s true MAC: the one the UnisonFlow controller restores at the last
+    switch (:func:`netsteer.unisonflow.tags.host_mac`), so tags and hosts share one scheme.
+
+    >>> host_mac(258)
+    '02:00:00:00:01:02'
+    """
+    from ..unisonflow.tags import format_mac, host_mac as true_mac
+
+    return format_mac(true_mac(h))
 
 
 class Testbed:
