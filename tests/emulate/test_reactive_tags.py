@@ -126,3 +126,28 @@ def test_frames_the_default_rules_forwarded_are_not_sent_again_and_a_silent_swit
     quiet = [x for b in other.bundles for x in b]
     assert quiet == [f"flow add table=0,priority=45,dl_dst={_mac(tag)} actions=resubmit(,1)"]
     assert not any("resubmit" in x for b in leaf.bundles for x in b)  # the path's switches hold its rules
+
+
+def test_a_tag_the_controller_cannot_decode_goes_by_the_default_routing_or_to_its_ranks_real_host():
+    """No rank = host guess: with the default routing's table the tag is sent there
+    (it knows each rank's host); without one, the job's own placement says where."""
+    from netsteer.emulate.fabric_routes import _mac
+    from netsteer.emulate.testbed import host_mac
+
+    bad = (62 << 42) | (1 << 41) | 2  # primitive code 62 is no MPI primitive; destination rank 2
+    for kwargs, want in (({}, "actions=resubmit(,1)"),
+                         ({"default_table": None, "rank_host": [3, 2, 0, 1]}, f"set_field:{host_mac(0)}->eth_dst"),
+                         ({"default_table": None}, None)):
+        topo, fab, ctl, sw = setup([])
+        osk = Osken()
+        leaf = sw[topo.node("s1_0")]
+        osk.events.put(frame(leaf, bad))
+        with ReactiveTags(osk, sw, ctl, **kwargs) as r:
+            pass
+        rep = r.report()
+        rules = [x for b in leaf.bundles for x in b]
+        assert rep["tags"] == 1 and rep["failures"]
+        if want is None:
+            assert rules == [] and "no host known for rank 2" in rep["failures"][0]
+        else:
+            assert len(rules) == 1 and f"dl_dst={_mac(bad)}" in rules[0] and want in rules[0]

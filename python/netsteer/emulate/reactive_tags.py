@@ -22,8 +22,11 @@ whole frame; a truncated one is dropped and TCP sends it again.
 
 A module that fails is the controller's business: it answers with the default
 module's rules and the reason, which is counted in the report; the traffic goes
-on. A tag the controller cannot decode gets a rule that writes the destination
-host's true MAC back, when the tag names it, and the frame goes on by ECMP.
+on. A tag the controller cannot decode goes on by the default routing (table
+``default_table`` of :func:`.fabric_routes.notify_tables`, which knows each rank's
+host), quietly; without a default table, its destination rank's host from
+``rank_host`` gets its true MAC back and the frame goes on by the true-MAC rules,
+and a rank no host is known for is reported.
 """
 
 from __future__ import annotations
@@ -84,10 +87,17 @@ class ReactiveTags:
     switches : dict
         Switch node -> :class:`netsteer.drivers.openflow.osken.OskenSwitch`.
     controller : InterconnectController
+    default_table : int or None
+        The default routing's table for tags (1 with :func:`.fabric_routes.notify_tables`);
+        ``None`` when the switches hold only the true-MAC rules and a miss rule.
+    rank_host : list of int, optional
+        Host of each world rank (without a default table: where undecodable tags go).
     """
 
-    def __init__(self, osken, switches: dict, controller):
+    def __init__(self, osken, switches: dict, controller, *, default_table: int | None = 1,
+                 rank_host: list[int] | None = None):
         self.osken, self.switches, self.controller = osken, switches, controller
+        self.default_table, self.rank_host = default_table, rank_host
         self.by_dpid = {s.dpid: n for n, s in switches.items()}
         self.installed: dict[int, dict[str, Any]] = {}
         self.errors: list[str] = []
@@ -139,11 +149,11 @@ class ReactiveTags:
             if tag not in self.installed and tag not in new:
                 new[tag] = self._decide(tag, node, lines)
             entry = new.get(tag) or self.installed[tag]
-            if ev.get("cookie") == NOTIFY_COOKIE and node not in entry["at"]:
+            if ev.get("cookie") == NOTIFY_COOKIE and node not in entry["at"] and self.default_table is not None:
                 # this switch forwards the tag by default and tells about every frame
                 entry["at"].add(node)
-                lines.setdefault(node, []).append(
-                    f"flow add table=0,priority={QUIET_PRIORITY},dl_dst={_mac(tag)} actions=resubmit(,1)")
+                lines.setdefault(node, []).append(f"flow add table=0,priority={QUIET_PRIORITY},dl_dst={_mac(tag)} "
+                                                  f"actions=resubmit(,{self.default_table})")
                 self.quieted += 1
         if lines:
             t0 = time.perf_counter()
@@ -160,9 +170,9 @@ class ReactiveTags:
                 if failed:
                     entry["install_failed"] = failed
             self.errors.extend(failed[: max(0, 20 - len(self.errors))])
-            self.installed.update(new)
             self.bundles.append({"tags": len(new), "switches": len(lines), "rules": sum(map(len, lines.values())),
                                  "install_s": took})
+        self.installed.update(new)  # decided, with rules or not: not asked again
         for ev in events:
             if ev.get("cookie") != NOTIFY_COOKIE:  # the default rule forwarded the others
                 self._resend(self.by_dpid[ev["dpid"]], ev)
@@ -180,15 +190,24 @@ class ReactiveTags:
             rules, entry["module"], entry["failed"] = (), "default", exc.message()
         if entry["failed"]:
             self.controller._failed(PacketIn(now, node, tag), entry["failed"])
-        mine = rule_lines(rules, self._groups)
-        if not mine:
-            mine = {node: [f"flow add table=0,priority={TAG_PRIORITY},dl_dst={_mac(tag)} "
-                           f"actions=set_field:{host_mac(tag & 0x7FFF)}->eth_dst,resubmit(,0)"]}
+        mine = rule_lines(rules, self._groups) or self._fallback(tag, node, entry)
         for n, ls in mine.items():
             lines.setdefault(n, []).extend(ls)
         entry["rules"] = sum(map(len, mine.values()))
         entry["at"] = set(mine)  # the switches that hold a rule for it
         return entry
+
+    def _fallback(self, tag: int, node: int, entry: dict) -> dict[int, list[str]]:
+        """The rule for a tag no module decided: the default routing, or the true MAC
+        of its destination rank's host (module text); none where that is unknown."""
+        match = f"table=0,priority={TAG_PRIORITY},dl_dst={_mac(tag)}"
+        if self.default_table is not None:
+            return {node: [f"flow add {match} actions=resubmit(,{self.default_table})"]}
+        rank = tag & 0x7FFF
+        if self.rank_host is None or rank >= len(self.rank_host):
+            entry["failed"] = (entry.get("failed") or "") + f"; no host known for rank {rank}: no rule"
+            return {}
+        return {node: [f"flow add {match} actions=set_field:{host_mac(self.rank_host[rank])}->eth_dst,resubmit(,0)"]}
 
     def _resend(self, node: int, ev: dict) -> None:
         if ev.get("truncated"):
