@@ -92,13 +92,7 @@ def test_dor_tables_as_openflow_take_the_routings_path_before_and_after_steering
     rng = np.random.default_rng(3)
     src = rng.integers(0, topo.n_hosts, 200)
     dst = (src + rng.integers(1, topo.n_hosts, 200)) % topo.n_hosts
-    plan = plan_steering(topo, switch_demand(topo, src, dst, np.full(200, 1e6)))
-    steered = {}
-    for n, pairs in plan.pairings.items():
-        a = np.full(topo.out_channel.shape[1], -1, dtype=np.int64)
-        for p, q in pairs:
-            a[p], a[q] = q, p
-        steered[n] = a
+    steered = _planned(topo)
     for circuits in (None, steered):
         r = dor(topo, circuits=circuits)
         tabs = routing_tables(r, circuits)
@@ -197,14 +191,7 @@ def _planned(topo, n=200, seed=3, ring=False):
     else:
         src = rng.integers(0, topo.n_hosts, n)
         dst = (src + rng.integers(1, topo.n_hosts, n)) % topo.n_hosts
-    plan = plan_steering(topo, switch_demand(topo, src, dst, np.full(n, 1e6)))
-    steered = {}
-    for node, pairs in plan.pairings.items():
-        a = np.full(topo.out_channel.shape[1], -1, dtype=np.int64)
-        for p, q in pairs:
-            a[p], a[q] = q, p
-        steered[node] = a
-    return steered
+    return plan_steering(topo, switch_demand(topo, src, dst, np.full(n, 1e6))).arrays(topo)
 
 
 @pytest.mark.parametrize("make,seed", [

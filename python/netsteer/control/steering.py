@@ -99,6 +99,10 @@ class SteeringPlan:
                 out.append((a, b))
         return out
 
+    def arrays(self, topo: Topology) -> dict[int, np.ndarray]:
+        """The pairings as the simulator's port arrays (node -> partner port, -1 unpaired)."""
+        return _arrays(self.pairings, topo.out_channel.shape[1])
+
     def as_dict(self, topo: Topology) -> dict[str, Any]:
         return {
             "method": self.method,

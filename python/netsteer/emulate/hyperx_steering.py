@@ -235,7 +235,7 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
     demand = switch_demand(topo, *iteration_demand(job, topo.n_hosts))
     plan = plan_steering(topo, demand)
     standard = {sip: np.asarray(topo.meta["initial_circuits"][sip])}
-    steered = {n: _arr(p, topo.out_channel.shape[1]) for n, p in plan.pairings.items()}
+    steered = plan.arrays(topo)
     watched = _watched(topo)
     names = {int(topo.switches[eps_index(k)]): f"EPS{k}" for k in range(1, 9)}  # node -> the source's name
     args = [str(2 * iterations if during else iterations), str(nbytes), str(poll_us)]
@@ -328,13 +328,6 @@ def _ofctl(tb, node):
 def _named(names: dict[int, str], ends) -> list[list[str]]:
     """Circuits as the source's switch names, each pair and the list in EPS order."""
     return sorted([*sorted((names[a], names[b]))] for a, b in ends)
-
-
-def _arr(pairs, width: int) -> np.ndarray:
-    a = np.full(width, -1, dtype=np.int64)
-    for p, q in pairs:
-        a[p], a[q] = q, p
-    return a
 
 
 def _circuit_ends(topo, circuits) -> list[tuple[int, int]]:

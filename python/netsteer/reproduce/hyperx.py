@@ -263,7 +263,7 @@ def beyond_source(S=(8, 8), T=4, jobs=4, ranks=64, model_bytes=MOBILENETV2_BYTES
     c = dag.columns()
     demand = sum(switch_demand(topo, *iteration_demand(jb, topo.n_hosts)) for jb in job_list)
     plan = plan_steering(topo, demand)
-    steered = {n: np.asarray(_arr(p, topo.out_channel.shape[1])) for n, p in plan.pairings.items()}
+    steered = plan.arrays(topo)
     waves = flow_waves(dag)
     variants = {
         "minimal": (dor(topo), None),
@@ -295,13 +295,6 @@ def beyond_source(S=(8, 8), T=4, jobs=4, ranks=64, model_bytes=MOBILENETV2_BYTES
         out["runs"][name] = {"makespan_s": round(res.makespan_ns / 1e9, 4), "job_s": times,
                              "mean_hops": round(hops, 3), "status": res.status}
     return out
-
-
-def _arr(pairs, width):
-    a = np.full(width, -1, dtype=np.int64)
-    for p, q in pairs:
-        a[p], a[q] = q, p
-    return a
 
 
 def plot(rep: dict, path_c, path_d) -> None:
