@@ -26,7 +26,7 @@ use std::any::Any;
 
 use crate::engine::Stats;
 use crate::physics::{Net, Physics};
-use crate::queue::EventQueue;
+use crate::queue::HeapQueue;
 use crate::sharing::{FlowView, SharingModel};
 use crate::solver::{solve_subset, Problem, Workspace};
 use crate::Ns;
@@ -93,7 +93,8 @@ pub struct Fluid {
     chan_last: Vec<Ns>,
     dirty: Vec<u32>,
     is_dirty: Vec<bool>,
-    finishes: EventQueue<(u32, u32)>,
+    // mostly one finish per instant: a heap, not buckets (same order of pops)
+    finishes: HeapQueue<(u32, u32)>,
     stamp_chan: Vec<u64>,
     stamp_flow: Vec<u64>,
     stamp: u64,
@@ -130,7 +131,7 @@ impl Fluid {
             chan_last: vec![0; n],
             dirty: vec![],
             is_dirty: vec![false; n],
-            finishes: EventQueue::default(),
+            finishes: HeapQueue::default(),
             stamp_chan: vec![0; n],
             stamp_flow: vec![],
             stamp: 0,
