@@ -53,7 +53,7 @@ from .._core import Engine
 from ..errors import NetsteerError
 from ..limits import fmt_bytes
 from ..topology.model import CIRCUIT, HOST, Topology
-from ..traffic import collectives as coll
+from ..traffic.algorithms import MPI_ENVELOPE_BYTES, canonical
 from ..traffic.program import MpiJobSpec, OpSpan, aggregate_ops, as_spec
 from ..traffic.placement import place
 
@@ -188,9 +188,9 @@ def job_steps(job: Any) -> list[tuple]:
         if root >= p:
             raise NetsteerError(f"root {root} is not a rank of this {p}-rank job (0..{p - 1})",
                                 field=f"program.{i}.root")
-        algo = coll.lookup(st.op, st.algorithm)
+        algo = canonical(st.op, st.algorithm)
         nbytes = int(st.bytes)
-        out.append(("collective", st.op, algo.name, nbytes, int(root), int(st.elem_bytes)))
+        out.append(("collective", st.op, algo, nbytes, int(root), int(st.elem_bytes)))
     return out
 
 
@@ -263,7 +263,7 @@ def check_memory(need: int, limit: int | None = None, *, field: str = "jobs") ->
 
 
 def attach_jobs(engine: Engine, topo: Topology, routing: Any, jobs: Sequence[Any], *,
-                envelope_bytes: int = coll.MPI_ENVELOPE_BYTES,
+                envelope_bytes: int = MPI_ENVELOPE_BYTES,
                 memory_limit: int | None = None) -> list[StreamedJob]:
     """Set the router and start every job on ``engine``, at its current time.
 
@@ -343,7 +343,7 @@ def simulate_mpi(
     sharing: str = "maxmin",
     tcp_gamma: float | None = None,
     sample_interval_ns: int = 0,
-    envelope_bytes: int = coll.MPI_ENVELOPE_BYTES,
+    envelope_bytes: int = MPI_ENVELOPE_BYTES,
     memory_limit: int | None = None,
     progress: Callable[[int, int, int], None] | None = None,
 ) -> MpiResult:

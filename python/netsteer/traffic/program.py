@@ -34,6 +34,7 @@ from typing import Any, Iterable, Sequence
 
 from ..errors import NetsteerError
 from ..units import checked_duration, checked_size
+from .algorithms import canonical
 
 ROOTED = ("bcast", "reduce", "gather", "scatter")
 UNROOTED = ("allreduce", "alltoall", "allgather")
@@ -124,10 +125,8 @@ def parse_step(raw: Any, field: str = "step") -> Step:
     if op == "send" and out["src"] == out["dst"]:
         raise NetsteerError(f"send from rank {out['src']} to itself", field=field)
     if out.get("algorithm") is not None:
-        from . import collectives as coll
-
         try:
-            out["algorithm"] = coll.lookup(op, out["algorithm"]).name
+            out["algorithm"] = canonical(op, out["algorithm"])
         except NetsteerError as e:
             raise NetsteerError(e.reason, field=field) from None
     return Step(**out)
