@@ -6,7 +6,8 @@
 //! per event. Insertion order within an instant keeps runs deterministic.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::Ns;
 
@@ -65,44 +66,40 @@ impl<E> EventQueue<E> {
     }
 }
 
-/// The same queue for events that rarely share an instant (a flow's finish, at
-/// its rate's whole ns): one binary-heap entry per event, ordered by (instant,
-/// insertion), so the pops come in exactly the order of [`EventQueue`]'s, without a
-/// tree node and a bucket per instant. Stale entries stay until popped, as there.
+/// The same queue for events that often have an instant to themselves (a flow's
+/// finish, at its rate's whole ns): the instants in a binary heap and their
+/// buckets in a hash map, so a new instant costs a heap push instead of a tree
+/// insertion, and an event at an instant already there a hash look-up. The pops
+/// are [`EventQueue`]'s: instants in order, each one's events in insertion order.
 pub struct HeapQueue<E> {
-    heap: BinaryHeap<Reverse<Entry<E>>>,
-    seq: u64,
+    instants: BinaryHeap<Reverse<Ns>>,
+    buckets: HashMap<Ns, Vec<E>, BuildHasherDefault<NsHasher>>,
     spare: Vec<Vec<E>>,
 }
 
-struct Entry<E> {
-    t: Ns,
-    seq: u64,
-    e: E,
-}
+/// A multiplicative hash of an instant (the map's keys are the clock's ns).
+#[derive(Default)]
+pub struct NsHasher(u64);
 
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, other: &Self) -> bool {
-        (self.t, self.seq) == (other.t, other.seq)
+impl Hasher for NsHasher {
+    fn finish(&self) -> u64 {
+        self.0
     }
-}
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
     }
-}
-impl<E> Ord for Entry<E> {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.t, self.seq).cmp(&(other.t, other.seq))
+    fn write_i64(&mut self, n: i64) {
+        self.0 = (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
     }
 }
 
 impl<E> Default for HeapQueue<E> {
     fn default() -> Self {
         HeapQueue {
-            heap: BinaryHeap::new(),
-            seq: 0,
+            instants: BinaryHeap::new(),
+            buckets: HashMap::default(),
             spare: Vec::new(),
         }
     }
@@ -111,23 +108,25 @@ impl<E> Default for HeapQueue<E> {
 impl<E> HeapQueue<E> {
     /// Schedule `e` at `t`, after everything already scheduled at `t`.
     pub fn push(&mut self, t: Ns, e: E) {
-        self.seq += 1;
-        self.heap.push(Reverse(Entry { t, seq: self.seq, e }));
+        if let Some(v) = self.buckets.get_mut(&t) {
+            v.push(e);
+            return;
+        }
+        let mut v = self.spare.pop().unwrap_or_default();
+        v.push(e);
+        self.buckets.insert(t, v);
+        self.instants.push(Reverse(t));
     }
 
     /// The earliest instant with events.
     pub fn first_time(&self) -> Option<Ns> {
-        self.heap.peek().map(|Reverse(x)| x.t)
+        self.instants.peek().map(|r| r.0)
     }
 
     /// Remove and return the earliest instant's events, in insertion order.
     pub fn pop_instant(&mut self) -> Option<(Ns, Vec<E>)> {
-        let t = self.first_time()?;
-        let mut v = self.spare.pop().unwrap_or_default();
-        while self.heap.peek().is_some_and(|Reverse(x)| x.t == t) {
-            let Reverse(x) = self.heap.pop().expect("just peeked");
-            v.push(x.e);
-        }
+        let Reverse(t) = self.instants.pop()?;
+        let v = self.buckets.remove(&t).expect("every instant has its bucket");
         Some((t, v))
     }
 
@@ -139,18 +138,23 @@ impl<E> HeapQueue<E> {
 
     /// Drop every instant after `t`.
     pub fn truncate_after(&mut self, t: Ns) {
-        if self.heap.iter().any(|Reverse(x)| x.t > t) {
-            let kept: Vec<_> = std::mem::take(&mut self.heap)
+        if self.instants.iter().any(|r| r.0 > t) {
+            let kept: Vec<_> = std::mem::take(&mut self.instants)
                 .into_vec()
                 .into_iter()
-                .filter(|Reverse(x)| x.t <= t)
+                .filter(|r| r.0 <= t)
                 .collect();
-            self.heap = BinaryHeap::from(kept);
+            self.instants = BinaryHeap::from(kept);
+            let later: Vec<Ns> = self.buckets.keys().copied().filter(|&k| k > t).collect();
+            for k in later {
+                let v = self.buckets.remove(&k).expect("just listed");
+                self.recycle(v);
+            }
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.instants.is_empty()
     }
 }
 
