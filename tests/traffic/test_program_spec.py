@@ -118,3 +118,31 @@ def test_a_bad_job_in_a_streamed_run_names_its_index():
         simulate_mpi(t, "dmodk", [{"ranks": 4, "program": [{"op": "barrier"}]},
                                   {"ranks": 4, "program": [{"op": "bcast", "bytes": "1x"}]}])
     assert e.value.field == "jobs.1.program.0.bytes"
+
+
+def test_the_integer_shortcuts_are_the_unit_parser():
+    from netsteer.traffic import program
+    from netsteer.units import MAX_BYTES, checked_duration, checked_size
+
+    assert program._MAX_BYTES == MAX_BYTES
+    for v in [0, 1, 4096, MAX_BYTES - 1, MAX_BYTES]:
+        assert program._size(v) == checked_size(v)
+    for v in [MAX_BYTES + 1, -1, True, 1.5, "1KiB", "-1B", 2**80]:
+        try:
+            want = checked_size(v)
+        except ValueError as e:
+            with pytest.raises(ValueError, match=None) as got:
+                program._size(v)
+            assert str(got.value) == str(e)
+        else:
+            assert program._size(v) == want
+    assert program._duration(0) == checked_duration(0) == 0
+    for v in [1, -1, "1us", 0.0, False]:
+        try:
+            want = checked_duration(v)
+        except ValueError as e:
+            with pytest.raises(ValueError) as got:
+                program._duration(v)
+            assert str(got.value) == str(e)
+        else:
+            assert program._duration(v) == want

@@ -51,7 +51,6 @@ import numpy as np
 
 from .._core import Engine
 from ..errors import NetsteerError
-from ..limits import fmt_bytes
 from ..topology.model import CIRCUIT, HOST, Topology
 from ..traffic.algorithms import MPI_ENVELOPE_BYTES, canonical
 from ..traffic.program import MpiJobSpec, OpSpan, aggregate_ops, as_spec
@@ -246,6 +245,13 @@ def available_bytes() -> int | None:
     except OSError:
         return None
     return None
+
+
+def fmt_bytes(n: float) -> str:
+    """:func:`netsteer.limits.fmt_bytes` (imported when a job is refused, not at start-up)."""
+    from ..limits import fmt_bytes as fmt
+
+    return fmt(n)
 
 
 def check_memory(need: int, limit: int | None = None, *, field: str = "jobs") -> None:

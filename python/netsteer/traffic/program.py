@@ -33,8 +33,29 @@ from dataclasses import dataclass, fields
 from typing import Any, Iterable, Sequence
 
 from ..errors import NetsteerError
-from ..units import checked_duration, checked_size
 from .algorithms import canonical
+
+#: :data:`netsteer.units.MAX_BYTES`, for the shortcut of :func:`_size` (a test checks both agree)
+_MAX_BYTES = 2**60
+
+
+def _size(value: Any) -> int:
+    """:func:`netsteer.units.checked_size`; a plain integer in range is itself, without
+    importing the unit parser (``decimal``, ``re``) for it."""
+    if type(value) is int and 0 <= value <= _MAX_BYTES:
+        return value
+    from ..units import checked_size
+
+    return checked_size(value)
+
+
+def _duration(value: Any) -> int:
+    """:func:`netsteer.units.checked_duration`; a plain ``0`` is 0 without the parser."""
+    if type(value) is int and value == 0:
+        return 0
+    from ..units import checked_duration
+
+    return checked_duration(value)
 
 ROOTED = ("bcast", "reduce", "gather", "scatter")
 UNROOTED = ("allreduce", "alltoall", "allgather")
@@ -111,9 +132,9 @@ def parse_step(raw: Any, field: str = "step") -> Step:
         v, where = raw[k], f"{field}.{k}"
         try:
             if k == "bytes":
-                out[k] = checked_size(v)
+                out[k] = _size(v)
             elif k == "duration":
-                out[k] = checked_duration(v)
+                out[k] = _duration(v)
             elif k == "algorithm":
                 if v is not None and not isinstance(v, str):
                     raise NetsteerError("Input should be a valid string", field=where)
@@ -186,7 +207,7 @@ class MpiJobSpec:
         set_(self, "program", parse_steps(self.program))
         set_(self, "repeat", _int(self.repeat, "repeat", ge=1))
         try:
-            set_(self, "start", checked_duration(self.start))
+            set_(self, "start", _duration(self.start))
         except ValueError as e:
             raise NetsteerError(str(e), field="start") from None
         set_(self, "traffic_class", _int(self.traffic_class, "traffic_class", ge=0))
