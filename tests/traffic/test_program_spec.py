@@ -93,6 +93,8 @@ def test_steps_are_frozen_and_hashable():
     assert isinstance(s, Step) and hash(s) == hash(Step("barrier"))
     with pytest.raises(AttributeError):
         s.op = "compute"
+    job = MpiJobSpec(ranks=2, placement=[1, 0], program=[{"op": "barrier"}])
+    assert job.placement == (1, 0) and hash(job) == hash(as_spec(dict(ranks=2, placement=(1, 0), program=[{"op": "barrier"}])))
 
 
 def test_a_streamed_run_is_the_same_from_the_model_the_spec_and_a_dict():

@@ -199,7 +199,7 @@ class MpiJobSpec:
             if pl not in ("linear", "random"):
                 raise NetsteerError(f"Input should be 'linear' or 'random', got {pl!r}", field="placement")
         elif isinstance(pl, Iterable) and not isinstance(pl, (bytes, dict)):
-            set_(self, "placement", [_int(h, f"placement.{i}") for i, h in enumerate(pl)])
+            set_(self, "placement", tuple(_int(h, f"placement.{i}") for i, h in enumerate(pl)))
         else:
             raise NetsteerError("Input should be 'linear', 'random' or a list of host indices",
                                 field="placement")
