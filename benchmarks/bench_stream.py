@@ -57,13 +57,18 @@ SCALE = [
 BW, LAT = 10e9, 1000
 
 
-def _job(case):
-    from netsteer.traffic.mpi import MpiJob
+def _job(case, spec=True):
+    """The case's job: the streamed path's plain spec (no pydantic), or the scenario
+    model ``MpiJob`` for the DAG path (same fields, same checks)."""
+    if spec:
+        from netsteer.traffic.program import MpiJobSpec as Job
+    else:
+        from netsteer.traffic.mpi import MpiJob as Job
 
     prog = [{"op": op, "algorithm": a, **({"bytes": n} if op != "barrier" else {}),
              **({"root": r} if op in ("bcast", "reduce", "gather", "scatter") else {})}
             for op, a, n, r in case["program"]]
-    return MpiJob(name="job", ranks=case["ranks"], placement=case["placement"], seed=1, program=prog)
+    return Job(name="job", ranks=case["ranks"], placement=case["placement"], seed=1, program=prog)
 
 
 def child(case: dict, dag: bool) -> dict:
@@ -72,7 +77,7 @@ def child(case: dict, dag: bool) -> dict:
     from netsteer.topology.pgft import pgft
 
     topo = pgft(**case["tree"], link_bandwidth=BW, link_latency_ns=LAT)
-    job = _job(case)
+    job = _job(case, spec=not dag)
     if dag:
         from netsteer.routing import build_routing
         from netsteer.sim import simulate

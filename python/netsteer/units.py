@@ -149,3 +149,47 @@ def format_duration(ns: float) -> str:
         if abs(ns) >= scale:
             return f"{ns / scale:.4g}{unit}"
     return f"{ns:.4g}ns"
+
+
+#: The largest flow or message: 1 EiB (the engine counts bytes in f64).
+MAX_BYTES = 2**60
+
+
+def _not_negative(value, what: str) -> None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+        raise ValueError(f"{what} must not be negative, got {value!r}")
+    if isinstance(value, str) and value.strip().startswith("-"):
+        raise ValueError(f"{what} must not be negative, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{what} must be finite, got {value!r}")
+
+
+def checked_size(value) -> int:
+    """Bytes from ``16MiB`` or a bare non-negative integer, at most :data:`MAX_BYTES`
+    (what input schemas accept as a size; ``ValueError`` otherwise).
+
+    >>> checked_size("4KiB")
+    4096
+    """
+    _not_negative(value, "size")
+    try:
+        n = parse_size(value)
+    except (UnitError, OverflowError) as exc:
+        raise ValueError(str(exc)) from None
+    if n > MAX_BYTES:
+        raise ValueError(f"size {value!r} is larger than the {MAX_BYTES} bytes (1 EiB) a flow may carry")
+    return n
+
+
+def checked_duration(value) -> int:
+    """Integer nanoseconds from ``1ms`` (``0`` needs no unit), as input schemas accept
+    a duration (``ValueError`` otherwise).
+
+    >>> checked_duration("1ms")
+    1000000
+    """
+    _not_negative(value, "duration")
+    try:
+        return parse_duration(value)
+    except (UnitError, OverflowError) as exc:
+        raise ValueError(str(exc)) from None

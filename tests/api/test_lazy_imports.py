@@ -69,3 +69,19 @@ def test_an_unknown_name_is_an_attribute_error():
         "        print('no_such_name' in str(e))"
     )
     assert out.split() == ["True", "True"]
+
+
+def test_a_streamed_run_of_a_plain_job_spec_never_imports_pydantic():
+    out = _run(
+        "import sys\n"
+        "from netsteer.topology.pgft import pgft\n"
+        "from netsteer.sim.stream import simulate_mpi\n"
+        "from netsteer.traffic.program import MpiJobSpec\n"
+        "t = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)\n"
+        "job = MpiJobSpec(ranks=16, placement='random', seed=1, program=[\n"
+        "    {'op': 'allreduce', 'bytes': '1MiB', 'algorithm': 'rabenseifner'},\n"
+        "    {'op': 'bcast', 'bytes': '64KiB', 'root': 3}, {'op': 'compute', 'duration': '1us'}])\n"
+        "r = simulate_mpi(t, 'dmodk', [job], sharing='cm02')\n"
+        "print(r.status, sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core')))"
+    )
+    assert out == "done []"

@@ -26,7 +26,7 @@ use std::any::Any;
 
 use crate::engine::Stats;
 use crate::physics::{Net, Physics};
-use crate::queue::EventQueue;
+use crate::queue::HeapQueue;
 use crate::sharing::{FlowView, SharingModel};
 use crate::solver::{solve_subset, Problem, Workspace};
 use crate::Ns;
@@ -93,12 +93,14 @@ pub struct Fluid {
     chan_last: Vec<Ns>,
     dirty: Vec<u32>,
     is_dirty: Vec<bool>,
-    finishes: EventQueue<(u32, u32)>,
+    // mostly one finish per instant: a heap, not buckets (same order of pops)
+    finishes: HeapQueue<(u32, u32)>,
     stamp_chan: Vec<u64>,
     stamp_flow: Vec<u64>,
     stamp: u64,
     ws: Workspace,
-    scratch: Scratch,
+    // boxed: a solve takes it and gives it back, moving a pointer, not eleven Vecs
+    scratch: Option<Box<Scratch>>,
     solves: u64,
     solved_flows: u64,
     solved_flow_hops: u64,
@@ -130,12 +132,12 @@ impl Fluid {
             chan_last: vec![0; n],
             dirty: vec![],
             is_dirty: vec![false; n],
-            finishes: EventQueue::default(),
+            finishes: HeapQueue::default(),
             stamp_chan: vec![0; n],
             stamp_flow: vec![],
             stamp: 0,
             ws: Workspace::default(),
-            scratch: Scratch::default(),
+            scratch: Some(Box::default()),
             solves: 0,
             solved_flows: 0,
             solved_flow_hops: 0,
@@ -224,7 +226,8 @@ impl Fluid {
             self.chan_flows[c as usize].push(f as u32);
             self.mark(c);
         }
-        let mut view_cap = std::mem::take(&mut self.scratch.view_cap);
+        let sc = self.scratch.as_mut().expect("scratch is back after each solve");
+        let mut view_cap = std::mem::take(&mut sc.view_cap);
         view_cap.clear();
         view_cap.extend(net.path(f).iter().map(|&c| net.base_capacity[c as usize]));
         let view = FlowView {
@@ -233,7 +236,7 @@ impl Fluid {
             path_capacity: &view_cap,
         };
         let (w, b) = (self.model.weight(&view), self.model.bound(&view));
-        self.scratch.view_cap = view_cap;
+        self.scratch.as_mut().expect("scratch is back after each solve").view_cap = view_cap;
         self.st[f].eff_weight = w;
         self.st[f].bound = b;
     }
@@ -321,11 +324,15 @@ impl Fluid {
             }
             for &c in net.path(a) {
                 let c = c as usize;
-                if self.chan_levels_stamp[c] != stamp {
+                // (kept in registers: reading back the pair just stored stalls)
+                let (lo, hi) = if self.chan_levels_stamp[c] != stamp {
+                    let v = self.channel_levels(c, net.capacity[c]);
                     self.chan_levels_stamp[c] = stamp;
-                    self.chan_levels[c] = self.channel_levels(c, net.capacity[c]);
-                }
-                let (lo, hi) = self.chan_levels[c];
+                    self.chan_levels[c] = v;
+                    v
+                } else {
+                    self.chan_levels[c]
+                };
                 safe = safe.min(lo);
                 guess = guess.min(hi);
             }
@@ -422,6 +429,34 @@ impl Fluid {
     /// Solve the flows of `sc.comp_flows` (sorted first: a fixed summation order)
     /// on `capacity`, into `sc.rates`.
     fn solve_collected(&mut self, sc: &mut Scratch, net: &Net, capacity: &[f64]) {
+        if let [f] = sc.comp_flows[..] {
+            // one flow (most solves of a run with little contention): solved in
+            // place on its own path, as `solve_subset` would solve the copy
+            let f = f as usize;
+            let fl = &net.flows[f];
+            let path = &net.paths[fl.path_start..fl.path_start + fl.path_len];
+            let problem = Problem {
+                capacity,
+                offsets: &[0, path.len()],
+                channels: path,
+                weight: &[self.st[f].eff_weight],
+                bound: &[self.st[f].bound],
+                priority: &[fl.priority],
+            };
+            let mut rate = [0.0];
+            if crate::solver::alone(&problem, 0, &mut rate) {
+                sc.weight.clear();
+                sc.weight.push(self.st[f].eff_weight);
+                sc.bound.clear();
+                sc.bound.push(self.st[f].bound);
+                sc.rates.clear();
+                sc.rates.push(rate[0]);
+                self.solves += 1;
+                self.solved_flows += 1;
+                self.solved_flow_hops += path.len() as u64;
+                return;
+            }
+        }
         sc.offsets.clear();
         sc.chans.clear();
         sc.weight.clear();
@@ -477,7 +512,7 @@ impl Fluid {
         if self.dirty.is_empty() {
             return;
         }
-        let mut sc = std::mem::take(&mut self.scratch);
+        let mut sc = self.scratch.take().expect("scratch is back after each solve");
         sc.clear();
         std::mem::swap(&mut sc.seeds, &mut self.dirty);
         self.dirty.clear();
@@ -537,7 +572,7 @@ impl Fluid {
                 self.finishes.push(t, (f as u32, self.st[f].version));
             }
         }
-        self.scratch = sc;
+        self.scratch = Some(sc);
     }
 }
 

@@ -5,7 +5,9 @@
 //! its events in insertion order, costs far fewer comparisons than one heap entry
 //! per event. Insertion order within an instant keeps runs deterministic.
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::Ns;
 
@@ -64,6 +66,98 @@ impl<E> EventQueue<E> {
     }
 }
 
+/// The same queue for events that often have an instant to themselves (a flow's
+/// finish, at its rate's whole ns): the instants in a binary heap and their
+/// buckets in a hash map, so a new instant costs a heap push instead of a tree
+/// insertion, and an event at an instant already there a hash look-up. The pops
+/// are [`EventQueue`]'s: instants in order, each one's events in insertion order.
+pub struct HeapQueue<E> {
+    instants: BinaryHeap<Reverse<Ns>>,
+    buckets: HashMap<Ns, Vec<E>, BuildHasherDefault<NsHasher>>,
+    spare: Vec<Vec<E>>,
+}
+
+/// A multiplicative hash of an instant (the map's keys are the clock's ns).
+#[derive(Default)]
+pub struct NsHasher(u64);
+
+impl Hasher for NsHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_i64(&mut self, n: i64) {
+        self.0 = (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+    }
+}
+
+impl<E> Default for HeapQueue<E> {
+    fn default() -> Self {
+        HeapQueue {
+            instants: BinaryHeap::new(),
+            buckets: HashMap::default(),
+            spare: Vec::new(),
+        }
+    }
+}
+
+impl<E> HeapQueue<E> {
+    /// Schedule `e` at `t`, after everything already scheduled at `t`.
+    pub fn push(&mut self, t: Ns, e: E) {
+        if let Some(v) = self.buckets.get_mut(&t) {
+            v.push(e);
+            return;
+        }
+        let mut v = self.spare.pop().unwrap_or_default();
+        v.push(e);
+        self.buckets.insert(t, v);
+        self.instants.push(Reverse(t));
+    }
+
+    /// The earliest instant with events.
+    pub fn first_time(&self) -> Option<Ns> {
+        self.instants.peek().map(|r| r.0)
+    }
+
+    /// Remove and return the earliest instant's events, in insertion order.
+    pub fn pop_instant(&mut self) -> Option<(Ns, Vec<E>)> {
+        let Reverse(t) = self.instants.pop()?;
+        let v = self.buckets.remove(&t).expect("every instant has its bucket");
+        Some((t, v))
+    }
+
+    /// Give back a drained bucket for reuse.
+    pub fn recycle(&mut self, mut v: Vec<E>) {
+        v.clear();
+        self.spare.push(v);
+    }
+
+    /// Drop every instant after `t`.
+    pub fn truncate_after(&mut self, t: Ns) {
+        if self.instants.iter().any(|r| r.0 > t) {
+            let kept: Vec<_> = std::mem::take(&mut self.instants)
+                .into_vec()
+                .into_iter()
+                .filter(|r| r.0 <= t)
+                .collect();
+            self.instants = BinaryHeap::from(kept);
+            let later: Vec<Ns> = self.buckets.keys().copied().filter(|&k| k > t).collect();
+            for k in later {
+                let v = self.buckets.remove(&k).expect("just listed");
+                self.recycle(v);
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.instants.is_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,5 +189,39 @@ mod tests {
             .map(|(t, _)| t)
             .collect();
         assert_eq!(times, vec![1, 2]);
+    }
+
+    #[test]
+    fn the_heap_queue_pops_as_the_bucket_queue_does() {
+        // pseudo-random instants with many ties, interleaved pops and truncations
+        let (mut a, mut b) = (EventQueue::default(), HeapQueue::default());
+        let mut x: u64 = 12345;
+        let mut id = 0u32;
+        for round in 0..2000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let t = ((x >> 33) % 50) as Ns + round / 10;
+            for _ in 0..(x >> 60) {
+                id += 1;
+                a.push(t, id);
+                b.push(t, id);
+            }
+            if x % 3 == 0 {
+                assert_eq!(a.first_time(), b.first_time());
+                let (pa, pb) = (a.pop_instant(), b.pop_instant());
+                assert_eq!(pa, pb);
+                if let (Some((_, va)), Some((_, vb))) = (pa, pb) {
+                    a.recycle(va);
+                    b.recycle(vb);
+                }
+            }
+            if x % 97 == 0 {
+                a.truncate_after(round / 10 + 20);
+                b.truncate_after(round / 10 + 20);
+            }
+        }
+        while let Some(pa) = a.pop_instant() {
+            assert_eq!(Some(pa), b.pop_instant());
+        }
+        assert!(b.is_empty());
     }
 }

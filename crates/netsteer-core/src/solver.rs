@@ -99,6 +99,11 @@ pub fn solve(p: &Problem) -> Vec<f64> {
 /// Solve only `flows` (a closed component: no other flow shares their channels),
 /// writing into `rates[f]`.
 pub fn solve_subset(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
+    if let [f] = flows {
+        if alone(p, *f as usize, rates) {
+            return;
+        }
+    }
     let nch = p.capacity.len();
     if ws.residual.len() < nch {
         ws.residual.resize(nch, 0.0);
@@ -166,6 +171,56 @@ pub fn solve_subset(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Work
             }
         }
     }
+}
+
+/// One flow solved alone (most solves of a streamed run with little contention):
+/// what [`fill`] computes for it, the same operations on the same values, without
+/// building its adjacency and heap. Returns false, having written nothing, where
+/// that shortcut is not plainly the same (a path crossing a channel twice, a
+/// weight that is not positive).
+pub fn alone(p: &Problem, f: usize, rates: &mut [f64]) -> bool {
+    let w = p.weight[f];
+    let path = &p.channels[p.offsets[f]..p.offsets[f + 1]];
+    if !(w > 0.0) || path.len() > 16 {
+        return false;
+    }
+    for (i, c) in path.iter().enumerate() {
+        if path[..i].contains(c) {
+            return false;
+        }
+    }
+    // fill: the residual is the capacity (at least 0); each channel's weight sum
+    // is `0.0 + w`, it is crossed once, so only the smallest key of its channels
+    // goes in the heap, beside the bound's key if the bound is below every residual
+    let wsum = 0.0 + w;
+    let mut tightest = f64::INFINITY;
+    let mut first: Option<(Key, f64)> = None;
+    for &c in path {
+        let residual = p.capacity[c as usize].max(0.0);
+        tightest = tightest.min(residual);
+        let k = Key::new(residual / wsum, c, false);
+        if first.map_or(true, |(b, _)| k < b) {
+            first = Some((k, residual));
+        }
+    }
+    let bound = p.bound[f];
+    let bound_key = (bound.is_finite() && bound < tightest).then(|| Key::new(bound / w, f as u32, true));
+    let Some((key, residual)) = first else {
+        // crosses nothing: its bound, else unconstrained
+        rates[f] = if bound_key.is_some() { bound } else { f64::INFINITY };
+        return true;
+    };
+    if bound_key.is_some_and(|b| b < key) {
+        rates[f] = bound;
+        return true;
+    }
+    let level = key.level();
+    let current = (residual - 0.0).max(0.0) / wsum;
+    if current > level * (1.0 + 1e-12) + 1e-300 {
+        return false; // fill would push the key back: not the plain case
+    }
+    rates[f] = w * current;
+    true
 }
 
 fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
@@ -294,5 +349,84 @@ fn freeze(p: &Problem, f: usize, rate: f64, rates: &mut [f64], ws: &mut Workspac
         if ws.wsum[c] < 1e-12 * w {
             ws.wsum[c] = 0.0;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `alone` against the whole progressive filling, bit for bit, on random
+    /// one-flow problems (zero capacities, ties, bounds above, below and at the
+    /// path's tightest channel).
+    #[test]
+    fn a_flow_alone_gets_what_the_filling_gives_it() {
+        let mut x: u64 = 7;
+        let mut next = || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x >> 11
+        };
+        let mut shortcut = 0;
+        for _ in 0..200_000 {
+            let n_ch = 1 + (next() % 12) as usize;
+            let capacity: Vec<f64> = (0..n_ch)
+                .map(|_| match next() % 6 {
+                    0 => 0.0,
+                    1 => 1.25e9,
+                    2 => 2.5e9,
+                    _ => (next() % 1_000_000) as f64 * 1e3 + 1.0,
+                })
+                .collect();
+            let len = (next() % 7) as usize;
+            let path: Vec<u32> = (0..len).map(|_| (next() % n_ch as u64) as u32).collect();
+            let weight = match next() % 4 {
+                0 => 1.0,
+                1 => 0.37,
+                _ => (1 + next() % 1000) as f64 / 7.0,
+            };
+            let bound = match next() % 4 {
+                0 => f64::INFINITY,
+                1 => capacity[(next() % n_ch as u64) as usize],
+                _ => (next() % 3_000_000) as f64 * 1e3,
+            };
+            let p = Problem {
+                capacity: &capacity,
+                offsets: &[0, path.len()],
+                channels: &path,
+                weight: &[weight],
+                bound: &[bound],
+                priority: &[0],
+            };
+            let mut fast = [f64::NAN];
+            let took = alone(&p, 0, &mut fast);
+            let mut ws = Workspace::default();
+            ws.residual.resize(n_ch, 0.0);
+            ws.load.resize(n_ch, 0.0);
+            ws.wsum.resize(n_ch, 0.0);
+            ws.adj_start.resize(n_ch, 0);
+            ws.adj_end.resize(n_ch, 0);
+            ws.mark.resize(n_ch, false);
+            ws.frozen.resize(1, false);
+            for &c in &path {
+                if !ws.mark[c as usize] {
+                    ws.mark[c as usize] = true;
+                    ws.touched.push(c);
+                    ws.residual[c as usize] = capacity[c as usize].max(0.0);
+                }
+            }
+            for &c in &ws.touched.clone() {
+                ws.mark[c as usize] = false;
+            }
+            let mut slow = [f64::NAN];
+            fill(&p, &[0], &mut slow, &mut ws);
+            if took {
+                shortcut += 1;
+                assert_eq!(fast[0].to_bits(), slow[0].to_bits(), "{p_:?}", p_ = (&capacity, &path, weight, bound));
+            }
+            let mut via = [f64::NAN];
+            solve_subset(&p, &[0], &mut via, &mut Workspace::default());
+            assert_eq!(via[0].to_bits(), slow[0].to_bits());
+        }
+        assert!(shortcut > 100_000);
     }
 }

@@ -13,7 +13,7 @@ which flows get their ids differs.
 How the run path calls it (see :func:`attach_jobs`)::
 
     engine = Engine(capacity, latency, sharing, tcp_gamma)
-    jobs = attach_jobs(engine, topo, routing, mpi_jobs)   # MpiJob list
+    jobs = attach_jobs(engine, topo, routing, mpi_jobs)   # MpiJob / MpiJobSpec list
     while engine.run(until, 50_000) == "budget":
         p = engine.mpi_progress()                          # messages done, now
     report = stream_report(engine, jobs)                  # op_report's shape
@@ -23,13 +23,22 @@ How the run path calls it (see :func:`attach_jobs`)::
 Examples
 --------
 >>> from netsteer.topology.pgft import pgft
->>> from netsteer.traffic.mpi import MpiJob
 >>> t = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)
->>> job = MpiJob(name="a", ranks=16, program=[{"op": "allreduce", "bytes": "1MiB",
-...                                            "algorithm": "recursive_doubling"}])
+>>> job = MpiJobSpec(name="a", ranks=16, program=[{"op": "allreduce", "bytes": "1MiB",
+...                                                "algorithm": "recursive_doubling"}])
 >>> r = simulate_mpi(t, "dmodk", [job], sharing="cm02")
 >>> r.status, r.makespan_ns, r.progress["messages_done"]
 ('done', 5045244, 64)
+
+A job is an :class:`netsteer.traffic.program.MpiJobSpec` (checked by hand: a run
+needs no pydantic), a dict of its fields, or a scenario's pydantic
+:class:`netsteer.traffic.mpi.MpiJob`; all give the same run:
+
+>>> from netsteer.traffic.mpi import MpiJob
+>>> same = MpiJob(name="a", ranks=16, program=[{"op": "allreduce", "bytes": "1MiB",
+...                                            "algorithm": "rdb"}])
+>>> simulate_mpi(t, "dmodk", [same], sharing="cm02").makespan_ns
+5045244
 """
 
 from __future__ import annotations
@@ -42,10 +51,9 @@ import numpy as np
 
 from .._core import Engine
 from ..errors import NetsteerError
-from ..limits import fmt_bytes
 from ..topology.model import CIRCUIT, HOST, Topology
-from ..traffic import collectives as coll
-from ..traffic.mpi import MpiJob, OpSpan, aggregate_ops, parse_program
+from ..traffic.algorithms import MPI_ENVELOPE_BYTES, canonical
+from ..traffic.program import MpiJobSpec, OpSpan, aggregate_ops, as_spec
 from ..traffic.placement import place
 
 # events handled per engine call, so progress can be shown on long runs
@@ -63,7 +71,7 @@ class StreamedJob:
     """One job as streamed: its index in the engine, hosts and program."""
 
     index: int
-    job: MpiJob
+    job: MpiJobSpec
     hosts: list[int]
     steps: list
 
@@ -156,12 +164,14 @@ def streamable_routing(topo: Topology, routing: Any) -> str | None:
 # --------------------------------------------------------------------------------------
 
 
-def job_steps(job: MpiJob) -> list[tuple]:
-    """The program of ``job`` as the engine's step tuples, checked as
-    :func:`netsteer.traffic.mpi.build_job` checks it (errors name ``program.<i>``)."""
+def job_steps(job: Any) -> list[tuple]:
+    """The program of ``job`` (an :class:`MpiJobSpec`, an ``MpiJob`` or a dict) as the
+    engine's step tuples, checked as :func:`netsteer.traffic.mpi.build_job` checks it
+    (errors name ``program.<i>``)."""
     out = []
+    job = as_spec(job)
     p = job.ranks
-    for i, st in enumerate(parse_program(job.program)):
+    for i, st in enumerate(job.program):
         if st.op == "compute":
             out.append(("compute", int(st.duration)))
             continue
@@ -173,49 +183,51 @@ def job_steps(job: MpiJob) -> list[tuple]:
                         field=f"program.{i}.{name}")
             out.append(("send", st.src, st.dst, int(st.bytes)))
             continue
-        root = getattr(st, "root", 0)
+        root = st.root
         if root >= p:
             raise NetsteerError(f"root {root} is not a rank of this {p}-rank job (0..{p - 1})",
                                 field=f"program.{i}.root")
-        algo = coll.lookup(st.op, st.algorithm)
-        nbytes = int(getattr(st, "bytes", 0))
-        out.append(("collective", st.op, algo.name, nbytes, int(root), int(st.elem_bytes)))
+        algo = canonical(st.op, st.algorithm)
+        nbytes = int(st.bytes)
+        out.append(("collective", st.op, algo, nbytes, int(root), int(st.elem_bytes)))
     return out
 
 
-def estimate_bytes(topo: Topology, jobs: Sequence[MpiJob], routing: Any = "dmodk") -> int:
+def estimate_bytes(topo: Topology, jobs: Sequence[Any], routing: Any = "dmodk") -> int:
     """Memory a streamed run needs: ranks, the messages that can be in flight at
     once (at most one per rank: a rank blocks on one operation, which sends at most
     one message), the router and the network.
 
     >>> from netsteer.topology.pgft import pgft
     >>> t = pgft(2, [4, 4], [1, 2], link_bandwidth=1e9, link_latency_ns=0)
-    >>> estimate_bytes(t, [MpiJob(ranks=16, program=[{"op": "barrier"}])]) < 2**20
+    >>> estimate_bytes(t, [MpiJobSpec(ranks=16, program=[{"op": "barrier"}])]) < 2**20
     True
     """
-    ranks = sum(j.ranks for j in jobs)
+    # ranks only: an estimate checks nothing else (a job may be refused before it is checked)
+    ranks = sum(int(j["ranks"]) if isinstance(j, dict) else int(j.ranks) for j in jobs)
     table = 0 if isinstance(routing, str) else int(np.asarray(routing.table).nbytes)
     network = topo.n_channels * CHANNEL_BYTES + topo.out_channel.nbytes * 2
     return ranks * (RANK_BYTES + FLOW_BYTES) + table + network
 
 
-def least_time_ns(job: MpiJob, rate_Bps: float) -> float:
+def least_time_ns(job: Any, rate_Bps: float) -> float:
     """A lower bound of ``job``'s length with ranks sending at ``rate_Bps``: per step,
     the bytes some rank must send whatever the algorithm (an allreduce of ``n`` bytes
     sends at least ``2 n (p-1)/p`` from every rank), plus compute, times ``repeat``.
     Sizes the scenario's counter sampling without expanding the job.
 
-    >>> job = MpiJob(ranks=4, program=[{"op": "allreduce", "bytes": 4000},
+    >>> job = MpiJobSpec(ranks=4, program=[{"op": "allreduce", "bytes": 4000},
     ...                                {"op": "compute", "duration": "1us"}], repeat=2)
     >>> least_time_ns(job, 1e9)  # 2 * (6000 B at 1 GB/s + 1 us)
     14000.0
     """
+    job = as_spec(job)
     p = job.ranks
     share = (p - 1) / p
     per_step = {"allreduce": 2 * share, "reduce": share, "bcast": share,
                 "alltoall": p - 1, "allgather": p - 1, "gather": p - 1, "scatter": p - 1}
     t = 0.0
-    for st in parse_program(job.program):
+    for st in job.program:
         if st.op == "compute":
             t += st.duration
         elif st.op != "barrier":
@@ -235,6 +247,13 @@ def available_bytes() -> int | None:
     return None
 
 
+def fmt_bytes(n: float) -> str:
+    """:func:`netsteer.limits.fmt_bytes` (imported when a job is refused, not at start-up)."""
+    from ..limits import fmt_bytes as fmt
+
+    return fmt(n)
+
+
 def check_memory(need: int, limit: int | None = None, *, field: str = "jobs") -> None:
     """Refuse a run whose estimate exceeds ``limit`` (default: the memory available).
 
@@ -249,8 +268,8 @@ def check_memory(need: int, limit: int | None = None, *, field: str = "jobs") ->
                             f"the {fmt_bytes(limit)} available", field=field)
 
 
-def attach_jobs(engine: Engine, topo: Topology, routing: Any, jobs: Sequence[MpiJob], *,
-                envelope_bytes: int = coll.MPI_ENVELOPE_BYTES,
+def attach_jobs(engine: Engine, topo: Topology, routing: Any, jobs: Sequence[Any], *,
+                envelope_bytes: int = MPI_ENVELOPE_BYTES,
                 memory_limit: int | None = None) -> list[StreamedJob]:
     """Set the router and start every job on ``engine``, at its current time.
 
@@ -261,10 +280,16 @@ def attach_jobs(engine: Engine, topo: Topology, routing: Any, jobs: Sequence[Mpi
         ranks beyond the hosts, a routing that cannot be streamed, or jobs too large
         for the memory available (with the estimate).
     """
-    check_memory(estimate_bytes(topo, jobs, routing), memory_limit)
+    specs = []
+    for j, job in enumerate(jobs):
+        try:
+            specs.append(as_spec(job))
+        except NetsteerError as e:
+            raise e.located(prefix=f"jobs.{j}") from None
+    check_memory(estimate_bytes(topo, specs, routing), memory_limit)
     set_router(engine, topo, routing)
     out = []
-    for j, job in enumerate(jobs):
+    for j, job in enumerate(specs):
         where = f"jobs.{j}"
         try:
             hosts = place(job.ranks, job.placement, topo.n_hosts, job.seed)
@@ -319,12 +344,12 @@ def stream_report(engine: Engine, jobs: Sequence[StreamedJob]) -> dict:
 def simulate_mpi(
     topo: Topology,
     routing: Any,
-    jobs: Sequence[MpiJob],
+    jobs: Sequence[Any],
     *,
     sharing: str = "maxmin",
     tcp_gamma: float | None = None,
     sample_interval_ns: int = 0,
-    envelope_bytes: int = coll.MPI_ENVELOPE_BYTES,
+    envelope_bytes: int = MPI_ENVELOPE_BYTES,
     memory_limit: int | None = None,
     progress: Callable[[int, int, int], None] | None = None,
 ) -> MpiResult:
@@ -335,7 +360,7 @@ def simulate_mpi(
     topo : Topology
     routing : Routing or ``"dmodk"``
         See :func:`set_router`.
-    jobs : list of MpiJob
+    jobs : list of MpiJobSpec, MpiJob or dict
     sharing, tcp_gamma, sample_interval_ns
         As in :func:`netsteer.sim.simulate`.
     envelope_bytes : int

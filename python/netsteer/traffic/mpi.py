@@ -37,6 +37,8 @@ from ..schema import Duration, Size
 from . import collectives as coll
 from .dag import FlowDag
 from .placement import place
+from .program import OpSpan, aggregate_ops  # noqa: F401  (defined there: the streamed path shares them)
+
 
 
 
@@ -134,29 +136,6 @@ class MpiJob(BaseModel):
     start: Duration = 0
     traffic_class: int = Field(0, ge=0)
     priority: int = Field(0, ge=0)
-
-
-@dataclass(frozen=True)
-class OpSpan:
-    """One executed step: flows ``first .. end-1`` of the DAG.
-
-    ``nbytes`` is the MPI size (count semantics); ``ranks`` the job's rank count.
-    """
-
-    job: str
-    iteration: int
-    step: int
-    op: str
-    algorithm: str | None
-    nbytes: int
-    ranks: int
-    first: int
-    end: int
-
-    def shifted(self, offset: int) -> "OpSpan":
-        """The same span after its DAG was appended at ``offset`` (``FlowDag.extend``)."""
-        return OpSpan(self.job, self.iteration, self.step, self.op, self.algorithm,
-                      self.nbytes, self.ranks, self.first + offset, self.end + offset)
 
 
 @dataclass
@@ -440,33 +419,3 @@ def op_report(spans: Sequence[OpSpan], dag: FlowDag, completion_ns: np.ndarray,
     rel = release_times(dag, comp) if release_ns is None else np.asarray(release_ns, dtype=np.int64)
     return aggregate_ops((s, int(rel[s.first:s.end].min()), int(comp[s.first:s.end].max()))
                          if s.end > s.first else (s, None, None) for s in spans)
-
-
-def aggregate_ops(timed: Iterable[tuple[OpSpan, int | None, int | None]]) -> dict:
-    """:func:`op_report` from each executed step's ``(span, start_ns, end_ns)``
-    (``None`` times: a step that moved nothing; its job is still listed).
-
-    The data of an alltoall is what each rank moves, the per-peer size times the
-    ranks, as nccl-tests and OSU count it; other operations count their MPI size.
-
-    >>> s = OpSpan("j", 0, 0, "alltoall", "pairwise", 4096, 8, 0, 0)
-    >>> aggregate_ops([(s, 0, 1000)])["j"]["ops"]["alltoall"]["algbw_Bps"]
-    32768000000.0
-    """
-    out: dict = {}
-    for s, t0, t1 in timed:
-        job = out.setdefault(s.job, {"completion_ns": 0, "ops": {}})
-        if t0 is None or t1 is None:
-            continue
-        job["completion_ns"] = max(job["completion_ns"], t1)
-        o = job["ops"].setdefault(s.op, {"count": 0, "time_ns": 0, "bytes": 0, "_moved": 0})
-        o["count"] += 1
-        o["time_ns"] += t1 - t0
-        o["bytes"] += s.nbytes
-        o["_moved"] += s.nbytes * (s.ranks if s.op == "alltoall" else 1)
-    for job in out.values():
-        for op, o in job["ops"].items():
-            moved = o.pop("_moved")
-            if op not in ("compute", "barrier") and o["time_ns"] > 0:
-                o["algbw_Bps"] = moved * 1e9 / o["time_ns"]
-    return out

@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections import deque
 from typing import Sequence
 
+# Bytes of MPI envelope (tag, source, communicator) SMPI adds to every message: one
+# source, read there by the streamed path too
+from ..algorithms import MPI_ENVELOPE_BYTES  # noqa: F401
 from ..dag import FlowDag
 
 # One blocking operation of one rank: (sends, recvs), sends = ((peer, nbytes), ...),
@@ -14,8 +17,6 @@ Op = tuple[tuple[tuple[int, int], ...], tuple[int, ...]]
 Program = list[Op]
 Frontier = list[list[int]]
 
-#: Bytes of MPI envelope (tag, source, communicator) SMPI adds to every message.
-MPI_ENVELOPE_BYTES = 16
 
 
 def send(peer: int, nbytes: int) -> Op:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ...errors import NetsteerError
+from .. import algorithms as _names
 from ..dag import FlowDag
 from ._util import _check_root
 from .allgather import allgather_ring
@@ -42,14 +43,38 @@ class Algorithm:
 
 
 REGISTRY: dict[tuple[str, str], Algorithm] = {}
-DEFAULTS: dict[str, str] = {}
-ALIASES: dict[tuple[str, str], str] = {}
+# names, defaults and aliases: one table (netsteer.traffic.algorithms), shared with
+# the streamed path, which needs no DAG builder
+DEFAULTS = _names.DEFAULTS
+ALIASES = _names.ALIASES
+OPS = _names.OPS
+_BUILDERS: dict[tuple[str, str], Callable[..., list[Program]]] = {
+    ("bcast", "binomial"): bcast_binomial,
+    ("bcast", "scatter_allgather"): bcast_scatter_allgather,
+    ("reduce", "binomial"): reduce_binomial,
+    ("reduce", "rabenseifner"): reduce_rabenseifner,
+    ("allreduce", "ring"): allreduce_ring,
+    ("allreduce", "recursive_doubling"): allreduce_recursive_doubling,
+    ("allreduce", "rabenseifner"): allreduce_rabenseifner,
+    ("alltoall", "pairwise"): alltoall_pairwise,
+    ("alltoall", "bruck"): alltoall_bruck,
+    ("allgather", "ring"): allgather_ring,
+    ("gather", "binomial"): gather_binomial,
+    ("gather", "linear"): gather_linear,
+    ("scatter", "binomial"): scatter_binomial,
+    ("scatter", "linear"): scatter_linear,
+    ("barrier", "dissemination"): barrier_bruck,
+    ("barrier", "recursive_doubling"): barrier_recursive_doubling,
+}
 
 
 def register(op: str, name: str, fn: Callable[..., list[Program]], smpi: str, *,
              rooted: bool = False, default: bool = False, aliases: Sequence[str] = ()) -> None:
     """Add an algorithm to the registry (``default`` makes it the op's default)."""
     REGISTRY[(op, name)] = Algorithm(op, name, fn, smpi, rooted)
+    names = _names.NAMES.setdefault(op, [])
+    if name not in names:
+        names.append(name)
     if default:
         DEFAULTS[op] = name
     for a in (smpi, *aliases):
@@ -57,29 +82,10 @@ def register(op: str, name: str, fn: Callable[..., list[Program]], smpi: str, *,
             ALIASES[(op, a)] = name
 
 
-register("bcast", "binomial", bcast_binomial, "binomial_tree", rooted=True, default=True)
-register("bcast", "scatter_allgather", bcast_scatter_allgather, "scatter_LR_allgather",
-         rooted=True)
-register("reduce", "binomial", reduce_binomial, "binomial", rooted=True, default=True)
-register("reduce", "rabenseifner", reduce_rabenseifner, "scatter_gather", rooted=True)
-register("allreduce", "ring", allreduce_ring, "lr", default=True)
-register("allreduce", "recursive_doubling", allreduce_recursive_doubling, "rdb")
-register("allreduce", "rabenseifner", allreduce_rabenseifner, "rab_rdb")
-register("alltoall", "pairwise", alltoall_pairwise, "pair", default=True)
-register("alltoall", "bruck", alltoall_bruck, "bruck")
-register("allgather", "ring", allgather_ring, "ring", default=True)
-register("gather", "binomial", gather_binomial, "ompi_binomial", rooted=True, default=True)
-register("gather", "linear", gather_linear, "ompi_basic_linear", rooted=True)
-register("scatter", "binomial", scatter_binomial, "ompi_binomial", rooted=True, default=True)
-register("scatter", "linear", scatter_linear, "ompi_basic_linear", rooted=True)
-register("barrier", "dissemination", barrier_bruck, "ompi_bruck", default=True,
-         aliases=("bruck",))
-register("barrier", "recursive_doubling", barrier_recursive_doubling,
-         "ompi_recursivedoubling")
-
-#: Operations an MPI program may use, collectives and ``send``.
-OPS = ("bcast", "reduce", "allreduce", "alltoall", "allgather", "gather", "scatter",
-       "barrier", "send")
+for _op, _name, _smpi, _rooted, _default, _aliases in _names.TABLE:
+    register(_op, _name, _BUILDERS[(_op, _name)], _smpi, rooted=_rooted, default=_default,
+             aliases=_aliases)
+assert len(_BUILDERS) == len(_names.TABLE)
 
 
 def algorithms(op: str) -> list[str]:

@@ -1,0 +1,305 @@
+"""MPI jobs and programs as plain data, checked by hand: the streamed path's input.
+
+:class:`netsteer.traffic.mpi.MpiJob` is the pydantic model of a scenario's MPI job;
+importing pydantic and building its models costs a short run more than the run
+itself (about 0.1 s, most of a 256-rank job's process). :class:`MpiJobSpec` takes
+the same fields with the same rules and the same field paths in its errors
+(``program.0.bytes``), with nothing but the standard library: it is what
+:func:`netsteer.sim.stream.simulate_mpi` runs, and an ``MpiJob`` converts into it
+(:func:`as_spec`). It is stricter on types than pydantic's lax mode: integers must be
+integers (not ``"16"`` nor ``16.0``).
+
+Examples
+--------
+>>> job = MpiJobSpec(ranks=16, placement="random", seed=1,
+...                  program=[{"op": "allreduce", "bytes": "1MiB", "algorithm": "rdb"},
+...                           {"op": "compute", "duration": "1us"}])
+>>> job.program[0].bytes, job.program[0].algorithm, job.program[1].duration
+(1048576, 'recursive_doubling', 1000)
+>>> MpiJobSpec(ranks=16, program=[{"op": "bcast", "bytes": "1MiB", "root": -1}])
+Traceback (most recent call last):
+...
+netsteer.errors.NetsteerError: program.0.root: Input should be greater than or equal to 0
+>>> MpiJobSpec(ranks=16, program=[{"op": "send", "src": 1, "dst": 1, "bytes": 8}])
+Traceback (most recent call last):
+...
+netsteer.errors.NetsteerError: program.0: send from rank 1 to itself
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, fields
+from typing import Any, Iterable, Sequence
+
+from ..errors import NetsteerError
+from .algorithms import canonical
+
+#: :data:`netsteer.units.MAX_BYTES`, for the shortcut of :func:`_size` (a test checks both agree)
+_MAX_BYTES = 2**60
+
+
+def _size(value: Any) -> int:
+    """:func:`netsteer.units.checked_size`; a plain integer in range is itself, without
+    importing the unit parser (``decimal``, ``re``) for it."""
+    if type(value) is int and 0 <= value <= _MAX_BYTES:
+        return value
+    from ..units import checked_size
+
+    return checked_size(value)
+
+
+def _duration(value: Any) -> int:
+    """:func:`netsteer.units.checked_duration`; a plain ``0`` is 0 without the parser."""
+    if type(value) is int and value == 0:
+        return 0
+    from ..units import checked_duration
+
+    return checked_duration(value)
+
+ROOTED = ("bcast", "reduce", "gather", "scatter")
+UNROOTED = ("allreduce", "alltoall", "allgather")
+#: The fields each step kind takes besides ``op`` (as the pydantic step models).
+STEP_FIELDS: dict[str, tuple[str, ...]] = {
+    **{op: ("bytes", "root", "algorithm", "elem_bytes") for op in ROOTED},
+    **{op: ("bytes", "algorithm", "elem_bytes") for op in UNROOTED},
+    "barrier": ("algorithm", "elem_bytes"),
+    "compute": ("duration",),
+    "send": ("src", "dst", "bytes"),
+}
+_REQUIRED = {**{op: ("bytes",) for op in ROOTED + UNROOTED}, "barrier": (),
+             "compute": ("duration",), "send": ("src", "dst", "bytes")}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One checked step of a program; fields a kind does not take keep their default."""
+
+    op: str
+    bytes: int = 0
+    algorithm: str | None = None
+    root: int = 0
+    elem_bytes: int = 1
+    src: int = 0
+    dst: int = 0
+    duration: int = 0
+
+
+def _int(value: Any, field: str, ge: int | None = None) -> int:
+    if isinstance(value, bool):
+        raise NetsteerError("Input should be a valid integer", field=field)
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise NetsteerError("Input should be a valid integer", field=field) from None
+    if ge is not None and n < ge:
+        raise NetsteerError(f"Input should be greater than or equal to {ge}", field=field)
+    return int(n)
+
+
+def parse_step(raw: Any, field: str = "step") -> Step:
+    """One step from a dict (as in a scenario file), a pydantic step model or a
+    :class:`Step`; errors name ``field`` and the step's field."""
+    if isinstance(raw, Step):
+        return raw
+    if not isinstance(raw, dict):
+        # a validated pydantic step (netsteer.traffic.mpi): take its fields
+        op = getattr(raw, "op", None)
+        if op not in STEP_FIELDS:
+            raise NetsteerError(f"expected a step (a dict with 'op'), got {type(raw).__name__}",
+                                field=field)
+        raw = {"op": op, **{k: getattr(raw, k) for k in STEP_FIELDS[op] if hasattr(raw, k)}}
+        if "duration" in raw and isinstance(raw["duration"], int):
+            raw["duration"] = f"{raw['duration']}ns"  # parsed already: integer ns
+    op = raw.get("op")
+    if op is None:
+        raise NetsteerError("Unable to extract tag using discriminator 'op'", field=field)
+    if op not in STEP_FIELDS:
+        known = ", ".join(repr(k) for k in STEP_FIELDS)
+        raise NetsteerError(f"Input tag {op!r} found using 'op' does not match any of the "
+                            f"expected tags: {known}", field=field)
+    allowed = STEP_FIELDS[op]
+    for k in raw:
+        if k != "op" and k not in allowed:
+            raise NetsteerError("Extra inputs are not permitted", field=f"{field}.{k}")
+    for k in _REQUIRED[op]:
+        if k not in raw:
+            raise NetsteerError("Field required", field=f"{field}.{k}")
+    out: dict[str, Any] = {"op": op}
+    for k in allowed:
+        if k not in raw:
+            continue
+        v, where = raw[k], f"{field}.{k}"
+        try:
+            if k == "bytes":
+                out[k] = _size(v)
+            elif k == "duration":
+                out[k] = _duration(v)
+            elif k == "algorithm":
+                if v is not None and not isinstance(v, str):
+                    raise NetsteerError("Input should be a valid string", field=where)
+                out[k] = v
+            else:
+                out[k] = _int(v, where, ge=1 if k == "elem_bytes" else 0)
+        except ValueError as e:
+            raise NetsteerError(str(e), field=where) from None
+    if op == "send" and out["src"] == out["dst"]:
+        raise NetsteerError(f"send from rank {out['src']} to itself", field=field)
+    if out.get("algorithm") is not None:
+        try:
+            out["algorithm"] = canonical(op, out["algorithm"])
+        except NetsteerError as e:
+            raise NetsteerError(e.reason, field=field) from None
+    return Step(**out)
+
+
+def parse_steps(program: Any, field: str = "program") -> tuple[Step, ...]:
+    """A whole program (a non-empty list of steps), as :func:`parse_step` checks each.
+
+    >>> [s.op for s in parse_steps([{"op": "barrier"}, {"op": "compute", "duration": "1ms"}])]
+    ['barrier', 'compute']
+    >>> parse_steps([{"op": "allreduce", "bytes": "-1MiB"}])
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.NetsteerError: program.0.bytes: size must not be negative, got '-1MiB'
+    """
+    if isinstance(program, (str, bytes, dict)) or not isinstance(program, Iterable):
+        raise NetsteerError("Input should be a valid list", field=field)
+    steps = tuple(parse_step(s, f"{field}.{i}") for i, s in enumerate(program))
+    if not steps:
+        raise NetsteerError("List should have at least 1 item after validation, not 0", field=field)
+    return steps
+
+
+@dataclass(frozen=True)
+class MpiJobSpec:
+    """One MPI job, checked on construction (the fields of a scenario's MPI job).
+
+    ``program`` is given as dicts (or :mod:`netsteer.op` steps) and kept as a tuple
+    of :class:`Step`; ``start`` is a duration (``"1ms"``), kept in ns.
+    """
+
+    ranks: int
+    program: Sequence[Any]
+    name: str = "job"
+    placement: Any = "linear"
+    seed: int = 0
+    repeat: int = 1
+    start: Any = 0
+    traffic_class: int = 0
+    priority: int = 0
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        if not isinstance(self.name, str):
+            raise NetsteerError("Input should be a valid string", field="name")
+        set_(self, "ranks", _int(self.ranks, "ranks", ge=1))
+        pl = self.placement
+        if isinstance(pl, str):
+            if pl not in ("linear", "random"):
+                raise NetsteerError(f"Input should be 'linear' or 'random', got {pl!r}", field="placement")
+        elif isinstance(pl, Iterable) and not isinstance(pl, (bytes, dict)):
+            set_(self, "placement", tuple(_int(h, f"placement.{i}") for i, h in enumerate(pl)))
+        else:
+            raise NetsteerError("Input should be 'linear', 'random' or a list of host indices",
+                                field="placement")
+        set_(self, "seed", _int(self.seed, "seed"))
+        set_(self, "program", parse_steps(self.program))
+        set_(self, "repeat", _int(self.repeat, "repeat", ge=1))
+        try:
+            set_(self, "start", _duration(self.start))
+        except ValueError as e:
+            raise NetsteerError(str(e), field="start") from None
+        set_(self, "traffic_class", _int(self.traffic_class, "traffic_class", ge=0))
+        set_(self, "priority", _int(self.priority, "priority", ge=0))
+
+
+_JOB_FIELDS = tuple(f.name for f in fields(MpiJobSpec))
+
+
+def as_spec(job: Any) -> MpiJobSpec:
+    """``job`` as an :class:`MpiJobSpec`: one already, a dict of its fields, or a
+    validated :class:`netsteer.traffic.mpi.MpiJob` (its fields taken as they are).
+
+    >>> as_spec({"ranks": 4, "program": [{"op": "barrier"}]}).program
+    (Step(op='barrier', bytes=0, algorithm=None, root=0, elem_bytes=1, src=0, dst=0, duration=0),)
+    >>> as_spec({"ranks": 4, "program": [{"op": "barrier"}], "size": 3})
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.NetsteerError: size: Extra inputs are not permitted
+    """
+    if isinstance(job, MpiJobSpec):
+        return job
+    if isinstance(job, dict):
+        for k in job:
+            if k not in _JOB_FIELDS:
+                raise NetsteerError("Extra inputs are not permitted", field=str(k))
+        if "ranks" not in job or "program" not in job:
+            raise NetsteerError("Field required", field="ranks" if "ranks" not in job else "program")
+        return MpiJobSpec(**job)
+    if not all(hasattr(job, k) for k in _JOB_FIELDS):
+        raise NetsteerError(f"expected an MPI job (MpiJobSpec, MpiJob or dict), got "
+                            f"{type(job).__name__}")
+    kw = {k: getattr(job, k) for k in _JOB_FIELDS}
+    if isinstance(kw["start"], int):
+        kw["start"] = f"{kw['start']}ns"  # parsed already: integer ns
+    return MpiJobSpec(**kw)
+
+
+# --------------------------------------------------------------------------------------
+# executed steps and the operations report (shared with the DAG path)
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OpSpan:
+    """One executed step: flows ``first .. end-1`` of the DAG.
+
+    ``nbytes`` is the MPI size (count semantics); ``ranks`` the job's rank count.
+    """
+
+    job: str
+    iteration: int
+    step: int
+    op: str
+    algorithm: str | None
+    nbytes: int
+    ranks: int
+    first: int
+    end: int
+
+    def shifted(self, offset: int) -> "OpSpan":
+        """The same span after its DAG was appended at ``offset`` (``FlowDag.extend``)."""
+        return OpSpan(self.job, self.iteration, self.step, self.op, self.algorithm,
+                      self.nbytes, self.ranks, self.first + offset, self.end + offset)
+
+
+def aggregate_ops(timed: Iterable[tuple[OpSpan, int | None, int | None]]) -> dict:
+    """:func:`netsteer.traffic.mpi.op_report` from each executed step's ``(span,
+    start_ns, end_ns)`` (``None`` times: a step that moved nothing; its job is still
+    listed).
+
+    The data of an alltoall is what each rank moves, the per-peer size times the
+    ranks, as nccl-tests and OSU count it; other operations count their MPI size.
+
+    >>> s = OpSpan("j", 0, 0, "alltoall", "pairwise", 4096, 8, 0, 0)
+    >>> aggregate_ops([(s, 0, 1000)])["j"]["ops"]["alltoall"]["algbw_Bps"]
+    32768000000.0
+    """
+    out: dict = {}
+    for s, t0, t1 in timed:
+        job = out.setdefault(s.job, {"completion_ns": 0, "ops": {}})
+        if t0 is None or t1 is None:
+            continue
+        job["completion_ns"] = max(job["completion_ns"], t1)
+        o = job["ops"].setdefault(s.op, {"count": 0, "time_ns": 0, "bytes": 0, "_moved": 0})
+        o["count"] += 1
+        o["time_ns"] += t1 - t0
+        o["bytes"] += s.nbytes
+        o["_moved"] += s.nbytes * (s.ranks if s.op == "alltoall" else 1)
+    for job in out.values():
+        for op, o in job["ops"].items():
+            moved = o.pop("_moved")
+            if op not in ("compute", "barrier") and o["time_ns"] > 0:
+                o["algbw_Bps"] = moved * 1e9 / o["time_ns"]
+    return out
