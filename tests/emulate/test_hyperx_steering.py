@@ -138,6 +138,13 @@ def test_bad_hyperx_steering_options_are_refused_before_anything_starts(args, fi
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
 
+@needs_testbed
+def test_a_run_the_testbed_could_not_finish_is_refused_with_an_estimate_before_anything_starts():
+    p = _cli("reproduce", "--emulate", "hyperx-steering", "--bytes", str(1 << 26), "--iterations", "4")
+    assert p.returncode == 2 and "bytes:" in p.stderr and "would take about" in p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
 @pytest.mark.ovs
 @needs_testbed
 def test_steering_a_running_mpich_ring_allreduce_speeds_it_up_as_the_simulator_predicts(tmp_path):

@@ -50,6 +50,9 @@ RANKS = 16
 #: the fastest link's emulated rate: 16 ring streams of several hops each through
 #: the userspace datapath on two shared cores (see docs/openflow.md)
 RATE_BPS = 16e6
+MAX_RUN_S = 900.0  # both jobs, on a shared machine
+SLOWEST_SHARE = 0.4  # of the model's speed: the slowest this testbed was seen to run a ring (0.6-0.88 measured)
+STARTUP_S = 15.0  # MPICH's launch and wire-up across 16 namespaces
 
 
 def parse(stdout: str) -> dict[str, Any]:
@@ -206,7 +209,7 @@ def _watch_lines(path: Path, want: int, stop: threading.Event, poll_s: float = 0
 
 
 def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, channel: str = "osken",
-        timeout_s: float = 240.0, nice: int = 19, poll_us: int = 200, during: bool = False,
+        timeout_s: float | None = None, nice: int = 19, poll_us: int = 200, during: bool = False,
         progress=lambda m: None) -> dict[str, Any]:
     """Both runs on one testbed (module text). Returns the emulated and simulated
     ring bandwidths (bit/s at the testbed's rates, and Gbit/s at the topology's),
@@ -215,7 +218,12 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
     ``during``: one job of ``2 * iterations`` all-reduces, steered make-before-break
     (:func:`steer`) once ``iterations`` have finished, while the ring runs; the
     all-reduces that ended before the first step are the ``standard`` run, those that
-    began after the last the ``steered`` one, and the others ``during``."""
+    began after the last the ``steered`` one, and the others ``during``.
+
+    A run this testbed could not finish in :data:`MAX_RUN_S` (the simulator's
+    all-reduce times at the testbed's rates, at :data:`SLOWEST_SHARE` of the model's
+    speed) is refused before anything starts; each job's timeout follows from the
+    same estimate unless ``timeout_s`` is given."""
     from ..control.steering import plan_steering, switch_demand
     from ..routing.dor import dor
     from ..traffic.training import iteration_demand, training_job
@@ -236,6 +244,15 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
     plan = plan_steering(topo, demand)
     standard = {sip: np.asarray(topo.meta["initial_circuits"][sip])}
     steered = plan.arrays(topo)
+    from .testbed import check_machine
+
+    sim = predict(nbytes, iterations, check_machine(topo, max_rate_bps=rate_bps), steered)
+    jobs_s = _estimate(sim, iterations, during)
+    if sum(jobs_s) > MAX_RUN_S:
+        raise NetsteerError(f"{nbytes} B x {iterations} all-reduces would take about {sum(jobs_s):.0f} s on this testbed "
+                            f"(the model's all-reduce: {sim['standard']['allreduce_s'][-1]:.2f} s at its rates); at most "
+                            f"{MAX_RUN_S:.0f} s: fewer bytes or iterations", field="bytes")
+    timeout_s = timeout_s or 2 * max(jobs_s)
     watched = _watched(topo)
     names = {int(topo.switches[eps_index(k)]): f"EPS{k}" for k in range(1, 9)}  # node -> the source's name
     args = [str(2 * iterations if during else iterations), str(nbytes), str(poll_us)]
@@ -290,7 +307,6 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
                 sampler.join()
             sampler.read()
     scale = tb.scale
-    sim = predict(nbytes, iterations, scale, steered)
     out: dict[str, Any] = {
         "inputs": {"ranks": RANKS, "bytes": nbytes, "iterations": iterations, "placement_eps": RING,
                    "placement_hosts": hosts, "link_gbps": LINK_GBPS / 1e9, "channel": channel,
@@ -307,6 +323,19 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
     out["compare"] = compare(out)
     out["links"] = _series(sampler, out)
     return out
+
+
+def _estimate(sim: dict, iterations: int, during: bool) -> list[float]:
+    """Seconds each job may take: its all-reduces (and the warm-up) at
+    :data:`SLOWEST_SHARE` of the model's speed, plus MPI's start-up.
+
+    >>> _estimate({"standard": {"allreduce_s": [2.0]}, "steered": {"allreduce_s": [1.0]}}, 4, False)
+    [40.0, 27.5]
+    """
+    t = {k: max(sim[k]["allreduce_s"]) / SLOWEST_SHARE for k in ("standard", "steered")}
+    if during:
+        return [STARTUP_S + (iterations + 1) * t["standard"] + iterations * t["steered"]]
+    return [STARTUP_S + (iterations + 1) * t[k] for k in ("standard", "steered")]
 
 
 def _split(out: dict, steer_ns: tuple[int, int]) -> dict[str, list[float]]:
@@ -349,7 +378,7 @@ def predict(nbytes: int, iterations: int, scale: float, steered: dict) -> dict[s
     job = training_job(RANKS, model_bytes=nbytes, compute_ns=0, iterations=max(iterations, 2), placement=placement())
     out = {}
     for key, steer in (("standard", None), ("steered", tuple(p for arr in steered.values() for p in _pairs(arr)))):
-        r = simulate_training(topo, job, steer)
+        r = simulate_training(topo, job, steer, sample_ns=1_000_000_000)  # times only: coarse counters
         bps = float(r["ring_gbps"]) * 1e9
         out[key] = {"ring_bps": bps, "ring_gbps_topology": bps * 1e-9 / scale,
                     "allreduce_s": [ns * 1e-9 for ns in r["allreduce_ns"]]}
