@@ -165,7 +165,8 @@ pub struct Stats {
     pub solves: u64,
     pub solved_flows: u64,
     pub solved_flow_hops: u64,
-    /// Flows a solve reached and kept at their rate (the fluid physics' selective update).
+    /// Flows a solve reached and kept at their rate (the fluid physics' selective update;
+    /// its tight form counts the kept flows whose bottleneck it checked).
     pub kept_flows: u64,
     /// Packets sent over one channel (packet fidelity).
     pub packet_hops: u64,

@@ -21,6 +21,27 @@
 //! rates): every remaining flow keeps its bottleneck. Only they are solved.
 //! Components with several priority classes, and channels that changed, are
 //! solved whole.
+//!
+//! Above `T` that set can still be most of a contended component (every flow at
+//! or above `T` reached through a shared channel), when few of its rates move.
+//! When it would exceed the arrivals plus four flows, the tight update solves
+//! fewer. Each flow remembers its bottleneck: the channel at which its last solve
+//! froze it (saturated, the flow among the highest levels there), or its bound.
+//! The tight update solves the arrivals and the flows whose bottleneck is a
+//! channel where a flow arrived or left, the other flows kept at their rates (the
+//! capacities less those rates). Then it checks the max-min condition on every
+//! channel a solved flow crosses: each solved flow has a saturated channel where
+//! no flow, kept or solved, is above it; each kept flow whose bottleneck is such
+//! a channel still has it there (saturated, none above) — a kept flow bound
+//! elsewhere keeps a bottleneck nothing touched. Where the check fails, the kept
+//! flows above a solved flow at its bottleneck, or the kept flow that lost its
+//! bottleneck, join the solved ones and they are solved again (flows below `T`
+//! never join: they keep their rates). Every flow then has a bottleneck and every
+//! channel its capacity: that is the max-min allocation, whose rates are unique.
+//! After six rounds, or if it meets another class, it gives up and the update
+//! by levels runs. The kept flows' rates are subtracted before the solve, so the
+//! rates come out of another summation than a whole solve's: they agree to
+//! rounding (the checks allow 1e-9 of a level), not bit for bit.
 
 use std::any::Any;
 
@@ -28,7 +49,7 @@ use crate::engine::Stats;
 use crate::physics::{Net, Physics};
 use crate::queue::HeapQueue;
 use crate::sharing::{FlowView, SharingModel};
-use crate::solver::{solve_subset, Problem, Workspace};
+use crate::solver::{solve_subset, Problem, Workspace, AT_BOUND, UNKNOWN};
 use crate::Ns;
 
 /// A flow starved (rate 0) with less than this many ns of sending left at its old
@@ -65,6 +86,11 @@ struct Scratch {
     rates: Vec<f64>,
     view_cap: Vec<f64>,
     seeds: Vec<u32>,
+    // per flow solved (as `rates`): its bottleneck (`solver::Workspace::bottleneck`)
+    bneck: Vec<u32>,
+    // the channels a tight update touched; those whose kept flows changed in a round
+    tch: Vec<u32>,
+    redo: Vec<u32>,
 }
 
 impl Scratch {
@@ -78,7 +104,32 @@ impl Scratch {
         self.prio.clear();
         self.local.clear();
         self.rates.clear();
+        self.bneck.clear();
+        self.tch.clear();
+        self.redo.clear();
     }
+}
+
+/// How a walk of the flows to solve (`Fluid::collect`) ended.
+enum Collected {
+    Done,
+    /// a reached channel carries another class
+    Mixed,
+    /// more flows than the budget
+    Over,
+}
+
+/// A channel as the tight update sees it: load and top level of the flows kept,
+/// then of the flows solved; the round that last summed its kept flows, and the
+/// last round in which a rate on it moved.
+#[derive(Clone, Copy, Default)]
+struct ChanTight {
+    fixed_load: f64,
+    fixed_top: f64,
+    s_load: f64,
+    s_top: f64,
+    round: u64,
+    moved: u64,
 }
 
 /// The fluid physics (see the module text).
@@ -117,6 +168,17 @@ pub struct Fluid {
     // per channel an arrival crosses: (safe level, guessed level), memoized per solve
     chan_levels: Vec<(f64, f64)>,
     chan_levels_stamp: Vec<u64>,
+    // the tight update (`tight`): per flow, the channel that bounds it (a saturated
+    // channel where it has the highest level), `AT_BOUND` or `UNKNOWN`
+    tight: bool,
+    bn: Vec<u32>,
+    // per channel, the tight update's state (one cache line)
+    ct: Vec<ChanTight>,
+    // the lowest and highest class of the flows started: one class, no flow's to check
+    classes: Option<(u8, u8)>,
+    tight_done: u64,
+    tight_failed: u64,
+    tight_rounds: u64,
 }
 
 impl Fluid {
@@ -150,7 +212,27 @@ impl Fluid {
             residual: vec![0.0; n],
             chan_levels: vec![(0.0, 0.0); n],
             chan_levels_stamp: vec![0; n],
+            tight: true,
+            bn: vec![],
+            ct: vec![ChanTight::default(); n],
+            classes: None,
+            tight_done: 0,
+            tight_failed: 0,
+            tight_rounds: 0,
         }
+    }
+
+    /// With the selective update on: first try the tight update (`true`, the
+    /// default; module text), or go straight to the level-based one (`false`).
+    pub fn tight(mut self, on: bool) -> Self {
+        self.tight = on;
+        self
+    }
+
+    /// Tight updates accepted, abandoned (then solved by levels), and their solve
+    /// rounds in all.
+    pub fn tight_counts(&self) -> (u64, u64, u64) {
+        (self.tight_done, self.tight_failed, self.tight_rounds)
     }
 
     /// Solve every touched component whole (`false`), or only the flows whose
@@ -170,6 +252,7 @@ impl Fluid {
         if self.st.len() <= f {
             self.st.resize(f + 1, FluidFlow::default());
             self.stamp_flow.resize(f + 1, 0);
+            self.bn.resize(f + 1, UNKNOWN);
         }
         if self.hop_pos.len() < net.paths.len() {
             self.hop_pos.resize(net.paths.len(), 0);
@@ -374,9 +457,17 @@ impl Fluid {
     /// `sc.seeds`: every flow connected to them through shared channels (whole), or
     /// (`keep` = (level, class)) only those whose rate can change, reached through
     /// flows that can change, with `residual` the capacity the kept flows leave on
-    /// the channels reached. Returns false if a reached channel carries another
-    /// class (then the components are solved whole).
-    fn collect(&mut self, net: &Net, sc: &mut Scratch, keep: Option<(f64, u8)>, residual: &mut [f64]) -> bool {
+    /// the channels reached. Returns `Mixed` if a reached channel carries another
+    /// class (then the components are solved whole), `Over` (with nothing set)
+    /// once it would collect more than `budget` flows.
+    fn collect(
+        &mut self,
+        net: &Net,
+        sc: &mut Scratch,
+        keep: Option<(f64, u8)>,
+        residual: &mut [f64],
+        budget: usize,
+    ) -> Collected {
         self.stamp += 1;
         let stamp = self.stamp;
         sc.comp_flows.clear();
@@ -393,7 +484,7 @@ impl Fluid {
                 let f = self.chan_flows[c as usize][i] as usize;
                 if let Some((_, class)) = keep {
                     if net.flows[f].priority != class {
-                        return false;
+                        return Collected::Mixed;
                     }
                     let s = &self.st[f];
                     if !s.fresh && s.rate / s.eff_weight < below {
@@ -406,6 +497,9 @@ impl Fluid {
                     continue;
                 }
                 self.stamp_flow[f] = stamp;
+                if sc.comp_flows.len() == budget {
+                    return Collected::Over;
+                }
                 sc.comp_flows.push(f as u32);
                 for &c2 in net.path(f) {
                     let c2u = c2 as usize;
@@ -423,7 +517,7 @@ impl Fluid {
             residual[c as usize] = left.max(0.0);
         }
         self.kept_flows += kept;
-        true
+        Collected::Done
     }
 
     /// Solve the flows of `sc.comp_flows` (sorted first: a fixed summation order)
@@ -444,7 +538,9 @@ impl Fluid {
                 priority: &[fl.priority],
             };
             let mut rate = [0.0];
-            if crate::solver::alone(&problem, 0, &mut rate) {
+            if let Some(b) = crate::solver::alone_at(&problem, 0, &mut rate) {
+                sc.bneck.clear();
+                sc.bneck.push(b);
                 sc.weight.clear();
                 sc.weight.push(self.st[f].eff_weight);
                 sc.bound.clear();
@@ -488,9 +584,217 @@ impl Fluid {
             priority: &sc.prio,
         };
         solve_subset(&problem, &sc.local, &mut sc.rates, &mut self.ws);
+        sc.bneck.clear();
+        sc.bneck.extend_from_slice(&self.ws.bottleneck()[..k]);
         self.solves += 1;
         self.solved_flows += k as u64;
         self.solved_flow_hops += sc.chans.len() as u64;
+    }
+
+    /// The tight update (module text): solve the arrivals and the flows bound by a
+    /// touched channel, the others kept at their rates, then check that every flow
+    /// on a touched channel still has its bottleneck; where one has not, solve it
+    /// too, and again. Returns false, having set nothing, when it gives up (a flow
+    /// of another class, one below the safe level `safe` to add, too many rounds):
+    /// then the level-based update runs. On success `sc.comp_flows`, `sc.rates` and
+    /// `sc.bneck` hold the flows solved, their rates and their checked bottlenecks.
+    #[inline(never)]
+    fn tight_solve(
+        &mut self,
+        net: &Net,
+        sc: &mut Scratch,
+        residual: &mut [f64],
+        class: u8,
+        safe: f64,
+    ) -> bool {
+        const ROUNDS: usize = 6;
+        const EPS: f64 = 1e-9;
+        self.stamp += 1;
+        let stamp = self.stamp;
+        let below = safe * (1.0 - EPS);
+        // every flow ever started is in `class`: no flow's class to read
+        let one_class = self.classes == Some((class, class));
+        sc.comp_flows.clear();
+        sc.tch.clear();
+        for i in 0..sc.seeds.len() {
+            let c = sc.seeds[i];
+            if self.stamp_chan[c as usize] != stamp {
+                self.stamp_chan[c as usize] = stamp;
+                sc.tch.push(c);
+            }
+        }
+        for i in 0..self.arrived.len() {
+            let a = self.arrived[i] as usize;
+            let s = &self.st[a];
+            if s.active && s.fresh && self.stamp_flow[a] != stamp {
+                self.stamp_flow[a] = stamp;
+                sc.comp_flows.push(a as u32);
+            }
+        }
+        // the flows a departure or an arrival may move: those bound where it was
+        for i in 0..sc.seeds.len() {
+            let c = sc.seeds[i];
+            for &g in &self.chan_flows[c as usize] {
+                let g = g as usize;
+                if self.stamp_flow[g] == stamp {
+                    continue;
+                }
+                if !one_class && net.flows[g].priority != class {
+                    return false;
+                }
+                if self.bn[g] == c || self.bn[g] == UNKNOWN {
+                    self.stamp_flow[g] = stamp;
+                    sc.comp_flows.push(g as u32);
+                }
+            }
+        }
+        let mut walked = 0;
+        for round in 0..ROUNDS {
+            self.tight_rounds += 1;
+            // what the kept flows take on each touched channel: all of them in the
+            // first round, then those of the flows added since (no others moved)
+            self.stamp += 1;
+            let this = self.stamp;
+            sc.redo.clear();
+            if round == 0 {
+                for i in 0..sc.tch.len() {
+                    self.ct[sc.tch[i] as usize].round = this;
+                }
+                sc.redo.extend_from_slice(&sc.tch);
+            }
+            for i in walked..sc.comp_flows.len() {
+                let f = sc.comp_flows[i] as usize;
+                for &c in net.path(f) {
+                    let cu = c as usize;
+                    if self.ct[cu].round != this {
+                        self.ct[cu].round = this;
+                        sc.redo.push(c);
+                        if self.stamp_chan[cu] != stamp {
+                            self.stamp_chan[cu] = stamp;
+                            sc.tch.push(c);
+                        }
+                    }
+                }
+            }
+            walked = sc.comp_flows.len();
+            for j in 0..sc.redo.len() {
+                let c = sc.redo[j] as usize;
+                let (mut load, mut top) = (0.0f64, 0.0f64);
+                for &g in &self.chan_flows[c] {
+                    let g = g as usize;
+                    if self.stamp_flow[g] == stamp {
+                        continue;
+                    }
+                    if !one_class && net.flows[g].priority != class {
+                        return false;
+                    }
+                    let s = &self.st[g];
+                    load += s.rate;
+                    top = top.max(s.rate / s.eff_weight);
+                }
+                self.ct[c].fixed_load = load;
+                self.ct[c].fixed_top = top;
+                residual[c] = (net.capacity[c] - load).max(0.0);
+            }
+            for &c in &sc.tch {
+                self.ct[c as usize].s_load = 0.0;
+                self.ct[c as usize].s_top = 0.0;
+            }
+            let k = sc.comp_flows.len();
+            if k == 0 {
+                sc.rates.clear();
+                sc.bneck.clear();
+            } else {
+                self.solve_collected(sc, net, residual);
+            }
+            // the channels where a rate moved (or a flow came or went): only there
+            // can a kept flow have lost its bottleneck
+            for &c in &sc.seeds {
+                self.ct[c as usize].moved = this;
+            }
+            for i in 0..k {
+                let f = sc.comp_flows[i] as usize;
+                let (r, lvl) = (sc.rates[i], sc.rates[i] / sc.weight[i]);
+                let moved = r != self.st[f].rate || self.st[f].fresh;
+                for &c in net.path(f) {
+                    let c = c as usize;
+                    self.ct[c].s_load += r;
+                    self.ct[c].s_top = self.ct[c].s_top.max(lvl);
+                    if moved {
+                        self.ct[c].moved = this;
+                    }
+                }
+            }
+            let holds = |me: &Self, c: usize, lvl: f64| {
+                me.ct[c].fixed_load + me.ct[c].s_load >= net.capacity[c] * (1.0 - EPS)
+                    && lvl >= me.ct[c].fixed_top.max(me.ct[c].s_top) * (1.0 - EPS)
+            };
+            let before = sc.comp_flows.len();
+            // every flow solved has a bottleneck, the kept flows' levels counted
+            for i in 0..k {
+                let b = sc.bneck[i];
+                if b == AT_BOUND {
+                    continue;
+                }
+                let f = sc.comp_flows[i] as usize;
+                let lvl = sc.rates[i] / sc.weight[i];
+                if b != UNKNOWN && holds(self, b as usize, lvl) {
+                    continue;
+                }
+                if let Some(&c) = net.path(f).iter().find(|&&c| holds(self, c as usize, lvl)) {
+                    sc.bneck[i] = c;
+                    continue;
+                }
+                // kept flows above it where it froze, and not below the safe level
+                // (those keep their rates): they come down, solve them (with the ones
+                // another solved flow's check added this round)
+                let Some(c) = (b != UNKNOWN).then_some(b as usize) else { return false };
+                let top = self.ct[c].fixed_top;
+                if !(top > lvl * (1.0 + EPS) && top >= below) {
+                    return false;
+                }
+                for &g in &self.chan_flows[c] {
+                    let g = g as usize;
+                    let l = self.st[g].rate / self.st[g].eff_weight;
+                    if self.stamp_flow[g] != stamp && l > lvl * (1.0 + EPS) && l >= below {
+                        self.stamp_flow[g] = stamp;
+                        sc.comp_flows.push(g as u32);
+                    }
+                }
+            }
+            // every kept flow bound by a touched channel is still bound there
+            let mut kept = 0;
+            for j in 0..sc.tch.len() {
+                let c = sc.tch[j] as usize;
+                if self.ct[c].moved != this {
+                    continue; // as it was: its flows keep their bottlenecks there
+                }
+                for &g in &self.chan_flows[c] {
+                    let g = g as usize;
+                    if self.stamp_flow[g] == stamp || self.bn[g] as usize != c && self.bn[g] != UNKNOWN {
+                        continue;
+                    }
+                    let s = &self.st[g];
+                    let lvl = s.rate / s.eff_weight;
+                    if self.bn[g] != UNKNOWN && holds(self, c, lvl) {
+                        kept += 1;
+                        continue;
+                    }
+                    if lvl < below {
+                        return false;
+                    }
+                    self.stamp_flow[g] = stamp;
+                    sc.comp_flows.push(g as u32);
+                }
+            }
+            if sc.comp_flows.len() == before {
+                // kept: the flows bound by a touched channel, checked and kept
+                self.kept_flows += kept;
+                self.tight_done += 1;
+                return true;
+            }
+        }
+        false
     }
 
     /// Whether a solve that kept the flows below level `t` is the max-min
@@ -504,6 +808,36 @@ impl Fluid {
             let r = sc.rates[i];
             r / sc.weight[i] >= below || (sc.bound[i].is_finite() && r >= sc.bound[i] * (1.0 - 1e-12))
         })
+    }
+
+    /// The level-based selective update (module text): the flows at or above the
+    /// guessed level, then the safe one, solved. `None` when more than `budget`
+    /// flows are reached (nothing set), `Some(false)` when a reached channel
+    /// carries another class (solve whole), `Some(true)` when solved.
+    fn by_levels(
+        &mut self,
+        net: &Net,
+        sc: &mut Scratch,
+        residual: &mut [f64],
+        (safe, guess, class): (f64, f64, u8),
+        budget: usize,
+    ) -> Option<bool> {
+        let first = if guess > safe * (1.0 + 1e-9) { guess } else { safe };
+        for t in [first, safe] {
+            match self.collect(net, sc, Some((t, class)), residual, budget) {
+                Collected::Over => return None,
+                Collected::Mixed => return Some(false),
+                Collected::Done => {}
+            }
+            if sc.comp_flows.is_empty() {
+                break; // no rate can change
+            }
+            self.solve_collected(sc, net, residual);
+            if t == safe || self.guess_holds(sc, t) {
+                break;
+            }
+        }
+        Some(true)
     }
 
     /// Re-solve the rates of the flows whose rates can change since the last
@@ -521,27 +855,28 @@ impl Fluid {
         }
         let mut residual = std::mem::take(&mut self.residual);
         let plan = self.keep_below(net);
-        // a guess first (kept: the flows below the lowest level that left), checked
-        // after the solve; then the safe level; then the touched components whole
+        // by levels first (kept: the flows below the lowest level that left; a guess
+        // checked after the solve, then the safe level) while that set is small;
+        // past that, the tight update, and by levels again if it gives up; then
+        // the touched components whole
         let mut solved = false;
         if let Some((safe, guess, class)) = plan {
-            let first = if guess > safe * (1.0 + 1e-9) { guess } else { safe };
-            for t in [first, safe] {
-                solved = self.collect(net, &mut sc, Some((t, class)), &mut residual);
-                if !solved {
-                    break; // a reached channel carries another class: whole
+            let budget = if self.tight { self.arrived.len() + 4 } else { usize::MAX };
+            solved = match self.by_levels(net, &mut sc, &mut residual, (safe, guess, class), budget) {
+                Some(done) => done,
+                None => {
+                    let done = self.tight_solve(net, &mut sc, &mut residual, class, safe);
+                    if !done {
+                        self.tight_failed += 1;
+                    }
+                    done || self
+                        .by_levels(net, &mut sc, &mut residual, (safe, guess, class), usize::MAX)
+                        .unwrap_or(false)
                 }
-                if sc.comp_flows.is_empty() {
-                    break; // no rate can change
-                }
-                self.solve_collected(&mut sc, net, &residual);
-                if t == safe || self.guess_holds(&sc, t) {
-                    break;
-                }
-            }
+            };
         }
         if !solved {
-            self.collect(net, &mut sc, None, &mut residual);
+            self.collect(net, &mut sc, None, &mut residual, usize::MAX);
             if !sc.comp_flows.is_empty() {
                 self.solve_collected(&mut sc, net, net.capacity);
             }
@@ -549,6 +884,9 @@ impl Fluid {
         self.residual = residual;
         self.forget_changes();
         let k = sc.comp_flows.len();
+        for i in 0..k {
+            self.bn[sc.comp_flows[i] as usize] = sc.bneck[i];
+        }
         for i in 0..k {
             let f = sc.comp_flows[i] as usize;
             let r = sc.rates[i];
@@ -598,6 +936,9 @@ impl Physics for Fluid {
             active: true,
             fresh: true,
         };
+        self.bn[f] = UNKNOWN;
+        let p = net.flows[f].priority;
+        self.classes = Some(self.classes.map_or((p, p), |(lo, hi)| (lo.min(p), hi.max(p))));
         self.arrived.push(f as u32);
         self.attach(net, f);
     }
@@ -623,6 +964,7 @@ impl Physics for Fluid {
         self.st[f].rate = 0.0;
         // on its new path it arrives: it left its old one (leave)
         self.st[f].fresh = true;
+        self.bn[f] = UNKNOWN;
         self.arrived.push(f as u32);
     }
     fn channels_changed(&mut self, _net: &Net, channels: &[u32], _now: Ns) {

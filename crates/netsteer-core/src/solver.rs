@@ -74,6 +74,21 @@ pub struct Workspace {
     frozen: Vec<bool>,
     mark: Vec<bool>,
     heap: BinaryHeap<Reverse<Key>>,
+    bottleneck: Vec<u32>,
+}
+
+/// [`Workspace::bottleneck`] of a flow frozen at its own bound.
+pub const AT_BOUND: u32 = u32::MAX;
+/// [`Workspace::bottleneck`] of a flow solved with other classes: not recorded.
+pub const UNKNOWN: u32 = u32::MAX - 1;
+
+impl Workspace {
+    /// Per flow of the last [`solve_subset`] (indexed as its `rates`): the channel at
+    /// which progressive filling froze it (saturated, the flow among the highest
+    /// levels there), [`AT_BOUND`], or [`UNKNOWN`] (several classes).
+    pub fn bottleneck(&self) -> &[u32] {
+        &self.bottleneck
+    }
 }
 
 /// Solve `p` and return the rate of every flow (capacity units per second).
@@ -99,8 +114,12 @@ pub fn solve(p: &Problem) -> Vec<f64> {
 /// Solve only `flows` (a closed component: no other flow shares their channels),
 /// writing into `rates[f]`.
 pub fn solve_subset(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
+    if ws.bottleneck.len() < p.weight.len() {
+        ws.bottleneck.resize(p.weight.len(), UNKNOWN);
+    }
     if let [f] = flows {
-        if alone(p, *f as usize, rates) {
+        if let Some(b) = alone_at(p, *f as usize, rates) {
+            ws.bottleneck[*f as usize] = b;
             return;
         }
     }
@@ -153,6 +172,9 @@ pub fn solve_subset(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Work
                 .filter(|&f| p.priority[f as usize] == class),
         );
         fill(p, &class_flows, rates, ws);
+        for &f in &class_flows {
+            ws.bottleneck[f as usize] = UNKNOWN;
+        }
         // what this class took is gone for the next one
         for &f in &class_flows {
             let f = f as usize;
@@ -179,14 +201,20 @@ pub fn solve_subset(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Work
 /// that shortcut is not plainly the same (a path crossing a channel twice, a
 /// weight that is not positive).
 pub fn alone(p: &Problem, f: usize, rates: &mut [f64]) -> bool {
+    alone_at(p, f, rates).is_some()
+}
+
+/// [`alone`], returning the flow's bottleneck (a channel or [`AT_BOUND`], as
+/// [`Workspace::bottleneck`]) when it solved it.
+pub fn alone_at(p: &Problem, f: usize, rates: &mut [f64]) -> Option<u32> {
     let w = p.weight[f];
     let path = &p.channels[p.offsets[f]..p.offsets[f + 1]];
     if !(w > 0.0) || path.len() > 16 {
-        return false;
+        return None;
     }
     for (i, c) in path.iter().enumerate() {
         if path[..i].contains(c) {
-            return false;
+            return None;
         }
     }
     // fill: the residual is the capacity (at least 0); each channel's weight sum
@@ -208,19 +236,19 @@ pub fn alone(p: &Problem, f: usize, rates: &mut [f64]) -> bool {
     let Some((key, residual)) = first else {
         // crosses nothing: its bound, else unconstrained
         rates[f] = if bound_key.is_some() { bound } else { f64::INFINITY };
-        return true;
+        return Some(AT_BOUND);
     };
     if bound_key.is_some_and(|b| b < key) {
         rates[f] = bound;
-        return true;
+        return Some(AT_BOUND);
     }
     let level = key.level();
     let current = (residual - 0.0).max(0.0) / wsum;
     if current > level * (1.0 + 1e-12) + 1e-300 {
-        return false; // fill would push the key back: not the plain case
+        return None; // fill would push the key back: not the plain case
     }
     rates[f] = w * current;
-    true
+    Some(key.id())
 }
 
 fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
@@ -244,6 +272,7 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
         let fu = f as usize;
         ws.frozen[fu] = false;
         rates[fu] = 0.0;
+        ws.bottleneck[fu] = UNKNOWN;
         let w = p.weight[fu];
         let path = &p.channels[p.offsets[fu]..p.offsets[fu + 1]];
         let mut tightest = f64::INFINITY;
@@ -260,6 +289,7 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
             // crosses nothing and has no bound: unconstrained
             ws.frozen[fu] = true;
             rates[fu] = f64::INFINITY;
+            ws.bottleneck[fu] = AT_BOUND;
             unfrozen -= 1;
         }
     }
@@ -312,6 +342,7 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
             let f = id as usize;
             if !ws.frozen[f] {
                 freeze(p, f, p.bound[f], rates, ws);
+                ws.bottleneck[f] = AT_BOUND;
                 unfrozen -= 1;
             }
             continue;
@@ -329,6 +360,7 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
             let f = ws.adj[k] as usize;
             if !ws.frozen[f] {
                 freeze(p, f, p.weight[f] * current, rates, ws);
+                ws.bottleneck[f] = c as u32;
                 unfrozen -= 1;
             }
         }
@@ -407,6 +439,7 @@ mod tests {
             ws.adj_end.resize(n_ch, 0);
             ws.mark.resize(n_ch, false);
             ws.frozen.resize(1, false);
+            ws.bottleneck.resize(1, UNKNOWN);
             for &c in &path {
                 if !ws.mark[c as usize] {
                     ws.mark[c as usize] = true;
