@@ -215,3 +215,14 @@ def test_losses_are_attributed_to_the_reconfiguration_windows_they_overlap():
     assert lost_during(flow, recs, margin_s=0.95) == 1 + 7 + 2
     assert lost_during({"lost_intervals": []}, recs) == 0
     assert lost_during(flow, []) == 0
+
+
+def test_a_packet_reordered_by_a_path_change_is_not_counted_as_lost():
+    """iperf3 counts a sequence gap as lost and takes it back when the late packet
+    comes (its next interval shows -1): net, nothing was lost in the window."""
+    from netsteer.emulate.run import lost_during
+
+    recs = [{"start_s": 1.02, "end_s": 1.05}]
+    assert lost_during({"lost_intervals": [(1.0, 1.1, 1), (1.1, 1.2, -1)]}, recs) == 0
+    assert lost_during({"lost_intervals": [(1.0, 1.1, 3), (1.1, 1.2, -1)]}, recs) == 2
+    assert lost_during({"lost_intervals": [(1.0, 1.1, -1)]}, recs) == 0  # a gap before the window

@@ -253,11 +253,16 @@ def _summary(f: Flow, client: dict, server: dict, udp: bool, scale: float) -> di
     out["time_s"] = [f.start_s + t for t, _ in series]
     out["series_gbps"] = [b / scale / 1e9 for _, b in series]
     if udp:
-        # the receiver's sequence gaps per 0.1 s interval: (interval start, end, lost)
+        # the receiver's sequence gaps per 0.1 s interval: (interval start, end, lost).
+        # A late (reordered) packet takes one back from its interval: iperf3 counts a
+        # gap as lost and un-counts it when the packet comes, so an interval may be
+        # negative; a path change reorders (the new path is shorter than the old
+        # one's queue) without losing anything
         out["lost_intervals"] = [(round(f.start_s + float(i["sum"]["start"]), 3), round(f.start_s + float(i["sum"]["end"]), 3),
                                   int(i["sum"]["lost_packets"])) for i in server.get("intervals", [])
-                                 if int(i["sum"].get("lost_packets", 0)) > 0]
-        out["lost_at_s"] = [round(e, 2) for _, e, _ in out["lost_intervals"]]
+                                 if int(i["sum"].get("lost_packets", 0)) != 0]
+        out["lost_at_s"] = [round(e, 2) for _, e, n in out["lost_intervals"] if n > 0]
+        out["out_of_order"] = int(end.get("sum", {}).get("out_of_order", 0))
     return out
 
 
@@ -265,10 +270,12 @@ def lost_during(flow: dict, reconfigurations: list[dict], margin_s: float = 0.25
     """UDP packets ``flow`` lost in the intervals that overlap a reconfiguration
     (from its start to its end, widened by ``margin_s`` for the clocks of iperf3 and
     the driver, which start apart). Losses elsewhere (a stall of the emulating
-    machine) are not the reconfiguration's; ``lost_packets`` keeps them all."""
+    machine) are not the reconfiguration's; ``lost_packets`` keeps them all. Net of
+    the packets that came late in those intervals (negative entries: reordered, not
+    lost)."""
     windows = [(r["start_s"] - margin_s, (r["end_s"] if r.get("end_s") is not None else r["start_s"]) + margin_s)
                for r in reconfigurations if r.get("start_s") is not None]
-    return sum(n for a, b, n in flow.get("lost_intervals", []) if any(a < hi and b > lo for lo, hi in windows))
+    return max(0, sum(n for a, b, n in flow.get("lost_intervals", []) if any(a < hi and b > lo for lo, hi in windows)))
 
 
 def controller_share(report: dict, pushes: list[dict], decisions: list[dict] = ()) -> list[dict]:
