@@ -35,20 +35,11 @@ def _cli(*args, timeout=120):
                           cwd=Path(__file__).parents[2], timeout=timeout)
 
 
-def _peer(topo):
-    """(node, port) -> (node, port) at the cable's other end."""
-    out = {}
-    for a, pa, b, pb in zip(topo.link_a, topo.link_a_port, topo.link_b, topo.link_b_port):
-        out[int(a), int(pa)] = (int(b), int(pb))
-        out[int(b), int(pb)] = (int(a), int(pa))
-    return out
-
-
 def _walks(topo, tabs, src: int, dst: int) -> list[list[int]]:
     """Every node sequence a frame for ``dst`` can take from ``src`` through the
     OpenFlow tables (each bucket of a select group followed)."""
-    peer = _peer(topo)
-    port = next(p for (n, p) in peer if n == src)
+    peer = topo.port_peer
+    port = topo.neighbors(src)[0][0]
     done = []
 
     def go(node, in_port, seen):
@@ -65,10 +56,10 @@ def _walks(topo, tabs, src: int, dst: int) -> list[list[int]]:
         else:
             outs = [int(act.split(":")[1])]
         for p in outs:
-            nxt, nport = peer[node, p]
+            nxt, nport = peer(node, p)
             go(nxt, nport, seen + [nxt])
 
-    nxt, nport = peer[src, port]
+    nxt, nport = peer(src, port)
     go(nxt, nport, [src, nxt])
     return done
 
@@ -186,7 +177,9 @@ def test_steering_a_running_mpich_ring_allreduce_speeds_it_up_as_the_simulator_p
         a, b = rep["links"]["runs"][key]
         busy = np.array(rep["links"]["bps"]["EPS7->EPS8"])[(t >= a) & (t <= b)]
         assert busy.max() > 0
-    assert sorted(p.name for p in figs.iterdir()) == ["fig3c_standard.png", "fig3d_steered.png"]
+    # the figures directory is written as a whole, with its manifest (report.outdir)
+    assert sorted(p.name for p in figs.iterdir()) == ["fig3c_standard.png", "fig3d_steered.png", "result.json"]
+    assert rep["figures"] == [str(figs / "fig3c_standard.png"), str(figs / "fig3d_steered.png")]
 
 
 def _planned(topo, n=200, seed=3, ring=False):
@@ -217,14 +210,13 @@ def test_every_step_of_a_make_before_break_steer_delivers_every_pair(make, seed)
     ms = moves(old, new)
     assert ms  # the plan changes something
     xbar = routing_tables(dor(topo, circuits=old), old)
-    peer = _peer(topo)
     for mv in ms:
         detour = routing_tables(dor(topo, circuits=mv.detour), mv.detour)
         after = routing_tables(dor(topo, circuits=mv.after), mv.after)
         crossbar_before = {n: xbar[n] for n in new}
         # the switches cabled to the ports that move: while they switch (dark on a real
         # SiP switch) no path may cross them
-        moving = {peer[mv.switch, p][0] for p in mv.ports}
+        moving = {topo.port_peer(mv.switch, p)[0] for p in mv.ports}
         for k, (packet, cross) in enumerate(((detour, crossbar_before), (detour, {n: after[n] for n in new}),
                                              (after, {n: after[n] for n in new}))):
             tabs = {**{n: t for n, t in packet.items() if n not in new}, **cross}

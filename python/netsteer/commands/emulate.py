@@ -135,7 +135,9 @@ def reproduce_emulated(
         raise NetsteerError("hybrid-reconfig draws no figures; --plot is for unisonflow and hyperx-steering",
                             field="--plot")
     if plot is not None:
-        _check_plot_dir(plot)
+        from ..report.outdir import check_out_path
+
+        check_out_path(plot, field="--plot")
     from ..emulate.mpi import TAGGERS
 
     if tagger not in TAGGERS:
@@ -182,15 +184,16 @@ def _fixed(x, d: int = 3) -> str:
     return "-" if x is None else f"{x:.{d}f}"
 
 
-def _check_plot_dir(plot: Path) -> None:
-    """Refuse, before anything starts, a figures directory that cannot be written."""
-    import os
+def _figures(plot: Path, draw) -> list[str]:
+    """``draw(dir)`` (it returns the file names) into ``plot`` as a whole
+    (:func:`netsteer.report.outdir.output_dir`: the old figures or the new, never a
+    mix), with the manifest that lets a later run replace them."""
+    from ..report.outdir import MANIFEST, output_dir
 
-    if plot.exists() and not plot.is_dir():
-        raise NetsteerError(f"{plot} exists and is not a directory", field="--plot")
-    parent = plot if plot.exists() else plot.parent
-    if not parent.exists() or not os.access(parent, os.W_OK):
-        raise NetsteerError(f"{plot}: cannot create or write figures there", field="--plot")
+    with output_dir(plot, field="--plot") as d:
+        files = draw(d)
+        (d / MANIFEST).write_text(json.dumps({"files": [MANIFEST, *files]}))
+    return [str(plot / f) for f in files]
 
 
 def _hyperx(as_json: bool, out: Path | None, plot: Path | None, nbytes: int, iterations: int, channel: str,
@@ -213,8 +216,7 @@ def _hyperx(as_json: bool, out: Path | None, plot: Path | None, nbytes: int, ite
     if plot is not None:
         from ..emulate.plots import hyperx_links
 
-        plot.mkdir(exist_ok=True)
-        rep["figures"] = [str(plot / f) for f in hyperx_links(rep, plot)]
+        rep["figures"] = _figures(plot, lambda d: hyperx_links(rep, d))
     _write(out, rep)
     if as_json:
         typer.echo(json.dumps(rep))
@@ -266,8 +268,7 @@ def _unisonflow(as_json: bool, out: Path | None, plot: Path | None = None, tagge
     if plot is not None:
         from ..emulate.plots import overhead
 
-        plot.mkdir(exist_ok=True)
-        rep["figures"] = [str(plot / f) for f in overhead(rep["overhead"], plot)]
+        rep["figures"] = _figures(plot, lambda d: overhead(rep["overhead"], d))
     _write(out, rep)
     if as_json:
         typer.echo(json.dumps(rep))

@@ -91,13 +91,8 @@ class SteeringPlan:
 
     def circuits(self, topo: Topology) -> list[tuple[str, str]]:
         """The packet-switch pairs the circuits join, by name."""
-        ends = _port_ends(topo)
-        out = []
-        for sw, pairs in self.pairings.items():
-            for p, q in pairs:
-                a, b = sorted((topo.node_names[ends[sw][p]], topo.node_names[ends[sw][q]]))
-                out.append((a, b))
-        return out
+        names = topo.node_names
+        return [tuple(sorted((names[a], names[b]))) for a, b in circuit_ends(topo, self.pairings)]
 
     def arrays(self, topo: Topology) -> dict[int, np.ndarray]:
         """The pairings as the simulator's port arrays (node -> partner port, -1 unpaired)."""
@@ -193,7 +188,7 @@ def plan_steering(
     if current is None:
         current = topo.meta.get("initial_circuits") or {}
     width = topo.out_channel.shape[1]
-    cur = {n: _pairs_of(np.asarray(current.get(n, np.full(width, -1)))) for n in nodes}
+    cur = {n: pairs_of(np.asarray(current.get(n, np.full(width, -1)))) for n in nodes}
     demand = np.asarray(demand, dtype=np.float64)
     down = tuple(down_links)
 
@@ -294,6 +289,21 @@ def _better(a, b) -> bool:
     return False
 
 
+def circuit_ends(topo: Topology, pairings: dict) -> list[tuple[int, int]]:
+    """The nodes each circuit joins, for ``pairings`` (circuit switch -> port pairs,
+    :func:`pairs_of` of a port array), in the order given.
+
+    >>> from netsteer.topology.hyperx import hyperx, CircuitSpec
+    >>> t = hyperx([2, 2], 1, 1, link_bandwidth=1e9, link_latency_ns=0,
+    ...            circuits=[CircuitSpec(dim=0, switching_time_ns=0)])
+    >>> sip = t.node("sip0")
+    >>> [(t.node_names[a], t.node_names[b]) for a, b in circuit_ends(t, {sip: pairs_of(t.meta["initial_circuits"][sip])})]
+    [('x0_0', 'x1_0'), ('x0_1', 'x1_1')]
+    """
+    ends = _port_ends(topo)
+    return [(ends[sw][p], ends[sw][q]) for sw, pairs in pairings.items() for p, q in pairs]
+
+
 def _port_ends(topo: Topology) -> dict[int, dict[int, int]]:
     """Per circuit switch: cabled port -> the packet switch (or host) behind it."""
     out = {}
@@ -313,7 +323,12 @@ def _switch_index(topo: Topology) -> np.ndarray:
     return idx
 
 
-def _pairs_of(arr: np.ndarray) -> tuple[tuple[int, int], ...]:
+def pairs_of(arr) -> tuple[tuple[int, int], ...]:
+    """A circuit switch's port array (partner port, -1 unpaired) as its port pairs.
+
+    >>> pairs_of([-1, 2, 1, -1])
+    ((1, 2),)
+    """
     return tuple(sorted((int(p), int(q)) for p, q in enumerate(arr) if q > p))
 
 

@@ -176,6 +176,7 @@ def routing_tables(routing, circuits: dict | None = None) -> dict[int, Table]:
     >>> sorted(tabs[t.node("sip0")].flow_lines())[:2]
     ['table=0,priority=0 actions=drop', 'table=0,priority=10,in_port=1 actions=output:2']
     """
+    from ..control.steering import pairs_of
     from ..drivers.openflow.flows import ocs_table
     from ..routing._graph import circuit_table
     from ..topology.model import CIRCUIT
@@ -186,8 +187,7 @@ def routing_tables(routing, circuits: dict | None = None) -> dict[int, Table]:
     for node in topo.switches:
         node = int(node)
         if topo.node_kind[node] == CIRCUIT:
-            row = pairing[node]
-            out[node] = ocs_table([(int(p), int(q)) for p, q in enumerate(row) if q > p])
+            out[node] = ocs_table(pairs_of(pairing[node]))
             continue
         tab = Table()
         for h, e in enumerate(routing.node_rows([node])[0].tolist()):

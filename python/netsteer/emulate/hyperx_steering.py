@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from ..control.steering import circuit_ends, pairs_of
 from ..errors import NetsteerError
 from ..reproduce.hyperx import LINK_GBPS, RING, eps_index, placement, simulate_training, testbed
 from .counters import Sampler
@@ -82,25 +83,13 @@ def bus_bps(nbytes: int, seconds: float, p: int = RANKS) -> float:
     return 2 * (p - 1) / p * nbytes * 8 / seconds
 
 
-def _pairs(arr) -> tuple[tuple[int, int], ...]:
-    return tuple(sorted((int(p), int(q)) for p, q in enumerate(arr) if q > p))
-
-
 def _watched(topo) -> dict[str, tuple[int, int]]:
     """Name -> (switch node, port) whose transmit counter is sampled: the EPS7-EPS8
     cable both ways and EPS1's and EPS2's ports into the SiP switch."""
-    out = {}
-    dst = topo.channel_dst()
-    for a, b in ((7, 8), (8, 7)):
-        sa, sb = int(topo.switches[eps_index(a)]), int(topo.switches[eps_index(b)])
-        ports = [int(p) for p in np.flatnonzero(topo.out_channel[sa] >= 0) if dst[topo.out_channel[sa, p]] == sb]
-        out[f"EPS{a}->EPS{b}"] = (sa, ports[0])
-    sip = topo.node("sip")
-    for k in (1, 2):
-        s = int(topo.switches[eps_index(k)])
-        ports = [int(p) for p in np.flatnonzero(topo.out_channel[s] >= 0) if dst[topo.out_channel[s, p]] == sip]
-        out[f"EPS{k}->SiP"] = (s, ports[0])
-    return out
+    eps = {k: int(topo.switches[eps_index(k)]) for k in (1, 2, 7, 8)}
+    links = {f"EPS{a}->EPS{b}": (eps[a], eps[b]) for a, b in ((7, 8), (8, 7))}
+    links.update({f"EPS{k}->SiP": (eps[k], topo.node("sip")) for k in (1, 2)})
+    return {name: (s, next(p for p, n, _ in topo.neighbors(s) if n == t)) for name, (s, t) in links.items()}
 
 
 def _install(switches, tabs) -> float:
@@ -360,13 +349,8 @@ def _named(names: dict[int, str], ends) -> list[list[str]]:
 
 
 def _circuit_ends(topo, circuits) -> list[tuple[int, int]]:
-    """The packet switches each circuit joins."""
-    dst = topo.channel_dst()
-    out = []
-    for node, arr in circuits.items():
-        ends = {p: int(dst[c]) for p, c in enumerate(topo.out_channel[node]) if c >= 0}
-        out += [tuple(sorted((ends[p], ends[q]))) for p, q in _pairs(arr)]
-    return sorted(out)
+    """The packet switches each circuit of ``circuits`` (node -> port array) joins."""
+    return circuit_ends(topo, {n: pairs_of(a) for n, a in circuits.items()})
 
 
 def predict(nbytes: int, iterations: int, scale: float, steered: dict) -> dict[str, Any]:
@@ -377,7 +361,7 @@ def predict(nbytes: int, iterations: int, scale: float, steered: dict) -> dict[s
     topo = testbed(link_bandwidth=LINK_GBPS * scale)
     job = training_job(RANKS, model_bytes=nbytes, compute_ns=0, iterations=max(iterations, 2), placement=placement())
     out = {}
-    for key, steer in (("standard", None), ("steered", tuple(p for arr in steered.values() for p in _pairs(arr)))):
+    for key, steer in (("standard", None), ("steered", tuple(p for arr in steered.values() for p in pairs_of(arr)))):
         r = simulate_training(topo, job, steer, sample_ns=1_000_000_000)  # times only: coarse counters
         bps = float(r["ring_gbps"]) * 1e9
         out[key] = {"ring_bps": bps, "ring_gbps_topology": bps * 1e-9 / scale,

@@ -127,7 +127,7 @@ def link_rates(topo, res, a: int, b: int) -> dict[str, Any]:
     out = {}
     t = res.sample_times_ns
     for x, y in ((sa, sb), (sb, sa)):
-        ports = [p for p in np.flatnonzero(topo.out_channel[x] >= 0) if topo.channel_dst()[topo.out_channel[x, p]] == y]
+        ports = [p for p, n, _ in topo.neighbors(int(x)) if n == y]
         name = f"EPS{a if x == sa else b}->EPS{b if x == sa else a}"
         if not ports:
             out[name] = None
