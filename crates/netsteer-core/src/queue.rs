@@ -11,16 +11,41 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::Ns;
 
-pub struct EventQueue<E> {
-    buckets: BTreeMap<Ns, Vec<E>>,
-    spare: Vec<Vec<E>>,
+/// Drained buckets kept for reuse, so a new instant allocates nothing: shared by
+/// both queues.
+struct Spare<E>(Vec<Vec<E>>);
+
+impl<E> Default for Spare<E> {
+    fn default() -> Self {
+        Spare(Vec::new())
+    }
 }
 
+impl<E> Spare<E> {
+    /// A bucket holding `e` alone.
+    fn bucket(&mut self, e: E) -> Vec<E> {
+        let mut v = self.0.pop().unwrap_or_default();
+        v.push(e);
+        v
+    }
+
+    fn give(&mut self, mut v: Vec<E>) {
+        v.clear();
+        self.0.push(v);
+    }
+}
+
+pub struct EventQueue<E> {
+    buckets: BTreeMap<Ns, Vec<E>>,
+    spare: Spare<E>,
+}
+
+// by hand: a derive would ask `E: Default`
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
             buckets: BTreeMap::new(),
-            spare: Vec::new(),
+            spare: Spare::default(),
         }
     }
 }
@@ -32,8 +57,7 @@ impl<E> EventQueue<E> {
             v.push(e);
             return;
         }
-        let mut v = self.spare.pop().unwrap_or_default();
-        v.push(e);
+        let v = self.spare.bucket(e);
         self.buckets.insert(t, v);
     }
 
@@ -48,9 +72,8 @@ impl<E> EventQueue<E> {
     }
 
     /// Give back a drained bucket for reuse.
-    pub fn recycle(&mut self, mut v: Vec<E>) {
-        v.clear();
-        self.spare.push(v);
+    pub fn recycle(&mut self, v: Vec<E>) {
+        self.spare.give(v);
     }
 
     /// Drop every instant after `t`.
@@ -74,7 +97,7 @@ impl<E> EventQueue<E> {
 pub struct HeapQueue<E> {
     instants: BinaryHeap<Reverse<Ns>>,
     buckets: HashMap<Ns, Vec<E>, BuildHasherDefault<NsHasher>>,
-    spare: Vec<Vec<E>>,
+    spare: Spare<E>,
 }
 
 /// A multiplicative hash of an instant (the map's keys are the clock's ns).
@@ -100,7 +123,7 @@ impl<E> Default for HeapQueue<E> {
         HeapQueue {
             instants: BinaryHeap::new(),
             buckets: HashMap::default(),
-            spare: Vec::new(),
+            spare: Spare::default(),
         }
     }
 }
@@ -112,8 +135,7 @@ impl<E> HeapQueue<E> {
             v.push(e);
             return;
         }
-        let mut v = self.spare.pop().unwrap_or_default();
-        v.push(e);
+        let v = self.spare.bucket(e);
         self.buckets.insert(t, v);
         self.instants.push(Reverse(t));
     }
@@ -131,9 +153,8 @@ impl<E> HeapQueue<E> {
     }
 
     /// Give back a drained bucket for reuse.
-    pub fn recycle(&mut self, mut v: Vec<E>) {
-        v.clear();
-        self.spare.push(v);
+    pub fn recycle(&mut self, v: Vec<E>) {
+        self.spare.give(v);
     }
 
     /// Drop every instant after `t`.

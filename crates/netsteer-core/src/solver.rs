@@ -123,34 +123,7 @@ pub fn solve_subset(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Work
             return;
         }
     }
-    let nch = p.capacity.len();
-    if ws.residual.len() < nch {
-        ws.residual.resize(nch, 0.0);
-        ws.load.resize(nch, 0.0);
-        ws.wsum.resize(nch, 0.0);
-        ws.adj_start.resize(nch, 0);
-        ws.adj_end.resize(nch, 0);
-        ws.mark.resize(nch, false);
-    }
-    if ws.frozen.len() < p.weight.len() {
-        ws.frozen.resize(p.weight.len(), false);
-    }
-    // channels touched by these flows, with residual capacity
-    ws.touched.clear();
-    for &f in flows {
-        let f = f as usize;
-        for &c in &p.channels[p.offsets[f]..p.offsets[f + 1]] {
-            let c = c as usize;
-            if !ws.mark[c] {
-                ws.mark[c] = true;
-                ws.touched.push(c as u32);
-                ws.residual[c] = p.capacity[c].max(0.0);
-            }
-        }
-    }
-    for &c in &ws.touched {
-        ws.mark[c as usize] = false;
-    }
+    prepare(p, flows, ws);
     // one class is the common case: no scan of the 256 classes, no allocation
     let first = flows.first().map_or(0, |&f| p.priority[f as usize]);
     if flows.iter().all(|&f| p.priority[f as usize] == first) {
@@ -192,6 +165,41 @@ pub fn solve_subset(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Work
                 ws.residual[c] = 0.0;
             }
         }
+    }
+}
+
+/// The workspace sized for `p`, and `ws.touched` the channels `flows` cross, each
+/// with its whole capacity as residual: what [`fill`] starts from.
+fn prepare(p: &Problem, flows: &[u32], ws: &mut Workspace) {
+    let nch = p.capacity.len();
+    if ws.residual.len() < nch {
+        ws.residual.resize(nch, 0.0);
+        ws.load.resize(nch, 0.0);
+        ws.wsum.resize(nch, 0.0);
+        ws.adj_start.resize(nch, 0);
+        ws.adj_end.resize(nch, 0);
+        ws.mark.resize(nch, false);
+    }
+    if ws.frozen.len() < p.weight.len() {
+        ws.frozen.resize(p.weight.len(), false);
+    }
+    if ws.bottleneck.len() < p.weight.len() {
+        ws.bottleneck.resize(p.weight.len(), UNKNOWN);
+    }
+    ws.touched.clear();
+    for &f in flows {
+        let f = f as usize;
+        for &c in &p.channels[p.offsets[f]..p.offsets[f + 1]] {
+            let c = c as usize;
+            if !ws.mark[c] {
+                ws.mark[c] = true;
+                ws.touched.push(c as u32);
+                ws.residual[c] = p.capacity[c].max(0.0);
+            }
+        }
+    }
+    for &c in &ws.touched {
+        ws.mark[c as usize] = false;
     }
 }
 
@@ -432,24 +440,7 @@ mod tests {
             let mut fast = [f64::NAN];
             let took = alone(&p, 0, &mut fast);
             let mut ws = Workspace::default();
-            ws.residual.resize(n_ch, 0.0);
-            ws.load.resize(n_ch, 0.0);
-            ws.wsum.resize(n_ch, 0.0);
-            ws.adj_start.resize(n_ch, 0);
-            ws.adj_end.resize(n_ch, 0);
-            ws.mark.resize(n_ch, false);
-            ws.frozen.resize(1, false);
-            ws.bottleneck.resize(1, UNKNOWN);
-            for &c in &path {
-                if !ws.mark[c as usize] {
-                    ws.mark[c as usize] = true;
-                    ws.touched.push(c);
-                    ws.residual[c as usize] = capacity[c as usize].max(0.0);
-                }
-            }
-            for &c in &ws.touched.clone() {
-                ws.mark[c as usize] = false;
-            }
+            prepare(&p, &[0], &mut ws);
             let mut slow = [f64::NAN];
             fill(&p, &[0], &mut slow, &mut ws);
             if took {

@@ -25,6 +25,51 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * b.abs().max(1.0)
 }
 
+/// A rate at a finite bound (`close` would call any rate close to an infinite one:
+/// inf <= inf).
+fn at_bound(r: f64, bound: f64) -> bool {
+    bound.is_finite() && close(r, bound)
+}
+
+/// A xorshift generator: random instances that are the same on every run.
+fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}
+
+/// Max-min fairness, by its definition: no channel over capacity, and every flow at
+/// its bound or with a bottleneck (a saturated channel where no flow has a higher
+/// level, rate over weight).
+fn assert_max_min(cap: &[f64], owned: &[Vec<u32>], w: &[f64], bound: &[f64], r: &[f64]) {
+    let mut load = vec![0.0; cap.len()];
+    for (f, p) in owned.iter().enumerate() {
+        for &c in p {
+            load[c as usize] += r[f];
+        }
+    }
+    for c in 0..cap.len() {
+        assert!(load[c] <= cap[c] * (1.0 + 1e-9), "channel {c} over capacity");
+    }
+    for (f, p) in owned.iter().enumerate() {
+        let ok = at_bound(r[f], bound[f])
+            || p.iter().any(|&c| {
+                let c = c as usize;
+                let saturated = load[c] >= cap[c] * (1.0 - 1e-9);
+                let maximal = owned
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, q)| q.contains(&(c as u32)))
+                    .all(|(g, _)| r[g] / w[g] <= r[f] / w[f] * (1.0 + 1e-9));
+                saturated && maximal
+            });
+        assert!(ok, "flow {f} has no bottleneck: rates {r:?}");
+    }
+}
+
 #[test]
 fn n_flows_on_one_link_split_it_evenly() {
     for n in [1usize, 2, 3, 7, 100] {
@@ -140,13 +185,7 @@ fn a_dead_link_stalls_its_flows_only() {
 fn result_is_max_min_fair_on_random_instances() {
     // property: feasible, and every flow has a saturated link on which it has a
     // maximal rate (or hits its bound) -- the definition of max-min fairness.
-    let mut seed = 12345u64;
-    let mut next = || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut next = xorshift(12345);
     for _ in 0..200 {
         let nl = 1 + (next() % 8) as usize;
         let nf = 1 + (next() % 12) as usize;
@@ -161,29 +200,9 @@ fn result_is_max_min_fair_on_random_instances() {
         }
         let paths: Vec<&[u32]> = owned.iter().map(|p| p.as_slice()).collect();
         let w: Vec<f64> = (0..nf).map(|_| 1.0 + (next() % 3) as f64).collect();
-        let r = rates(&cap, &paths, &w, &vec![INF; nf], &vec![0; nf]);
-        let mut load = vec![0.0; nl];
-        for (f, p) in owned.iter().enumerate() {
-            for &c in p {
-                load[c as usize] += r[f];
-            }
-        }
-        for c in 0..nl {
-            assert!(load[c] <= cap[c] * (1.0 + 1e-9), "link {c} over capacity");
-        }
-        for (f, p) in owned.iter().enumerate() {
-            let ok = p.iter().any(|&c| {
-                let c = c as usize;
-                let saturated = load[c] >= cap[c] * (1.0 - 1e-9);
-                let maximal = owned
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, q)| q.contains(&(c as u32)))
-                    .all(|(g, _)| r[g] / w[g] <= r[f] / w[f] * (1.0 + 1e-9));
-                saturated && maximal
-            });
-            assert!(ok, "flow {f} has no bottleneck: rates {r:?}");
-        }
+        let bound = vec![INF; nf];
+        let r = rates(&cap, &paths, &w, &bound, &vec![0; nf]);
+        assert_max_min(&cap, &owned, &w, &bound, &r);
     }
 }
 
@@ -195,13 +214,7 @@ fn channels_of_one_flow_bind_like_shared_ones() {
     // its level maximal there), whether that is its own channel or a shared one;
     // a flow held by its own channel gets that channel's capacity as the fill
     // computes it (weight times level).
-    let mut seed = 987654321u64;
-    let mut next = || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut next = xorshift(987654321);
     for _ in 0..500 {
         let shared = 1 + (next() % 5) as usize;
         let nf = 1 + (next() % 10) as usize;
@@ -226,39 +239,15 @@ fn channels_of_one_flow_bind_like_shared_ones() {
             .map(|_| if next() % 4 == 0 { 3.0 } else { INF })
             .collect();
         let r = rates(&cap, &paths, &w, &bound, &vec![0; nf]);
-        let mut load = vec![0.0; cap.len()];
-        for (f, p) in owned.iter().enumerate() {
-            for &c in p {
-                load[c as usize] += r[f];
-            }
-        }
-        for c in 0..cap.len() {
-            assert!(
-                load[c] <= cap[c] * (1.0 + 1e-9),
-                "channel {c} over capacity"
-            );
-        }
+        assert_max_min(&cap, &owned, &w, &bound, &r);
         for (f, p) in owned.iter().enumerate() {
             let own_min = p[p.len() - 2..]
                 .iter()
                 .map(|&c| cap[c as usize])
                 .fold(INF, f64::min);
             assert!(r[f] <= own_min * (1.0 + 1e-12) && r[f] <= bound[f] * (1.0 + 1e-12));
-            let at_bound = close(r[f], bound[f]);
-            let ok = at_bound
-                || p.iter().any(|&c| {
-                    let c = c as usize;
-                    let saturated = load[c] >= cap[c] * (1.0 - 1e-9);
-                    let maximal = owned
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, q)| q.contains(&(c as u32)))
-                        .all(|(g, _)| r[g] / w[g] <= r[f] / w[f] * (1.0 + 1e-9));
-                    saturated && maximal
-                });
-            assert!(ok, "flow {f} has no bottleneck: rates {r:?}");
             // bottlenecked by its own channel: exactly that channel's capacity
-            if !at_bound && close(r[f], own_min) {
+            if !at_bound(r[f], bound[f]) && close(r[f], own_min) {
                 assert_eq!(r[f], w[f] * (own_min / w[f]));
             }
         }
