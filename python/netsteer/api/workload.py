@@ -140,7 +140,7 @@ def mpi_job(
     traffic_class, priority : int, optional
     stream : bool, optional
         Run streamed through the engine (True) or as a flow DAG (False); default:
-        streamed from 1,024 ranks when the scenario allows it (docs/streaming.md).
+        streamed from 128 ranks when the scenario allows it (docs/streaming.md).
     """
     if not program:
         raise NetsteerError("a program needs at least one step", field="program")
