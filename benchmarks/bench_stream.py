@@ -181,8 +181,8 @@ def main() -> None:
             if not a.json:
                 print(f"{res['scenario']} ({how}): {res['flows']:,} flows ({st.get('messages_done', 0):,} "
                       f"messages streamed, at most {st.get('peak_in_flight', 0):,} in flight), makespan "
-                      f"{res['makespan_s'] * 1e3:.3f} ms; wall {r['wall_s']:.1f} s (CPU {r['cpu_s']:.1f} s, "
-                      f"simulation {res['wall_s']:.1f} s), peak RSS {r['peak_rss_bytes'] / 2**20:.0f} MiB")
+                      f"{res['makespan_s'] * 1e3:.3f} ms; wall {r['wall_s']:.2f} s (CPU {r['cpu_s']:.2f} s, "
+                      f"simulation {res['wall_s']:.2f} s), peak RSS {r['peak_rss_bytes'] / 2**20:.0f} MiB")
         if "DAG" in runs and not a.json:
             s_, d_ = runs["as given"], runs["DAG"]
             print(f"streamed vs DAG: same makespan {s_['result']['makespan_s'] == d_['result']['makespan_s']}; "
