@@ -6,7 +6,7 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import Self
 
-__all__ = ["Engine", "set_sample_limit", "maxmin", "walk_tables", "__version__"]
+__all__ = ["Engine", "set_sample_limit", "maxmin", "walk_tables", "permutation", "__version__"]
 
 __version__: str
 
@@ -135,3 +135,7 @@ def walk_tables(
     dst_nodes: npt.NDArray[np.int64],
     limit: int,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]] | None: ...
+
+def permutation(seed: int, n: int) -> list[int]:
+    """``numpy.random.default_rng(seed).permutation(n)`` as a list, bit for bit,
+    without importing ``numpy.random``; ``seed`` is a non-negative int."""

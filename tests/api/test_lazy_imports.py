@@ -71,7 +71,7 @@ def test_an_unknown_name_is_an_attribute_error():
     assert out.split() == ["True", "True"]
 
 
-def test_a_streamed_run_of_a_plain_job_spec_never_imports_pydantic():
+def test_a_streamed_run_of_a_plain_job_spec_never_imports_pydantic_or_numpy_random():
     out = _run(
         "import sys\n"
         "from netsteer.topology.pgft import pgft\n"
@@ -82,6 +82,7 @@ def test_a_streamed_run_of_a_plain_job_spec_never_imports_pydantic():
         "    {'op': 'allreduce', 'bytes': '1MiB', 'algorithm': 'rabenseifner'},\n"
         "    {'op': 'bcast', 'bytes': '64KiB', 'root': 3}, {'op': 'compute', 'duration': '1us'}])\n"
         "r = simulate_mpi(t, 'dmodk', [job], sharing='cm02')\n"
-        "print(r.status, sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core')))"
+        "print(r.status, sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core')),"
+        " 'numpy.random' in sys.modules)"
     )
-    assert out == "done []"
+    assert out == "done [] False"  # random placement needs no numpy.random either

@@ -5,6 +5,7 @@
 //! * [`sharing`]: swappable sharing models (plain max-min, SimGrid's CM02 weighting).
 //! * [`mpi`]: MPI jobs streamed rank by rank through the engine, in bounded memory.
 //! * [`route`]: host-to-host paths resolved in Rust (tables, closed-form D-mod-K).
+//! * [`rng`]: numpy's seeded permutation, bit for bit, for random rank placement.
 //! * [`engine`]: the event-driven, deterministic engine with integer time in
 //!   nanoseconds, flow DAGs, reconfiguration and port counters, shared by both
 //!   fidelities through the [`physics::Physics`] seam:
@@ -21,6 +22,7 @@ pub mod packet;
 pub mod paths;
 pub mod physics;
 pub mod queue;
+pub mod rng;
 pub mod route;
 pub mod sharing;
 pub mod solver;

@@ -7,11 +7,12 @@ use numpy::{
 use pyo3::exceptions::{PyMemoryError, PyValueError};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict, PyInt};
 
 use netsteer_core::engine::{FlowBatch, RunStatus};
 use netsteer_core::mpi::{Algo, Collective, JobSpec, Step};
 use netsteer_core::packet::{PacketConfig, Packets};
+use netsteer_core::rng::{entropy_words, Pcg64};
 use netsteer_core::route::{PgftDmodk, TableRouter};
 use netsteer_core::sharing;
 use netsteer_core::solver::{solve, Problem};
@@ -754,6 +755,27 @@ fn walk_tables<'py>(
     }))
 }
 
+/// ``numpy.random.default_rng(seed).permutation(n)`` as a list, bit for bit,
+/// without importing numpy.random (netsteer.traffic.placement.random).
+#[pyfunction]
+fn permutation(py: Python<'_>, seed: &Bound<'_, PyInt>, n: usize) -> PyResult<Vec<u64>> {
+    let words = match seed.extract::<u64>() {
+        Ok(s) => entropy_words(&s.to_le_bytes()),
+        Err(_) if seed.lt(0)? => {
+            // numpy's own words, so callers see the error they saw from numpy
+            return Err(PyValueError::new_err("expected non-negative integer"));
+        }
+        Err(_) => {
+            // past 64 bits: numpy splits the integer into 32-bit words, low first
+            let nbytes = seed.call_method0("bit_length")?.extract::<usize>()?.div_ceil(8);
+            let bytes = seed.call_method1("to_bytes", (nbytes, "little"))?;
+            entropy_words(bytes.cast::<PyBytes>()?.as_bytes())
+        }
+    };
+    py.detach(|| Pcg64::from_seed_sequence(&words).permutation(n))
+        .map_err(|_| PyMemoryError::new_err(format!("no memory for a permutation of {n} items")))
+}
+
 /// Sample values (samples x channels) an engine made from now on may hold.
 static SAMPLE_LIMIT: AtomicUsize = AtomicUsize::new(1 << 27);
 
@@ -781,6 +803,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_sample_limit, m)?)?;
     m.add_function(wrap_pyfunction!(maxmin, m)?)?;
     m.add_function(wrap_pyfunction!(walk_tables, m)?)?;
+    m.add_function(wrap_pyfunction!(permutation, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
