@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Callable, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator, model_validator
@@ -403,7 +403,8 @@ def _why_not_stream(m: ScenarioModel, topo: Topology, routing) -> str | None:
             return f"events.{i} changes links and reroute_on_change re-routes flows in flight"
     from .sim.stream import streamable_routing
 
-    return streamable_routing(topo, routing)
+    # D-mod-K on a PGFT streams computed per hop, whatever its tables (not built yet)
+    return streamable_routing(topo, _stream_router(m, topo, routing))
 
 
 def _stream_router(m: ScenarioModel, topo: Topology, routing):
@@ -463,11 +464,73 @@ def _check_acyclic(job: JobModel, first: int, dag: FlowDag, file, base: str) -> 
         )
 
 
-def _routing_factory(topo, model: RoutingModel, file, field):
-    """The routing now, and a function that rebuilds it for a changed network."""
+class DeferredRouting:
+    """A scenario's routing, built (and checked) the first time something reads it.
+
+    When every message is routed by the engine itself (streamed MPI jobs under D-mod-K
+    on a PGFT, :func:`_routes_in_engine`), nothing may ever read the tables: at 65,536
+    hosts they would take about 10 GiB and minutes to build and check. Whatever does
+    read them (a report, a script) gets them whole, built on that first read, and the
+    errors name the scenario's file and field as an upfront build would.
+
+    >>> from netsteer.topology.pgft import pgft
+    >>> from netsteer.routing import build_routing
+    >>> t = pgft(2, [2, 2], [1, 1], link_bandwidth=1e9, link_latency_ns=0)
+    >>> r = DeferredRouting(lambda: build_routing(t, "dmodk"))
+    >>> r.built
+    False
+    >>> r.table.shape, r.built  # a row per switch, a column per host
+    ((3, 4), True)
+    """
+
+    def __init__(self, build: Callable[[], Any]):
+        self._build = build
+        self._routing = None
+
+    @property
+    def built(self) -> bool:
+        return self._routing is not None
+
+    def __getattr__(self, name: str) -> Any:
+        # only for names the proxy lacks: everything the routing has
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if self._routing is None:
+            self._routing = self._build()
+        return getattr(self._routing, name)
+
+
+def _routes_in_engine(m: ScenarioModel, topo: Topology, packet) -> bool:
+    """Whether the engine routes every message itself, so the scenario never needs
+    routing tables: only MPI programs that stream (no flows, no bulk flows), D-mod-K
+    on a PGFT (computed per hop, :func:`netsteer.sim.stream.set_router`), and
+    nothing that re-routes or re-forwards (events, controllers, qos, packets)."""
+    r = m.routing
+    if not (r.engine == "dmodk" and topo.meta.get("kind") == "pgft" and not r.hash and r.partitions is None):
+        return False
+    if packet is not None or m.events or m.controller or m.qos is not None:
+        return False
+    return bool(m.jobs) and all(
+        job.program is not None and not job.flows and not job.bulk
+        and (job.stream if job.stream is not None else job.ranks >= STREAM_MIN_RANKS)
+        for job in m.jobs)
+
+
+def _routing_factory(topo, model: RoutingModel, file, field, *, defer: bool = False):
+    """The routing now (a :class:`DeferredRouting` with ``defer``), and a function
+    that rebuilds it for a changed network."""
     from .limits import check_routing
     from .routing import accepts_down_links, build_routing
 
+    if defer:
+        def first_use():
+            routing, _ = _routing_factory(topo, model, file, field)
+            return routing
+
+        def make_later(down=frozenset(), circuits=None):
+            return _routing_factory(topo, model, file, field)[1](down, circuits)
+
+        return DeferredRouting(first_use), make_later
     check_routing(topo, file=file, field=field)
     params: dict[str, Any] = {"hash": model.hash} if model.hash else {}
     if model.partitions is not None:
@@ -542,7 +605,8 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
     packet = check_fidelity(fid, m.packet, "sharing" in m.model_fields_set, sharing_name, file=file,
                             override=fidelity is not None)
     topo = topology if topology is not None else build_topology(m.topology, file=file)
-    routing, make_routing = _routing_factory(topo, m.routing, file, "routing")
+    in_engine = _routes_in_engine(m, topo, packet)
+    routing, make_routing = _routing_factory(topo, m.routing, file, "routing", defer=in_engine)
     names: dict[str, int] = {}
     for j, job in enumerate(m.jobs):
         if job.name in names:
@@ -550,7 +614,9 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
                                 file=file, field=f"jobs.{j}.name")
         names[job.name] = j
     dag = FlowDag()
-    used = topology_bytes(topo.n_nodes, topo.n_links, int(topo.out_channel.shape[1]) - 1) + routing_bytes(topo)
+    used = topology_bytes(topo.n_nodes, topo.n_links, int(topo.out_channel.shape[1]) - 1)
+    if not in_engine:
+        used += routing_bytes(topo)
     dag.max_flows = current_limits().max_flows(used)
     job_of_flow: list[int] = []
     spans: list = []

@@ -149,3 +149,37 @@ def test_the_python_api_streams_a_job_when_asked():
            for s in (True, False)}
     assert "streamed" in got[True].to_dict() and "streamed" not in got[False].to_dict()
     assert got[True].makespan_s == got[False].makespan_s > 0
+
+
+def test_messages_the_engine_routes_need_no_routing_tables(tmp_path, capsys, monkeypatch):
+    """Streamed jobs under D-mod-K on a PGFT are routed per hop in the engine: the
+    scenario builds no tables (at 65,536 hosts they would take about 10 GiB), and
+    reads them whole only if something asks."""
+    from netsteer import limits, scenario
+    from netsteer.routing import build_routing
+
+    only_mpi = text("stream: true").split("  - name: side")[0]
+    b = build_scenario(parse_scenario(only_mpi))
+    streamed = result_dict(b, run_scenario(b))
+    assert not b.routing.built
+    b_dag = build_scenario(parse_scenario(only_mpi.replace("stream: true", "stream: false")))
+    dag = result_dict(b_dag, run_scenario(b_dag))
+    assert streamed["makespan_s"] == dag["makespan_s"] and streamed["streamed"]["ranks_done"] == 24
+    # asked for, the tables are the routing's, built then
+    assert (b.routing.table == build_routing(b.topology, "dmodk").table).all() and b.routing.built
+    # tables too large for the memory: the DAG is refused naming routing; streamed, it runs
+    huge = lambda topo: 1 << 50  # noqa: E731
+    monkeypatch.setattr(limits, "routing_bytes", huge)
+    monkeypatch.setattr(scenario, "routing_bytes", huge)
+    p = tmp_path / "s.yaml"
+    p.write_text(only_mpi.replace("stream: true", "stream: false"))
+    assert run_cli(["run", str(p), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "s.yaml: routing: the routing tables would need" in err and err.count("\n") == 1
+    p.write_text(only_mpi)
+    assert run_cli(["run", str(p), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["makespan_s"] == dag["makespan_s"]
+    # anything else in the scenario that needs routes (a flow) builds them up front
+    p.write_text(text("stream: true"))
+    assert run_cli(["run", str(p), "--json"]) == 2
+    assert "routing: the routing tables would need" in capsys.readouterr().err
