@@ -25,6 +25,36 @@ from .helpers import netsteer, run_json
 pytestmark = pytest.mark.slow
 
 
+def test_a_point_dropped_with_its_worker_is_submitted_again(write_sweep, tmp_path, monkeypatch):
+    """A future the scheduler cancels (it forgets a dead worker's task at times instead
+    of running it elsewhere) is submitted again, not recorded as lost."""
+    from distributed import Client, LocalCluster
+
+    sw = load_sweep(write_sweep("""
+        base: base.yaml
+        grid:
+          routing.engine: [dmodk, minhop]
+    """))
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0",
+                      silence_logs=logging.CRITICAL) as cluster, Client(cluster) as client:
+        real, dropped = client.submit, []
+
+        def submit(*args, **kwargs):
+            f = real(*args, **kwargs)
+            if kwargs["key"].startswith("netsteer-point-0-") and len(dropped) < 2:  # dropped twice
+                dropped.append(kwargs["key"])
+                client.cancel([f])
+            return f
+
+        monkeypatch.setattr(client, "submit", submit)
+        summary = run_sweep(sw, tmp_path / "out", client=client)
+    assert len(dropped) == 2 and dropped[0] != dropped[1]
+    assert summary["done"] == 2 and summary["lost"] == 0 and summary["failed"] == 0
+    rows = pq.read_table(tmp_path / "out" / "results.parquet").to_pylist()
+    assert sorted(r["point"] for r in rows) == sorted(p.key for p in sw.points)
+    assert all(r["makespan_s"] > 0 for r in rows)
+
+
 def test_killed_worker_every_point_once_with_netsteer_run_makespans(write_sweep, tmp_path, monkeypatch):
     from distributed import Client, LocalCluster
 

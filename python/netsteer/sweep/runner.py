@@ -4,7 +4,9 @@ behind a scheduler address.
 Dask schedules; this module only submits the points not yet recorded, records each
 result as it arrives, and reports progress. When a worker dies, the scheduler runs
 its points again elsewhere; a point whose workers kept dying is recorded as ``lost``
-and runs again on the next invocation.
+and runs again on the next invocation. A point whose task the scheduler dropped with
+the dead worker (its future ``cancelled``, not by us, or ``lost``) is submitted again
+at once, up to :data:`RESUBMIT` times.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import logging
 import os
 import time
 import uuid
+from concurrent.futures import CancelledError
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +34,7 @@ LOCK = ".sweep.lock"
 POLL_S = 0.5  # how often the running count is refreshed while no point finishes
 WINDOW = 256  # points submitted ahead at least (more on clusters with more threads)
 WINDOW_BYTES = 256 * 2**20  # ... unless their base scenarios in flight would pass this
+RESUBMIT = 3  # times a point dropped with a dead worker is submitted again in one sweep
 
 
 @dataclass
@@ -252,12 +256,19 @@ def _submit_and_record(client, sweep, todo, store, prog, progress) -> int:
     futs: dict = {}
     pending: set = set()
 
+    tries: dict[int, int] = {}  # point index -> submissions so far
+
+    def submit_one(i: int, p) -> None:
+        tries[i] = tries.get(i, 0) + 1
+        key = f"netsteer-point-{i}-{token}" + (f"-{tries[i]}" if tries[i] > 1 else "")
+        f = client.submit(run_point, sweep.base_raw, p.overrides, p.seed, sweep.base_file, max_memory,
+                          key=key, pure=False)
+        futs[f] = (i, p)
+        pending.add(f)
+
     def submit(k: int) -> None:
         for i, p in itertools.islice(queue, k):
-            f = client.submit(run_point, sweep.base_raw, p.overrides, p.seed, sweep.base_file, max_memory,
-                              key=f"netsteer-point-{i}-{token}", pure=False)
-            futs[f] = p
-            pending.add(f)
+            submit_one(i, p)
 
     submit(window)
     try:
@@ -266,14 +277,24 @@ def _submit_and_record(client, sweep, todo, store, prog, progress) -> int:
                 done, still = wait(pending, timeout=POLL_S, return_when="FIRST_COMPLETED")
             except TimeoutError:
                 done, still = set(), pending
+            except CancelledError:  # wait refuses cancelled futures: they are the ones done
+                done = {f for f in pending if f.status == "cancelled"}
+                still = pending - done
             pending.intersection_update(still)
+            ended = 0
             for f in done:
-                p = futs.pop(f)  # dropping the future frees its result on the worker
+                i, p = futs.pop(f)  # dropping the future frees its result on the worker
+                if f.status not in ("finished", "error") and tries[i] <= RESUBMIT:
+                    # dropped with a worker that died: cancelled (we cancel only in the
+                    # finally below) or its result lost with it
+                    submit_one(i, p)
+                    continue
+                ended += 1
                 res = _outcome(f)
                 store.add(p.key, sweep.columns(p), res, write=False)
                 prog.done += res["status"] != "lost"
                 prog.failed += res["status"] in ("failed", "lost")
-            submit(len(done))
+            submit(ended)
             store.write_due(time.monotonic())
             prog.running = _running(client, {f.key for f in pending})
             if progress is not None:
