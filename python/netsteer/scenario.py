@@ -517,43 +517,45 @@ def _routes_in_engine(m: ScenarioModel, topo: Topology, packet) -> bool:
 
 
 def _routing_factory(topo, model: RoutingModel, file, field, *, defer: bool = False):
-    """The routing now (a :class:`DeferredRouting` with ``defer``), and a function
-    that rebuilds it for a changed network."""
+    """The routing now (a :class:`DeferredRouting` with ``defer``: built on first
+    read), and a function that rebuilds it for a changed network."""
     from .limits import check_routing
     from .routing import accepts_down_links, build_routing
 
-    if defer:
-        def first_use():
-            routing, _ = _routing_factory(topo, model, file, field)
-            return routing
+    def params() -> dict[str, Any]:
+        out: dict[str, Any] = {"hash": model.hash} if model.hash else {}
+        if model.partitions is not None:
+            from .drivers.opensm.partitions import read_partitions_conf
 
-        def make_later(down=frozenset(), circuits=None):
-            return _routing_factory(topo, model, file, field)[1](down, circuits)
+            conf = Path(model.partitions)
+            if file is not None and not conf.is_absolute():
+                conf = Path(file).parent / conf
+            out["partitions"] = read_partitions_conf(conf, topo)
+        return out
 
-        return DeferredRouting(first_use), make_later
-    check_routing(topo, file=file, field=field)
-    params: dict[str, Any] = {"hash": model.hash} if model.hash else {}
-    if model.partitions is not None:
-        from .drivers.opensm.partitions import read_partitions_conf
-
-        conf = Path(model.partitions)
-        if file is not None and not conf.is_absolute():
-            conf = Path(file).parent / conf
-        params["partitions"] = read_partitions_conf(conf, topo)
+    known: list[dict[str, Any]] = []  # the parameters, read once
     avoids_failures = accepts_down_links(model.engine)
 
     def make(down=frozenset(), circuits=None):
-        kwargs = dict(params)
+        if not known:
+            known.append(params())
+        kwargs = dict(known[0])
         if down and avoids_failures:
             kwargs["down_links"] = down
         return build_routing(topo, model.engine, circuits=circuits, **kwargs)
 
-    try:
-        routing = make()
-        routing.check()  # complete and loop-free, before anything runs on it
-        return routing, make
-    except NetsteerError as exc:
-        raise exc.located(file, field) from None
+    def first():
+        check_routing(topo, file=file, field=field)  # before any table is built
+        if not known:  # (outside the try: a partitions file's errors name their own place)
+            known.append(params())
+        try:
+            routing = make()
+            routing.check()  # complete and loop-free, before anything runs on it
+            return routing
+        except NetsteerError as exc:
+            raise exc.located(file, field) from None
+
+    return (DeferredRouting(first) if defer else first()), make
 
 
 def _expected_ns(topo: Topology, dag: FlowDag, streamed=()) -> float:
