@@ -82,30 +82,12 @@ def _root(
 
 
 def _progress(enabled: bool):
-    """A rich progress bar over flows done, or a no-op."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+    """A rich progress bar over flows done (:mod:`netsteer.report.progress`), or a no-op."""
     if not enabled:
         return None, None
-    prog = Progress(
-        TextColumn("[bold]simulating"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("flows  t={task.fields[now]}"),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    )
-    task = prog.add_task("sim", total=1, now="0s")
+    from .report.progress import simulation_progress
 
-    def update(done: int, total: int, now_ns: int) -> None:
-        from .units import format_duration
-
-        # streamed MPI jobs count messages as they go: no total, the bar pulses
-        prog.update(task, completed=done, total=None if total is None else max(total, 1),
-                    now=format_duration(now_ns))
-
-    return prog, update
+    return simulation_progress(err_console)
 
 
 @app.command()

@@ -338,21 +338,11 @@ class _progress:
         if not self.progress:
             return None
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        from ..units import format_duration
+        from ..report.progress import simulation_progress
 
-        self.bar = Progress(TextColumn("[bold]simulating"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("flows  t={task.fields[now]}"), TimeElapsedColumn(),
-                            console=Console(stderr=True), transient=True)
-        task = self.bar.add_task("sim", total=1, now="0s")
+        self.bar, update = simulation_progress(Console(stderr=True))
         self.bar.start()
-
-        def update(done: int, total: int, now_ns: int) -> None:
-            # streamed MPI jobs count messages as they go: no total
-            self.bar.update(task, completed=done, total=None if total is None else max(total, 1),
-                            now=format_duration(now_ns))
-
         return update
 
     def __exit__(self, *exc: object) -> None:
