@@ -19,6 +19,10 @@ Examples
 Traceback (most recent call last):
 ...
 netsteer.errors.LimitError: s.yaml: topology: the topology would need about 3 GiB (10 hosts), more than the memory limit of 1 GiB; raise it with --max-memory or NETSTEER_MAX_MEMORY
+>>> check(950 * 2**20, "the topology", limits=lim)
+Traceback (most recent call last):
+...
+netsteer.errors.LimitError: the topology would need about 950 MiB, more than the 924 MiB the memory limit of 1 GiB leaves beside the interpreter and libraries; raise it with --max-memory or NETSTEER_MAX_MEMORY
 """
 
 from __future__ import annotations
@@ -141,9 +145,13 @@ def check(need: float, what: str, *, detail: str = "", limits: Limits | None = N
     lim = limits or current()
     if need > lim.usable:
         extra = f" ({detail})" if detail else ""
+        # under the limit itself, but not beside the interpreter and libraries: say so
+        room = (f"the memory limit of {fmt_bytes(lim.max_memory)}" if need > lim.max_memory else
+                f"the {fmt_bytes(lim.usable)} the memory limit of {fmt_bytes(lim.max_memory)} leaves "
+                f"beside the interpreter and libraries")
         raise LimitError(
-            f"{what} would need about {fmt_bytes(need)}{extra}, more than the memory limit of "
-            f"{fmt_bytes(lim.max_memory)}; raise it with --max-memory or {ENV}",
+            f"{what} would need about {fmt_bytes(need)}{extra}, more than {room}; "
+            f"raise it with --max-memory or {ENV}",
             file=file, field=field,
         )
 
