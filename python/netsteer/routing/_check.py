@@ -11,6 +11,10 @@ from ..errors import RoutingError
 from ..topology.model import HOST
 from ._graph import dead_end_reason
 
+#: (switch, destination) pairs resolved in one pass of the propagation: bounds the
+#: pending pairs and their targets (16 bytes each) whatever the table's size.
+PAIRS_PER_PASS = 1 << 21
+
 
 class Checker:
     """Marks (switch, destination) pairs good from the destination outwards.
@@ -61,50 +65,47 @@ class Checker:
         self.check_hosts()
 
     def propagate(self) -> None:
+        """Mark good pairs until nothing changes. A pair (u, d) depends only on pairs
+        of the same destination, so destinations are taken a block at a time: the
+        pending pairs and their targets are a block's, not the whole table's (at
+        16,384 hosts the check held 7 times the tables' size that way)."""
         R, H = self.good.shape
+        e = self.table_rows(self.rows)
+        cols = max(1, PAIRS_PER_PASS // max(R, 1))
+        for d0 in range(0, H, cols):
+            self.propagate_block(e[:, d0 : d0 + cols], d0)
+
+    def propagate_block(self, eb: np.ndarray, d0: int) -> None:
+        """:meth:`propagate` for destinations ``d0 ..`` (the columns of ``eb``)."""
+        H = self.H
         good = self.good.reshape(-1)
-        e = self.table_rows(self.rows).reshape(-1)
-
-        def split(idx):  # flat pair index -> (node, destination)
-            return self.rows[idx // H], idx % H
-
-        # single ports: resolve the next pair once, then each round is one gather;
-        # blocks of rows keep the temporaries small (page faults dominate otherwise)
-        pend_parts, tgt_parts = [], []
-        block = max(1, (1 << 18) // max(H, 1))
-        for a in range(0, R, block):
-            eb = e[a * H : (a + block) * H]
-            single = np.flatnonzero(eb >= 0)
-            nodes, d = self.rows[a + single // H], single % H
-            ports = eb[single].astype(np.int64)
-            ok, dead = self.step(nodes, d, ports)
-            good[a * H + single[ok]] = True
-            wait = ~ok & ~dead
-            pend_parts.append(a * H + single[wait])
-            tgt_parts.append(self.rowof[self.nbr[nodes[wait], ports[wait]]] * H + d[wait])
-        pend1, tgt = np.concatenate(pend_parts), np.concatenate(tgt_parts)
-        del pend_parts, tgt_parts
+        # single ports: resolve the next pair once, then each round is one gather
+        ri, dj = np.nonzero(eb >= 0)
+        nodes, d = self.rows[ri], dj + d0
+        ports = eb[ri, dj].astype(np.int64)
+        ok, dead = self.step(nodes, d, ports)
+        good[ri[ok] * H + d[ok]] = True
+        wait = ~ok & ~dead
+        pend1 = ri[wait] * H + d[wait]
+        tgt = self.rowof[self.nbr[nodes[wait], ports[wait]]] * H + d[wait]
+        del ri, dj, nodes, d, ports, ok, dead, wait
         # groups: a pair (u, d) with group g is good when every member's next node is
         # good for d. The next nodes depend on (u, g) only, so each round ANDs whole
         # rows of `good` once per distinct set of next nodes.
         combos = []  # (row, ports of the group, destinations using it there)
-        for a in range(0, R, block):
-            eb = e[a * H : (a + block) * H]
-            gpos = np.flatnonzero(eb <= -2)
-            if gpos.size == 0:
-                continue
-            key = (gpos // H) * (1 << 32) + (-2 - eb[gpos].astype(np.int64))
+        gr, gd = np.nonzero(eb <= -2)
+        if gr.size:
+            key = gr.astype(np.int64) * (1 << 32) + (-2 - eb[gr, gd].astype(np.int64))
             uk, inv = np.unique(key, return_inverse=True)
             order = np.argsort(inv, kind="stable")
             bounds = np.searchsorted(inv[order], np.arange(len(uk) + 1))
             for k, kk in enumerate(uk):
-                row, g = a + int(kk >> 32), int(kk & 0xFFFFFFFF)
+                row, g = int(kk >> 32), int(kk & 0xFFFFFFFF)
                 if g >= len(self.gsize):
                     node = self.topo.node_names[self.rows[row]]
                     raise RoutingError(f"switch {node} names ECMP group {g}, which does not exist")
-                dsel = gpos[order[bounds[k] : bounds[k + 1]]] % H
-                combos.append((row, self.r.groups[g], dsel))
-        del e
+                combos.append((row, self.r.groups[g], gd[order[bounds[k] : bounds[k + 1]]] + d0))
+        width = eb.shape[1]
         changed = True
         while changed:
             changed = False
@@ -120,8 +121,8 @@ class Checker:
                 node = int(self.rows[row])
                 nxt = tuple(int(v) for v in self.next_nodes(node, ports))
                 if nxt not in memo:
-                    memo[nxt] = self.all_good(nxt)
-                ok = memo[nxt][dsel]
+                    memo[nxt] = self.all_good(nxt, d0, width)
+                ok = memo[nxt][dsel - d0]
                 if ok.any():
                     self.good[row, dsel[ok]] = True
                     changed = True
@@ -135,18 +136,20 @@ class Checker:
         ok = (ports >= 0) & (ports < n_slots)
         return np.where(ok, self.nbr[node, np.where(ok, ports, 0)], -1)
 
-    def all_good(self, nxt) -> np.ndarray:
-        """Destinations for which every node of ``nxt`` is good (or is the destination)."""
-        out = np.ones(self.H, dtype=bool)
+    def all_good(self, nxt, d0: int = 0, width: int | None = None) -> np.ndarray:
+        """Of destinations ``d0 .. d0 + width``, those for which every node of ``nxt``
+        is good (or is the destination)."""
+        width = self.H - d0 if width is None else min(width, self.H - d0)
+        out = np.ones(width, dtype=bool)
         for v in nxt:
             row = self.rowof[v]
             if row >= 0:
-                out &= self.good[row]
+                out &= self.good[row, d0 : d0 + width]
             else:
                 hi = self.host_index[v]
-                only = np.zeros(self.H, dtype=bool)
-                if hi >= 0:
-                    only[hi] = True
+                only = np.zeros(width, dtype=bool)
+                if d0 <= hi < d0 + width:
+                    only[hi - d0] = True
                 out &= only
         return out
 
