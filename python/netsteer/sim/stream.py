@@ -59,9 +59,9 @@ from ..traffic.placement import place
 # events handled per engine call, so progress can be shown on long runs
 _CHUNK = 200_000
 
-#: Bytes per rank (program state, matching, one cursor) and per message in flight
+#: Bytes per rank (program state, matching, one cursor, its last route) and per message in flight
 #: (engine flow, path, stream record), rounded up from the Rust structures.
-RANK_BYTES = 400
+RANK_BYTES = 460
 FLOW_BYTES = 400
 CHANNEL_BYTES = 120
 

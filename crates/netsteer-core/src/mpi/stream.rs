@@ -101,6 +101,27 @@ struct Rank {
     done: bool,
 }
 
+/// Hops a rank's last route keeps (a 6-level fat-tree's longest path); longer
+/// routes are not kept.
+const KEPT_HOPS: usize = 12;
+
+/// A rank's last route: ring and pipelined algorithms send to the same peer step
+/// after step, and D-mod-K's label arithmetic (some twenty integer divisions) costs
+/// more than the rest of a message's handling.
+#[derive(Clone, Copy)]
+struct LastRoute {
+    /// destination host, `u32::MAX` for none
+    dst: u32,
+    len: u8,
+    hops: [u32; KEPT_HOPS],
+}
+
+impl Default for LastRoute {
+    fn default() -> Self {
+        LastRoute { dst: u32::MAX, len: 0, hops: [0; KEPT_HOPS] }
+    }
+}
+
 /// Progress counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Progress {
@@ -122,6 +143,8 @@ pub struct Stream {
     slots: Vec<Option<InFlight>>,
     progress: Progress,
     path: Vec<u32>,
+    /// per rank (as `ranks`): the route of its last message
+    last_route: Vec<LastRoute>,
     error: Option<String>,
 }
 
@@ -135,12 +158,14 @@ impl Stream {
             slots: vec![],
             progress: Progress::default(),
             path: vec![],
+            last_route: vec![],
             error: None,
         }
     }
 
     pub fn set_router(&mut self, router: Box<dyn Router>) {
         self.router = router;
+        self.last_route.fill(LastRoute::default()); // routes of the old router
     }
     pub fn router(&self) -> &dyn Router {
         self.router.as_ref()
@@ -174,7 +199,7 @@ impl Stream {
     /// Bytes held per rank (its state and a cursor list of a few operations), for
     /// memory estimates.
     pub fn bytes_per_rank() -> usize {
-        std::mem::size_of::<Rank>() + 8 * std::mem::size_of::<Op>()
+        std::mem::size_of::<Rank>() + 8 * std::mem::size_of::<Op>() + std::mem::size_of::<LastRoute>()
     }
 
     /// Bytes the stream holds per message in flight (the engine's flow slot apart).
@@ -237,6 +262,7 @@ impl Stream {
             job,
             ..Rank::default()
         }));
+        self.last_route.resize(self.ranks.len(), LastRoute::default());
         self.progress.ranks += p as u64;
         self.jobs.push(Job {
             spec,
@@ -403,12 +429,22 @@ impl Stream {
         let (hs, hd) = (job.spec.hosts[local(s)], job.spec.hosts[local(d)]);
         let size = (bytes + job.spec.envelope) as f64;
         let (w, prio) = (job.spec.weight, job.spec.priority);
-        self.path.clear();
-        if let Err(e) = self.router.path(hs as usize, hd as usize, &mut self.path) {
-            self.error = Some(e);
-            return;
-        }
-        let f = eng.add_streamed(size, &self.path, 0, w, prio);
+        let last = &mut self.last_route[s];
+        let f = if last.dst == hd {
+            eng.add_streamed(size, &last.hops[..last.len as usize], 0, w, prio)
+        } else {
+            self.path.clear();
+            if let Err(e) = self.router.path(hs as usize, hd as usize, &mut self.path) {
+                self.error = Some(e);
+                return;
+            }
+            if self.path.len() <= KEPT_HOPS {
+                last.dst = hd;
+                last.len = self.path.len() as u8;
+                last.hops[..self.path.len()].copy_from_slice(&self.path);
+            }
+            eng.add_streamed(size, &self.path, 0, w, prio)
+        };
         self.track(
             f,
             InFlight {
