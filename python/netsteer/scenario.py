@@ -25,6 +25,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from dataclasses import field as dc_field
@@ -407,12 +408,21 @@ def _why_not_stream(m: ScenarioModel, topo: Topology, routing) -> str | None:
     return streamable_routing(topo, _stream_router(m, topo, routing))
 
 
+def _dmodk_per_hop(m: ScenarioModel, topo: Topology) -> bool:
+    """Whether the engine computes the scenario's routes per hop: plain D-mod-K on a PGFT."""
+    r = m.routing
+    return r.engine == "dmodk" and topo.meta.get("kind") == "pgft" and not r.hash and r.partitions is None
+
+
+def _streams(job: JobModel, why_not: str | None) -> bool:
+    """Whether an MPI job streams: its ``stream``, else from :data:`STREAM_MIN_RANKS`
+    ranks when nothing in the scenario needs its flows (``why_not`` None)."""
+    return job.stream if job.stream is not None else why_not is None and job.ranks >= STREAM_MIN_RANKS
+
+
 def _stream_router(m: ScenarioModel, topo: Topology, routing):
     """dmodk on a PGFT is computed per hop in the engine (no tables); else the tables."""
-    r = m.routing
-    if r.engine == "dmodk" and topo.meta.get("kind") == "pgft" and not r.hash and r.partitions is None:
-        return "dmodk"
-    return routing
+    return "dmodk" if _dmodk_per_hop(m, topo) else routing
 
 
 def _check_stream(topo: Topology, routing, streamed: list, used: int, file) -> None:
@@ -505,15 +515,11 @@ def _routes_in_engine(m: ScenarioModel, topo: Topology, packet) -> bool:
     routing tables: only MPI programs that stream (no flows, no bulk flows), D-mod-K
     on a PGFT (computed per hop, :func:`netsteer.sim.stream.set_router`), and
     nothing that re-routes or re-forwards (events, controllers, qos, packets)."""
-    r = m.routing
-    if not (r.engine == "dmodk" and topo.meta.get("kind") == "pgft" and not r.hash and r.partitions is None):
+    if not _dmodk_per_hop(m, topo) or packet is not None or m.events or m.controller or m.qos is not None:
         return False
-    if packet is not None or m.events or m.controller or m.qos is not None:
-        return False
+    # (none of what makes _why_not_stream refuse is left: the jobs stream as they say)
     return bool(m.jobs) and all(
-        job.program is not None and not job.flows and not job.bulk
-        and (job.stream if job.stream is not None else job.ranks >= STREAM_MIN_RANKS)
-        for job in m.jobs)
+        job.program is not None and not job.flows and not job.bulk and _streams(job, None) for job in m.jobs)
 
 
 def _routing_factory(topo, model: RoutingModel, file, field, *, defer: bool = False):
@@ -533,21 +539,18 @@ def _routing_factory(topo, model: RoutingModel, file, field, *, defer: bool = Fa
             out["partitions"] = read_partitions_conf(conf, topo)
         return out
 
-    known: list[dict[str, Any]] = []  # the parameters, read once
+    params = functools.cache(params)  # a partitions file is read once, when first needed
     avoids_failures = accepts_down_links(model.engine)
 
     def make(down=frozenset(), circuits=None):
-        if not known:
-            known.append(params())
-        kwargs = dict(known[0])
+        kwargs = dict(params())
         if down and avoids_failures:
             kwargs["down_links"] = down
         return build_routing(topo, model.engine, circuits=circuits, **kwargs)
 
     def first():
         check_routing(topo, file=file, field=field)  # before any table is built
-        if not known:  # (outside the try: a partitions file's errors name their own place)
-            known.append(params())
+        params()  # (outside the try: a partitions file's errors name their own place)
         try:
             routing = make()
             routing.check()  # complete and loop-free, before anything runs on it
@@ -632,7 +635,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
         before = len(dag)
         if job.program is not None:
             mpi = _mpi_model(job, j, file)
-            stream = job.stream if job.stream is not None else job.ranks >= STREAM_MIN_RANKS and why_not is None
+            stream = _streams(job, why_not)
             if stream and why_not is not None:
                 raise NetsteerError(f"this job cannot run streamed: {why_not}; set stream: false",
                                     file=file, field=f"jobs.{j}.stream")

@@ -136,10 +136,9 @@ class Checker:
         ok = (ports >= 0) & (ports < n_slots)
         return np.where(ok, self.nbr[node, np.where(ok, ports, 0)], -1)
 
-    def all_good(self, nxt, d0: int = 0, width: int | None = None) -> np.ndarray:
-        """Of destinations ``d0 .. d0 + width``, those for which every node of ``nxt``
-        is good (or is the destination)."""
-        width = self.H - d0 if width is None else min(width, self.H - d0)
+    def all_good(self, nxt, d0: int, width: int) -> np.ndarray:
+        """Of destinations ``d0 .. d0 + width`` (a block within the hosts), those for
+        which every node of ``nxt`` is good (or is the destination)."""
         out = np.ones(width, dtype=bool)
         for v in nxt:
             row = self.rowof[v]
