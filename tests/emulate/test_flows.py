@@ -198,6 +198,35 @@ def test_a_circuit_is_dark_for_its_switching_time():
     assert not bad.ok
 
 
+def test_a_change_is_done_once_settled_into_the_data_plane():
+    """A step ends when its change is in force, not when the bundle committed: the
+    driver settles after every commit (and after a rollback) and counts the time."""
+    b = built()
+    lay = HybridLayout.of(b.topology, b.routing)
+    sw = {n: FakeSwitch() for n in [*lay.tors, *lay.ocs, *(int(x) for x in b.topology.meta["cores"])]}
+    clock, log = Clock(), []
+
+    def settle():
+        log.append({n: s.bundles for n, s in sw.items()})  # what had committed by then
+        clock.t += 3_000_000
+
+    d = OpenFlowDriver(b.topology, lay, sw, b.hybrid.initial_state(), end_s=10, clock=clock, sleep=clock.sleep,
+                       settle=settle)
+    assert len(log) == 1  # after the start-up tables
+    for n, s in sw.items():
+        s.table = d.tables[n].copy()
+    t0 = d.now
+    a = d.apply(PushRules(2, (PairRule(0, 2),)))
+    assert a.ok and a.done_ns - t0 == 3_000_000 and len(log) == 2
+    assert log[-1][lay.tors[0]] == 1  # settled after the commit, not before
+    sw[lay.tors[1]].refuse = True
+    a = d.apply(PushRules(2, (PairRule(0, 1), PairRule(1, 0))))
+    assert not a.ok and len(log) == 4  # the change, then the rollback on tor0
+    assert log[-1][lay.tors[0]] == log[-2][lay.tors[0]] + 1
+    n = len(log)
+    assert d.apply(RemoveRules(2, ((2, 1),))).ok and len(log) == n  # nothing changed: nothing to settle
+
+
 def test_tags_on_a_node_that_is_no_tor_are_refused():
     b = built()
     d, sw, lay, _ = driver(b)

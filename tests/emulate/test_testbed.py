@@ -117,6 +117,33 @@ def held(br: str) -> list[str]:
     return sorted(ln.strip() for ln in (flows + groups).splitlines() if "actions=" in ln)
 
 
+def ipv4_dp_flows() -> list[str]:
+    """The userspace datapath's cached IPv4 flows (the run's hosts send no other IPv4)."""
+    out = subprocess.run(["ovs-appctl", "dpctl/dump-flows"], capture_output=True, text=True, check=True).stdout
+    return [ln for ln in out.splitlines() if "eth_type(0x0800)" in ln]
+
+
+def test_a_settled_change_leaves_no_cached_flow_of_the_old_tables():
+    """A bundle's reply means the tables changed; the datapath keeps forwarding by its
+    cached flows until revalidated. After the driver's settle none is left: the next
+    packet of every flow goes through the tables in force."""
+    b = built(scenario(0, "make_before_break", period_s=1.0, duration_s=2.0, rate_div=100))
+    lay = HybridLayout.of(b.topology, b.routing)
+    with Testbed(b.topology) as tb:
+        sw = {n: OfctlSwitch(br) for n, br in tb.bridges.items()}
+        drv = OpenFlowDriver(b.topology, lay, sw, b.hybrid.initial_state(), end_s=60, settle=tb.settle)
+        dst = lay.servers_per_rack  # a server of rack 1: its traffic crosses the ToRs
+        subprocess.run(tb.exec(0, "ping", "-c", "3", "-i", "0.05", "-W", "1", tb.ips[dst]), check=True, capture_output=True)
+        assert ipv4_dp_flows(), "the pings left no cached datapath flow"
+        assert drv.apply(PushRules(2, (PairRule(0, 1), PairRule(1, 0)))).ok
+        assert ipv4_dp_flows() == []
+        # and the new tables forward: rack 0 reaches rack 1 over the electrical detour
+        subprocess.run(tb.exec(0, "ping", "-c", "3", "-i", "0.05", "-W", "1", tb.ips[dst]), check=True, capture_output=True)
+        drv.close()
+        prefix = tb.prefix
+    assert not leftovers(prefix)
+
+
 class RefusingOsken(OskenSwitch):
     """Through os-ken, a bundle with one flow-mod the switch must refuse."""
 

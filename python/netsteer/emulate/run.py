@@ -147,7 +147,7 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
         # counters back at the topology's rates: the controller's utilisation thresholds
         # compare them with the topology's bandwidths
         drv = OpenFlowDriver(topo, layout, switches, hybrid.initial_state(), end_s=end_s + 0.5,
-                             byte_scale=1 / tb.scale)
+                             byte_scale=1 / tb.scale, settle=tb.settle)
         try:
             servers, clients = [], []
             for k, f in enumerate(flows):

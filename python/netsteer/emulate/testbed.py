@@ -280,6 +280,20 @@ class Testbed:
             dead = s.getsockname()[1]
         self.connect(dead, [node])
 
+    @staticmethod
+    def settle() -> None:
+        """Put committed OpenFlow changes in force in the data plane now.
+
+        The userspace datapath forwards by cached flows that its revalidator threads
+        bring up to date after a flow-mod, apart from the OpenFlow channel: a bundle's
+        reply says the tables changed, not that packets follow them. Purging the cache
+        sends the next packet of every flow through the new tables.
+        """
+        r = _run("ovs-appctl", "--timeout=5", "revalidator/purge", check=False)
+        if r.returncode != 0:
+            raise NetsteerError(f"ovs-appctl revalidator/purge failed: {r.stderr.strip() or r.returncode}",
+                                field="emulate")
+
     def exec(self, h: int, *cmd: str) -> list[str]:
         """A command line that runs ``cmd`` in host ``h``'s namespace."""
         return ["ip", "netns", "exec", self.namespaces[h], *cmd]

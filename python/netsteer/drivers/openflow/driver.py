@@ -11,6 +11,13 @@ marked stale and re-synchronised with its whole table when it answers again.
 
 A circuit switch that re-pairs ports loses the moved ports' flows at once (dark)
 and gets the new ones after its switching time: the crossbar's dark period.
+
+A committed bundle is in the switch's tables, not yet in its data plane: Open
+vSwitch keeps forwarding by its cached datapath flows until its revalidators,
+which run apart from the OpenFlow channel, catch up. A change counts as done only
+after ``settle`` (the testbed's :meth:`~netsteer.emulate.testbed.Testbed.settle`)
+put it in force, so make-before-break's step 2 never breaks a circuit that cached
+flows still send into.
 """
 
 from __future__ import annotations
@@ -53,12 +60,16 @@ class OpenFlowDriver:
         topology's times ``s`` reports bytes times ``1 / s``, so that a controller
         comparing them with the topology's bandwidths sees the utilisation the
         links really have.
+    settle : callable, optional
+        Called after bundles committed: returns once the switches forward by their
+        new tables (module text). Default: nothing to wait for.
     """
 
     def __init__(self, topo, layout: HybridLayout, switches: dict, initial=None, *, end_s: float,
                  clock: Callable[[], int] = time.monotonic_ns, sleep: Callable[[float], None] = time.sleep,
-                 byte_scale: float = 1.0):
+                 byte_scale: float = 1.0, settle: Callable[[], None] = lambda: None):
         self.topo, self.layout, self.switches = topo, layout, dict(switches)
+        self.settle = settle
         self.byte_scale = byte_scale
         self.clock, self.sleep = clock, sleep
         self.end_ns = int(end_s * 1e9)
@@ -104,6 +115,7 @@ class OpenFlowDriver:
                                  for n in nodes})
         if errors:
             raise SwitchError("; ".join(errors.values()))
+        self.settle()
         self.tables = tables
 
     def _parallel(self, jobs: dict[int, Callable[[], None]]) -> dict[int, str]:
@@ -124,6 +136,8 @@ class OpenFlowDriver:
         diffs = {n: d for n, d in diffs.items() if d}
         t0 = self.clock()
         errors = self._parallel({n: (lambda n=n: self.switches[n].bundle(diffs[n])) for n in diffs})
+        if diffs:
+            self.settle()  # in force, not only committed: what a rollback leaves in force too
         push_ns = self.clock() - t0
         self.pushes.append({"at_s": (t0 - self._t0) / 1e9, "switches": len(diffs),
                             "flow_mods": sum(len(d) for d in diffs.values()), "push_s": push_ns / 1e9,
@@ -134,6 +148,8 @@ class OpenFlowDriver:
         # roll the switches that committed back to their last good tables
         done = [n for n in diffs if n not in errors]
         back = self._parallel({n: (lambda n=n: self.switches[n].bundle(diff(new[n], self.tables[n]))) for n in done})
+        if done:
+            self.settle()
         self.stale.update(errors)
         self.stale.update(back)
         names = self.topo.node_names
@@ -150,6 +166,8 @@ class OpenFlowDriver:
         errors = self._parallel({n: (lambda n=n: self.switches[n].replace(self.tables[n].flow_lines(),
                                                                           self.tables[n].group_lines())) for n in nodes})
         ok = [n for n in nodes if n not in errors]
+        if ok:
+            self.settle()
         self.stale.difference_update(ok)
         return ok
 
