@@ -47,12 +47,57 @@ def counters_frame(table: pa.Table) -> pd.DataFrame:
     missing = [c for c in COUNTER_COLUMNS if c not in df.columns and c not in ("direction", "gbps")]
     if missing:
         raise NetsteerError(f"not a netsteer counters table: no column {missing[0]!r}", field="counters")
-    df["direction"] = np.where(df["channel"].to_numpy() % 2 == 0, "a->b", "b->a")
-    by = df.groupby("channel", sort=False)
-    d_bytes = by["bytes_total"].diff()
-    d_time = by["time_s"].diff()
+    # categoricals: a large fabric's frame has tens of millions of rows and a few
+    # thousand names; the categories are the names present, sorted, however the table
+    # was encoded (in memory, or a Parquet file's per-group dictionaries)
+    for col in ("from_node", "to_node"):
+        df[col] = _present_sorted(df[col])
+    ch = df["channel"].to_numpy()
+    df["direction"] = pd.Categorical.from_codes(ch % 2, ["a->b", "b->a"])
+    blocks = _sample_blocks(ch, df["time_s"].to_numpy())
+    if blocks:
+        # as written: every sample the same channels in the same order, so a channel's
+        # previous row is one block back (a groupby of 20 M rows takes seconds)
+        k, m = blocks
+        d_bytes = np.full(len(ch), np.nan)
+        d_time = np.full(len(ch), np.nan)
+        d_bytes[m:] = np.diff(df["bytes_total"].to_numpy().reshape(k, m), axis=0).reshape(-1)
+        d_time[m:] = np.diff(df["time_s"].to_numpy().reshape(k, m), axis=0).reshape(-1)
+    else:
+        by = df.groupby("channel", sort=False)
+        d_bytes = by["bytes_total"].diff()
+        d_time = by["time_s"].diff()
     df["gbps"] = d_bytes * 8.0 / d_time / 1e9
     return df[COUNTER_COLUMNS].reset_index(drop=True)
+
+
+def _present_sorted(col: pd.Series) -> pd.Categorical:
+    """``col`` as a categorical of the values present, in sorted order (codes counted,
+    not the rows sorted)."""
+    c = col.astype("category").array if col.dtype != "category" else col.array
+    codes, cats = c.codes, c.categories
+    present = np.flatnonzero(np.bincount(codes + 1, minlength=len(cats) + 1)[1:])  # +1: a missing value's -1
+    names = np.asarray(cats[present], dtype=object)
+    order = np.argsort(names, kind="stable")
+    remap = np.full(len(cats) + 1, -1, dtype=np.int32)  # the last entry: a missing value stays missing
+    remap[present[order]] = np.arange(len(present))
+    return pd.Categorical.from_codes(remap[codes], names[order].tolist())
+
+
+def _sample_blocks(ch: np.ndarray, t: np.ndarray) -> tuple[int, int] | None:
+    """``(samples, channels)`` if the rows are blocks of one sample each, every
+    block the same channels in the same order (as :func:`netsteer.report.counters.write_counters`
+    writes them); ``None`` otherwise."""
+    n = len(ch)
+    if n == 0:
+        return None
+    m = int(np.argmax(t != t[0])) or n
+    if n % m or len(np.unique(ch[:m])) != m:
+        return None
+    k = n // m
+    if not (ch.reshape(k, m) == ch[:m]).all() or not (t.reshape(k, m) == t[::m, None]).all():
+        return None
+    return k, m
 
 
 def read_counters(path: str | os.PathLike) -> pd.DataFrame:

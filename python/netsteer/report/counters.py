@@ -27,32 +27,68 @@ def throughput(times_ns: np.ndarray, cum_bytes: np.ndarray) -> tuple[np.ndarray,
     return mid, bps
 
 
-def counters_table(topo, times_ns: np.ndarray, cum_bytes: np.ndarray) -> pa.Table:
-    """Long table: one row per (sample, channel that carried traffic)."""
-    used = np.flatnonzero(cum_bytes[-1] > 0) if len(times_ns) else np.zeros(0, dtype=np.int64)
-    k = len(times_ns)
-    src, dst = topo.channel_src(), topo.channel_dst()
-    sport = topo.channel_src_port()
-    names = np.asarray(topo.node_names, dtype=object)
-    t = np.repeat(times_ns, len(used))
+# rows per Parquet row group: bounds what a write holds besides the counters array
+# (a 65,536-host fat-tree has 393,216 channels; its 55 samples are 21.6 M rows)
+ROWS_PER_GROUP = 1 << 20
+
+
+def _used(times_ns: np.ndarray, cum_bytes: np.ndarray) -> np.ndarray:
+    """The channels that carried traffic (their counters are the rows)."""
+    return np.flatnonzero(cum_bytes[-1] > 0) if len(times_ns) else np.zeros(0, dtype=np.int64)
+
+
+def _schema() -> pa.Schema:
+    names = pa.dictionary(pa.int32(), pa.string())
+    return pa.schema([("time_s", pa.float64()), ("channel", pa.int64()), ("link", pa.int64()),
+                      ("from_node", names), ("from_port", pa.int32()), ("to_node", names),
+                      ("bytes_total", pa.float64())])
+
+
+def _rows(topo, times_ns: np.ndarray, cum_bytes: np.ndarray, used: np.ndarray, samples: slice) -> pa.Table:
+    """The rows of ``samples`` (a slice of the sample axis), every used channel each.
+
+    Node names are dictionary-encoded (indices into the topology's node names): a
+    row costs 4 bytes per name, not a string, and pandas reads them back as
+    categoricals.
+    """
+    times = times_ns[samples]
+    k = len(times)
+    src, dst = topo.channel_src()[used], topo.channel_dst()[used]
+    names = pa.array(topo.node_names, type=pa.string())
     ch = np.tile(used, k)
-    cum = cum_bytes[:, used].reshape(-1) if len(used) else np.zeros(0)
-    return pa.table(
-        {
-            "time_s": t * 1e-9,
-            "channel": ch.astype(np.int64),
-            "link": (ch // 2).astype(np.int64),
-            "from_node": names[src[ch]] if len(ch) else np.array([], dtype=object),
-            "from_port": sport[ch].astype(np.int32),
-            "to_node": names[dst[ch]] if len(ch) else np.array([], dtype=object),
-            "bytes_total": cum,
-        }
-    )
+    return pa.Table.from_arrays([
+        pa.array(np.repeat(times, len(used)) * 1e-9),
+        pa.array(ch.astype(np.int64)),
+        pa.array((ch // 2).astype(np.int64)),
+        pa.DictionaryArray.from_arrays(pa.array(np.tile(src, k).astype(np.int32)), names),
+        pa.array(np.tile(topo.channel_src_port()[used], k).astype(np.int32)),
+        pa.DictionaryArray.from_arrays(pa.array(np.tile(dst, k).astype(np.int32)), names),
+        pa.array(np.ascontiguousarray(cum_bytes[samples][:, used]).reshape(-1)),
+    ], schema=_schema())
+
+
+def counters_table(topo, times_ns: np.ndarray, cum_bytes: np.ndarray) -> pa.Table:
+    """Long table: one row per (sample, channel that carried traffic).
+
+    >>> from netsteer.topology.pgft import pgft
+    >>> topo = pgft(1, [2], [1], link_bandwidth=10e9, link_latency_ns=1000)
+    >>> cum = np.zeros((2, topo.n_channels)); cum[1, 0] = 1250.0
+    >>> t = counters_table(topo, np.array([0, 10**6]), cum)
+    >>> t.to_pydict()["from_node"], t.to_pydict()["bytes_total"]
+    (['h0', 'h0'], [0.0, 1250.0])
+    """
+    used = _used(times_ns, cum_bytes)
+    return _rows(topo, times_ns, cum_bytes, used, slice(None))
 
 
 def write_counters(path: str | Path, topo, times_ns: np.ndarray, cum_bytes: np.ndarray) -> Path:
-    """Write the counters as Parquet, atomically."""
+    """Write the counters as Parquet, atomically, a row group at a time (memory: one
+    group besides the counters, whatever the fabric's size)."""
     path = Path(path)
+    used = _used(times_ns, cum_bytes)
+    per = max(1, ROWS_PER_GROUP // max(len(used), 1))
     with atomic_file(path) as tmp:
-        pq.write_table(counters_table(topo, times_ns, cum_bytes), tmp)
+        with pq.ParquetWriter(tmp, _schema(), use_dictionary=["from_node", "to_node"], write_statistics=["time_s"]) as w:
+            for a in range(0, max(len(times_ns), 1), per):
+                w.write_table(_rows(topo, times_ns, cum_bytes, used, slice(a, a + per)), row_group_size=ROWS_PER_GROUP)
     return path

@@ -31,20 +31,21 @@ def busiest_channels(topo, cum_bytes: np.ndarray, top: int = 8) -> list[int]:
     kinds = topo.node_kind
     between_switches = (kinds[topo.channel_src()] != 0) & (kinds[topo.channel_dst()] != 0)
     order = np.argsort(-(total + between_switches * total.max()), kind="stable")
-    return [int(c) for c in order if total[c] > 0][:top]
+    return [int(c) for c in order[total[order] > 0][:top]]
 
 
 def link_throughput_figure(topo, times_ns, cum_bytes, *, top: int = 8, title: str = "",
                            figure_class: type[Figure] = Figure) -> Figure:
     """Throughput (Gbps) over time of the ``top`` busiest channels, one step line each."""
     times_ns, cum_bytes = np.asarray(times_ns), np.asarray(cum_bytes)
-    mid, bps = throughput(times_ns, cum_bytes)
     fig = figure_class(figsize=(7, 3.6), dpi=120)
     ax = fig.add_subplot()
-    if len(mid):
+    if len(times_ns) >= 2:
         chosen = busiest_channels(topo, cum_bytes, top)
-        for c in chosen:
-            ax.step(mid, bps[:, c] / 1e9, where="mid", label=topo.channel_name(c), linewidth=1.2)
+        # only the chosen columns: the whole array is samples x channels (a large fabric's hundreds of MiB)
+        mid, bps = throughput(times_ns, cum_bytes[:, chosen])
+        for i, c in enumerate(chosen):
+            ax.step(mid, bps[:, i] / 1e9, where="mid", label=topo.channel_name(c), linewidth=1.2)
         if chosen:
             ax.legend(fontsize=7, loc="upper right", frameon=False)
     ax.set_xlabel("Time (s)")
