@@ -253,12 +253,17 @@ def test_steer_bundles_routes_off_then_the_crossbar_then_routes_on_and_ends_in_t
     new = _planned(topo, ring=True)
     log = []
     switches = {int(n): _Rec(int(n), log) for n in topo.switches}
-    tables, steps = steer(switches, topo, routing_tables(dor(topo, circuits=old), old), old, new)
+    tables, steps = steer(switches, topo, routing_tables(dor(topo, circuits=old), old), old, new,
+                          settle=lambda: log.append(("settle", 0)))
     want = routing_tables(dor(topo, circuits=new), new)
     assert {n: (t.flows, t.groups) for n, t in tables.items()} == {n: (t.flows, t.groups) for n, t in want.items()}
     kinds = [s["step"].split()[0] for s in steps]
     assert kinds == ["routes", "circuits", "routes"] * (len(kinds) // 3) and len(kinds) >= 3
     # every crossbar bundle comes after a packet-switch bundle and before the next ones
+    # every step that changed something is settled before the next step starts
+    settles = [i for i, (n, _) in enumerate(log) if n == "settle"]
+    assert len(settles) == sum(1 for s in steps if s["changes"]) and settles[-1] == len(log) - 1
+    log = [x for x in log if x[0] != "settle"]
     names = [n for n, _ in log]
     firsts = [i for i, n in enumerate(names) if n == sip]
     assert firsts and firsts[0] > 0 and all(names[i - 1] != sip for i in firsts)

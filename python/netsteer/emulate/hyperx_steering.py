@@ -35,7 +35,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -100,14 +100,18 @@ def _install(switches, tabs) -> float:
     return time.monotonic() - t0
 
 
-def steer(switches, topo, tables: dict, old: dict, new: dict) -> tuple[dict, list[dict]]:
+def steer(switches, topo, tables: dict, old: dict, new: dict,
+          settle: Callable[[], None] = lambda: None) -> tuple[dict, list[dict]]:
     """Carry out a circuit change on the switches make-before-break, move by move
     (:func:`netsteer.control.circuit_moves.moves`): the packet switches' routes off the
     move's circuits (minimal routes over the circuits that stand), the crossbar, the
     routes for the new circuits. Each step is one bundle per switch that changes
     (:func:`netsteer.drivers.openflow.flows.diff`: atomic, only what differs). Where
     the circuits that stand cannot carry every host's traffic, that move goes
-    break-before-make (said in its step). Returns the new tables and the steps, timed."""
+    break-before-make (said in its step). After each step that changed something,
+    ``settle`` puts it in force in the data plane before the next one
+    (:meth:`netsteer.emulate.testbed.Testbed.settle`: a committed bundle is not yet what
+    cached datapath flows forward by). Returns the new tables and the steps, timed."""
     from ..control.circuit_moves import moves
     from ..drivers.openflow.flows import diff
     from ..errors import RoutingError
@@ -125,6 +129,8 @@ def steer(switches, topo, tables: dict, old: dict, new: dict) -> tuple[dict, lis
                 switches[node].bundle(lines)
                 tables[node] = target[node]
                 n += len(lines)
+        if n:
+            settle()
         steps.append({"step": what, "changes": n, "s": round(time.monotonic() - t0, 4)})
 
     packet = [int(s) for s in topo.switches if int(s) not in new]
@@ -146,8 +152,8 @@ def steer(switches, topo, tables: dict, old: dict, new: dict) -> tuple[dict, lis
 class _Steering:
     """The plan, carried out once by :meth:`do` (:func:`steer`), timed."""
 
-    def __init__(self, switches, topo, tables, old, new, progress):
-        self.args, self.progress = (switches, topo, tables, old, new), progress
+    def __init__(self, switches, topo, tables, old, new, progress, settle=lambda: None):
+        self.args, self.progress = (switches, topo, tables, old, new, settle), progress
         self.steps: list[dict] = []
         self.ns: tuple[int, int] | None = None
 
@@ -277,7 +283,7 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
                 push_s = _install(switches, tables)
                 progress(f"standard: {sum(len(t.flows) for t in tables.values())} rules in {push_s:.2f} s; "
                          f"ring all-reduce of {nbytes} B x {args[0]}")
-                steering = _Steering(switches, topo, tables, standard, steered, progress)
+                steering = _Steering(switches, topo, tables, standard, steered, progress, tb.settle)
                 t0 = time.time_ns()
                 if during:
                     r = _run_steered(m, [str(exe), args, hosts], timeout_s, iterations, steering.do)
