@@ -113,12 +113,14 @@ def spawn(index: int, scale: bool, dag: bool = False) -> dict:
     return row
 
 
-def run_file(path: str) -> dict:
-    """``netsteer run path --json`` in a fresh process: its result, wall time and peak RSS."""
+def run_file(path: str, out: str | None = None) -> dict:
+    """``netsteer run path --json`` in a fresh process (with ``--out out``: also its
+    result directory, counters and plots): its result, wall time and peak RSS."""
     import subprocess
     from pathlib import Path
 
     cmd = [str(Path(sys.executable).with_name("netsteer")), "run", path, "--json", "--no-progress"]
+    cmd += ["--out", out] if out else []
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     out = proc.stdout.read()
@@ -168,6 +170,8 @@ def main() -> None:
     ap.add_argument("--scenario", help="a scenario file, through netsteer run")
     ap.add_argument("--compare-dag", action="store_true",
                     help="with --scenario: run it again with every MPI job as a flow DAG (the peer)")
+    ap.add_argument("--with-out", action="store_true",
+                    help="with --scenario: run it again writing --out (result.json, counters.parquet, plots)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--dag", action="store_true", help=argparse.SUPPRESS)
@@ -176,6 +180,14 @@ def main() -> None:
         runs = {"as given": run_file(a.scenario)}
         if a.compare_dag:
             runs["DAG"] = run_file(_as_dag(a.scenario))
+        if a.with_out:
+            import shutil
+            import tempfile
+
+            d = tempfile.mkdtemp()
+            runs["with --out"] = run_file(a.scenario, os.path.join(d, "out"))
+            runs["with --out"]["counters_bytes"] = os.path.getsize(os.path.join(d, "out", "counters.parquet"))
+            shutil.rmtree(d)
         for how, r in runs.items():
             res, st = r["result"], r["result"].get("streamed") or {}
             if not a.json:

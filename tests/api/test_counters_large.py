@@ -66,3 +66,21 @@ def test_names_are_the_nodes_present_sorted():
         assert cats == sorted(set(f[col].astype(str)))
     assert list(f.direction.cat.categories) == ["a->b", "b->a"]
     assert ((f.channel % 2 == 0) == (f.direction == "a->b")).all()
+
+
+def test_writing_a_run_directory_loads_neither_pandas_nor_pyplot(tmp_path):
+    """``netsteer run --out`` has no use for pandas (0.17 s to import, through
+    ``pa.array``'s check for pandas objects) nor for pyplot (0.16 s)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    scenario = Path(__file__).parents[2] / "benchmarks" / "scenarios" / "stream-256-mixed.yaml"
+    code = ("import sys\nfrom netsteer.cli import run_cli\n"
+            f"assert run_cli(['run', {str(scenario)!r}, '--out', {str(tmp_path / 'out')!r}, '--json']) == 0\n"
+            "print(sorted(m for m in ('pandas', 'matplotlib.pyplot') if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().splitlines()[-1] == "[]"
+    back = ns.read_counters(tmp_path / "out" / "counters.parquet")  # and what it wrote reads back
+    assert len(back) > 0 and back.gbps.notna().any()

@@ -44,6 +44,22 @@ def _schema() -> pa.Schema:
                       ("bytes_total", pa.float64())])
 
 
+def _arr(a: np.ndarray, typ: pa.DataType) -> pa.Array:
+    """A numpy column as an Arrow array, zero-copy. ``pa.array`` would first ask
+    whether it is a pandas object, importing pandas (0.17 s) on a run that has no
+    other use for it."""
+    a = np.ascontiguousarray(a, dtype=typ.to_pandas_dtype())
+    return pa.Array.from_buffers(typ, len(a), [None, pa.py_buffer(a)])
+
+
+def _strings(values: list[str]) -> pa.Array:
+    """Strings as an Arrow array, built from their bytes (as :func:`_arr`, no pandas)."""
+    data = [v.encode() for v in values]
+    offsets = np.zeros(len(data) + 1, dtype=np.int32)
+    np.cumsum([len(d) for d in data], out=offsets[1:])
+    return pa.Array.from_buffers(pa.string(), len(data), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))])
+
+
 def _rows(topo, times_ns: np.ndarray, cum_bytes: np.ndarray, used: np.ndarray, samples: slice) -> pa.Table:
     """The rows of ``samples`` (a slice of the sample axis), every used channel each.
 
@@ -54,16 +70,17 @@ def _rows(topo, times_ns: np.ndarray, cum_bytes: np.ndarray, used: np.ndarray, s
     times = times_ns[samples]
     k = len(times)
     src, dst = topo.channel_src()[used], topo.channel_dst()[used]
-    names = pa.array(topo.node_names, type=pa.string())
+    names = _strings(list(topo.node_names))
     ch = np.tile(used, k)
+    i32, i64, f64 = pa.int32(), pa.int64(), pa.float64()
     return pa.Table.from_arrays([
-        pa.array(np.repeat(times, len(used)) * 1e-9),
-        pa.array(ch.astype(np.int64)),
-        pa.array((ch // 2).astype(np.int64)),
-        pa.DictionaryArray.from_arrays(pa.array(np.tile(src, k).astype(np.int32)), names),
-        pa.array(np.tile(topo.channel_src_port()[used], k).astype(np.int32)),
-        pa.DictionaryArray.from_arrays(pa.array(np.tile(dst, k).astype(np.int32)), names),
-        pa.array(np.ascontiguousarray(cum_bytes[samples][:, used]).reshape(-1)),
+        _arr(np.repeat(times, len(used)) * 1e-9, f64),
+        _arr(ch, i64),
+        _arr(ch // 2, i64),
+        pa.DictionaryArray.from_arrays(_arr(np.tile(src, k), i32), names),
+        _arr(np.tile(topo.channel_src_port()[used], k), i32),
+        pa.DictionaryArray.from_arrays(_arr(np.tile(dst, k), i32), names),
+        _arr(cum_bytes[samples][:, used].reshape(-1), f64),
     ], schema=_schema())
 
 
