@@ -36,14 +36,16 @@ JOB_COLUMNS = ["job", "completion_s", "flows", "bytes"]
 OPERATION_COLUMNS = ["job", "op", "count", "time_s", "bytes", "algbw_Bps", "flows", "span_s"]
 
 
-def counters_frame(table: pa.Table) -> pd.DataFrame:
+def counters_frame(table: pa.Table, *, consume: bool = False) -> pd.DataFrame:
     """The long-form counters frame from the counters table (or its Parquet file's).
 
     ``direction`` is ``"a->b"`` for channel ``2*link`` (the cable's first end to its
     second) and ``"b->a"`` for ``2*link+1``; ``gbps`` is the channel's throughput
-    over the interval that ends at ``time_s`` (NaN at the first sample).
+    over the interval that ends at ``time_s`` (NaN at the first sample). With
+    ``consume``, the table's memory is released as its columns convert (the table is
+    unusable after): a large file's read holds one copy, not two.
     """
-    df = table.to_pandas()
+    df = table.to_pandas(split_blocks=True, self_destruct=True) if consume else table.to_pandas()
     missing = [c for c in COUNTER_COLUMNS if c not in df.columns and c not in ("direction", "gbps")]
     if missing:
         raise NetsteerError(f"not a netsteer counters table: no column {missing[0]!r}", field="counters")
@@ -118,7 +120,7 @@ def read_counters(path: str | os.PathLike) -> pd.DataFrame:
     except (pa.ArrowInvalid, OSError) as exc:
         raise NetsteerError(f"not a Parquet file: {exc}", file=p) from None
     try:
-        return counters_frame(table)
+        return counters_frame(table, consume=True)
     except NetsteerError as exc:
         raise exc.located(p) from None
 
