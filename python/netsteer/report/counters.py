@@ -60,26 +60,35 @@ def _strings(values: list[str]) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), len(data), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))])
 
 
-def _rows(topo, times_ns: np.ndarray, cum_bytes: np.ndarray, used: np.ndarray, samples: slice) -> pa.Table:
+class _Columns:
+    """What every row group repeats: the used channels' ends, ports and the node names
+    (encoded once: a 65,536-host fabric has 70,656 of them)."""
+
+    def __init__(self, topo, used: np.ndarray):
+        self.used = used
+        self.src, self.dst = topo.channel_src()[used], topo.channel_dst()[used]
+        self.sport = topo.channel_src_port()[used]
+        self.names = _strings(list(topo.node_names))
+
+
+def _rows(cols: _Columns, times_ns: np.ndarray, cum_bytes: np.ndarray, samples: slice) -> pa.Table:
     """The rows of ``samples`` (a slice of the sample axis), every used channel each.
 
     Node names are dictionary-encoded (indices into the topology's node names): a
     row costs 4 bytes per name, not a string, and pandas reads them back as
     categoricals.
     """
-    times = times_ns[samples]
-    k = len(times)
-    src, dst = topo.channel_src()[used], topo.channel_dst()[used]
-    names = _strings(list(topo.node_names))
+    used = cols.used
+    k = len(times_ns[samples])
     ch = np.tile(used, k)
     i32, i64, f64 = pa.int32(), pa.int64(), pa.float64()
     return pa.Table.from_arrays([
-        _arr(np.repeat(times, len(used)) * 1e-9, f64),
+        _arr(np.repeat(times_ns[samples], len(used)) * 1e-9, f64),
         _arr(ch, i64),
         _arr(ch // 2, i64),
-        pa.DictionaryArray.from_arrays(_arr(np.tile(src, k), i32), names),
-        _arr(np.tile(topo.channel_src_port()[used], k), i32),
-        pa.DictionaryArray.from_arrays(_arr(np.tile(dst, k), i32), names),
+        pa.DictionaryArray.from_arrays(_arr(np.tile(cols.src, k), i32), cols.names),
+        _arr(np.tile(cols.sport, k), i32),
+        pa.DictionaryArray.from_arrays(_arr(np.tile(cols.dst, k), i32), cols.names),
         _arr(cum_bytes[samples][:, used].reshape(-1), f64),
     ], schema=_schema())
 
@@ -94,18 +103,17 @@ def counters_table(topo, times_ns: np.ndarray, cum_bytes: np.ndarray) -> pa.Tabl
     >>> t.to_pydict()["from_node"], t.to_pydict()["bytes_total"]
     (['h0', 'h0'], [0.0, 1250.0])
     """
-    used = _used(times_ns, cum_bytes)
-    return _rows(topo, times_ns, cum_bytes, used, slice(None))
+    return _rows(_Columns(topo, _used(times_ns, cum_bytes)), times_ns, cum_bytes, slice(None))
 
 
 def write_counters(path: str | Path, topo, times_ns: np.ndarray, cum_bytes: np.ndarray) -> Path:
     """Write the counters as Parquet, atomically, a row group at a time (memory: one
     group besides the counters, whatever the fabric's size)."""
     path = Path(path)
-    used = _used(times_ns, cum_bytes)
-    per = max(1, ROWS_PER_GROUP // max(len(used), 1))
+    cols = _Columns(topo, _used(times_ns, cum_bytes))
+    per = max(1, ROWS_PER_GROUP // max(len(cols.used), 1))
     with atomic_file(path) as tmp:
         with pq.ParquetWriter(tmp, _schema(), use_dictionary=["from_node", "to_node"], write_statistics=["time_s"]) as w:
             for a in range(0, max(len(times_ns), 1), per):
-                w.write_table(_rows(topo, times_ns, cum_bytes, used, slice(a, a + per)), row_group_size=ROWS_PER_GROUP)
+                w.write_table(_rows(cols, times_ns, cum_bytes, slice(a, a + per)), row_group_size=ROWS_PER_GROUP)
     return path
