@@ -113,14 +113,14 @@ def spawn(index: int, scale: bool, dag: bool = False) -> dict:
     return row
 
 
-def run_file(path: str, out: str | None = None) -> dict:
-    """``netsteer run path --json`` in a fresh process (with ``--out out``: also its
+def run_file(path: str, out_dir: str | None = None) -> dict:
+    """``netsteer run path --json`` in a fresh process (with ``--out out_dir``: also its
     result directory, counters and plots): its result, wall time and peak RSS."""
     import subprocess
     from pathlib import Path
 
     cmd = [str(Path(sys.executable).with_name("netsteer")), "run", path, "--json", "--no-progress"]
-    cmd += ["--out", out] if out else []
+    cmd += ["--out", out_dir] if out_dir else []
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     out = proc.stdout.read()

@@ -528,6 +528,7 @@ def _routing_factory(topo, model: RoutingModel, file, field, *, defer: bool = Fa
     from .limits import check_routing
     from .routing import accepts_down_links, build_routing
 
+    @functools.cache  # a partitions file is read once, when first needed
     def params() -> dict[str, Any]:
         out: dict[str, Any] = {"hash": model.hash} if model.hash else {}
         if model.partitions is not None:
@@ -538,8 +539,6 @@ def _routing_factory(topo, model: RoutingModel, file, field, *, defer: bool = Fa
                 conf = Path(file).parent / conf
             out["partitions"] = read_partitions_conf(conf, topo)
         return out
-
-    params = functools.cache(params)  # a partitions file is read once, when first needed
     avoids_failures = accepts_down_links(model.engine)
 
     def make(down=frozenset(), circuits=None):

@@ -76,7 +76,7 @@ def counters_frame(table: pa.Table, *, consume: bool = False) -> pd.DataFrame:
 def _present_sorted(col: pd.Series) -> pd.Categorical:
     """``col`` as a categorical of the values present, in sorted order (codes counted,
     not the rows sorted)."""
-    c = col.astype("category").array if col.dtype != "category" else col.array
+    c = col.astype("category").array  # (a categorical already: as it is)
     codes, cats = c.codes, c.categories
     present = np.flatnonzero(np.bincount(codes + 1, minlength=len(cats) + 1)[1:])  # +1: a missing value's -1
     names = np.asarray(cats[present], dtype=object)

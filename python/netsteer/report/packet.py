@@ -65,14 +65,12 @@ def write_packet_files(d: Path, built, res) -> list[str]:
 def plot_occupancy(path: Path, topo, times, occ, wait, *, top: int = 8, title: str = "") -> Path:
     """Buffer occupancy over time of the ``top`` ports and VLs that waited longest
     for credits (or, with no waiting, that held the most)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     from .plots import _save
 
-    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=120)
+    fig = Figure(figsize=(7, 3.6), dpi=120)
+    ax = fig.add_subplot()
     if len(times) and occ.size:
         score = wait + (occ.max(axis=0) if len(occ) else 0) * 1e-6
         for k in np.argsort(-score, axis=None, kind="stable")[:top]:

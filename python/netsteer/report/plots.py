@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import sys
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -59,13 +57,10 @@ def plot_size_sweep(path: str | Path, sizes, curves, ylabel: str, *, logy: bool 
     return _save(fig, Path(path))
 
 
-def _save(fig, path: Path) -> Path:
-    """Write ``fig`` as PNG atomically and release it."""
-    try:
-        fig.tight_layout()
-        with atomic_file(path) as tmp:
-            fig.savefig(tmp, format="png")
-    finally:
-        if "matplotlib.pyplot" in sys.modules:
-            sys.modules["matplotlib.pyplot"].close(fig)  # a pyplot figure is released; a plain Figure is not registered
+def _save(fig: Figure, path: Path) -> Path:
+    """Write ``fig`` (a plain :class:`~matplotlib.figure.Figure`: no pyplot registry to
+    release it from) as PNG atomically."""
+    fig.tight_layout()
+    with atomic_file(path) as tmp:
+        fig.savefig(tmp, format="png")
     return path
