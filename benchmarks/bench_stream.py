@@ -13,6 +13,11 @@ ranks (pairwise alltoall 4 KiB then ring allreduce 16 MiB) and 65,536 ranks (bin
 bcast then recursive-doubling allreduce), with peak memory and memory per rank and per
 message in flight.
 
+``--case JSON`` runs one case of your own against SimGrid instead, e.g.
+``--case '{"ranks": 512, "placement": "random", "tree": {"levels": 2, "down": [16, 32],
+"up": [1, 4]}, "program": [["allreduce", "ring", 1048576, 0]]}'`` (program steps are
+``[op, algorithm, bytes, root]``).
+
 ``--scenario FILE`` runs a scenario file through ``netsteer run --json`` in a fresh
 process (e.g. ``benchmarks/scenarios/stream-16k.yaml``: the 16,384-rank job as a
 scenario, streamed by default), with its wall time and peak RSS from ``wait4``.
@@ -95,8 +100,9 @@ def child(case: dict, dag: bool) -> dict:
             "inside_wall_s": time.perf_counter() - t0}
 
 
-def spawn(index: int, scale: bool, dag: bool = False) -> dict:
-    """Run case ``index`` in a fresh process; add its wall time and peak RSS."""
+def spawn(index: int | str, scale: bool, dag: bool = False) -> dict:
+    """Run case ``index`` (or the case given as JSON) in a fresh process; add its wall
+    time and peak RSS."""
     import subprocess
 
     cmd = [sys.executable, __file__, "--child", str(index)] + (["--scale"] if scale else []) + \
@@ -148,6 +154,32 @@ def _as_dag(path: str) -> str:
     return str(out)
 
 
+def _user_case(text: str) -> dict:
+    """The ``--case`` JSON as a case, with a name; a clear error if it is not one."""
+    try:
+        case = json.loads(text)
+        case.setdefault("placement", "linear")
+        case["program"] = [tuple(step) for step in case["program"]]
+        case.setdefault("name", f"p{case['ranks']} {case['placement']}, {case['tree']['levels']} levels")
+        for op, algo, n, root in case["program"]:
+            if not (isinstance(op, str) and isinstance(algo, str) and int(n) >= 0 and int(root) >= 0):
+                raise ValueError(f"bad step {[op, algo, n, root]}")
+    except (ValueError, KeyError, TypeError) as e:
+        print(f"bench_stream: --case: {e!r}: expected JSON with ranks, placement, tree "
+              "(levels, down, up) and program ([op, algorithm, bytes, root] steps)", file=sys.stderr)
+        raise SystemExit(2)
+    return case
+
+
+def _case_arg(arg: str) -> dict:
+    """The child's case: an index into the tables, or a case as JSON."""
+    if arg.lstrip().startswith("{"):
+        case = json.loads(arg)
+        case["program"] = [tuple(step) for step in case["program"]]
+        return case
+    return (SCALE if "--scale" in sys.argv else CASES)[int(arg)]
+
+
 def simgrid(case: dict) -> dict:
     from _peers import run_smpi_program
     from netsteer.traffic.placement import place
@@ -167,13 +199,14 @@ def main() -> None:
     ap.add_argument("--scale", action="store_true", help="the large jobs, without SimGrid")
     ap.add_argument("--only", type=int, help="run one case (index)")
     ap.add_argument("--no-dag", action="store_true", help="skip the DAG check")
+    ap.add_argument("--case", help="one case of your own, as JSON (module text)")
     ap.add_argument("--scenario", help="a scenario file, through netsteer run")
     ap.add_argument("--compare-dag", action="store_true",
                     help="with --scenario: run it again with every MPI job as a flow DAG (the peer)")
     ap.add_argument("--with-out", action="store_true",
                     help="with --scenario: run it again writing --out (result.json, counters.parquet, plots)")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--dag", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.scenario:
@@ -204,14 +237,15 @@ def main() -> None:
             print(json.dumps({"date": time.strftime("%Y-%m-%d"), **runs}))
         return
     cases = SCALE if a.scale else CASES
-    if a.child is not None:
-        print(json.dumps(child(cases[a.child], a.dag)))
-        return
+    if a.case:
+        case = _user_case(a.case)
+        cases = [case]
     rows = []
     for i, case in enumerate(cases):
         if a.only is not None and i != a.only:
             continue
-        ns = spawn(i, a.scale)
+        index = json.dumps(case) if a.case else i
+        ns = spawn(index, a.scale)
         row = {"case": case["name"], "ranks": case["ranks"], "netsteer": ns}
         if a.scale:
             from netsteer.sim.stream import FLOW_BYTES, RANK_BYTES
@@ -227,7 +261,7 @@ def main() -> None:
             rows.append(row)
             continue
         sg = simgrid(case)
-        dag = None if a.no_dag else spawn(i, False, dag=True)
+        dag = None if a.no_dag else spawn(index, False, dag=True)
         row.update(simgrid=sg, dag=dag,
                    rel_diff_simgrid=(ns["predicted_ns"] * 1e-9 - sg["seconds"]) / sg["seconds"],
                    rel_diff_dag=None if dag is None else (ns["predicted_ns"] - dag["predicted_ns"]) /
@@ -250,6 +284,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--child"]:  # no argparse in the process timed
-        print(json.dumps(child((SCALE if "--scale" in sys.argv else CASES)[int(sys.argv[2])], "--dag" in sys.argv)))
+        print(json.dumps(child(_case_arg(sys.argv[2]), "--dag" in sys.argv)))
     else:
         main()
