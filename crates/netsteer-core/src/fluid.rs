@@ -65,6 +65,8 @@ struct FluidFlow {
     last: Ns,
     eff_weight: f64,
     bound: f64,
+    // bytes already counted on the channels it crossed (its paths before this one)
+    credited: f64,
     // invalidates finish events scheduled at an older rate
     version: u32,
     active: bool,
@@ -139,9 +141,9 @@ pub struct Fluid {
     // position of each flow-hop in its channel's list (parallel to the engine's path arena)
     hop_pos: Vec<u32>,
     chan_flows: Vec<Vec<u32>>,
-    chan_rate: Vec<f64>,
+    // bytes of the flows that left each channel; those in flight are added when a
+    // count is read, so a rate change costs no walk of the flow's path
     chan_bytes: Vec<f64>,
-    chan_last: Vec<Ns>,
     dirty: Vec<u32>,
     is_dirty: Vec<bool>,
     // mostly one finish per instant: a heap, not buckets (same order of pops)
@@ -189,9 +191,7 @@ impl Fluid {
             st: vec![],
             hop_pos: vec![],
             chan_flows: vec![Vec::new(); n],
-            chan_rate: vec![0.0; n],
             chan_bytes: vec![0.0; n],
-            chan_last: vec![0; n],
             dirty: vec![],
             is_dirty: vec![false; n],
             finishes: HeapQueue::default(),
@@ -266,14 +266,6 @@ impl Fluid {
         }
     }
 
-    fn settle_channel(&mut self, c: usize, now: Ns) {
-        let dt = now - self.chan_last[c];
-        if dt > 0 {
-            self.chan_bytes[c] += self.chan_rate[c] * dt as f64 * 1e-9;
-        }
-        self.chan_last[c] = now;
-    }
-
     fn settle_flow(&mut self, f: usize, now: Ns) {
         let fl = &mut self.st[f];
         let dt = now - fl.last;
@@ -283,21 +275,9 @@ impl Fluid {
         fl.last = now;
     }
 
-    fn set_rate(&mut self, net: &Net, f: usize, rate: f64, now: Ns) {
-        let old = self.st[f].rate;
-        if old == rate {
-            return;
-        }
-        let fl = &net.flows[f];
-        for k in fl.path_start..fl.path_start + fl.path_len {
-            let c = net.paths[k] as usize;
-            self.settle_channel(c, now);
-            self.chan_rate[c] += rate - old;
-            if self.chan_flows[c].len() <= 1 && rate == 0.0 {
-                self.chan_rate[c] = 0.0; // no drift on idle channels
-            }
-        }
-        self.st[f].rate = rate;
+    /// Bytes flow `f` has sent by `now` and not yet counted on its channels.
+    fn uncounted(&self, f: usize, now: Ns) -> f64 {
+        (self.sent(f, now) - self.st[f].credited).max(0.0)
     }
 
     fn attach(&mut self, net: &Net, f: usize) {
@@ -324,11 +304,15 @@ impl Fluid {
         self.st[f].bound = b;
     }
 
+    /// Take settled flow `f` off its path, counting what it sent there.
     fn detach(&mut self, net: &Net, f: usize, now: Ns) {
-        self.set_rate(net, f, 0.0, now);
+        let moved = self.uncounted(f, now);
+        self.st[f].credited += moved;
+        self.st[f].rate = 0.0;
         let fl = &net.flows[f];
         for k in fl.path_start..fl.path_start + fl.path_len {
             let c = net.paths[k] as usize;
+            self.chan_bytes[c] += moved;
             let pos = self.hop_pos[k] as usize;
             let list = &mut self.chan_flows[c];
             debug_assert_eq!(list[pos] as usize, f);
@@ -904,7 +888,7 @@ impl Fluid {
                 self.finishes.push(now, (f as u32, self.st[f].version));
                 continue;
             }
-            self.set_rate(net, f, r, now);
+            self.st[f].rate = r;
             self.st[f].version = self.st[f].version.wrapping_add(1);
             if let Some(t) = self.finish_time(f, r, now) {
                 self.finishes.push(t, (f as u32, self.st[f].version));
@@ -931,6 +915,7 @@ impl Physics for Fluid {
             last: now,
             eff_weight: net.flows[f].weight,
             bound: f64::INFINITY,
+            credited: 0.0,
             // a reused slot keeps counting, so no old finish event matches
             version: v.wrapping_add(1),
             active: true,
@@ -1010,9 +995,12 @@ impl Physics for Fluid {
         self.st.get(f).map_or(0.0, |s| s.rate)
     }
     fn channel_bytes_into(&self, now: Ns, out: &mut Vec<f64>) {
-        for c in 0..self.chan_rate.len() {
-            let dt = (now - self.chan_last[c]) as f64 * 1e-9;
-            out.push(self.chan_bytes[c] + self.chan_rate[c] * dt);
+        for (c, flows) in self.chan_flows.iter().enumerate() {
+            let mut bytes = self.chan_bytes[c];
+            for &g in flows {
+                bytes += self.uncounted(g as usize, now);
+            }
+            out.push(bytes);
         }
     }
     fn flows_on(&self, channels: &[u32]) -> Vec<u32> {
