@@ -82,15 +82,17 @@ class HostOvsTagger:
         self._srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._srv.bind(self.path)
         self._srv.listen(8)
-        t = threading.Thread(target=self._accept, daemon=True)
+        # the thread holds the socket itself: close() drops the attribute while
+        # the thread may be between two accepts
+        t = threading.Thread(target=self._accept, args=(self._srv,), daemon=True)
         t.start()
         self._threads.append(t)
         return self
 
-    def _accept(self) -> None:
+    def _accept(self, srv: socket.socket) -> None:
         while True:
             try:
-                conn, _ = self._srv.accept()
+                conn, _ = srv.accept()
             except OSError:
                 return  # closed
             t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
