@@ -156,6 +156,8 @@ def _as_dag(path: str) -> str:
 
 def _user_case(text: str) -> dict:
     """The ``--case`` JSON as a case, with a name; a clear error if it is not one."""
+    from netsteer.errors import NetsteerError
+
     try:
         case = json.loads(text)
         case.setdefault("placement", "linear")
@@ -164,11 +166,21 @@ def _user_case(text: str) -> dict:
         for op, algo, n, root in case["program"]:
             if not (isinstance(op, str) and isinstance(algo, str) and int(n) >= 0 and int(root) >= 0):
                 raise ValueError(f"bad step {[op, algo, n, root]}")
-    except (ValueError, KeyError, TypeError) as e:
-        print(f"bench_stream: --case: {e!r}: expected JSON with ranks, placement, tree "
-              "(levels, down, up) and program ([op, algorithm, bytes, root] steps)", file=sys.stderr)
-        raise SystemExit(2)
-    return case
+        _job(case)  # the job's own checks (algorithm names, roots, ranks)
+        from netsteer.topology.pgft import pgft
+        from netsteer.traffic.placement import place
+
+        topo = pgft(**case["tree"], link_bandwidth=BW, link_latency_ns=LAT)
+        place(case["ranks"], case["placement"], topo.n_hosts, 1)
+    except KeyError as e:
+        reason = f"missing field {e}"
+    except (ValueError, TypeError, AttributeError, NetsteerError) as e:
+        reason = str(e)
+    else:
+        return case
+    print(f"bench_stream: --case: {reason}: expected JSON with ranks, placement, tree "
+          "(levels, down, up) and program ([op, algorithm, bytes, root] steps)", file=sys.stderr)
+    raise SystemExit(2)
 
 
 def _case_arg(arg: str) -> dict:
@@ -274,9 +286,9 @@ def main() -> None:
             print(f"{case['name']:<46} {ns['messages']:>10,} msgs  predicted {ns['predicted_ns'] * 1e-6:9.3f} ms "
                   f"(SimGrid {sg['seconds'] * 1e3:9.3f} ms, {100 * row['rel_diff_simgrid']:+.3f}%; DAG {dd})  "
                   f"wall netsteer {ns['wall_s']:5.2f} s (sim {ns['sim_wall_s']:6.3f} s, "
-                  f"{ns['peak_rss_bytes'] / 2**20:.0f} MiB)  SimGrid {sg['wall_s']:6.1f} s "
-                  f"({sg['peak_rss_bytes'] / 2**20:.0f} MiB)  -> {row['speedup_end_to_end']:.0f}x "
-                  f"({row['speedup_simulation']:.0f}x)", flush=True)
+                  f"{ns['peak_rss_bytes'] / 2**20:.0f} MiB)  SimGrid {sg['wall_s']:6.2f} s "
+                  f"({sg['peak_rss_bytes'] / 2**20:.0f} MiB)  -> {row['speedup_end_to_end']:.1f}x "
+                  f"({row['speedup_simulation']:.1f}x)", flush=True)
     if a.json:
         print(json.dumps({"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()} "
                           f"cores={os.cpu_count()}", "rows": rows}))
