@@ -170,6 +170,13 @@ esac
 """
 
 
+
+def _ends(text: str, n: int = 400) -> str:
+    """A failed run's output on one line, its start and its end: the first error (a
+    rank, a proxy) comes first, mpiexec's own teardown messages come last."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= 2 * n else f"{flat[:n]} ... {flat[-n:]}"
+
 class MpiHosts:
     """The management network and Hydra's launcher for a built :class:`Testbed`;
     use as a context manager, then :meth:`run`.
@@ -329,10 +336,10 @@ class MpiHosts:
         out, err = out_path.read_text(errors="replace"), err_path.read_text(errors="replace")
         if proc.returncode is None or proc.returncode < 0 and proc.returncode == -signal.SIGKILL:
             raise NetsteerError(f"{Path(program).name} did not finish within {timeout:g} s: "
-                                f"{' '.join((err or out).split())[-300:]}", field="program")
+                                f"{_ends(err or out)}", field="program")
         if proc.returncode != 0:
             raise NetsteerError(f"{Path(program).name} failed (exit {proc.returncode}): "
-                                f"{' '.join((err or out).split())[-300:]}", field="program")
+                                f"{_ends(err or out)}", field="program")
         return subprocess.CompletedProcess(proc.args, 0, out, err)
 
     def close(self) -> None:
