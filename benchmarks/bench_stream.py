@@ -161,7 +161,6 @@ def _user_case(text: str) -> dict:
     try:
         case = json.loads(text)
         case.setdefault("placement", "linear")
-        case["program"] = [tuple(step) for step in case["program"]]
         case.setdefault("name", f"p{case['ranks']} {case['placement']}, {case['tree']['levels']} levels")
         for op, algo, n, root in case["program"]:
             if not (isinstance(op, str) and isinstance(algo, str) and int(n) >= 0 and int(root) >= 0):
@@ -186,9 +185,7 @@ def _user_case(text: str) -> dict:
 def _case_arg(arg: str) -> dict:
     """The child's case: an index into the tables, or a case as JSON."""
     if arg.lstrip().startswith("{"):
-        case = json.loads(arg)
-        case["program"] = [tuple(step) for step in case["program"]]
-        return case
+        return json.loads(arg)  # program steps as lists: unpacked like the tables' tuples
     return (SCALE if "--scale" in sys.argv else CASES)[int(arg)]
 
 
@@ -250,8 +247,7 @@ def main() -> None:
         return
     cases = SCALE if a.scale else CASES
     if a.case:
-        case = _user_case(a.case)
-        cases = [case]
+        cases = [_user_case(a.case)]
     rows = []
     for i, case in enumerate(cases):
         if a.only is not None and i != a.only:

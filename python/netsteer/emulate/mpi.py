@@ -170,12 +170,12 @@ esac
 """
 
 
-
 def _ends(text: str, n: int = 400) -> str:
     """A failed run's output on one line, its start and its end: the first error (a
     rank, a proxy) comes first, mpiexec's own teardown messages come last."""
     flat = " ".join(text.split())
     return flat if len(flat) <= 2 * n else f"{flat[:n]} ... {flat[-n:]}"
+
 
 class MpiHosts:
     """The management network and Hydra's launcher for a built :class:`Testbed`;
