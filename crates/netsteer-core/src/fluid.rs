@@ -47,7 +47,7 @@ use std::any::Any;
 
 use crate::engine::Stats;
 use crate::physics::{Net, Physics};
-use crate::queue::HeapQueue;
+use crate::queue::KeyedQueue;
 use crate::sharing::{FlowView, SharingModel};
 use crate::solver::{solve_subset, Problem, Workspace, AT_BOUND, UNKNOWN};
 use crate::Ns;
@@ -146,8 +146,8 @@ pub struct Fluid {
     chan_bytes: Vec<f64>,
     dirty: Vec<u32>,
     is_dirty: Vec<bool>,
-    // mostly one finish per instant: a heap, not buckets (same order of pops)
-    finishes: HeapQueue<(u32, u32)>,
+    // each active flow's finish, moved in place when its rate changes
+    finishes: KeyedQueue,
     stamp_chan: Vec<u64>,
     stamp_flow: Vec<u64>,
     stamp: u64,
@@ -194,7 +194,7 @@ impl Fluid {
             chan_bytes: vec![0.0; n],
             dirty: vec![],
             is_dirty: vec![false; n],
-            finishes: HeapQueue::default(),
+            finishes: KeyedQueue::default(),
             stamp_chan: vec![0; n],
             stamp_flow: vec![],
             stamp: 0,
@@ -885,13 +885,14 @@ impl Fluid {
                 // of finish times to whole ns, accumulated. It finishes now rather than
                 // wait (starved, perhaps) for its last byte.
                 self.st[f].version = self.st[f].version.wrapping_add(1);
-                self.finishes.push(now, (f as u32, self.st[f].version));
+                self.finishes.set(f as u32, now);
                 continue;
             }
             self.st[f].rate = r;
             self.st[f].version = self.st[f].version.wrapping_add(1);
-            if let Some(t) = self.finish_time(f, r, now) {
-                self.finishes.push(t, (f as u32, self.st[f].version));
+            match self.finish_time(f, r, now) {
+                Some(t) => self.finishes.set(f as u32, t),
+                None => self.finishes.remove(f as u32),
             }
         }
         self.scratch = Some(sc);
@@ -907,6 +908,7 @@ impl Physics for Fluid {
     }
     fn start(&mut self, net: &Net, f: usize, now: Ns) {
         self.grow(net, f);
+        self.finishes.remove(f as u32); // none: a slot is reused after its flow left
         let v = self.st[f].version;
         self.st[f] = FluidFlow {
             bytes: net.flows[f].bytes,
@@ -939,6 +941,7 @@ impl Physics for Fluid {
             self.settle_flow(f, now);
             self.detach(net, f, now);
             self.st[f].active = false;
+            self.finishes.remove(f as u32);
         }
     }
     fn rejoin(&mut self, net: &Net, f: usize, _now: Ns) {
@@ -962,20 +965,14 @@ impl Physics for Fluid {
         self.finishes.first_time()
     }
     fn advance(&mut self, _net: &Net, now: Ns, done: &mut Vec<u32>) -> u64 {
-        let mut live = 0;
-        while self.finishes.first_time() == Some(now) {
-            let (_, batch) = self.finishes.pop_instant().expect("instant just seen");
-            for &(f, v) in &batch {
-                let fl = &mut self.st[f as usize];
-                if fl.active && fl.version == v {
-                    fl.remaining = 0.0; // the ceil to whole ns leaves a residue
-                    done.push(f);
-                    live += 1;
-                }
-            }
-            self.finishes.recycle(batch);
+        let first = done.len();
+        self.finishes.pop_at(now, done);
+        for &f in &done[first..] {
+            // only active flows have a finish: leaving and re-pathing drop it
+            debug_assert!(self.st[f as usize].active);
+            self.st[f as usize].remaining = 0.0; // the ceil to whole ns leaves a residue
         }
-        live
+        (done.len() - first) as u64
     }
     fn settle(&mut self, net: &Net, now: Ns) {
         self.resolve(net, now);

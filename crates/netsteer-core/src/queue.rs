@@ -5,14 +5,11 @@
 //! its events in insertion order, costs far fewer comparisons than one heap entry
 //! per event. Insertion order within an instant keeps runs deterministic.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::BTreeMap;
 
 use crate::Ns;
 
-/// Drained buckets kept for reuse, so a new instant allocates nothing: shared by
-/// both queues.
+/// Drained buckets kept for reuse, so a new instant allocates nothing.
 struct Spare<E>(Vec<Vec<E>>);
 
 impl<E> Default for Spare<E> {
@@ -89,93 +86,132 @@ impl<E> EventQueue<E> {
     }
 }
 
-/// The same queue for events that often have an instant to themselves (a flow's
-/// finish, at its rate's whole ns): the instants in a binary heap and their
-/// buckets in a hash map, so a new instant costs a heap push instead of a tree
-/// insertion, and an event at an instant already there a hash look-up. The pops
-/// are [`EventQueue`]'s: instants in order, each one's events in insertion order.
-pub struct HeapQueue<E> {
-    instants: BinaryHeap<Reverse<Ns>>,
-    buckets: HashMap<Ns, Vec<E>, BuildHasherDefault<NsHasher>>,
-    spare: Spare<E>,
-}
-
-/// A multiplicative hash of an instant (the map's keys are the clock's ns).
+/// One pending event per key (a flow's finish), movable: re-scheduling a key moves
+/// its entry instead of leaving a stale one behind. Pops come in order of instant,
+/// then of the last scheduling, which is the order [`EventQueue`] gives the live
+/// events of a flow-versioned queue; a rate that changes often (a contended run
+/// re-schedules most finishes several times) then costs no stale pops.
 #[derive(Default)]
-pub struct NsHasher(u64);
-
-impl Hasher for NsHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
-    fn write_i64(&mut self, n: i64) {
-        self.0 = (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
-    }
+pub struct KeyedQueue {
+    // a binary min-heap of (instant, scheduling sequence, key)
+    heap: Vec<(Ns, u64, u32)>,
+    // per key, its entry's position in `heap`, or NONE
+    pos: Vec<u32>,
+    seq: u64,
 }
 
-impl<E> Default for HeapQueue<E> {
-    fn default() -> Self {
-        HeapQueue {
-            instants: BinaryHeap::new(),
-            buckets: HashMap::default(),
-            spare: Spare::default(),
+const NONE: u32 = u32::MAX;
+
+impl KeyedQueue {
+    /// Schedule key `k` at `t`, replacing its pending event if it has one.
+    pub fn set(&mut self, k: u32, t: Ns) {
+        let ku = k as usize;
+        if self.pos.len() <= ku {
+            self.pos.resize(ku + 1, NONE);
         }
-    }
-}
-
-impl<E> HeapQueue<E> {
-    /// Schedule `e` at `t`, after everything already scheduled at `t`.
-    pub fn push(&mut self, t: Ns, e: E) {
-        if let Some(v) = self.buckets.get_mut(&t) {
-            v.push(e);
-            return;
-        }
-        let v = self.spare.bucket(e);
-        self.buckets.insert(t, v);
-        self.instants.push(Reverse(t));
-    }
-
-    /// The earliest instant with events.
-    pub fn first_time(&self) -> Option<Ns> {
-        self.instants.peek().map(|r| r.0)
-    }
-
-    /// Remove and return the earliest instant's events, in insertion order.
-    pub fn pop_instant(&mut self) -> Option<(Ns, Vec<E>)> {
-        let Reverse(t) = self.instants.pop()?;
-        let v = self.buckets.remove(&t).expect("every instant has its bucket");
-        Some((t, v))
-    }
-
-    /// Give back a drained bucket for reuse.
-    pub fn recycle(&mut self, v: Vec<E>) {
-        self.spare.give(v);
-    }
-
-    /// Drop every instant after `t`.
-    pub fn truncate_after(&mut self, t: Ns) {
-        if self.instants.iter().any(|r| r.0 > t) {
-            let kept: Vec<_> = std::mem::take(&mut self.instants)
-                .into_vec()
-                .into_iter()
-                .filter(|r| r.0 <= t)
-                .collect();
-            self.instants = BinaryHeap::from(kept);
-            let later: Vec<Ns> = self.buckets.keys().copied().filter(|&k| k > t).collect();
-            for k in later {
-                let v = self.buckets.remove(&k).expect("just listed");
-                self.recycle(v);
+        self.seq += 1;
+        let entry = (t, self.seq, k);
+        let i = self.pos[ku];
+        if i == NONE {
+            self.heap.push(entry);
+            let i = self.heap.len() - 1;
+            self.pos[ku] = i as u32;
+            self.up(i);
+        } else {
+            let i = i as usize;
+            let older = self.heap[i] < entry;
+            self.heap[i] = entry;
+            if older {
+                self.down(i);
+            } else {
+                self.up(i);
             }
         }
     }
 
+    /// Drop key `k`'s pending event, if any.
+    pub fn remove(&mut self, k: u32) {
+        let Some(&i) = self.pos.get(k as usize) else { return };
+        if i == NONE {
+            return;
+        }
+        self.pos[k as usize] = NONE;
+        let i = i as usize;
+        let last = self.heap.pop().expect("a key with a position is in the heap");
+        if i < self.heap.len() {
+            let out = self.heap[i];
+            self.heap[i] = last;
+            self.pos[last.2 as usize] = i as u32;
+            if last < out {
+                self.up(i);
+            } else {
+                self.down(i);
+            }
+        }
+    }
+
+    /// The earliest instant with an event.
+    pub fn first_time(&self) -> Option<Ns> {
+        self.heap.first().map(|e| e.0)
+    }
+
+    /// Remove the events at the earliest instant if it is `t`, appending their keys
+    /// to `out` in the order they were scheduled.
+    pub fn pop_at(&mut self, t: Ns, out: &mut Vec<u32>) {
+        while let Some(&(first, _, k)) = self.heap.first() {
+            if first != t {
+                break;
+            }
+            self.remove(k);
+            out.push(k);
+        }
+    }
+
+    /// Drop every event after `t`.
+    pub fn truncate_after(&mut self, t: Ns) {
+        let later: Vec<u32> = self.heap.iter().filter(|e| e.0 > t).map(|e| e.2).collect();
+        for k in later {
+            self.remove(k);
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
-        self.instants.is_empty()
+        self.heap.is_empty()
+    }
+
+    fn up(&mut self, mut i: usize) {
+        let e = self.heap[i];
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if self.heap[parent] <= e {
+                break;
+            }
+            self.heap[i] = self.heap[parent];
+            self.pos[self.heap[i].2 as usize] = i as u32;
+            i = parent;
+        }
+        self.heap[i] = e;
+        self.pos[e.2 as usize] = i as u32;
+    }
+
+    fn down(&mut self, mut i: usize) {
+        let e = self.heap[i];
+        let n = self.heap.len();
+        loop {
+            let l = 2 * i + 1;
+            if l >= n {
+                break;
+            }
+            let c = if l + 1 < n && self.heap[l + 1] < self.heap[l] { l + 1 } else { l };
+            if e <= self.heap[c] {
+                break;
+            }
+            self.heap[i] = self.heap[c];
+            self.pos[self.heap[i].2 as usize] = i as u32;
+            i = c;
+        }
+        self.heap[i] = e;
+        self.pos[e.2 as usize] = i as u32;
     }
 }
 
@@ -213,36 +249,53 @@ mod tests {
     }
 
     #[test]
-    fn the_heap_queue_pops_as_the_bucket_queue_does() {
-        // pseudo-random instants with many ties, interleaved pops and truncations
-        let (mut a, mut b) = (EventQueue::default(), HeapQueue::default());
-        let mut x: u64 = 12345;
-        let mut id = 0u32;
-        for round in 0..2000 {
+    fn the_keyed_queue_pops_the_live_events_of_a_versioned_queue() {
+        // each key re-scheduled or dropped at random; the bucket queue of versioned events,
+        // its stale events skipped, is the reference
+        let (mut a, mut b) = (EventQueue::default(), KeyedQueue::default());
+        let mut version = vec![0u32; 64];
+        let mut live = vec![false; 64];
+        let mut x: u64 = 99;
+        let mut now: Ns = 0;
+        for _ in 0..20_000 {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let t = ((x >> 33) % 50) as Ns + round / 10;
-            for _ in 0..(x >> 60) {
-                id += 1;
-                a.push(t, id);
-                b.push(t, id);
-            }
-            if x % 3 == 0 {
-                assert_eq!(a.first_time(), b.first_time());
-                let (pa, pb) = (a.pop_instant(), b.pop_instant());
-                assert_eq!(pa, pb);
-                if let (Some((_, va)), Some((_, vb))) = (pa, pb) {
-                    a.recycle(va);
-                    b.recycle(vb);
+            let k = ((x >> 40) % 64) as usize;
+            match (x >> 20) % 8 {
+                0 => {
+                    version[k] += 1;
+                    live[k] = false;
+                    b.remove(k as u32);
+                }
+                1 | 2 => {
+                    let mut got = vec![];
+                    if let Some(t) = b.first_time() {
+                        now = t;
+                        b.pop_at(t, &mut got);
+                    }
+                    let mut want = vec![];
+                    while let Some(t) = a.first_time() {
+                        if !want.is_empty() && t != now || t > now {
+                            break;
+                        }
+                        let (_, batch) = a.pop_instant().unwrap();
+                        for &(kk, v) in &batch {
+                            if live[kk as usize] && version[kk as usize] == v {
+                                want.push(kk);
+                                live[kk as usize] = false;
+                            }
+                        }
+                        a.recycle(batch);
+                    }
+                    assert_eq!(got, want);
+                }
+                _ => {
+                    let t = now + ((x >> 50) % 16) as Ns;
+                    version[k] += 1;
+                    live[k] = true;
+                    a.push(t, (k as u32, version[k]));
+                    b.set(k as u32, t);
                 }
             }
-            if x % 97 == 0 {
-                a.truncate_after(round / 10 + 20);
-                b.truncate_after(round / 10 + 20);
-            }
         }
-        while let Some(pa) = a.pop_instant() {
-            assert_eq!(Some(pa), b.pop_instant());
-        }
-        assert!(b.is_empty());
     }
 }
