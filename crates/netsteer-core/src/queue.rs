@@ -86,132 +86,230 @@ impl<E> EventQueue<E> {
     }
 }
 
-/// One pending event per key (a flow's finish), movable: re-scheduling a key moves
-/// its entry instead of leaving a stale one behind. Pops come in order of instant,
-/// then of the last scheduling, which is the order [`EventQueue`] gives the live
-/// events of a flow-versioned queue; a rate that changes often (a contended run
-/// re-schedules most finishes several times) then costs no stale pops.
+/// One pending event per key (a flow's finish), movable: re-scheduling a key drops
+/// its old event. Pops come in order of instant, then of scheduling, which is the
+/// order [`EventQueue`] gives the live events of a flow-versioned queue.
+///
+/// Events scheduled one after another at the same instant (a solve giving a
+/// collective step's flows one finish) share a group, and the groups sit in a
+/// binary heap of packed (instant, sequence) keys: a step costs one heap entry, as
+/// buckets by instant would, and a contended run, which re-schedules most finishes
+/// several times, each at an instant of its own, moves its one-event group in
+/// place: no stale event is left to pop, and no instant is hashed.
 #[derive(Default)]
 pub struct KeyedQueue {
-    // a binary min-heap of (instant, scheduling sequence, key)
-    heap: Vec<(Ns, u64, u32)>,
-    // per key, its entry's position in `heap`, or NONE
-    pos: Vec<u32>,
+    // the heap of groups: packed keys and, beside them, the group
+    keys: Vec<u128>,
+    heap_group: Vec<u32>,
+    // per group: its place in the heap, its keys in order (GONE once dropped), how
+    // many are live; groups free for reuse
+    place_of: Vec<u32>,
+    members: Vec<Vec<u32>>,
+    live: Vec<u32>,
+    free: Vec<u32>,
+    // per key: (group, index in its members), or (NONE, 0)
+    at: Vec<(u32, u32)>,
     seq: u64,
+    // the group the last `set` went to, and its instant: the next one may join it
+    last: Option<(u32, Ns)>,
 }
 
 const NONE: u32 = u32::MAX;
+const GONE: u32 = u32::MAX;
+
+/// (instant, sequence) as one integer in the same order.
+#[inline]
+fn pack(t: Ns, seq: u64) -> u128 {
+    (((t as u64) ^ (1 << 63)) as u128) << 64 | seq as u128
+}
+
+#[inline]
+fn instant(key: u128) -> Ns {
+    (((key >> 64) as u64) ^ (1 << 63)) as Ns
+}
 
 impl KeyedQueue {
     /// Schedule key `k` at `t`, replacing its pending event if it has one.
     pub fn set(&mut self, k: u32, t: Ns) {
         let ku = k as usize;
-        if self.pos.len() <= ku {
-            self.pos.resize(ku + 1, NONE);
+        if self.at.len() <= ku {
+            self.at.resize(ku + 1, (NONE, 0));
         }
         self.seq += 1;
-        let entry = (t, self.seq, k);
-        let i = self.pos[ku];
-        if i == NONE {
-            self.heap.push(entry);
-            let i = self.heap.len() - 1;
-            self.pos[ku] = i as u32;
-            self.up(i);
-        } else {
-            let i = i as usize;
-            let older = self.heap[i] < entry;
-            self.heap[i] = entry;
-            if older {
-                self.down(i);
-            } else {
-                self.up(i);
+        let (g, _) = self.at[ku];
+        if g != NONE {
+            if self.members[g as usize].len() == 1 {
+                // alone in its group (the contended case): move the group
+                let i = self.place_of[g as usize] as usize;
+                let (old, new) = (self.keys[i], pack(t, self.seq));
+                self.keys[i] = new;
+                if old < new {
+                    self.down(i);
+                } else {
+                    self.up(i);
+                }
+                self.last = Some((g, t));
+                return;
+            }
+            self.drop_key(k);
+        }
+        if let Some((g, lt)) = self.last {
+            if lt == t {
+                // right after the last one, at its instant: same place in the order
+                let m = &mut self.members[g as usize];
+                self.at[ku] = (g, m.len() as u32);
+                m.push(k);
+                self.live[g as usize] += 1;
+                return;
             }
         }
+        let g = match self.free.pop() {
+            Some(g) => g,
+            None => {
+                self.members.push(Vec::new());
+                self.live.push(0);
+                self.place_of.push(NONE);
+                (self.members.len() - 1) as u32
+            }
+        };
+        self.members[g as usize].push(k);
+        self.live[g as usize] = 1;
+        self.at[ku] = (g, 0);
+        self.keys.push(pack(t, self.seq));
+        self.heap_group.push(g);
+        self.up(self.keys.len() - 1);
+        self.last = Some((g, t));
     }
 
     /// Drop key `k`'s pending event, if any.
     pub fn remove(&mut self, k: u32) {
-        let Some(&i) = self.pos.get(k as usize) else { return };
-        if i == NONE {
-            return;
-        }
-        self.pos[k as usize] = NONE;
-        let i = i as usize;
-        let last = self.heap.pop().expect("a key with a position is in the heap");
-        if i < self.heap.len() {
-            let out = self.heap[i];
-            self.heap[i] = last;
-            self.pos[last.2 as usize] = i as u32;
-            if last < out {
-                self.up(i);
-            } else {
-                self.down(i);
-            }
+        if self.at.get(k as usize).is_some_and(|&(g, _)| g != NONE) {
+            self.drop_key(k);
         }
     }
 
     /// The earliest instant with an event.
     pub fn first_time(&self) -> Option<Ns> {
-        self.heap.first().map(|e| e.0)
+        self.keys.first().map(|&key| instant(key))
     }
 
     /// Remove the events at the earliest instant if it is `t`, appending their keys
     /// to `out` in the order they were scheduled.
     pub fn pop_at(&mut self, t: Ns, out: &mut Vec<u32>) {
-        while let Some(&(first, _, k)) = self.heap.first() {
-            if first != t {
-                break;
+        while self.first_time() == Some(t) {
+            let g = self.heap_group[0];
+            for &k in &self.members[g as usize] {
+                if k != GONE {
+                    self.at[k as usize] = (NONE, 0);
+                    out.push(k);
+                }
             }
-            self.remove(k);
-            out.push(k);
+            self.drop_group(g);
         }
     }
 
     /// Drop every event after `t`.
     pub fn truncate_after(&mut self, t: Ns) {
-        let later: Vec<u32> = self.heap.iter().filter(|e| e.0 > t).map(|e| e.2).collect();
-        for k in later {
-            self.remove(k);
+        let later: Vec<u32> = (0..self.keys.len())
+            .filter(|&i| instant(self.keys[i]) > t)
+            .map(|i| self.heap_group[i])
+            .collect();
+        for g in later {
+            for &k in &self.members[g as usize] {
+                if k != GONE {
+                    self.at[k as usize] = (NONE, 0);
+                }
+            }
+            self.drop_group(g);
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.keys.is_empty()
+    }
+
+    fn drop_key(&mut self, k: u32) {
+        let (g, j) = self.at[k as usize];
+        self.at[k as usize] = (NONE, 0);
+        self.members[g as usize][j as usize] = GONE;
+        self.live[g as usize] -= 1;
+        if self.live[g as usize] == 0 {
+            self.drop_group(g);
+        }
+    }
+
+    fn drop_group(&mut self, g: u32) {
+        let i = self.place_of[g as usize] as usize;
+        self.remove_at(i);
+        self.members[g as usize].clear();
+        self.free.push(g);
+        if self.last.is_some_and(|(l, _)| l == g) {
+            self.last = None;
+        }
+    }
+
+    fn place(&mut self, i: usize, key: u128, g: u32) {
+        self.keys[i] = key;
+        self.heap_group[i] = g;
+        self.place_of[g as usize] = i as u32;
+    }
+
+    fn remove_at(&mut self, i: usize) {
+        self.place_of[self.heap_group[i] as usize] = NONE;
+        let key = self.keys.pop().expect("an entry to remove");
+        let g = self.heap_group.pop().expect("beside its key");
+        if i == self.keys.len() {
+            return;
+        }
+        // bottom-up: the hole at `i` goes down to a leaf along the smaller children
+        // (a branch-free choice per level), then the last entry fills it and rises
+        let n = self.keys.len();
+        let mut h = i;
+        loop {
+            let l = 2 * h + 1;
+            if l >= n {
+                break;
+            }
+            let c = if l + 1 < n { l + (self.keys[l + 1] < self.keys[l]) as usize } else { l };
+            let (ck, cg) = (self.keys[c], self.heap_group[c]);
+            self.place(h, ck, cg);
+            h = c;
+        }
+        self.place(h, key, g);
+        self.up(h);
     }
 
     fn up(&mut self, mut i: usize) {
-        let e = self.heap[i];
+        let (key, g) = (self.keys[i], self.heap_group[i]);
         while i > 0 {
             let parent = (i - 1) / 2;
-            if self.heap[parent] <= e {
+            if self.keys[parent] <= key {
                 break;
             }
-            self.heap[i] = self.heap[parent];
-            self.pos[self.heap[i].2 as usize] = i as u32;
+            let (pk, pg) = (self.keys[parent], self.heap_group[parent]);
+            self.place(i, pk, pg);
             i = parent;
         }
-        self.heap[i] = e;
-        self.pos[e.2 as usize] = i as u32;
+        self.place(i, key, g);
     }
 
     fn down(&mut self, mut i: usize) {
-        let e = self.heap[i];
-        let n = self.heap.len();
+        let (key, g) = (self.keys[i], self.heap_group[i]);
+        let n = self.keys.len();
         loop {
             let l = 2 * i + 1;
             if l >= n {
                 break;
             }
-            let c = if l + 1 < n && self.heap[l + 1] < self.heap[l] { l + 1 } else { l };
-            if e <= self.heap[c] {
+            let c = if l + 1 < n { l + (self.keys[l + 1] < self.keys[l]) as usize } else { l };
+            if key <= self.keys[c] {
                 break;
             }
-            self.heap[i] = self.heap[c];
-            self.pos[self.heap[i].2 as usize] = i as u32;
+            let (ck, cg) = (self.keys[c], self.heap_group[c]);
+            self.place(i, ck, cg);
             i = c;
         }
-        self.heap[i] = e;
-        self.pos[e.2 as usize] = i as u32;
+        self.place(i, key, g);
     }
 }
 
@@ -287,6 +385,17 @@ mod tests {
                         a.recycle(batch);
                     }
                     assert_eq!(got, want);
+                }
+                3 => {
+                    // a burst at one instant (a collective step's flows ending together)
+                    let t = now + 1 + ((x >> 50) % 2) as Ns;
+                    for j in 0..24 {
+                        let k = (k + j * 7) % 64;
+                        version[k] += 1;
+                        live[k] = true;
+                        a.push(t, (k as u32, version[k]));
+                        b.set(k as u32, t);
+                    }
                 }
                 _ => {
                     let t = now + ((x >> 50) % 16) as Ns;
