@@ -67,8 +67,6 @@ struct FluidFlow {
     bound: f64,
     // bytes already counted on the channels it crossed (its paths before this one)
     credited: f64,
-    // invalidates finish events scheduled at an older rate
-    version: u32,
     active: bool,
     // started (or re-pathed) since the last solve: no old rate to keep
     fresh: bool,
@@ -874,8 +872,8 @@ impl Fluid {
         for i in 0..k {
             let f = sc.comp_flows[i] as usize;
             let r = sc.rates[i];
-            if r == self.st[f].rate && self.st[f].version > 0 {
-                continue; // its finish event still stands
+            if r == self.st[f].rate {
+                continue; // its finish (or its lack of one, starved) still stands
             }
             self.settle_flow(f, now);
             let old = self.st[f].rate;
@@ -884,12 +882,10 @@ impl Fluid {
                 // a few ns of sending left at its old rate: what is left is the ceil
                 // of finish times to whole ns, accumulated. It finishes now rather than
                 // wait (starved, perhaps) for its last byte.
-                self.st[f].version = self.st[f].version.wrapping_add(1);
                 self.finishes.set(f as u32, now);
                 continue;
             }
             self.st[f].rate = r;
-            self.st[f].version = self.st[f].version.wrapping_add(1);
             match self.finish_time(f, r, now) {
                 Some(t) => self.finishes.set(f as u32, t),
                 None => self.finishes.remove(f as u32),
@@ -909,7 +905,6 @@ impl Physics for Fluid {
     fn start(&mut self, net: &Net, f: usize, now: Ns) {
         self.grow(net, f);
         self.finishes.remove(f as u32); // none: a slot is reused after its flow left
-        let v = self.st[f].version;
         self.st[f] = FluidFlow {
             bytes: net.flows[f].bytes,
             remaining: net.flows[f].bytes,
@@ -918,8 +913,6 @@ impl Physics for Fluid {
             eff_weight: net.flows[f].weight,
             bound: f64::INFINITY,
             credited: 0.0,
-            // a reused slot keeps counting, so no old finish event matches
-            version: v.wrapping_add(1),
             active: true,
             fresh: true,
         };
@@ -948,7 +941,6 @@ impl Physics for Fluid {
         self.grow(net, f);
         self.attach(net, f);
         self.st[f].active = true;
-        self.st[f].version = self.st[f].version.wrapping_add(1);
         self.st[f].rate = 0.0;
         // on its new path it arrives: it left its old one (leave)
         self.st[f].fresh = true;

@@ -20,9 +20,10 @@ SAMPLE_S = 0.05
 
 class Sampler(threading.Thread):
     """Every ``period_s``: ``(wall ns, read())``, where ``read`` returns named
-    cumulative counters (bytes through some switch ports). Start it, stop it
-    (``stop.set(); join()``), and call :meth:`read` once before and after for the
-    exact ends."""
+    cumulative counters (bytes through some switch ports), stamped at the middle of
+    the read. Start it, stop it (``stop.set(); join()``), and call :meth:`read` once
+    before and after for the exact ends. Counters read one after another are best
+    sampled each by its own sampler, so each has its own stamp."""
 
     def __init__(self, read: Callable[[], dict[str, float]], period_s: float = SAMPLE_S):
         super().__init__(daemon=True)
@@ -31,8 +32,12 @@ class Sampler(threading.Thread):
         self.stop = threading.Event()
 
     def read(self) -> None:
-        t = time.time_ns()
-        self.samples.append((t, self._read()))
+        # stamped at the middle of the read: a read is an ``ovs-ofctl`` process,
+        # tens of ms on a loaded machine, and a stamp taken before it would shift
+        # every phase window by that much
+        t0 = time.time_ns()
+        values = self._read()
+        self.samples.append(((t0 + time.time_ns()) // 2, values))
 
     def run(self) -> None:
         while not self.stop.is_set():

@@ -90,30 +90,35 @@ def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progre
                 sw[s].replace(tab.flow_lines(), tab.group_lines())
             spines = {"spine1": sw[topo.node("s2_0")], "spine2": sw[topo.node("s2_1")]}
             with MpiHosts(tb, tags=routing != "ecmp", tagger=tagger) as m:
-                # bytes entering each spine (from the switches' own port counters)
-                sampler = Sampler(lambda: {n: sum(rx for rx, _ in s.port_bytes().values()) for n, s in spines.items()})
-                sampler.read()
-                sampler.start()
+                # bytes entering each spine (from the switches' own port counters),
+                # each spine sampled by its own thread: one stamp per read
+                samplers = {n: Sampler(lambda n=n, s=s: {n: sum(rx for rx, _ in s.port_bytes().values())})
+                            for n, s in spines.items()}
+                for sampler in samplers.values():
+                    sampler.read()
+                    sampler.start()
                 t0 = time.monotonic()
                 try:
                     r = m.run(str(exe), [str(iterations), str(nbytes)], list(range(topo.n_hosts)))
                 finally:
-                    sampler.stop.set()
-                    sampler.join()
-                sampler.read()
+                    for sampler in samplers.values():
+                        sampler.stop.set()
+                        sampler.join()
+                for sampler in samplers.values():
+                    sampler.read()
                 wall = time.monotonic() - t0
                 tables = read_peer_tables(m.tag_dir)
                 taggers = m.tagger_report()
     out: dict[str, Any] = {"routing": routing, "iterations": iterations, "bytes": nbytes, "wall_s": wall,
                            "ranks": len(tables), "scale": tb.scale, "program_output": r.stdout.strip().splitlines()}
-    s = sampler.samples
+    first = min(x.samples[0][0] for x in samplers.values())
     for code, a, b in phases(tables[0]):
         name = PRIMITIVE_NAMES.get(code, str(code))
         if name not in ("bcast", "reduce"):
             continue
-        out[name] = {"start_s": (a - s[0][0]) * 1e-9, "end_s": (b - s[0][0]) * 1e-9,
-                     **{f"{k}_bytes": int(round(sampler.at(b, k) - sampler.at(a, k))) for k in ("spine1", "spine2")}}
-    out["total"] = {f"{k}_bytes": s[-1][1][k] - s[0][1][k] for k in ("spine1", "spine2")}
+        out[name] = {"start_s": (a - first) * 1e-9, "end_s": (b - first) * 1e-9,
+                     **{f"{k}_bytes": int(round(x.at(b, k) - x.at(a, k))) for k, x in samplers.items()}}
+    out["total"] = {f"{k}_bytes": x.samples[-1][1][k] - x.samples[0][1][k] for k, x in samplers.items()}
     out["testbed"] = tb.prefix
     if routing != "ecmp":
         agent = [t["agent"] for t in tables.values() if "agent" in t]
