@@ -36,7 +36,7 @@ def test_bcast_reduce_runs_across_namespaces_and_its_traffic_crosses_the_spines(
         e = rep[ph]
         # each call moves at least 3 x nbytes between leaves (rank 0's leaf and the three
         # others): the spines' own counters must have seen at least that much
-        assert e["spine1_bytes"] + e["spine2_bytes"] >= 3 * nbytes * iters
+        assert e["spine1_bytes"] + e["spine2_bytes"] >= 3 * nbytes * iters, f"{ph}: {e}"
         assert e["end_s"] > e["start_s"]
     assert rep["reduce"]["start_s"] >= rep["bcast"]["end_s"] - 1e-9
     c = compare(rep)

@@ -117,7 +117,8 @@ def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progre
         if name not in ("bcast", "reduce"):
             continue
         out[name] = {"start_s": (a - first) * 1e-9, "end_s": (b - first) * 1e-9,
-                     **{f"{k}_bytes": int(round(x.at(b, k) - x.at(a, k))) for k, x in samplers.items()}}
+                     **{f"{k}_bytes": int(round(x.at(b, k) - x.at(a, k))) for k, x in samplers.items()},
+                     "samples": min(x.within(a, b) for x in samplers.values())}
     out["total"] = {f"{k}_bytes": x.samples[-1][1][k] - x.samples[0][1][k] for k, x in samplers.items()}
     out["testbed"] = tb.prefix
     if routing != "ecmp":
