@@ -904,7 +904,9 @@ impl Physics for Fluid {
     }
     fn start(&mut self, net: &Net, f: usize, now: Ns) {
         self.grow(net, f);
-        self.finishes.remove(f as u32); // none: a slot is reused after its flow left
+        // a slot is reused after its flow left, which dropped its finish; dropping it
+        // here too costs a look-up and keeps a start without a leave from popping one
+        self.finishes.remove(f as u32);
         self.st[f] = FluidFlow {
             bytes: net.flows[f].bytes,
             remaining: net.flows[f].bytes,

@@ -4,6 +4,9 @@
 //! often ends, at the same nanosecond), so a sorted map of instants, each holding
 //! its events in insertion order, costs far fewer comparisons than one heap entry
 //! per event. Insertion order within an instant keeps runs deterministic.
+//!
+//! A flow's finish is another kind of event: one per flow, moved whenever its rate
+//! changes. [`KeyedQueue`] holds those.
 
 use std::collections::BTreeMap;
 
@@ -224,10 +227,6 @@ impl KeyedQueue {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
-    }
-
     fn drop_key(&mut self, k: u32) {
         let (g, j) = self.at[k as usize];
         self.at[k as usize] = (NONE, 0);
@@ -248,6 +247,13 @@ impl KeyedQueue {
         }
     }
 
+    /// The smaller child of heap entry `i`, if it has one (a branch-free choice).
+    #[inline]
+    fn least_child(&self, i: usize) -> Option<usize> {
+        let (l, n) = (2 * i + 1, self.keys.len());
+        (l < n).then(|| if l + 1 < n { l + (self.keys[l + 1] < self.keys[l]) as usize } else { l })
+    }
+
     fn place(&mut self, i: usize, key: u128, g: u32) {
         self.keys[i] = key;
         self.heap_group[i] = g;
@@ -261,16 +267,10 @@ impl KeyedQueue {
         if i == self.keys.len() {
             return;
         }
-        // bottom-up: the hole at `i` goes down to a leaf along the smaller children
-        // (a branch-free choice per level), then the last entry fills it and rises
-        let n = self.keys.len();
+        // bottom-up: the hole at `i` goes down to a leaf along the smaller children,
+        // then the last entry fills it and rises
         let mut h = i;
-        loop {
-            let l = 2 * h + 1;
-            if l >= n {
-                break;
-            }
-            let c = if l + 1 < n { l + (self.keys[l + 1] < self.keys[l]) as usize } else { l };
+        while let Some(c) = self.least_child(h) {
             let (ck, cg) = (self.keys[c], self.heap_group[c]);
             self.place(h, ck, cg);
             h = c;
@@ -295,13 +295,7 @@ impl KeyedQueue {
 
     fn down(&mut self, mut i: usize) {
         let (key, g) = (self.keys[i], self.heap_group[i]);
-        let n = self.keys.len();
-        loop {
-            let l = 2 * i + 1;
-            if l >= n {
-                break;
-            }
-            let c = if l + 1 < n { l + (self.keys[l + 1] < self.keys[l]) as usize } else { l };
+        while let Some(c) = self.least_child(i) {
             if key <= self.keys[c] {
                 break;
             }
