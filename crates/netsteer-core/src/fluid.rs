@@ -128,8 +128,12 @@ struct ChanTight {
     fixed_top: f64,
     s_load: f64,
     s_top: f64,
+    // the lowest level of the kept flows bound here, and how many there are (a
+    // kept flow whose bottleneck is unknown counts as at level 0: always checked)
+    bound_low: f64,
     round: u64,
     moved: u64,
+    bound_count: u32,
 }
 
 /// The fluid physics (see the module text).
@@ -662,6 +666,7 @@ impl Fluid {
             for j in 0..sc.redo.len() {
                 let c = sc.redo[j] as usize;
                 let (mut load, mut top) = (0.0f64, 0.0f64);
+                let (mut low, mut count) = (f64::INFINITY, 0u32);
                 for &g in &self.chan_flows[c] {
                     let g = g as usize;
                     if self.stamp_flow[g] == stamp {
@@ -671,11 +676,20 @@ impl Fluid {
                         return false;
                     }
                     let s = &self.st[g];
+                    let lvl = s.rate / s.eff_weight;
                     load += s.rate;
-                    top = top.max(s.rate / s.eff_weight);
+                    top = top.max(lvl);
+                    let b = self.bn[g];
+                    if b as usize == c || b == UNKNOWN {
+                        count += 1;
+                        low = low.min(if b == UNKNOWN { 0.0 } else { lvl });
+                    }
                 }
-                self.ct[c].fixed_load = load;
-                self.ct[c].fixed_top = top;
+                let t = &mut self.ct[c];
+                t.fixed_load = load;
+                t.fixed_top = top;
+                t.bound_low = low;
+                t.bound_count = count;
                 residual[c] = (net.capacity[c] - load).max(0.0);
             }
             for &c in &sc.tch {
@@ -750,6 +764,16 @@ impl Fluid {
                 let c = sc.tch[j] as usize;
                 if self.ct[c].moved != this {
                     continue; // as it was: its flows keep their bottlenecks there
+                }
+                let t = self.ct[c];
+                if t.bound_count == 0 {
+                    continue;
+                }
+                if t.bound_low > 0.0 && holds(self, c, t.bound_low) {
+                    // `holds` rises with the level: the lowest kept flow bound here
+                    // holds, so do the others
+                    kept += t.bound_count as u64;
+                    continue;
                 }
                 for &g in &self.chan_flows[c] {
                     let g = g as usize;

@@ -123,13 +123,14 @@ pub fn solve_subset(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Work
             return;
         }
     }
-    prepare(p, flows, ws);
+    size(p, ws);
     // one class is the common case: no scan of the 256 classes, no allocation
     let first = flows.first().map_or(0, |&f| p.priority[f as usize]);
     if flows.iter().all(|&f| p.priority[f as usize] == first) {
-        fill(p, flows, rates, ws);
+        fill(p, flows, rates, ws, true);
         return;
     }
+    prepare(p, flows, ws);
     let mut present = [false; 256];
     for &f in flows {
         present[p.priority[f as usize] as usize] = true;
@@ -144,7 +145,7 @@ pub fn solve_subset(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Work
                 .copied()
                 .filter(|&f| p.priority[f as usize] == class),
         );
-        fill(p, &class_flows, rates, ws);
+        fill(p, &class_flows, rates, ws, false);
         for &f in &class_flows {
             ws.bottleneck[f as usize] = UNKNOWN;
         }
@@ -168,24 +169,10 @@ pub fn solve_subset(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Work
     }
 }
 
-/// The workspace sized for `p`, and `ws.touched` the channels `flows` cross, each
-/// with its whole capacity as residual: what [`fill`] starts from.
+/// `ws.touched` the channels `flows` cross, each with its whole capacity as
+/// residual: what [`fill`] starts from when it is not `fresh`.
 fn prepare(p: &Problem, flows: &[u32], ws: &mut Workspace) {
-    let nch = p.capacity.len();
-    if ws.residual.len() < nch {
-        ws.residual.resize(nch, 0.0);
-        ws.load.resize(nch, 0.0);
-        ws.wsum.resize(nch, 0.0);
-        ws.adj_start.resize(nch, 0);
-        ws.adj_end.resize(nch, 0);
-        ws.mark.resize(nch, false);
-    }
-    if ws.frozen.len() < p.weight.len() {
-        ws.frozen.resize(p.weight.len(), false);
-    }
-    if ws.bottleneck.len() < p.weight.len() {
-        ws.bottleneck.resize(p.weight.len(), UNKNOWN);
-    }
+    size(p, ws);
     ws.touched.clear();
     for &f in flows {
         let f = f as usize;
@@ -200,6 +187,25 @@ fn prepare(p: &Problem, flows: &[u32], ws: &mut Workspace) {
     }
     for &c in &ws.touched {
         ws.mark[c as usize] = false;
+    }
+}
+
+/// The workspace sized for `p`.
+fn size(p: &Problem, ws: &mut Workspace) {
+    let nch = p.capacity.len();
+    if ws.residual.len() < nch {
+        ws.residual.resize(nch, 0.0);
+        ws.load.resize(nch, 0.0);
+        ws.wsum.resize(nch, 0.0);
+        ws.adj_start.resize(nch, 0);
+        ws.adj_end.resize(nch, 0);
+        ws.mark.resize(nch, false);
+    }
+    if ws.frozen.len() < p.weight.len() {
+        ws.frozen.resize(p.weight.len(), false);
+    }
+    if ws.bottleneck.len() < p.weight.len() {
+        ws.bottleneck.resize(p.weight.len(), UNKNOWN);
     }
 }
 
@@ -259,14 +265,23 @@ pub fn alone_at(p: &Problem, f: usize, rates: &mut [f64]) -> Option<u32> {
     Some(key.id())
 }
 
-fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
+/// Progressive filling of `flows` on `ws.residual`. `fresh`: every channel starts
+/// at its whole capacity, and the channels are found here, in the walk of the
+/// paths that counts their flows (one walk less than [`prepare`] then this);
+/// otherwise `ws.touched` and the residuals are those a [`prepare`] and the
+/// classes above left.
+fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace, fresh: bool) {
     // channel -> flows adjacency (CSR) over the touched channels only:
     // adj[adj_start[c]..adj_end[c]]
-    for &c in &ws.touched {
-        let c = c as usize;
-        ws.adj_end[c] = 0;
-        ws.load[c] = 0.0;
-        ws.wsum[c] = 0.0;
+    if fresh {
+        ws.touched.clear();
+    } else {
+        for &c in &ws.touched {
+            let c = c as usize;
+            ws.adj_end[c] = 0;
+            ws.load[c] = 0.0;
+            ws.wsum[c] = 0.0;
+        }
     }
     // every entry goes in one heap, built in linear time instead of sorted; the
     // fill stops once every flow is frozen, so the channels above the last
@@ -285,9 +300,18 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
         let path = &p.channels[p.offsets[fu]..p.offsets[fu + 1]];
         let mut tightest = f64::INFINITY;
         for &c in path {
-            ws.adj_end[c as usize] += 1;
-            ws.wsum[c as usize] += w;
-            tightest = tightest.min(ws.residual[c as usize]);
+            let cu = c as usize;
+            if fresh && !ws.mark[cu] {
+                ws.mark[cu] = true;
+                ws.touched.push(c);
+                ws.residual[cu] = p.capacity[cu].max(0.0);
+                ws.adj_end[cu] = 0;
+                ws.load[cu] = 0.0;
+                ws.wsum[cu] = 0.0;
+            }
+            ws.adj_end[cu] += 1;
+            ws.wsum[cu] += w;
+            tightest = tightest.min(ws.residual[cu]);
         }
         // a bound above what the path can carry never binds (CM02's TCP window
         // usually is): leaving it out of the heap saves a push and a pop
@@ -310,6 +334,7 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace) {
     let mut acc = 0usize;
     for &c in &ws.touched {
         let cu = c as usize;
+        ws.mark[cu] = false; // set (fresh) by the walk above
         let cnt = ws.adj_end[cu];
         ws.adj_start[cu] = acc;
         ws.adj_end[cu] = acc; // filled below, ends at acc + cnt
@@ -442,15 +467,71 @@ mod tests {
             let mut ws = Workspace::default();
             prepare(&p, &[0], &mut ws);
             let mut slow = [f64::NAN];
-            fill(&p, &[0], &mut slow, &mut ws);
+            fill(&p, &[0], &mut slow, &mut ws, false);
             if took {
                 shortcut += 1;
                 assert_eq!(fast[0].to_bits(), slow[0].to_bits(), "{p_:?}", p_ = (&capacity, &path, weight, bound));
             }
+            let mut fused = [f64::NAN];
+            let mut ws = Workspace::default();
+            size(&p, &mut ws);
+            fill(&p, &[0], &mut fused, &mut ws, true);
+            assert_eq!(fused[0].to_bits(), slow[0].to_bits());
             let mut via = [f64::NAN];
             solve_subset(&p, &[0], &mut via, &mut Workspace::default());
             assert_eq!(via[0].to_bits(), slow[0].to_bits());
         }
         assert!(shortcut > 100_000);
+    }
+
+    /// The filling that finds its channels as it counts them (`fresh`) gives what
+    /// the filling after a separate [`prepare`] gives, bit for bit, bottlenecks too.
+    #[test]
+    fn a_fresh_filling_is_the_prepared_one() {
+        let mut x: u64 = 11;
+        let mut next = || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x >> 11
+        };
+        for _ in 0..20_000 {
+            let n_ch = 1 + (next() % 20) as usize;
+            let capacity: Vec<f64> = (0..n_ch)
+                .map(|_| if next() % 8 == 0 { 0.0 } else { (1 + next() % 1000) as f64 * 1e7 })
+                .collect();
+            let n = 1 + (next() % 12) as usize;
+            let mut offsets = vec![0];
+            let mut channels = vec![];
+            for _ in 0..n {
+                for _ in 0..next() % 6 {
+                    channels.push((next() % n_ch as u64) as u32);
+                }
+                offsets.push(channels.len());
+            }
+            let weight: Vec<f64> = (0..n).map(|_| (1 + next() % 9) as f64 / 3.0).collect();
+            let bound: Vec<f64> = (0..n)
+                .map(|_| if next() % 3 == 0 { (next() % 1000) as f64 * 1e7 } else { f64::INFINITY })
+                .collect();
+            let priority = vec![0u8; n];
+            let p = Problem {
+                capacity: &capacity,
+                offsets: &offsets,
+                channels: &channels,
+                weight: &weight,
+                bound: &bound,
+                priority: &priority,
+            };
+            let flows: Vec<u32> = (0..n as u32).collect();
+            let (mut a, mut b) = (vec![f64::NAN; n], vec![f64::NAN; n]);
+            let mut wa = Workspace::default();
+            prepare(&p, &flows, &mut wa);
+            fill(&p, &flows, &mut a, &mut wa, false);
+            let mut wb = Workspace::default();
+            size(&p, &mut wb);
+            fill(&p, &flows, &mut b, &mut wb, true);
+            for f in 0..n {
+                assert_eq!(a[f].to_bits(), b[f].to_bits());
+                assert_eq!(wa.bottleneck[f], wb.bottleneck[f]);
+            }
+        }
     }
 }
