@@ -38,8 +38,9 @@
 //! bottleneck, join the solved ones and they are solved again (flows below `T`
 //! never join: they keep their rates). Every flow then has a bottleneck and every
 //! channel its capacity: that is the max-min allocation, whose rates are unique.
-//! After six rounds, or if it meets another class, it gives up and the update
-//! by levels runs. The kept flows' rates are subtracted before the solve, so the
+//! Each round is a whole solve, so the first set also takes the flows the checks
+//! most often add next (`Fluid::widen`). After six rounds, or if it meets another
+//! class, it gives up and the update by levels runs. The kept flows' rates are subtracted before the solve, so the
 //! rates come out of another summation than a whole solve's: they agree to
 //! rounding (the checks allow 1e-9 of a level), not bit for bit.
 
@@ -172,6 +173,8 @@ pub struct Fluid {
     // per channel an arrival crosses: (safe level, guessed level), memoized per solve
     chan_levels: Vec<(f64, f64)>,
     chan_levels_stamp: Vec<u64>,
+    // the stamp of the last `keep_below`: `chan_levels` of the channels it guessed
+    levels_memo: u64,
     // the tight update (`tight`): per flow, the channel that bounds it (a saturated
     // channel where it has the highest level), `AT_BOUND` or `UNKNOWN`
     tight: bool,
@@ -214,6 +217,7 @@ impl Fluid {
             residual: vec![0.0; n],
             chan_levels: vec![(0.0, 0.0); n],
             chan_levels_stamp: vec![0; n],
+            levels_memo: 0,
             tight: true,
             bn: vec![],
             ct: vec![ChanTight::default(); n],
@@ -375,6 +379,7 @@ impl Fluid {
         let (mut safe, mut guess) = (self.left_level, self.left_level);
         self.stamp += 1;
         let stamp = self.stamp;
+        self.levels_memo = stamp;
         for i in 0..self.arrived.len() {
             let a = self.arrived[i] as usize;
             let s = self.st[a];
@@ -634,6 +639,9 @@ impl Fluid {
                 }
             }
         }
+        if !self.widen(net, sc, stamp, class, one_class, below) {
+            return false;
+        }
         let mut walked = 0;
         for round in 0..ROUNDS {
             self.tight_rounds += 1;
@@ -801,6 +809,83 @@ impl Fluid {
             }
         }
         false
+    }
+
+    /// The tight update's first set, widened by the kept flows that its checks
+    /// would most often add one round later (each round is a whole solve; a flow
+    /// taken that keeps its rate costs one flow more in one solve):
+    /// - on the channel where an arrival is guessed to settle (the lowest of the
+    ///   levels `keep_below` guessed on its channels), the flows above that level:
+    ///   they come down to share it;
+    /// - on the other channels of a flow taken before this step (not an arrival,
+    ///   whose channels are all seeds), the flows bound there: where it moves,
+    ///   they move.
+    ///
+    /// Only flows at or above the safe level (`below`) are taken, as the rounds
+    /// take them; the checks, not this choice, make the result the max-min
+    /// allocation. Returns false when it meets a flow of another class.
+    fn widen(&mut self, net: &Net, sc: &mut Scratch, stamp: u64, class: u8, one_class: bool, below: f64) -> bool {
+        const EPS: f64 = 1e-9;
+        for i in 0..self.arrived.len() {
+            let a = self.arrived[i] as usize;
+            let s = self.st[a];
+            if !s.active || !s.fresh {
+                continue;
+            }
+            let memo = |c: u32| {
+                let c = c as usize;
+                (self.chan_levels_stamp[c] == self.levels_memo).then(|| self.chan_levels[c].1)
+            };
+            let bound = if s.bound.is_finite() { s.bound / s.eff_weight } else { f64::INFINITY };
+            let guess = net.path(a).iter().filter_map(|&c| memo(c)).fold(bound, f64::min);
+            if !guess.is_finite() {
+                continue;
+            }
+            for &c in net.path(a) {
+                if !memo(c).is_some_and(|l| l <= guess * (1.0 + 1e-6)) {
+                    continue; // not where it is guessed to settle
+                }
+                for &g in &self.chan_flows[c as usize] {
+                    let g = g as usize;
+                    let l = self.st[g].rate / self.st[g].eff_weight;
+                    if self.stamp_flow[g] == stamp || !(l > guess * (1.0 + EPS) && l >= below) {
+                        continue;
+                    }
+                    if !one_class && net.flows[g].priority != class {
+                        return false;
+                    }
+                    self.stamp_flow[g] = stamp;
+                    sc.comp_flows.push(g as u32);
+                }
+            }
+        }
+        for i in 0..sc.comp_flows.len() {
+            let f = sc.comp_flows[i] as usize;
+            if self.st[f].fresh {
+                continue;
+            }
+            for &c in net.path(f) {
+                let list = &self.chan_flows[c as usize];
+                if list.len() < 2 {
+                    continue;
+                }
+                for &g in list {
+                    let g = g as usize;
+                    if self.stamp_flow[g] == stamp || self.bn[g] != c {
+                        continue;
+                    }
+                    if self.st[g].rate / self.st[g].eff_weight < below {
+                        continue;
+                    }
+                    if !one_class && net.flows[g].priority != class {
+                        return false;
+                    }
+                    self.stamp_flow[g] = stamp;
+                    sc.comp_flows.push(g as u32);
+                }
+            }
+        }
+        true
     }
 
     /// Whether a solve that kept the flows below level `t` is the max-min
