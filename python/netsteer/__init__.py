@@ -22,7 +22,13 @@ netsteer.errors.NetsteerError: repeat: Input should be greater than or equal to 
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING, Any
+
+# numpy's OpenBLAS starts a thread per core that busy-waits for about 0.1 s of CPU
+# after start-up, beside the simulation; netsteer does no linear algebra. One thread,
+# unless the environment says otherwise (Dask's workers do the same).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from .errors import LimitError, NetsteerError, RoutingError
 

@@ -86,3 +86,18 @@ def test_a_streamed_run_of_a_plain_job_spec_never_imports_pydantic_or_numpy_rand
         " 'numpy.random' in sys.modules)"
     )
     assert out == "done [] False"  # random placement needs no numpy.random either
+
+
+def test_openblas_gets_one_thread_unless_the_environment_says_otherwise():
+    # numpy's OpenBLAS threads busy-wait after start-up; netsteer does no linear algebra
+    import os
+
+    code = ("import os, netsteer.topology.pgft, numpy\n"
+            "print(os.environ['OPENBLAS_NUM_THREADS'], numpy.__config__ is not None)")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split()[0] == "1"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={**env, "OPENBLAS_NUM_THREADS": "3"})
+    assert p.stdout.split()[0] == "3"
