@@ -275,9 +275,13 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
         with Testbed(topo, progress=progress, max_rate_bps=rate_bps) as tb, \
                 open_switches(tb, channel) as switches, MpiHosts(tb, nice=nice) as m:
             ofctl = {n: _ofctl(tb, n) for n in {s for s, _ in watched.values()}}
-            sampler = Sampler(lambda: {k: ofctl[s].port_bytes().get(p, (0, 0))[1] for k, (s, p) in watched.items()})
-            sampler.read()
-            sampler.start()
+            # one sampler per switch: each read is an ovs-ofctl process, and read one
+            # after another under one stamp the later switches' counters are late
+            samplers = {k: Sampler(lambda k=k, s=s, p=p: {k: ofctl[s].port_bytes().get(p, (0, 0))[1]})
+                        for k, (s, p) in watched.items()}
+            for x in samplers.values():
+                x.read()
+                x.start()
             try:
                 tables = routing_tables(dor(topo, circuits=standard), standard)
                 push_s = _install(switches, tables)
@@ -298,9 +302,12 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
                     t0 = time.time_ns()
                     record(m.run(str(exe), args, hosts, timeout=timeout_s), {"steered": (t0, time.time_ns())})
             finally:
-                sampler.stop.set()
-                sampler.join()
-            sampler.read()
+                for x in samplers.values():
+                    x.stop.set()
+                for x in samplers.values():
+                    x.join()
+            for x in samplers.values():
+                x.read()
     scale = tb.scale
     out: dict[str, Any] = {
         "inputs": {"ranks": RANKS, "bytes": nbytes, "iterations": iterations, "placement_eps": RING,
@@ -316,7 +323,7 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
         "simulated": sim, **runs,
     }
     out["compare"] = compare(out)
-    out["links"] = _series(sampler, out)
+    out["links"] = _series(samplers, out)
     return out
 
 
@@ -384,14 +391,17 @@ def compare(rep: dict) -> dict[str, Any]:
             "speedup_simulated": s["steered"]["ring_bps"] / s["standard"]["ring_bps"]}
 
 
-def _series(sampler: Sampler, rep: dict) -> dict[str, Any]:
+def _series(samplers: dict[str, Sampler], rep: dict) -> dict[str, Any]:
     """The sampled transmit counters as rates (bit/s at the testbed's rates) over
-    seconds since the first sample, and each run's span on that clock."""
-    s = sampler.samples
-    t = np.array([x[0] for x in s], dtype=np.float64)
+    seconds since the first sample, and each run's span on that clock. The first
+    sampler's instants are the clock; the other counters are read there, linear
+    between their own samples."""
+    first = next(iter(samplers.values()))
+    stamps = [x[0] for x in first.samples]
+    t = np.array(stamps, dtype=np.float64)
     out = {"t_s": ((t[1:] - t[0]) * 1e-9).round(3).tolist(), "bps": {}, "runs": {}}
-    for name in s[0][1]:
-        v = np.array([x[1][name] for x in s], dtype=np.float64)
+    for name, sampler in samplers.items():
+        v = np.array([sampler.at(ts, name) for ts in stamps], dtype=np.float64)
         out["bps"][name] = (np.diff(v) * 8 / np.maximum(np.diff(t) * 1e-9, 1e-9)).round(0).tolist()
     for key in ("standard", "steered"):
         out["runs"][key] = [(rep[key]["start_ns"] - t[0]) * 1e-9, (rep[key]["end_ns"] - t[0]) * 1e-9]
