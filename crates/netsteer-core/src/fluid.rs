@@ -40,9 +40,10 @@
 //! channel its capacity: that is the max-min allocation, whose rates are unique.
 //! Each round is a whole solve, so the first set also takes the flows the checks
 //! most often add next (`Fluid::widen`). After six rounds, or if it meets another
-//! class, it gives up and the update by levels runs. The kept flows' rates are subtracted before the solve, so the
-//! rates come out of another summation than a whole solve's: they agree to
-//! rounding (the checks allow 1e-9 of a level), not bit for bit.
+//! class, it gives up and the update by levels runs. The kept flows' rates are
+//! subtracted before the solve, so the rates come out of another summation than
+//! a whole solve's: they agree to rounding (the checks allow 1e-9 of a level),
+//! not bit for bit.
 
 use std::any::Any;
 
@@ -824,7 +825,15 @@ impl Fluid {
     /// Only flows at or above the safe level (`below`) are taken, as the rounds
     /// take them; the checks, not this choice, make the result the max-min
     /// allocation. Returns false when it meets a flow of another class.
-    fn widen(&mut self, net: &Net, sc: &mut Scratch, stamp: u64, class: u8, one_class: bool, below: f64) -> bool {
+    fn widen(
+        &mut self,
+        net: &Net,
+        sc: &mut Scratch,
+        stamp: u64,
+        class: u8,
+        one_class: bool,
+        below: f64,
+    ) -> bool {
         const EPS: f64 = 1e-9;
         for i in 0..self.arrived.len() {
             let a = self.arrived[i] as usize;
