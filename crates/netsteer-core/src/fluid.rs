@@ -74,6 +74,14 @@ struct FluidFlow {
     fresh: bool,
 }
 
+impl FluidFlow {
+    /// Its fill level: rate over weight (module text).
+    #[inline]
+    fn level(&self) -> f64 {
+        self.rate / self.eff_weight
+    }
+}
+
 /// Buffers reused by every solve, so the hot path allocates nothing.
 #[derive(Default)]
 struct Scratch {
@@ -479,7 +487,7 @@ impl Fluid {
                         return Collected::Mixed;
                     }
                     let s = &self.st[f];
-                    if !s.fresh && s.rate / s.eff_weight < below {
+                    if !s.fresh && s.level() < below {
                         left -= s.rate;
                         kept += 1;
                         continue;
@@ -685,7 +693,7 @@ impl Fluid {
                         return false;
                     }
                     let s = &self.st[g];
-                    let lvl = s.rate / s.eff_weight;
+                    let lvl = s.level();
                     load += s.rate;
                     top = top.max(lvl);
                     let b = self.bn[g];
@@ -760,7 +768,7 @@ impl Fluid {
                 }
                 for &g in &self.chan_flows[c] {
                     let g = g as usize;
-                    let l = self.st[g].rate / self.st[g].eff_weight;
+                    let l = self.st[g].level();
                     if self.stamp_flow[g] != stamp && l > lvl * (1.0 + EPS) && l >= below {
                         self.stamp_flow[g] = stamp;
                         sc.comp_flows.push(g as u32);
@@ -790,7 +798,7 @@ impl Fluid {
                         continue;
                     }
                     let s = &self.st[g];
-                    let lvl = s.rate / s.eff_weight;
+                    let lvl = s.level();
                     if self.bn[g] != UNKNOWN && holds(self, c, lvl) {
                         kept += 1;
                         continue;
@@ -856,7 +864,7 @@ impl Fluid {
                 }
                 for &g in &self.chan_flows[c as usize] {
                     let g = g as usize;
-                    let l = self.st[g].rate / self.st[g].eff_weight;
+                    let l = self.st[g].level();
                     if self.stamp_flow[g] == stamp || !(l > guess * (1.0 + EPS) && l >= below) {
                         continue;
                     }
@@ -883,7 +891,7 @@ impl Fluid {
                     if self.stamp_flow[g] == stamp || self.bn[g] != c {
                         continue;
                     }
-                    if self.st[g].rate / self.st[g].eff_weight < below {
+                    if self.st[g].level() < below {
                         continue;
                     }
                     if !one_class && net.flows[g].priority != class {
@@ -1047,7 +1055,7 @@ impl Physics for Fluid {
             let s = self.st[f];
             if !s.fresh {
                 // a flow that arrived and left before any solve was in neither problem
-                self.left_level = self.left_level.min(s.rate / s.eff_weight);
+                self.left_level = self.left_level.min(s.level());
                 let p = net.flows[f].priority;
                 self.left_class = Some(self.left_class.map_or((p, p), |(lo, hi)| (lo.min(p), hi.max(p))));
             }

@@ -123,10 +123,10 @@ pub fn solve_subset(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Work
             return;
         }
     }
-    size(p, ws);
     // one class is the common case: no scan of the 256 classes, no allocation
     let first = flows.first().map_or(0, |&f| p.priority[f as usize]);
     if flows.iter().all(|&f| p.priority[f as usize] == first) {
+        size(p, ws);
         fill(p, flows, rates, ws, true);
         return;
     }
@@ -421,16 +421,21 @@ fn freeze(p: &Problem, f: usize, rate: f64, rates: &mut [f64], ws: &mut Workspac
 mod tests {
     use super::*;
 
+    /// A small LCG for the random problems (its top 53 bits).
+    fn lcg(seed: u64) -> impl FnMut() -> u64 {
+        let mut x = seed;
+        move || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x >> 11
+        }
+    }
+
     /// `alone` against the whole progressive filling, bit for bit, on random
     /// one-flow problems (zero capacities, ties, bounds above, below and at the
     /// path's tightest channel).
     #[test]
     fn a_flow_alone_gets_what_the_filling_gives_it() {
-        let mut x: u64 = 7;
-        let mut next = || {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            x >> 11
-        };
+        let mut next = lcg(7);
         let mut shortcut = 0;
         for _ in 0..200_000 {
             let n_ch = 1 + (next() % 12) as usize;
@@ -488,11 +493,7 @@ mod tests {
     /// the filling after a separate [`prepare`] gives, bit for bit, bottlenecks too.
     #[test]
     fn a_fresh_filling_is_the_prepared_one() {
-        let mut x: u64 = 11;
-        let mut next = || {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            x >> 11
-        };
+        let mut next = lcg(11);
         for _ in 0..20_000 {
             let n_ch = 1 + (next() % 20) as usize;
             let capacity: Vec<f64> = (0..n_ch)
