@@ -14,7 +14,8 @@ import bisect
 import os
 import threading
 import time
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator
 
 SAMPLE_S = 0.05
 
@@ -60,7 +61,7 @@ class Sampler(threading.Thread):
     def at(self, t_ns: int, name: str) -> float:
         """Counter ``name`` at ``t_ns``, linear between the samples around it."""
         s = self.samples
-        i = bisect.bisect_left([x[0] for x in s], t_ns)
+        i = bisect.bisect_left(s, t_ns, key=lambda x: x[0])  # (no list of the stamps per call)
         if i <= 0:
             return s[0][1][name]
         if i >= len(s):
@@ -69,4 +70,24 @@ class Sampler(threading.Thread):
         return a[name] + (b[name] - a[name]) * (t_ns - t0) / max(t1 - t0, 1)
 
 
-__all__ = ["Sampler", "SAMPLE_S"]
+@contextmanager
+def sampling(samplers: Iterable[Sampler]) -> Iterator[None]:
+    """The samplers running for the block: each read once before it starts, and once
+    more after all of them stopped (the exact ends), when the block ended without an
+    error."""
+    samplers = list(samplers)
+    for x in samplers:
+        x.read()
+        x.start()
+    try:
+        yield
+    finally:
+        for x in samplers:
+            x.stop.set()
+        for x in samplers:
+            x.join()
+    for x in samplers:
+        x.read()
+
+
+__all__ = ["Sampler", "SAMPLE_S", "sampling"]

@@ -42,7 +42,7 @@ import numpy as np
 from ..control.steering import circuit_ends, pairs_of
 from ..errors import NetsteerError
 from ..reproduce.hyperx import LINK_GBPS, RING, eps_index, placement, simulate_training, testbed
-from .counters import Sampler
+from .counters import Sampler, sampling
 from .fabric_routes import routing_tables
 from .mpi import MpiHosts, compile_program
 from .testbed import Testbed
@@ -275,14 +275,12 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
         with Testbed(topo, progress=progress, max_rate_bps=rate_bps) as tb, \
                 open_switches(tb, channel) as switches, MpiHosts(tb, nice=nice) as m:
             ofctl = {n: _ofctl(tb, n) for n in {s for s, _ in watched.values()}}
-            # one sampler per switch: each read is an ovs-ofctl process, and read one
-            # after another under one stamp the later switches' counters are late
+            # one sampler per watched counter (each on a switch of its own): each read
+            # is an ovs-ofctl process, and read one after another under one stamp the
+            # later switches' counters are late
             samplers = {k: Sampler(lambda k=k, s=s, p=p: {k: ofctl[s].port_bytes().get(p, (0, 0))[1]})
                         for k, (s, p) in watched.items()}
-            for x in samplers.values():
-                x.read()
-                x.start()
-            try:
+            with sampling(samplers.values()):
                 tables = routing_tables(dor(topo, circuits=standard), standard)
                 push_s = _install(switches, tables)
                 progress(f"standard: {sum(len(t.flows) for t in tables.values())} rules in {push_s:.2f} s; "
@@ -301,13 +299,6 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
                     steering.do()
                     t0 = time.time_ns()
                     record(m.run(str(exe), args, hosts, timeout=timeout_s), {"steered": (t0, time.time_ns())})
-            finally:
-                for x in samplers.values():
-                    x.stop.set()
-                for x in samplers.values():
-                    x.join()
-            for x in samplers.values():
-                x.read()
     scale = tb.scale
     out: dict[str, Any] = {
         "inputs": {"ranks": RANKS, "bytes": nbytes, "iterations": iterations, "placement_eps": RING,

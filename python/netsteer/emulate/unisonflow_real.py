@@ -30,7 +30,7 @@ from typing import Any
 from ..drivers.openflow.switch import OfctlSwitch
 from ..topology.pgft import pgft
 from ..unisonflow.tags import PRIMITIVE_NAMES
-from .counters import Sampler
+from .counters import Sampler, sampling
 from .fabric_routes import ecmp_tables, notify_tables, tag_tables
 from .mpi import MpiHosts, compile_program, phases, read_peer_tables
 from .reactive_tags import ReactiveTags
@@ -94,18 +94,9 @@ def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progre
                 # each spine sampled by its own thread: one stamp per read
                 samplers = {n: Sampler(lambda n=n, s=s: {n: sum(rx for rx, _ in s.port_bytes().values())})
                             for n, s in spines.items()}
-                for sampler in samplers.values():
-                    sampler.read()
-                    sampler.start()
-                t0 = time.monotonic()
-                try:
+                with sampling(samplers.values()):
+                    t0 = time.monotonic()
                     r = m.run(str(exe), [str(iterations), str(nbytes)], list(range(topo.n_hosts)))
-                finally:
-                    for sampler in samplers.values():
-                        sampler.stop.set()
-                        sampler.join()
-                for sampler in samplers.values():
-                    sampler.read()
                 wall = time.monotonic() - t0
                 tables = read_peer_tables(m.tag_dir)
                 taggers = m.tagger_report()
