@@ -111,11 +111,14 @@ def test_a_job_too_large_for_the_memory_is_refused_before_it_runs(tmp_path, caps
     assert json.loads(capsys.readouterr().out)["streamed"]["ranks_done"] == 24
 
 
-def test_a_streamed_job_cut_off_by_a_failed_link_is_reported_stalled():
+@pytest.mark.parametrize("bulk", [False, True])
+def test_a_streamed_job_cut_off_by_a_failed_link_is_reported_stalled(bulk):
     sc = text("stream: true", extra="reroute_on_change: false\n"
               "events: [{at: 30us, link_down: [{node: s1_0, port: 9}, {node: s1_0, port: 10}]}]")
-    # (an endless bulk flow beside a stall keeps the engine busy until the sample limit)
-    sc = sc.replace("    bulk:\n      - {src: 3, dst: 17}\n", "")
+    # (host 3 is under s1_0: its bulk flow would stall too; host 9's goes on)
+    sc = sc.replace("    bulk:\n      - {src: 3, dst: 17}\n", "    bulk:\n      - {src: 9, dst: 17}\n" if bulk else "")
+    # an endless bulk flow beside the stall ends with the work: it neither keeps the
+    # sampling going up to the memory limit nor runs out its nominal size
     b = build_scenario(parse_scenario(sc))
     res = run_scenario(b)  # sampled: the stall ends the sampling, not the memory limit
     r = result_dict(b, res)
@@ -126,6 +129,9 @@ def test_a_streamed_job_cut_off_by_a_failed_link_is_reported_stalled():
     t = res.sample_times_ns
     assert (np.diff(t) > 0).all() and t[-1] - t[-2] <= b.sample_interval_ns
     assert (res.channel_bytes[-1] == res.final_channel_bytes).all()
+    assert res.makespan_ns < 1_000_000  # the stall came within a ms, not decades later
+    if bulk:
+        assert r["jobs"][1]["completion_s"] is None  # the side job (its bulk flow) never ended
 
 
 def test_progress_counts_messages_and_simulated_time_without_a_total():

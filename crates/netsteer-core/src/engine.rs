@@ -617,6 +617,15 @@ impl Engine {
         }
     }
 
+    /// Flows of the work are left, none of them will finish as things stand, and
+    /// what the physics will still finish is background traffic, which ends with
+    /// the work: without it the engine would run an endless flow out (decades of
+    /// simulated time, and counter samples all the way up to their memory limit).
+    fn only_background_moves(&self) -> bool {
+        let meta = &self.meta;
+        self.foreground_left > 0 && !self.phys.will_finish(&|f| !meta[f as usize].background)
+    }
+
     /// iperf-like traffic ends with the work it runs beside.
     fn end_background_if_idle(&mut self) {
         if self.foreground_left == 0 && self.unfinished > 0 {
@@ -726,9 +735,10 @@ impl Engine {
             if until == Ns::MAX
                 && self.unfinished > 0
                 && self.pending_work == 0
-                && self.phys.next_time().is_none()
+                && (self.phys.next_time().is_none() || self.only_background_moves())
             {
-                // only counter samples are left: nothing can move any more
+                // only counter samples are left, or background traffic that ends
+                // with the rest: nothing of the work can move any more
                 return RunStatus::Stalled;
             }
             let Some(t) = self.next_time() else {

@@ -97,6 +97,12 @@ pub trait Physics: Send + Sync {
     ) -> (u64, Ns) {
         (self.advance(net, now, done), now)
     }
+    /// Whether some active flow that `pick` accepts will finish as things stand,
+    /// nothing else changing (fluid: it has a rate). A physics that cannot tell
+    /// says true: the engine then never calls a run stalled on its word.
+    fn will_finish(&self, _pick: &dyn Fn(u32) -> bool) -> bool {
+        true
+    }
     /// Every event of the instant `now` has been handled (fluid: re-solve rates).
     fn settle(&mut self, net: &Net, now: Ns);
     /// Drop the physics' own events after `now` (the work is over).

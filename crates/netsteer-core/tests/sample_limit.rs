@@ -50,3 +50,49 @@ fn a_stalled_run_with_sampling_ends_as_stalled() {
     assert!(!e.sample_overflow());
     assert!((e.sent(0) - 5e5).abs() < 1.0);
 }
+
+#[test]
+fn a_stall_beside_background_traffic_ends_as_stalled_at_once() {
+    // the work's channel goes down; an endless background flow on another channel
+    // goes on: it ends with the work, so the run is stalled there and then, neither
+    // sampled up to the memory limit nor run out to the background flow's end
+    let mut e = Engine::new(vec![1e9; 4], vec![0; 4], Box::new(MaxMin));
+    e.set_sample_interval(1_000);
+    e.add_flows(&[FlowSpec::new(1e6, vec![0]), FlowSpec::new(1e18, vec![2])]).unwrap();
+    e.set_background(&[1]).unwrap();
+    e.run(500_000, u64::MAX);
+    e.set_channels_up(&[0], false);
+    assert_eq!(e.run_to_end(), RunStatus::Stalled);
+    assert!(!e.sample_overflow());
+    assert_eq!(e.now(), 500_000, "stalled when the link went down");
+    assert_eq!(e.samples().0.len(), 501, "a sample every us up to the stall");
+    assert!((e.sent(0) - 5e5).abs() < 1.0);
+    assert_eq!(e.completion(1), -1, "the background flow never ended");
+}
+
+#[test]
+fn background_traffic_that_starves_the_work_stalls_it() {
+    // a higher class of endless background traffic takes the work's channel: the
+    // work cannot move until it ends, and it ends only with the work
+    let mut e = Engine::new(vec![1e9; 2], vec![0; 2], Box::new(MaxMin));
+    let mut bg = FlowSpec::new(1e18, vec![0]);
+    bg.priority = 0;
+    let mut work = FlowSpec::new(1e6, vec![0]);
+    work.priority = 1;
+    e.add_flows(&[work, bg]).unwrap();
+    e.set_background(&[1]).unwrap();
+    assert_eq!(e.run_to_end(), RunStatus::Stalled);
+    assert_eq!(e.now(), 0);
+    assert_eq!(e.completion(0), -1);
+}
+
+#[test]
+fn a_work_flow_still_moving_beside_background_traffic_is_not_a_stall() {
+    // both share the channel: the work finishes (at half the rate), then the
+    // background flow ends with it
+    let mut e = Engine::new(vec![1e9; 2], vec![0; 2], Box::new(MaxMin));
+    e.add_flows(&[FlowSpec::new(1e6, vec![0]), FlowSpec::new(1e18, vec![0])]).unwrap();
+    e.set_background(&[1]).unwrap();
+    assert_eq!(e.run_to_end(), RunStatus::Done);
+    assert_eq!(e.completion(0), 2_000_000);
+}
