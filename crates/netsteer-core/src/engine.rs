@@ -623,7 +623,12 @@ impl Engine {
     /// simulated time, and counter samples all the way up to their memory limit).
     fn only_background_moves(&self) -> bool {
         let meta = &self.meta;
-        self.foreground_left > 0 && !self.phys.will_finish(&|f| !meta[f as usize].background)
+        // (without background flows left, whatever finishes is work; a streamed
+        // job holds one count of the work beside its flows)
+        let work_flows = self.foreground_left - self.stream_hold as usize;
+        self.foreground_left > 0
+            && work_flows < self.unfinished
+            && !self.phys.will_finish(&|f| !meta[f as usize].background)
     }
 
     /// iperf-like traffic ends with the work it runs beside.
