@@ -1095,8 +1095,8 @@ impl Physics for Fluid {
         (done.len() - first) as u64
     }
     fn will_finish(&self, pick: &dyn Fn(u32) -> bool) -> bool {
-        // a flow with a rate has a finish scheduled (or one past the clock's range,
-        // which no real run reaches); a starved one has none
+        // a flow with a rate has a finish scheduled, a starved one none (nor one
+        // whose finish lies past the clock's range: no real run gets there)
         self.finishes.any_key(pick)
     }
     fn settle(&mut self, net: &Net, now: Ns) {
