@@ -196,16 +196,14 @@ impl KeyedQueue {
         self.keys.first().map(|&key| instant(key))
     }
 
-    /// Whether any key with an event satisfies `pick`; the earliest one is tried
-    /// first, the others only if it fails.
+    /// Whether any key with an event satisfies `pick`. The heap's order puts the
+    /// earliest group first, so the keys due first are tried first.
     pub fn any_key(&self, pick: &dyn Fn(u32) -> bool) -> bool {
-        let live = |g: u32| self.members[g as usize].iter().copied().filter(|&k| k != GONE);
-        if let Some(&g) = self.heap_group.first() {
-            if live(g).take(1).any(pick) {
-                return true;
-            }
-        }
-        self.heap_group.iter().any(|&g| live(g).any(pick))
+        self.heap_group.iter().any(|&g| {
+            self.members[g as usize]
+                .iter()
+                .any(|&k| k != GONE && pick(k))
+        })
     }
 
     /// Remove the events at the earliest instant if it is `t`, appending their keys

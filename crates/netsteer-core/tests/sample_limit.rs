@@ -58,14 +58,19 @@ fn a_stall_beside_background_traffic_ends_as_stalled_at_once() {
     // sampled up to the memory limit nor run out to the background flow's end
     let mut e = Engine::new(vec![1e9; 4], vec![0; 4], Box::new(MaxMin));
     e.set_sample_interval(1_000);
-    e.add_flows(&[FlowSpec::new(1e6, vec![0]), FlowSpec::new(1e18, vec![2])]).unwrap();
+    e.add_flows(&[FlowSpec::new(1e6, vec![0]), FlowSpec::new(1e18, vec![2])])
+        .unwrap();
     e.set_background(&[1]).unwrap();
     e.run(500_000, u64::MAX);
     e.set_channels_up(&[0], false);
     assert_eq!(e.run_to_end(), RunStatus::Stalled);
     assert!(!e.sample_overflow());
     assert_eq!(e.now(), 500_000, "stalled when the link went down");
-    assert_eq!(e.samples().0.len(), 501, "a sample every us up to the stall");
+    assert_eq!(
+        e.samples().0.len(),
+        501,
+        "a sample every us up to the stall"
+    );
     assert!((e.sent(0) - 5e5).abs() < 1.0);
     assert_eq!(e.completion(1), -1, "the background flow never ended");
 }
@@ -91,7 +96,8 @@ fn a_work_flow_still_moving_beside_background_traffic_is_not_a_stall() {
     // both share the channel: the work finishes (at half the rate), then the
     // background flow ends with it
     let mut e = Engine::new(vec![1e9; 2], vec![0; 2], Box::new(MaxMin));
-    e.add_flows(&[FlowSpec::new(1e6, vec![0]), FlowSpec::new(1e18, vec![0])]).unwrap();
+    e.add_flows(&[FlowSpec::new(1e6, vec![0]), FlowSpec::new(1e18, vec![0])])
+        .unwrap();
     e.set_background(&[1]).unwrap();
     assert_eq!(e.run_to_end(), RunStatus::Done);
     assert_eq!(e.completion(0), 2_000_000);
