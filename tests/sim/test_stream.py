@@ -119,6 +119,24 @@ def test_random_mixed_programs_stream_as_their_dag(seed):
         assert got.progress["messages_done"] + got.progress["computes_done"] <= n_flows
 
 
+@pytest.mark.parametrize("ti", range(len(TREES)))
+@pytest.mark.parametrize("others", [[], [{"op": "bcast", "algorithm": "scatter_allgather", "bytes": 999, "root": 2}],
+                                    [{"op": "reduce", "algorithm": "binomial", "bytes": 64, "root": 1}]], ids=str)
+@pytest.mark.parametrize("p,nbytes", [(13, 13 * 4096 + 7), (12, 5), (16, 1000)])
+def test_a_ring_allreduce_leftover_streams_as_its_dag(ti, others, p, nbytes):
+    """What the ring leaves over goes through the job's reduce and bcast (SMPI's
+    defaults without them: a reduce whose root takes every message at once)."""
+    topo = tree(ti)
+    job = MpiJob(name="j", ranks=p, placement="random", seed=7 + ti,
+                 program=[{"op": "allreduce", "algorithm": "ring", "bytes": nbytes}, *others])
+    routing = build_routing(topo, "dmodk")
+    want, report, n_flows = dag_run(topo, routing, [job], "cm02")
+    got = simulate_mpi(topo, routing, [job], sharing="cm02")
+    assert got.makespan_ns == want
+    assert got.report == report
+    assert got.progress["messages_done"] == n_flows
+
+
 @pytest.mark.parametrize("shape", [
     dict(levels=2, down=[4, 4], up=[1, 2], parallel=[1, 1]),
     dict(levels=2, down=[4, 4], up=[2, 2], parallel=[2, 1]),
@@ -186,12 +204,15 @@ def test_streamed_jobs_run_beside_dag_flows_and_background():
 
 def test_bad_jobs_are_refused_naming_the_field():
     topo = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)
-    ring = MpiJob(name="a", ranks=6, program=[{"op": "barrier"},
-                                              {"op": "allreduce", "bytes": 100, "algorithm": "ring"}])
+    # 100 bytes on 8 ranks leave 4 over, which the job's reduce cannot take
+    ring = MpiJob(name="a", ranks=8, program=[{"op": "barrier"},
+                                              {"op": "allreduce", "bytes": 100, "algorithm": "ring"},
+                                              {"op": "reduce", "bytes": 64, "algorithm": "rabenseifner"}])
     with pytest.raises(NetsteerError) as e:
         simulate_mpi(topo, "dmodk", [ring])
     assert e.value.field == "jobs.0.program.1.algorithm"
-    assert "not a positive multiple of 6" in e.value.reason
+    assert e.value.reason.startswith("allreduce ring passes its 4 leftover elements to the job's "
+                                     "reduce rabenseifner")
     root = MpiJob(name="a", ranks=4, program=[{"op": "bcast", "bytes": 8, "root": 4}])
     with pytest.raises(NetsteerError, match="root 4 is not a rank") as e:
         simulate_mpi(topo, "dmodk", [root])

@@ -95,6 +95,9 @@ def _random_cases():
         except NetsteerError:
             continue  # pairwise and rabenseifner reduce need powers of two
         yield op, name, n, (5 if algo.rooted else 0)
+    # what the ring leaves over (all of it below 12 elements): SMPI's reduce and bcast
+    yield "allreduce", "ring", 12 * 2**14 + 5, 0
+    yield "allreduce", "ring", 7, 0
 
 
 @pytest.mark.simgrid

@@ -34,6 +34,11 @@ PROGRAMS = {
     "gather-reduce-barrier-allgather": [("gather", "linear", 2**13, 3), ("reduce", "binomial", 2**18, 7),
                                         ("barrier", "recursive_doubling", 0, 0),
                                         ("allgather", "ring", 2**12, 0)],
+    # SMPI's lr passes what the ring leaves over to the job's reduce, then its bcast
+    "ring-leftover-vandegeijn": [("allreduce", "ring", 24 * 2**12 + 17, 0),
+                                 ("bcast", "scatter_allgather", 24 * 2**10 + 3, 5)],
+    "ring-leftover-smpi-defaults": [("allreduce", "ring", 24 * 2**12 + 23, 0),
+                                    ("allreduce", "ring", 20, 0)],
 }
 
 

@@ -124,9 +124,43 @@ def test_ring_allreduce_sends_2_p_minus_1_chunks_of_n_over_p():
     assert all(k == set(range(p)) for k in knowledge(dag, front, p))
 
 
-def test_ring_allreduce_refuses_a_buffer_not_divisible_by_ranks():
-    with pytest.raises(NetsteerError, match="multiple of 3"):
-        build("allreduce", "ring", 3, 1000)
+@pytest.mark.parametrize("p,n", [(3, 1000), (6, 1003), (5, 4), (7, 0)])
+def test_ring_allreduce_passes_what_it_leaves_over_to_a_reduce_then_a_bcast(p, n):
+    """SMPI's lr: the ring moves ``n // p`` per step; the ``n % p`` left over (all of
+    it when ``n < p``) goes to rank 0 in one round (every receive posted at once),
+    then out again down a binomial tree."""
+    dag, front = build("allreduce", "ring", p, n)
+    ring = 2 * (p - 1) * p if n >= p else 0
+    rest = n % p if n >= p else n
+    assert len(dag) == ring + 2 * (p - 1)
+    assert sorted(set(dag.bytes[ring:])) == [rest]
+    assert set(dag.bytes[:ring]) <= {n // p}
+    reduce = range(ring, ring + p - 1)
+    assert sorted(dag.src[i] for i in reduce) == list(range(1, p)) and {dag.dst[i] for i in reduce} == {0}
+    ceil_log2 = (p - 1).bit_length()
+    assert dag_depth(dag) == (2 * (p - 1) if ring else 0) + 1 + ceil_log2
+    assert all(k == set(range(p)) for k in knowledge(dag, front, p))
+
+
+def test_ring_allreduce_leftover_runs_the_jobs_reduce_and_bcast():
+    p, n = 6, 1003
+    dag, _ = build("allreduce", "ring", p, n,
+                   job_algorithms={"reduce": "binomial", "bcast": "scatter_allgather"})
+    ring = 2 * (p - 1) * p
+    want = FlowDag()
+    expand(want, "reduce", "binomial", list(range(p)), n % p)
+    expand(want, "bcast", "scatter_allgather", list(range(p)), n % p)
+    assert sorted(list(zip(dag.src, dag.dst, dag.bytes))[ring:]) == sorted(zip(want.src, want.dst, want.bytes))
+    with pytest.raises(NetsteerError, match="passes its 3 leftover elements to the job's reduce "
+                                            "rabenseifner"):
+        build("allreduce", "ring", 4, 1003, job_algorithms={"reduce": "rabenseifner"})
+
+
+def test_nonblocking_linear_reduce_takes_every_message_in_one_round():
+    dag, _ = build("reduce", "nonblocking_linear", 6, 10, root=4)
+    assert len(dag) == 5 and dag_depth(dag) == 1
+    assert sorted(dag.src[i] for i in received(dag, 4)) == [0, 1, 2, 3, 5]
+    assert coll.lookup("reduce", "default").name == "nonblocking_linear"  # SMPI's name
 
 
 def test_recursive_doubling_power_of_two_exchanges_the_whole_buffer():

@@ -1,7 +1,7 @@
 //! Streamed MPI jobs on networks small enough to work out by hand.
 
 use netsteer_core::engine::RunStatus;
-use netsteer_core::mpi::{Algo, Collective, JobSpec, Step};
+use netsteer_core::mpi::{Algo, Collective, JobChoices, JobSpec, Step};
 use netsteer_core::route::{Router, TableRouter};
 use netsteer_core::{Engine, MaxMin};
 
@@ -51,13 +51,18 @@ fn job(hosts: Vec<u32>, steps: Vec<Step>) -> JobSpec {
     }
 }
 
-fn coll(algo: Algo, bytes: u64) -> Step {
-    Step::Collective(Collective {
+fn coll_of(algo: Algo, bytes: u64) -> Collective {
+    Collective {
         algo,
         bytes,
         root: 0,
         elem_bytes: 1,
-    })
+        job: JobChoices::default(),
+    }
+}
+
+fn coll(algo: Algo, bytes: u64) -> Step {
+    Step::Collective(coll_of(algo, bytes))
 }
 
 #[test]
@@ -161,7 +166,13 @@ fn bad_jobs_are_errors_not_aborts() {
         job(vec![0, 9], vec![Step::Compute(1)]),
         job(vec![], vec![]),
         job(vec![0, 1, 2], vec![coll(Algo::AlltoallPairwise, 8)]),
-        job(vec![0, 1, 2], vec![coll(Algo::AllreduceRing, 10)]),
+        job(
+            vec![0, 1, 2],
+            vec![Step::Collective(Collective {
+                elem_bytes: 3, // 10 bytes are no whole number of elements
+                ..coll_of(Algo::AllreduceRing, 10)
+            })],
+        ),
         job(
             vec![0, 1],
             vec![Step::Send {

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt};
 
 use netsteer_core::engine::{FlowBatch, RunStatus};
-use netsteer_core::mpi::{Algo, Collective, JobSpec, Step};
+use netsteer_core::mpi::{Algo, Collective, JobChoices, JobSpec, Step};
 use netsteer_core::packet::{PacketConfig, Packets};
 use netsteer_core::rng::{entropy_words, Pcg64};
 use netsteer_core::route::{PgftDmodk, TableRouter};
@@ -551,15 +551,30 @@ fn parse_step(s: &Bound<'_, PyAny>) -> PyResult<Step> {
     let kind: String = s.get_item(0)?.extract()?;
     Ok(match kind.as_str() {
         "collective" => {
-            let (_, op, algo, bytes, root, elem): (String, String, String, u64, usize, u64) =
-                s.extract()?;
-            let a = Algo::by_name(&op, &algo)
-                .ok_or_else(|| err(format!("unknown collective {op}/{algo}")))?;
+            // the job's reduce and bcast come last (see JobChoices)
+            let (_, op, algo, bytes, root, elem, reduce, bcast): (
+                String,
+                String,
+                String,
+                u64,
+                usize,
+                u64,
+                String,
+                String,
+            ) = s.extract()?;
+            let named = |op: &str, algo: &str| {
+                Algo::by_name(op, algo)
+                    .ok_or_else(|| err(format!("unknown collective {op}/{algo}")))
+            };
             Step::Collective(Collective {
-                algo: a,
+                algo: named(&op, &algo)?,
                 bytes,
                 root,
                 elem_bytes: elem,
+                job: JobChoices {
+                    reduce: named("reduce", &reduce)?,
+                    bcast: named("bcast", &bcast)?,
+                },
             })
         }
         "compute" => {

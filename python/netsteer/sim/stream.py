@@ -52,7 +52,7 @@ import numpy as np
 from .._core import Engine
 from ..errors import NetsteerError
 from ..topology.model import CIRCUIT, HOST, Topology
-from ..traffic.algorithms import MPI_ENVELOPE_BYTES, canonical
+from ..traffic.algorithms import MPI_ENVELOPE_BYTES, canonical, job_choices
 from ..traffic.program import MpiJobSpec, OpSpan, aggregate_ops, as_spec
 from ..traffic.placement import place
 
@@ -171,6 +171,7 @@ def job_steps(job: Any) -> list[tuple]:
     out = []
     job = as_spec(job)
     p = job.ranks
+    choices = job_choices(job.program)
     for i, st in enumerate(job.program):
         if st.op == "compute":
             out.append(("compute", int(st.duration)))
@@ -189,7 +190,8 @@ def job_steps(job: Any) -> list[tuple]:
                                 field=f"program.{i}.root")
         algo = canonical(st.op, st.algorithm)
         nbytes = int(st.bytes)
-        out.append(("collective", st.op, algo, nbytes, int(root), int(st.elem_bytes)))
+        out.append(("collective", st.op, algo, nbytes, int(root), int(st.elem_bytes),
+                    choices["reduce"], choices["bcast"]))
     return out
 
 

@@ -29,6 +29,7 @@ TABLE: tuple[tuple[str, str, str, bool, bool, tuple[str, ...]], ...] = (
     ("bcast", "scatter_allgather", "scatter_LR_allgather", True, False, ()),
     ("reduce", "binomial", "binomial", True, True, ()),
     ("reduce", "rabenseifner", "scatter_gather", True, False, ()),
+    ("reduce", "nonblocking_linear", "default", True, False, ()),
     ("allreduce", "ring", "lr", False, True, ()),
     ("allreduce", "recursive_doubling", "rdb", False, False, ()),
     ("allreduce", "rabenseifner", "rab_rdb", False, False, ()),
@@ -57,6 +58,35 @@ for _op, _name, _smpi, _rooted, _default, _aliases in TABLE:
     for _a in (_smpi, *_aliases):
         if _a != _name:
             ALIASES[(_op, _a)] = _name
+
+
+#: What SMPI runs for an operation a job selects no algorithm for (its ``default``
+#: selector): the ops whose choice other collectives take up (see :func:`job_choices`).
+UNSELECTED = {"reduce": "nonblocking_linear", "bcast": "binomial"}
+
+
+def job_choices(program) -> dict[str, str]:
+    """The reduce and bcast algorithms a job runs, as SMPI selects them: once per
+    job (``--cfg=smpi/<op>``), not per call. A ring allreduce of a size that is not
+    a multiple of the ranks runs its remainder with them (SMPI's ``lr``), so it
+    takes them from the job: the first step of that op (netsteer's default when it
+    names none), else what SMPI runs unselected (:data:`UNSELECTED`).
+
+    ``program`` is a sequence of parsed steps (``.op`` and ``.algorithm``).
+
+    >>> from netsteer.traffic.mpi import parse_program
+    >>> job_choices(parse_program([{"op": "allreduce", "bytes": 9}]))
+    {'reduce': 'nonblocking_linear', 'bcast': 'binomial'}
+    >>> job_choices(parse_program([{"op": "bcast", "bytes": 9, "algorithm": "scatter_LR_allgather"},
+    ...                            {"op": "reduce", "bytes": 9}]))
+    {'reduce': 'binomial', 'bcast': 'scatter_allgather'}
+    """
+    out = dict(UNSELECTED)
+    for op in out:
+        st = next((s for s in program if s.op == op), None)
+        if st is not None:
+            out[op] = canonical(op, st.algorithm)
+    return out
 
 
 def canonical(op: str, algorithm: str | None = None) -> str:

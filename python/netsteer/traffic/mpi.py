@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from ..errors import NetsteerError
 from ..schema import Duration, Size
 from . import collectives as coll
+from .algorithms import job_choices
 from .dag import FlowDag
 from .placement import place
 from .program import OpSpan, aggregate_ops  # noqa: F401  (defined there: the streamed path shares them)
@@ -224,7 +225,7 @@ def build_job(
                         placement not in ("linear", "random") else "ranks") from None
     dag = dag if dag is not None else FlowDag()
     kw = dict(rendezvous=rendezvous, envelope_bytes=envelope_bytes,
-              traffic_class=traffic_class, priority=priority)
+              traffic_class=traffic_class, priority=priority, job_algorithms=job_choices(steps))
     _check_size(steps, ranks, repeat, dag, kw)
     out = JobExpansion(dag=dag, hosts=hosts)
     frontier: list[list[int]] = [[] for _ in range(ranks)]
@@ -297,6 +298,8 @@ def _check_size(steps, ranks: int, repeat: int, dag: FlowDag, kw: dict) -> None:
 
 
 def _expand_step(dag, st, hosts, frontier, label, kw):
+    kw = dict(kw)
+    choices = kw.pop("job_algorithms", None)
     p = len(hosts)
     if st.op == "compute":
         new = []
@@ -321,7 +324,7 @@ def _expand_step(dag, st, hosts, frontier, label, kw):
     algo = coll.lookup(st.op, st.algorithm)
     try:
         front = coll.expand(dag, st.op, algo.name, hosts, nbytes, frontier, label, root=root,
-                            elem_bytes=st.elem_bytes, **kw)
+                            elem_bytes=st.elem_bytes, job_algorithms=choices, **kw)
     except NetsteerError as e:
         raise e.located(prefix="algorithm") from None
     return front, nbytes, algo.name

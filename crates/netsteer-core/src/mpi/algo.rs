@@ -8,7 +8,8 @@
 //! a rank costs O(log p) memory whatever the collective.
 
 /// One blocking operation: at most one send `(peer, bytes)` and one receive `peer`.
-/// A `sendrecv` has both.
+/// A `sendrecv` has both. A receive from [`FROM_ALL`] takes one message from every
+/// other rank, all posted at once (`MPI_Irecv` each, then `MPI_Waitall`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Op {
     pub send: Option<(u32, u64)>,
@@ -27,6 +28,15 @@ pub fn recv(peer: usize) -> Op {
         recv: Some(peer as u32),
     }
 }
+/// The receive peer that stands for every other rank of the job.
+pub const FROM_ALL: u32 = u32::MAX;
+
+pub fn recv_all() -> Op {
+    Op {
+        send: None,
+        recv: Some(FROM_ALL),
+    }
+}
 pub fn sendrecv(dst: usize, bytes: u64, src: usize) -> Op {
     Op {
         send: Some((dst as u32, bytes)),
@@ -41,6 +51,7 @@ pub enum Algo {
     BcastScatterAllgather,
     ReduceBinomial,
     ReduceRabenseifner,
+    ReduceNonblockingLinear,
     AllreduceRing,
     AllreduceRecursiveDoubling,
     AllreduceRabenseifner,
@@ -55,29 +66,51 @@ pub enum Algo {
     BarrierRecursiveDoubling,
 }
 
+/// `(op, algorithm, Algo)`: the Python registry's names.
+const NAMES: &[(&str, &str, Algo)] = &[
+    ("bcast", "binomial", Algo::BcastBinomial),
+    ("bcast", "scatter_allgather", Algo::BcastScatterAllgather),
+    ("reduce", "binomial", Algo::ReduceBinomial),
+    ("reduce", "rabenseifner", Algo::ReduceRabenseifner),
+    (
+        "reduce",
+        "nonblocking_linear",
+        Algo::ReduceNonblockingLinear,
+    ),
+    ("allreduce", "ring", Algo::AllreduceRing),
+    (
+        "allreduce",
+        "recursive_doubling",
+        Algo::AllreduceRecursiveDoubling,
+    ),
+    ("allreduce", "rabenseifner", Algo::AllreduceRabenseifner),
+    ("alltoall", "pairwise", Algo::AlltoallPairwise),
+    ("alltoall", "bruck", Algo::AlltoallBruck),
+    ("allgather", "ring", Algo::AllgatherRing),
+    ("gather", "binomial", Algo::GatherBinomial),
+    ("gather", "linear", Algo::GatherLinear),
+    ("scatter", "binomial", Algo::ScatterBinomial),
+    ("scatter", "linear", Algo::ScatterLinear),
+    ("barrier", "dissemination", Algo::BarrierDissemination),
+    (
+        "barrier",
+        "recursive_doubling",
+        Algo::BarrierRecursiveDoubling,
+    ),
+];
+
 impl Algo {
     /// `(op, algorithm)` as the Python registry names them.
     pub fn by_name(op: &str, algorithm: &str) -> Option<Algo> {
-        use Algo::*;
-        Some(match (op, algorithm) {
-            ("bcast", "binomial") => BcastBinomial,
-            ("bcast", "scatter_allgather") => BcastScatterAllgather,
-            ("reduce", "binomial") => ReduceBinomial,
-            ("reduce", "rabenseifner") => ReduceRabenseifner,
-            ("allreduce", "ring") => AllreduceRing,
-            ("allreduce", "recursive_doubling") => AllreduceRecursiveDoubling,
-            ("allreduce", "rabenseifner") => AllreduceRabenseifner,
-            ("alltoall", "pairwise") => AlltoallPairwise,
-            ("alltoall", "bruck") => AlltoallBruck,
-            ("allgather", "ring") => AllgatherRing,
-            ("gather", "binomial") => GatherBinomial,
-            ("gather", "linear") => GatherLinear,
-            ("scatter", "binomial") => ScatterBinomial,
-            ("scatter", "linear") => ScatterLinear,
-            ("barrier", "dissemination") => BarrierDissemination,
-            ("barrier", "recursive_doubling") => BarrierRecursiveDoubling,
-            _ => return None,
-        })
+        NAMES
+            .iter()
+            .find(|t| t.0 == op && t.1 == algorithm)
+            .map(|t| t.2)
+    }
+
+    /// The algorithm's name (the Python registry's).
+    pub fn name(self) -> &'static str {
+        NAMES.iter().find(|t| t.2 == self).map_or("?", |t| t.1)
     }
 }
 
@@ -89,6 +122,27 @@ pub struct Collective {
     pub bytes: u64,
     pub root: usize,
     pub elem_bytes: u64,
+    /// The job's reduce and bcast, which a ring allreduce runs its leftover with.
+    pub job: JobChoices,
+}
+
+/// The reduce and bcast algorithms a job runs, as SMPI selects them: once per job.
+/// SMPI's ring allreduce (`lr`) passes the `count % p` elements it leaves over (the
+/// whole buffer when `count < p`) to them: a reduce to rank 0, then a bcast from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobChoices {
+    pub reduce: Algo,
+    pub bcast: Algo,
+}
+
+impl Default for JobChoices {
+    /// What SMPI runs when the job selects none.
+    fn default() -> Self {
+        JobChoices {
+            reduce: Algo::ReduceNonblockingLinear,
+            bcast: Algo::BcastBinomial,
+        }
+    }
 }
 
 fn pof2_floor(p: usize) -> usize {
@@ -117,6 +171,7 @@ impl Collective {
                 | BcastScatterAllgather
                 | ReduceBinomial
                 | ReduceRabenseifner
+                | ReduceNonblockingLinear
                 | GatherBinomial
                 | GatherLinear
                 | ScatterBinomial
@@ -135,12 +190,15 @@ impl Collective {
         match self.algo {
             AllreduceRing => {
                 let count = elements(self.bytes, self.elem_bytes)?;
-                if count < p as u64 || count % p as u64 != 0 {
-                    return Err(format!(
-                        "allreduce ring splits the buffer in {p} equal chunks: {count} elements \
-                         of {} bytes is not a positive multiple of {p}",
-                        self.elem_bytes
-                    ));
+                for (op, c) in self.leftover(count, p) {
+                    c.check(p).map_err(|e| {
+                        format!(
+                            "allreduce ring passes its {} leftover elements to the job's {op} \
+                             {}, as SMPI's lr does: {e}",
+                            c.bytes / c.elem_bytes,
+                            c.algo.name()
+                        )
+                    })?;
                 }
             }
             AlltoallPairwise if !p.is_power_of_two() => {
@@ -170,6 +228,29 @@ impl Collective {
             _ => {}
         }
         Ok(())
+    }
+
+    /// The reduce and the bcast a ring allreduce of `count` elements runs what it
+    /// leaves over with (none when the ring takes it all).
+    fn leftover(&self, count: u64, p: usize) -> Vec<(&'static str, Collective)> {
+        let rest = if count < p as u64 {
+            count
+        } else {
+            count % p as u64
+        };
+        if count >= p as u64 && rest == 0 {
+            return vec![];
+        }
+        let part = |algo| Collective {
+            algo,
+            bytes: rest * self.elem_bytes,
+            root: 0,
+            ..*self
+        };
+        vec![
+            ("reduce", part(self.job.reduce)),
+            ("bcast", part(self.job.bcast)),
+        ]
     }
 
     /// Rank `rank`'s operations in a `p`-rank job (after [`Collective::check`]).
@@ -229,9 +310,20 @@ impl Collective {
             }
             ReduceRabenseifner => reduce_rabenseifner(p, n, root, self.elem_bytes, r, list),
             AllreduceRing => {
-                let chunk = n / self.elem_bytes / p as u64 * self.elem_bytes;
-                c.tail = Tail::Ring { bytes: chunk };
-                c.left = 2 * (p as u32 - 1);
+                let count = n / self.elem_bytes;
+                if count >= p as u64 {
+                    c.tail = Tail::Ring {
+                        bytes: count / p as u64 * self.elem_bytes,
+                    };
+                    c.left = 2 * (p as u32 - 1);
+                }
+                for (_, part) in self.leftover(count, p) {
+                    c = c.then(part.cursor(p, r));
+                }
+                return c;
+            }
+            ReduceNonblockingLinear => {
+                list.push(if r == root { recv_all() } else { send(root, n) });
             }
             AllreduceRecursiveDoubling => {
                 let pof2 = pof2_floor(p);
@@ -359,13 +451,15 @@ fn count_with_bit(p: usize, bit: usize) -> usize {
     (n / period) * bit + (n % period).saturating_sub(bit)
 }
 
-/// A rank's remaining operations: a list, then an arithmetic tail of `left` ops.
+/// A rank's remaining operations: a list, then an arithmetic tail of `left` ops,
+/// then the cursor chained after it, if any.
 #[derive(Debug, Clone, Default)]
 pub struct Cursor {
     list: Vec<Op>,
     at: usize,
     tail: Tail,
     left: u32,
+    then: Option<Box<Cursor>>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -404,11 +498,27 @@ impl Cursor {
         }
     }
 
+    /// This cursor's operations, then `next`'s.
+    pub fn then(mut self, next: Cursor) -> Cursor {
+        let mut end = &mut self;
+        while let Some(ref mut t) = end.then {
+            end = t;
+        }
+        end.then = Some(Box::new(next));
+        self
+    }
+
     /// The next operation of rank `rank` in a `p`-rank job, or `None` when done.
     pub fn next(&mut self, p: usize, rank: usize) -> Option<Op> {
+        while self.at == self.list.len() && self.left == 0 {
+            match self.then.take() {
+                Some(t) => *self = *t,
+                None => break,
+            }
+        }
         if self.at < self.list.len() {
             self.at += 1;
-            if self.at == self.list.len() && self.left == 0 {
+            if self.at == self.list.len() && self.left == 0 && self.then.is_none() {
                 // done with the list: give its memory back while the rank waits
                 let op = self.list[self.at - 1];
                 self.list = Vec::new();
@@ -773,6 +883,7 @@ mod tests {
             bytes,
             root,
             elem_bytes: 1,
+            job: JobChoices::default(),
         }
     }
 
@@ -786,8 +897,10 @@ mod tests {
                 if let Some((d, _)) = op.send {
                     sends[r][d as usize] += 1;
                 }
-                if let Some(s) = op.recv {
-                    recvs[s as usize][r] += 1;
+                match op.recv {
+                    Some(FROM_ALL) => (0..p).filter(|&s| s != r).for_each(|s| recvs[s][r] += 1),
+                    Some(s) => recvs[s as usize][r] += 1,
+                    None => {}
                 }
             }
         }
@@ -831,14 +944,63 @@ mod tests {
             balanced(&all(coll(Algo::ReduceRabenseifner, 64, 1), p));
         }
         balanced(&all(coll(Algo::AllreduceRing, 12 * 40, 0), 12));
+        // what the ring leaves over, with SMPI's and other reduces and bcasts
+        for p in [2usize, 5, 12, 13] {
+            for bytes in [0, 1, 7, 12 * 40 + 5, 13 * 40 + 12] {
+                for (reduce, bcast) in [
+                    (ReduceNonblockingLinear, BcastBinomial),
+                    (ReduceBinomial, BcastScatterAllgather),
+                ] {
+                    let c = Collective {
+                        job: JobChoices { reduce, bcast },
+                        ..coll(AllreduceRing, bytes, 0)
+                    };
+                    c.check(p).unwrap();
+                    balanced(&all(c, p));
+                }
+            }
+            balanced(&all(coll(ReduceNonblockingLinear, 64, p - 1), p));
+        }
+    }
+
+    #[test]
+    fn a_ring_passes_its_leftover_to_the_jobs_reduce_then_bcast() {
+        use Algo::*;
+        // 4 ranks, 10 elements: 6 ring steps of 2 elements, then 2 left over
+        let progs = all(coll(AllreduceRing, 10, 0), 4);
+        assert_eq!(progs[0][..6], [sendrecv(1, 2, 3); 6]);
+        assert_eq!(progs[0][6..], [recv_all(), send(2, 2), send(1, 2)]);
+        assert_eq!(progs[3][6..], [send(0, 2), recv(2)]);
+        // fewer elements than ranks: no ring at all
+        let c = Collective {
+            job: JobChoices {
+                reduce: ReduceBinomial,
+                bcast: BcastBinomial,
+            },
+            ..coll(AllreduceRing, 3, 0)
+        };
+        assert_eq!(all(c, 4)[0], [recv(1), recv(2), send(2, 3), send(1, 3)]);
     }
 
     #[test]
     fn refusals_match_the_python_expansion() {
         let e = coll(Algo::AlltoallPairwise, 8, 0).check(12).unwrap_err();
         assert!(e.contains("power-of-two rank count, got 12"), "{e}");
-        let e = coll(Algo::AllreduceRing, 100, 0).check(8).unwrap_err();
-        assert!(e.contains("not a positive multiple of 8"), "{e}");
+        let ring = Collective {
+            job: JobChoices {
+                reduce: Algo::ReduceRabenseifner,
+                bcast: Algo::BcastBinomial,
+            },
+            ..coll(Algo::AllreduceRing, 100, 0)
+        };
+        ring.check(4).unwrap(); // nothing left over
+        let e = ring.check(16).unwrap_err(); // fewer elements than ranks
+        assert!(
+            e.starts_with(
+                "allreduce ring passes its 4 leftover elements to the job's reduce rabenseifner"
+            ),
+            "{e}"
+        );
         let e = coll(Algo::BcastBinomial, 8, 9).check(4).unwrap_err();
         assert!(e.starts_with("root 9 is not a rank"), "{e}");
     }

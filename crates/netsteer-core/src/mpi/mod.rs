@@ -5,5 +5,5 @@
 pub mod algo;
 pub mod stream;
 
-pub use algo::{Algo, Collective, Op};
+pub use algo::{Algo, Collective, JobChoices, Op};
 pub use stream::{Job, JobSpec, Progress, Span, Step, Stream};

@@ -10,9 +10,12 @@
 //! A rank blocks on one operation at a time, and an operation has at most one send
 //! and one receive, so a pair of ranks never has more than one unmatched message:
 //! matching is a look at the peer's posted operation, and the memory is O(ranks +
-//! messages in flight).
+//! messages in flight). The one exception is a receive from every other rank at
+//! once (a non-blocking linear reduce's root): it keeps who has sent until all have.
 
-use super::algo::{Collective, Cursor, Op};
+use std::collections::HashMap;
+
+use super::algo::{Collective, Cursor, Op, FROM_ALL};
 use crate::engine::Engine;
 use crate::route::Router;
 use crate::Ns;
@@ -101,6 +104,13 @@ struct Rank {
     done: bool,
 }
 
+/// A rank's receive from every other rank: who has been matched so far.
+#[derive(Debug, Clone)]
+struct FromAll {
+    got: Vec<bool>,
+    left: usize,
+}
+
 /// Hops a rank's last route keeps (a 6-level fat-tree's longest path); longer
 /// routes are not kept.
 const KEPT_HOPS: usize = 12;
@@ -145,6 +155,8 @@ pub struct Stream {
     path: Vec<u32>,
     /// per rank (as `ranks`): the route of its last message
     last_route: Vec<LastRoute>,
+    /// ranks receiving from every other rank (a `FROM_ALL` receive), by rank
+    from_all: HashMap<usize, FromAll>,
     error: Option<String>,
 }
 
@@ -159,6 +171,7 @@ impl Stream {
             progress: Progress::default(),
             path: vec![],
             last_route: vec![],
+            from_all: HashMap::new(),
             error: None,
         }
     }
@@ -402,14 +415,40 @@ impl Stream {
         if let Some((peer, bytes)) = op.send {
             pending += 1;
             let d = base + peer as usize;
-            if self.ranks[d].recv_wait == Some((r - base) as u32) {
+            let me = (r - base) as u32;
+            if self.ranks[d].recv_wait == Some(me) {
                 self.ranks[d].recv_wait = None;
+                self.message(eng, r, d, bytes, span);
+            } else if self.ranks[d].recv_wait == Some(FROM_ALL) && self.take_from_all(d, me) {
                 self.message(eng, r, d, bytes, span);
             } else {
                 self.ranks[r].send_wait = Some((peer, bytes));
             }
         }
-        if let Some(peer) = op.recv {
+        if op.recv == Some(FROM_ALL) {
+            let p = self.jobs[self.ranks[r].job as usize].spec.hosts.len();
+            let me = (r - base) as u32;
+            pending += p as u32 - 1;
+            self.ranks[r].recv_wait = Some(FROM_ALL);
+            self.from_all.insert(
+                r,
+                FromAll {
+                    got: vec![false; p],
+                    left: p - 1,
+                },
+            );
+            // senders already waiting, in rank order
+            for s in base..base + p {
+                match self.ranks[s].send_wait {
+                    Some((to, bytes)) if to == me && s != r => {
+                        self.ranks[s].send_wait = None;
+                        self.take_from_all(r, (s - base) as u32);
+                        self.message(eng, s, r, bytes, span);
+                    }
+                    _ => {}
+                }
+            }
+        } else if let Some(peer) = op.recv {
             pending += 1;
             let s = base + peer as usize;
             match self.ranks[s].send_wait {
@@ -421,6 +460,23 @@ impl Stream {
             }
         }
         self.ranks[r].pending = pending;
+    }
+
+    /// Match rank `d`'s receive from every rank with a message from local rank
+    /// `src`, unless `src` has already sent it one.
+    fn take_from_all(&mut self, d: usize, src: u32) -> bool {
+        let Some(fa) = self.from_all.get_mut(&d) else {
+            return false;
+        };
+        if std::mem::replace(&mut fa.got[src as usize], true) {
+            return false;
+        }
+        fa.left -= 1;
+        if fa.left == 0 {
+            self.from_all.remove(&d);
+            self.ranks[d].recv_wait = None;
+        }
+        true
     }
 
     fn message(&mut self, eng: &mut Engine, s: usize, d: usize, bytes: u64, span: u32) {

@@ -11,21 +11,53 @@ from .steps import Steps
 from .reduce import _doubling_indices, _halving_counts, _reduce_scatter_halving
 
 
-def allreduce_ring(p: int, nbytes: int, root: int = 0, elem_bytes: int = 1) -> Steps:
+def allreduce_ring(p: int, nbytes: int, root: int = 0, elem_bytes: int = 1, *,
+                   reduce: str = "nonblocking_linear",
+                   bcast: str = "binomial") -> list[Program] | Steps:
     """Ring (SMPI ``lr``): ``p - 1`` reduce-scatter steps then ``p - 1`` allgather
-    steps, each sending ``count / p`` elements to ``rank + 1`` and receiving from
-    ``rank - 1``. SMPI reduces a remainder of ``count % p`` elements afterwards with
-    its default allreduce; netsteer refuses such sizes instead of guessing."""
+    steps, each sending ``count // p`` elements to ``rank + 1`` and receiving from
+    ``rank - 1``.
+
+    As SMPI, the ``count % p`` elements left over (or the whole buffer, when
+    ``count < p``) are then reduced to rank 0 and broadcast from it, with the job's
+    ``reduce`` and ``bcast`` algorithms (see
+    :func:`netsteer.traffic.algorithms.job_choices`).
+
+    >>> [len(prog) for prog in allreduce_ring(4, 10)]  # 6 ring steps, then 2 elements left over
+    [9, 8, 9, 8]
+    """
     count = _elements(nbytes, elem_bytes)
-    if count < p or count % p:
-        raise NetsteerError(
-            f"allreduce ring splits the buffer in {p} equal chunks: {count} elements "
-            f"of {elem_bytes} bytes is not a positive multiple of {p}"
-        )
+    if count < p:
+        return _reduce_then_bcast(p, count, elem_bytes, reduce, bcast)
     chunk = count // p * elem_bytes
     right = (np.arange(p) + 1) % p
     k = 2 * (p - 1)
-    return Steps(np.tile(right, (k, 1)), np.full((k, p), chunk))
+    ring = Steps(np.tile(right, (k, 1)), np.full((k, p), chunk))
+    if count % p == 0:
+        return ring
+    rest = _reduce_then_bcast(p, count % p, elem_bytes, reduce, bcast)
+    return [a + b for a, b in zip(ring.programs(), rest)]
+
+
+def _reduce_then_bcast(p: int, count: int, elem_bytes: int, reduce: str,
+                       bcast: str) -> list[Program]:
+    """SMPI's ``redbcast``, as ``lr`` runs it on what the ring leaves: reduce
+    ``count`` elements to rank 0, then bcast them from rank 0."""
+    from .registry import lookup  # the registry imports this module
+
+    progs: list[Program] = [[] for _ in range(p)]
+    for op, name in (("reduce", reduce), ("bcast", bcast)):
+        try:
+            part = lookup(op, name).programs(p, count * elem_bytes, 0, elem_bytes)
+        except NetsteerError as e:
+            raise NetsteerError(
+                f"allreduce ring passes its {count} leftover elements to the job's {op} "
+                f"{name}, as SMPI's lr does: {e.reason}") from None
+        if isinstance(part, Steps):
+            part = part.programs()
+        for prog, more in zip(progs, part):
+            prog.extend(more)
+    return progs
 
 
 def _fold_in(prog: Program, rank: int, rem: int, nbytes: int) -> int:

@@ -29,6 +29,12 @@ def recv(peer: int) -> Op:
     return ((), (peer,))
 
 
+def recv_each(peers) -> Op:
+    """One operation receiving a message from each of ``peers``, all posted at once
+    (``MPI_Irecv`` each, then ``MPI_Waitall``): they match in any order."""
+    return ((), tuple(peers))
+
+
 def sendrecv(dst: int, nbytes: int, src: int) -> Op:
     """``MPI_Sendrecv``: send ``nbytes`` to ``dst`` and receive from ``src`` at once."""
     return (((dst, nbytes),), (src,))

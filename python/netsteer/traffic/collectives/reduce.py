@@ -8,7 +8,7 @@ from typing import Callable
 
 from ...errors import NetsteerError
 from ._util import _check_root, _elements, _is_pof2, _pof2_floor
-from .programs import Op, Program, recv, send, sendrecv
+from .programs import Op, Program, recv, recv_each, send, sendrecv
 
 
 def reduce_binomial(p: int, nbytes: int, root: int = 0, elem_bytes: int = 1) -> list[Program]:
@@ -150,4 +150,17 @@ def reduce_rabenseifner(
                 send_idx = recv_idx
             mask >>= 1
             j -= 1
+    return progs
+
+
+def reduce_nonblocking_linear(p: int, nbytes: int, root: int = 0,
+                              elem_bytes: int = 1) -> list[Program]:
+    """Linear reduce with every receive posted at once (SMPI ``default``, its
+    ``MPI_Ireduce``): each rank sends its buffer to the root, which receives from
+    all other ranks in one operation, in whatever order the messages come. SMPI
+    runs it for a reduce no algorithm is selected for, and so for the remainder of
+    a ring allreduce."""
+    _check_root(p, root)
+    progs: list[Program] = [[send(root, nbytes)] for _ in range(p)]
+    progs[root] = [recv_each(r for r in range(p) if r != root)]
     return progs

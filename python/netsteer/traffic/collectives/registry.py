@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from ...errors import NetsteerError
 from .. import algorithms as _names
@@ -16,7 +16,7 @@ from .barrier import barrier_bruck, barrier_recursive_doubling
 from .bcast import bcast_binomial, bcast_scatter_allgather
 from .gather_scatter import gather_binomial, gather_linear, scatter_binomial, scatter_linear
 from .programs import Frontier, Program, recv, run_programs, send
-from .reduce import reduce_binomial, reduce_rabenseifner
+from .reduce import reduce_binomial, reduce_nonblocking_linear, reduce_rabenseifner
 from .steps import Steps, run_steps
 
 @dataclass(frozen=True)
@@ -33,6 +33,9 @@ class Algorithm:
         The name SimGrid's SMPI gives it (``--cfg=smpi/<op>:<smpi>``).
     rooted : bool
         Whether the operation has a root.
+    takes : tuple of str
+        Ops whose algorithm, as the job selects it, this one runs parts with
+        (``programs`` then takes them as keywords; see :func:`expand`).
     """
 
     op: str
@@ -40,6 +43,7 @@ class Algorithm:
     programs: Callable[..., list[Program]]
     smpi: str
     rooted: bool = False
+    takes: tuple[str, ...] = ()
 
 
 REGISTRY: dict[tuple[str, str], Algorithm] = {}
@@ -53,6 +57,7 @@ _BUILDERS: dict[tuple[str, str], Callable[..., list[Program]]] = {
     ("bcast", "scatter_allgather"): bcast_scatter_allgather,
     ("reduce", "binomial"): reduce_binomial,
     ("reduce", "rabenseifner"): reduce_rabenseifner,
+    ("reduce", "nonblocking_linear"): reduce_nonblocking_linear,
     ("allreduce", "ring"): allreduce_ring,
     ("allreduce", "recursive_doubling"): allreduce_recursive_doubling,
     ("allreduce", "rabenseifner"): allreduce_rabenseifner,
@@ -66,12 +71,15 @@ _BUILDERS: dict[tuple[str, str], Callable[..., list[Program]]] = {
     ("barrier", "dissemination"): barrier_bruck,
     ("barrier", "recursive_doubling"): barrier_recursive_doubling,
 }
+# SMPI's lr passes what the ring leaves over to the job's reduce, then its bcast
+_TAKES = {("allreduce", "ring"): ("reduce", "bcast")}
 
 
 def register(op: str, name: str, fn: Callable[..., list[Program]], smpi: str, *,
-             rooted: bool = False, default: bool = False, aliases: Sequence[str] = ()) -> None:
+             rooted: bool = False, default: bool = False, aliases: Sequence[str] = (),
+             takes: Sequence[str] = ()) -> None:
     """Add an algorithm to the registry (``default`` makes it the op's default)."""
-    REGISTRY[(op, name)] = Algorithm(op, name, fn, smpi, rooted)
+    REGISTRY[(op, name)] = Algorithm(op, name, fn, smpi, rooted, tuple(takes))
     names = _names.NAMES.setdefault(op, [])
     if name not in names:
         names.append(name)
@@ -84,7 +92,7 @@ def register(op: str, name: str, fn: Callable[..., list[Program]], smpi: str, *,
 
 for _op, _name, _smpi, _rooted, _default, _aliases in _names.TABLE:
     register(_op, _name, _BUILDERS[(_op, _name)], _smpi, rooted=_rooted, default=_default,
-             aliases=_aliases)
+             aliases=_aliases, takes=_TAKES.get((_op, _name), ()))
 assert len(_BUILDERS) == len(_names.TABLE)
 
 
@@ -134,6 +142,7 @@ def expand(
     envelope_bytes: int = 0,
     traffic_class: int = 0,
     priority: int = 0,
+    job_algorithms: Mapping[str, str] | None = None,
 ) -> Frontier:
     """Append collective ``op`` over ranks ``0..len(hosts)-1`` to ``dag``.
 
@@ -159,6 +168,11 @@ def expand(
         Element size, for the chunking of reductions.
     rendezvous, envelope_bytes
         As in :func:`run_programs`.
+    job_algorithms : mapping, optional
+        The algorithm the job runs for each op (SMPI selects them per job): a ring
+        allreduce runs its leftover elements through the job's reduce and bcast.
+        What SMPI runs unselected by default
+        (:func:`netsteer.traffic.algorithms.job_choices`).
 
     Returns
     -------
@@ -186,7 +200,8 @@ def expand(
         raise NetsteerError(f"{op} has no root, got root={root}")
     if p == 1:
         return [list(f) for f in frontier] if frontier is not None else [[]]
-    progs = algo.programs(p, int(nbytes), root, elem_bytes)
+    chosen = {**_names.UNSELECTED, **(job_algorithms or {})}
+    progs = algo.programs(p, int(nbytes), root, elem_bytes, **{o: chosen[o] for o in algo.takes})
     run = run_steps if isinstance(progs, Steps) else run_programs
     return run(dag, progs, hosts, frontier, label=label, rendezvous=rendezvous,
                envelope_bytes=envelope_bytes, traffic_class=traffic_class, priority=priority)
