@@ -233,11 +233,7 @@ impl Collective {
     /// The reduce and the bcast a ring allreduce of `count` elements runs what it
     /// leaves over with (none when the ring takes it all).
     fn leftover(&self, count: u64, p: usize) -> Vec<(&'static str, Collective)> {
-        let rest = if count < p as u64 {
-            count
-        } else {
-            count % p as u64
-        };
+        let rest = count % p as u64; // all of it when count < p
         if count >= p as u64 && rest == 0 {
             return vec![];
         }

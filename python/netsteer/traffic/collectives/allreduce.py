@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import NetsteerError
+from ..algorithms import UNSELECTED
 from ._util import _elements, _pof2_floor
 from .programs import Program, recv, send, sendrecv
 from .steps import Steps
@@ -12,8 +13,8 @@ from .reduce import _doubling_indices, _halving_counts, _reduce_scatter_halving
 
 
 def allreduce_ring(p: int, nbytes: int, root: int = 0, elem_bytes: int = 1, *,
-                   reduce: str = "nonblocking_linear",
-                   bcast: str = "binomial") -> list[Program] | Steps:
+                   reduce: str = UNSELECTED["reduce"],
+                   bcast: str = UNSELECTED["bcast"]) -> list[Program] | Steps:
     """Ring (SMPI ``lr``): ``p - 1`` reduce-scatter steps then ``p - 1`` allgather
     steps, each sending ``count // p`` elements to ``rank + 1`` and receiving from
     ``rank - 1``.
