@@ -16,7 +16,9 @@ def _exit_on_early_signal(signum, frame) -> None:
         sys.stdout.flush()
     except Exception:  # noqa: BLE001 - a closed pipe, or the signal came inside a write to it
         pass
-    os.write(2, f"netsteer: {name}: stopped by signal {signal.Signals(signum).name}\n".encode())
+    after = globals().get("_after_writing")  # defined below; absent while still importing
+    tail = after(_committed()) if after is not None else ""
+    os.write(2, f"netsteer: {name}: stopped by signal {signal.Signals(signum).name}{tail}\n".encode())
     os._exit(128 + signum)
 
 
@@ -312,12 +314,27 @@ def _usage_error(exc) -> int | None:
     return None
 
 
+def _committed() -> list:
+    """The output directories this command has replaced whole (see ``report.outdir``;
+    looked up, not imported: a command that writes none should not pay for loading it)."""
+    outdir = sys.modules.get(f"{__package__}.report.outdir")
+    return outdir.COMMITTED if outdir is not None else []
+
+
+def _after_writing(written: list) -> str:
+    """A signal after an output directory was replaced: say the result there is whole and new."""
+    if not written:
+        return ""
+    return " after writing " + ", ".join(str(p) for p in written) + " (whole, new)"
+
+
 def run_cli(argv: list[str] | None = None) -> int:
     """Run the command line and return its exit code; every failure is one line on stderr.
 
     0 success; 2 bad input (including inputs over the size limits, unwritable outputs and
     usage errors); 130 interrupted (SIGINT); 143 terminated (SIGTERM); 1 an internal error.
     """
+    _committed().clear()
     try:
         rc = app(args=argv, standalone_mode=False)
         if isinstance(rc, int) and rc == 130:  # typer's KeyboardInterrupt
@@ -328,7 +345,7 @@ def run_cli(argv: list[str] | None = None) -> int:
         return 2
     except Signalled as exc:
         name = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}.get(exc.signum, "stopped")
-        _fail(name, f"stopped by signal {signal.Signals(exc.signum).name}")
+        _fail(name, f"stopped by signal {signal.Signals(exc.signum).name}{_after_writing(_committed())}")
         return 128 + exc.signum
     except KeyboardInterrupt:
         _fail("interrupted", "stopped by the user (SIGINT)")

@@ -6,7 +6,10 @@ at once, not after a long run), then yields a temporary directory beside it, nam
 the temporary directory takes ``DIR``'s place in one atomic step (Linux
 ``renameat2(RENAME_EXCHANGE)``; elsewhere two renames) and the old content is
 removed. On any exit before that (an error, Ctrl-C, SIGTERM) the temporary
-directory is removed and ``DIR`` is untouched. After a SIGKILL, ``DIR`` is still
+directory is removed and ``DIR`` is untouched. A signal that arrives while the
+exchange is being prepared wins: ``DIR`` stays old. One that arrives after the
+exchange finds the result written; :data:`COMMITTED` lists what was, so the command
+line can say so when it reports the signal. After a SIGKILL, ``DIR`` is still
 whole; the stale temporary directory is removed by the next run into ``DIR``.
 
 ``DIR`` is replaced only if it is empty or holds a previous result: a
@@ -44,6 +47,9 @@ from ..errors import NetsteerError
 
 MANIFEST = "result.json"
 _TMP_TAG = ".tmp-"
+
+#: Output directories this process has replaced whole (the command line clears it per command).
+COMMITTED: list[Path] = []
 
 
 def _umask() -> int:
@@ -124,27 +130,49 @@ def output_dir(path: str | os.PathLike, *, field: str = "--out") -> Iterator[Pat
 
 
 def _commit(tmp: Path, final: Path) -> None:
-    """Put ``tmp`` in ``final``'s place in one step; signals wait until it is done."""
-    with _signals_blocked():
-        mode = 0o777 & ~_umask()
-        os.chmod(tmp, mode)
-        for entry in tmp.iterdir():
-            if entry.is_file():
-                os.chmod(entry, 0o666 & ~_umask())
-        _fsync_dir(tmp)
-        # re-check: the directory may have changed while the command ran
-        check_out_path(final)
-        if final.is_dir():
-            if _exchange(tmp, final):
-                shutil.rmtree(tmp, ignore_errors=True)  # now the old content
-            else:
-                old = final.with_name(f".{final.name}{_TMP_TAG}{os.getpid()}-old-{secrets.token_hex(4)}")
-                os.rename(final, old)
-                os.rename(tmp, final)
-                shutil.rmtree(old, ignore_errors=True)
+    """Put ``tmp`` in ``final``'s place in one step; signals wait until it is done.
+
+    A SIGINT or SIGTERM already pending once the signals are held was sent before the
+    result was in place: it is let through first (as the block ends), and a handler
+    that raises stops the commit, so ``DIR`` stays old. A handler that returns lets
+    the commit go on."""
+    while True:
+        with _signals_blocked() as held_before:
+            # one the caller itself holds would not be let through: it cannot stop us
+            if not (_pending() - held_before):
+                _replace(tmp, final)
+                return
+
+
+def _replace(tmp: Path, final: Path) -> None:
+    mode = 0o777 & ~_umask()
+    os.chmod(tmp, mode)
+    for entry in tmp.iterdir():
+        if entry.is_file():
+            os.chmod(entry, 0o666 & ~_umask())
+    _fsync_dir(tmp)
+    # re-check: the directory may have changed while the command ran
+    check_out_path(final)
+    if final.is_dir():
+        if _exchange(tmp, final):
+            shutil.rmtree(tmp, ignore_errors=True)  # now the old content
         else:
+            old = final.with_name(f".{final.name}{_TMP_TAG}{os.getpid()}-old-{secrets.token_hex(4)}")
+            os.rename(final, old)
             os.rename(tmp, final)
-        _fsync_dir(final.parent)
+            shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(tmp, final)
+    COMMITTED.append(final)
+    _fsync_dir(final.parent)
+
+
+def _pending() -> set:
+    """SIGINT and SIGTERM sent and held, not yet delivered."""
+    try:
+        return signal.sigpending() & {signal.SIGINT, signal.SIGTERM}
+    except (AttributeError, OSError):
+        return set()
 
 
 def _remove_stale(parent: Path, name: str) -> None:
@@ -213,14 +241,19 @@ def _fsync_dir(d: Path) -> None:
 
 @contextlib.contextmanager
 def _signals_blocked():
-    """Hold SIGINT and SIGTERM until the block ends (then they are delivered)."""
+    """Hold SIGINT and SIGTERM until the block ends (then they are delivered); yields
+    the set of signals that were held before."""
     sigs = {signal.SIGINT, signal.SIGTERM}
     try:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+        # the mask as it is, read first: a signal Python has taken but not yet handled
+        # is raised by the call that blocks (after it blocked), and the mask must go back
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, ())
     except (AttributeError, OSError, ValueError):
         old = None
     try:
-        yield
+        if old is not None:
+            signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+        yield set(old) if old is not None else set()
     finally:
         if old is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
