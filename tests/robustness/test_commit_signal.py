@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import signal
+import threading
 
 import pytest
 
@@ -98,7 +99,9 @@ def test_a_signal_the_caller_holds_does_not_stall_the_commit(tmp_path):
         try:
             with outdir.output_dir(out) as d:
                 _write_new(d)
-                os.kill(os.getpid(), signal.SIGINT)
+                # to this thread, which holds it (sent to the process, another thread of
+                # pytest's could take it: the caller's hold is this thread's)
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
             assert _scenario_of(out) == "new" and seen == []  # committed; still held
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
@@ -112,6 +115,38 @@ routing: {engine: dmodk}
 jobs:
   - {name: a2a, ranks: 8, program: [{op: alltoall, bytes: 4KiB}]}
 """
+
+
+def test_a_signal_taken_by_another_thread_still_waits_for_the_commit(tmp_path, monkeypatch):
+    """A process-wide signal that the kernel hands to a thread not holding it: Python
+    runs the handler in the main thread, inside the commit, unless it is noted and
+    raised again at the end."""
+    out = _old_dir(tmp_path)
+    real = outdir._replace
+    order = []
+
+    go, sent = threading.Event(), threading.Event()
+
+    def other_thread():  # started before the commit holds signals, so it does not hold them
+        go.wait(30)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+        sent.set()
+
+    def replace_with_a_signal_from_a_thread(tmp, final):
+        go.set()
+        assert sent.wait(30)
+        real(tmp, final)
+        order.append("replaced")
+
+    t = threading.Thread(target=other_thread)
+    t.start()
+
+    monkeypatch.setattr(outdir, "_replace", replace_with_a_signal_from_a_thread)
+    with _handler(lambda s, f: order.append("signal")):
+        with outdir.output_dir(out) as d:
+            _write_new(d)
+    t.join()
+    assert order == ["replaced", "signal"] and _scenario_of(out) == "new"
 
 
 def test_a_signal_after_the_commit_names_the_directory_written(tmp_path, monkeypatch, capsys):

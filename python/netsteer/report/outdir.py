@@ -40,6 +40,7 @@ import os
 import secrets
 import shutil
 import signal
+import threading
 from pathlib import Path
 from typing import Iterator
 
@@ -137,9 +138,9 @@ def _commit(tmp: Path, final: Path) -> None:
     that raises stops the commit, so ``DIR`` stays old. A handler that returns lets
     the commit go on."""
     while True:
-        with _signals_blocked() as held_before:
+        with _signals_blocked() as held:
             # one the caller itself holds would not be let through: it cannot stop us
-            if not (_pending() - held_before):
+            if not held.interrupted():
                 _replace(tmp, final)
                 return
 
@@ -239,24 +240,67 @@ def _fsync_dir(d: Path) -> None:
         os.close(fd)
 
 
+class _Held:
+    """What :func:`_signals_blocked` held back: signals the process had blocked before
+    (``before``) and SIGINT/SIGTERM that arrived inside the block (``caught``)."""
+
+    def __init__(self, before: set) -> None:
+        self.before = before
+        self.caught: list[int] = []
+
+    def interrupted(self) -> bool:
+        """A SIGINT or SIGTERM is waiting that the end of the block will deliver."""
+        return bool(self.caught) or bool(_pending() - self.before)
+
+
+_SIGS = (signal.SIGINT, signal.SIGTERM)
+
+
 @contextlib.contextmanager
 def _signals_blocked():
-    """Hold SIGINT and SIGTERM until the block ends (then they are delivered); yields
-    the set of signals that were held before."""
-    sigs = {signal.SIGINT, signal.SIGTERM}
+    """Hold SIGINT and SIGTERM until the block ends, then deliver them; yields a
+    :class:`_Held`.
+
+    Blocking them is not enough in a process with other threads: the kernel hands a
+    process-wide signal to a thread that does not block it, and Python then runs the
+    handler in the main thread anyway. So in the main thread the handlers are swapped
+    too, for ones that only note the signal, and the noted signals are raised again
+    once the caller's handlers are back."""
     try:
         # the mask as it is, read first: a signal Python has taken but not yet handled
         # is raised by the call that blocks (after it blocked), and the mask must go back
         old = signal.pthread_sigmask(signal.SIG_BLOCK, ())
     except (AttributeError, OSError, ValueError):
         old = None
+    held = _Held(set(old) if old is not None else set())
+    handlers = _swap_handlers(held)
     try:
         if old is not None:
-            signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
-        yield set(old) if old is not None else set()
+            signal.pthread_sigmask(signal.SIG_BLOCK, set(_SIGS))
+        yield held
     finally:
-        if old is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        try:
+            if old is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old)  # held ones reach the noting handlers
+        finally:
+            for sig, h in handlers.items():
+                signal.signal(sig, h)
+            for sig in dict.fromkeys(held.caught):  # once each, as the kernel would
+                signal.raise_signal(sig)
+
+
+def _swap_handlers(held: _Held) -> dict:
+    """In the main thread, put handlers that note SIGINT/SIGTERM in ``held.caught``;
+    returns the ones they replace (none elsewhere, or where Python did not set one)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    swapped = {}
+    for sig in _SIGS:
+        h = signal.getsignal(sig)
+        if h is None or h == signal.SIG_IGN:
+            continue  # not set from Python (cannot be put back), or ignored anyway
+        swapped[sig] = signal.signal(sig, lambda signum, frame: held.caught.append(signum))
+    return swapped
 
 
 RUN_FILES = ["result.json", "counters.parquet", "link_throughput.png", "job_completion.png"]
