@@ -1028,6 +1028,9 @@ impl Physics for Fluid {
     fn latency_up_front(&self) -> bool {
         true
     }
+    fn can_merge(&self) -> bool {
+        true
+    }
     fn start(&mut self, net: &Net, f: usize, now: Ns) {
         self.grow(net, f);
         // a slot is reused after its flow left, which dropped its finish; dropping it

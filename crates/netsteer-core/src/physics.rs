@@ -66,6 +66,12 @@ pub trait Physics: Send + Sync {
     /// True when a flow pays its path latency before its first byte moves (fluid);
     /// false when latency is paid on the wire, packet by packet.
     fn latency_up_front(&self) -> bool;
+    /// True when a flow may be finished a little before its last byte's time (the
+    /// engine's merge window, [`crate::engine::Engine::set_merge_window`]): the fluid
+    /// physics, where a finish is a computed time. Not packets, which are on the wire.
+    fn can_merge(&self) -> bool {
+        false
+    }
     /// Flow `f` becomes active now: its bytes start to move along its path.
     fn start(&mut self, net: &Net, f: usize, now: Ns);
     /// Flow `f` leaves the network now (finished, stopped, or about to be given a

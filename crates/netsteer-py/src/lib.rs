@@ -357,6 +357,12 @@ impl Engine {
         self.inner.set_sample_interval(interval_ns);
     }
 
+    /// Events that fall due less than ``window_ns`` after an event happen with it
+    /// (SimGrid's timing precision; 0 is exact).
+    fn set_merge_window(&mut self, window_ns: i64) -> PyResult<()> {
+        self.inner.set_merge_window(window_ns).map_err(|e| err(e.to_string()))
+    }
+
     fn set_channels_up(&mut self, channels: PyReadonlyArray1<i64>, up: bool) -> PyResult<()> {
         let ch = self.channels(channels.as_slice()?)?;
         self.inner.set_channels_up(&ch, up);

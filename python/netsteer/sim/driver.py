@@ -49,6 +49,17 @@ def dag_paths(topo: Topology, routing: Any, dag: FlowDag, flows: np.ndarray, cir
     return routing.paths(c.src[flows], c.dst[flows], classes=c.traffic_class[flows], flow_ids=flows, circuits=circuits)
 
 
+def set_merge_window(engine, window_ns: int) -> None:
+    """Give ``engine`` SimGrid's timing precision: what falls due less than
+    ``window_ns`` after an event happens with it (0: exact; see
+    ``Engine::set_merge_window`` in ``crates/netsteer-core/src/engine.rs``)."""
+    if window_ns:
+        try:
+            engine.set_merge_window(int(window_ns))
+        except ValueError as exc:
+            raise NetsteerError(str(exc), field="merge_window_ns") from None
+
+
 class SimDriver:
     """Drive the flow-level engine through intents.
 
@@ -117,6 +128,7 @@ class SimDriver:
         stream_router: Any = None,
         packet: dict | None = None,
         sls: np.ndarray | None = None,
+        merge_window_ns: int = 0,
     ):
         self.topo, self.routing, self.dag = topo, routing, dag
         self.circuits = circuits.copy() if circuits is not None else CircuitState.initial(topo)
@@ -139,6 +151,7 @@ class SimDriver:
             self.overlay.tag((t, p, v) for (t, p), v in tags.items())
         # packet: the packet fidelity's parameters (netsteer.sim.packet); None: flow level
         self.engine = Engine(capacity, latency, sharing, tcp_gamma, packet=packet)
+        set_merge_window(self.engine, merge_window_ns)
         # streamed jobs drain the engine between steps, and the engine samples again at
         # each restart (thousands of extra rows): with them, samples are taken here
         self._sample_every = int(sample_interval_ns) if mpi_jobs else 0

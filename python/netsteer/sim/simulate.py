@@ -176,6 +176,7 @@ def simulate(
     circuits: CircuitState | None = None,
     background: np.ndarray | None = None,
     progress: Callable[[int, int, int], None] | None = None,
+    merge_window_ns: int = 0,
 ) -> SimResult:
     """Simulate ``dag`` on ``topo`` routed by ``routing``.
 
@@ -196,6 +197,11 @@ def simulate(
     background : ndarray of bool, optional
         Flows that end when every other flow is done (iperf-like bulk traffic).
     progress : callable(done, total, now_ns), optional
+    merge_window_ns : int
+        Events that fall due less than this after an event happen with it, as
+        SimGrid's timing precision (1 ns) makes them; 0 (the default) is exact.
+        Reproducing SimGrid run for run on contended workloads needs it on a clock
+        finer than the window (``docs/simgrid-validation.md``).
 
     Returns
     -------
@@ -215,6 +221,7 @@ def simulate(
     driver = SimDriver(
         topo, routing, dag, sharing=sharing, tcp_gamma=tcp_gamma, sample_interval_ns=sample_interval_ns,
         circuits=circuits, background=background, stops=stops, progress=progress,
+        merge_window_ns=merge_window_ns,
     )
     return run_driver(driver, controller)
 

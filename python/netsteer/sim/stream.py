@@ -354,6 +354,7 @@ def simulate_mpi(
     envelope_bytes: int = MPI_ENVELOPE_BYTES,
     memory_limit: int | None = None,
     progress: Callable[[int, int, int], None] | None = None,
+    merge_window_ns: int = 0,
 ) -> MpiResult:
     """Run MPI jobs on ``topo`` streamed through the engine.
 
@@ -371,9 +372,14 @@ def simulate_mpi(
         Refuse jobs whose estimate exceeds it (default: the memory available).
     progress : callable(messages_done, messages_in_flight, now_ns), optional
         Called every few hundred thousand events: totals are not known up front.
+    merge_window_ns : int
+        As in :func:`netsteer.sim.simulate` (SimGrid's timing precision; 0 is exact).
     """
     capacity = topo.channel_bandwidth() / 8.0
     engine = Engine(capacity, topo.channel_latency_ns().astype(np.int64), sharing, tcp_gamma)
+    from .driver import set_merge_window
+
+    set_merge_window(engine, merge_window_ns)
     if sample_interval_ns > 0:
         engine.set_sample_interval(int(sample_interval_ns))
     t0 = time.perf_counter()
