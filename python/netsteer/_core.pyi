@@ -27,6 +27,7 @@ class Engine:
         sharing: str = "maxmin",
         tcp_gamma: float | None = None,
         packet: dict[str, Any] | None = None,
+        ticks_per_ns: int = 1,
     ) -> Self: ...
     @property
     def fidelity(self) -> str: ...

@@ -7,10 +7,9 @@ another event happens *at* that event. netsteer's engine is exact by default, on
 Geijn bcast (``scatter_allgather``) with small pieces at random placement came out
 2.4% under SMPI on 64 ranks and 14% on 500 (docs/simgrid-validation.md).
 
-With the same rule (``merge_window_ns``) on a clock finer than the window (the
-network 10x slower and 10x longer: the same schedule on 0.1 ns ticks, a window of
-10 ticks), netsteer reproduces SMPI run for run. SMPI runs with its default (Lazy)
-update, as every SMPI run of the test suite does.
+With the same rule (``merge_window_ns=1``) on a clock finer than the window
+(``ticks_per_ns=10``: 0.1 ns ticks), netsteer reproduces SMPI run for run. SMPI runs
+with its default (Lazy) update, as every SMPI run of the test suite does.
 """
 
 import shutil
@@ -32,7 +31,7 @@ pytestmark = [
                        reason="needs SimGrid's smpicc and smpirun (Debian libsimgrid-dev)"),
 ]
 
-TICKS = 10  # per ns: the topology 10x slower and 10x longer, times divided back
+TICKS = 10  # per ns
 
 # (down, up, ranks, bytes, placement seed): random placement, pieces of 1.5-2.3 kB
 CASES = [([4, 4], [1, 2], 16, 35887, 50), ([16, 32], [1, 4], 64, 100003, 1)]
@@ -43,20 +42,21 @@ def _smpi_s(down, up, p, n, hosts):
                     algorithm="scatter_allgather", root=0, hosts=hosts)
 
 
-def _netsteer_s(down, up, n, hosts, ticks, window):
-    topo = pgft(2, down, up, link_bandwidth=10e9 / ticks, link_latency_ns=1000 * ticks)
+def _netsteer_s(down, up, n, hosts, window_ns):
+    topo = pgft(2, down, up, link_bandwidth=10e9, link_latency_ns=1000)
     dag = FlowDag()
     coll.expand(dag, "bcast", "scatter_allgather", hosts, n, root=0, envelope_bytes=16)
-    res = simulate(topo, build_routing(topo, "dmodk"), dag, sharing="cm02", merge_window_ns=window)
-    return res.makespan_ns / ticks * 1e-9
+    res = simulate(topo, build_routing(topo, "dmodk"), dag, sharing="cm02", merge_window_ns=window_ns,
+                   ticks_per_ns=TICKS)
+    return res.makespan_ns * 1e-9
 
 
 @pytest.mark.parametrize("down,up,p,n,seed", CASES, ids=["16-ranks", "64-ranks"])
 def test_the_merge_window_reproduces_smpi_on_a_contended_van_de_geijn_bcast(down, up, p, n, seed):
     hosts = place(p, "random", down[0] * down[1], seed=seed)
     smpi = _smpi_s(down, up, p, n, hosts)
-    merged = _netsteer_s(down, up, n, hosts, TICKS, TICKS)
-    exact = _netsteer_s(down, up, n, hosts, TICKS, 0)
+    merged = _netsteer_s(down, up, n, hosts, 1)
+    exact = _netsteer_s(down, up, n, hosts, 0)
     print(f"SMPI {smpi * 1e6:.4f} us, merged {merged * 1e6:.4f} us ({merged / smpi - 1:+.4%}), "
           f"exact {exact * 1e6:.4f} us ({exact / smpi - 1:+.4%})")
     assert merged == pytest.approx(smpi, rel=1e-4)
@@ -67,8 +67,8 @@ def test_the_merge_window_reproduces_smpi_on_a_contended_van_de_geijn_bcast(down
 def test_the_streamed_engine_merges_as_the_dag_does():
     down, up, p, n, seed = CASES[1]
     hosts = place(p, "random", down[0] * down[1], seed=seed)
-    topo = pgft(2, down, up, link_bandwidth=10e9 / TICKS, link_latency_ns=1000 * TICKS)
+    topo = pgft(2, down, up, link_bandwidth=10e9, link_latency_ns=1000)
     job = {"name": "a", "ranks": p, "placement": hosts,
            "program": [{"op": "bcast", "bytes": n, "algorithm": "scatter_allgather"}]}
-    streamed = simulate_mpi(topo, "dmodk", [job], sharing="cm02", merge_window_ns=TICKS).makespan_ns
-    assert streamed / TICKS * 1e-9 == _netsteer_s(down, up, n, hosts, TICKS, TICKS)
+    streamed = simulate_mpi(topo, "dmodk", [job], sharing="cm02", merge_window_ns=1, ticks_per_ns=TICKS)
+    assert streamed.makespan_ns * 1e-9 == _netsteer_s(down, up, n, hosts, 1)

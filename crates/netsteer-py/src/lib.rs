@@ -41,6 +41,23 @@ fn to_u32(xs: &[i64], what: &str) -> PyResult<Vec<u32>> {
 #[pyclass(module = "netsteer._core")]
 struct Engine {
     inner: netsteer_core::Engine,
+    // engine ticks per ns: the engine runs a network `tick` times slower and longer
+    // (the same schedule on a finer clock); times cross this API in ns
+    tick: i64,
+}
+
+impl Engine {
+    fn to_ticks(&self, ns: i64) -> i64 {
+        ns.saturating_mul(self.tick)
+    }
+    /// A time back in ns, rounded up as the engine rounds finishes (-1 stays -1).
+    fn to_ns(&self, t: i64) -> i64 {
+        if t <= 0 || self.tick == 1 {
+            t
+        } else {
+            t / self.tick + i64::from(t % self.tick != 0)
+        }
+    }
 }
 
 #[pymethods]
@@ -49,17 +66,29 @@ impl Engine {
     /// ``mtu``, ``header``, ``buffer``, ``vls``, ``switch_latency_ns``,
     /// ``cut_through``, ``vlarb_high``, ``vlarb_low`` (lists of ``(vl, weight)``),
     /// ``high_limit``, ``sl2vl`` (16 VLs)); ``sharing`` is then not used.
+    ///
+    /// ``ticks_per_ns``: the flow engine's clock runs in 1/``ticks_per_ns`` ns (it
+    /// simulates the network that many times slower and longer); every time given
+    /// or returned is still in ns, rounded up. 1 (the default) is the ns clock.
     #[new]
-    #[pyo3(signature = (capacity, latency_ns, sharing="maxmin", tcp_gamma=None, packet=None))]
+    #[pyo3(signature = (capacity, latency_ns, sharing="maxmin", tcp_gamma=None, packet=None, ticks_per_ns=1))]
     fn new(
         capacity: PyReadonlyArray1<f64>,
         latency_ns: PyReadonlyArray1<i64>,
         sharing: &str,
         tcp_gamma: Option<f64>,
         packet: Option<Bound<'_, PyDict>>,
+        ticks_per_ns: i64,
     ) -> PyResult<Self> {
-        let cap = capacity.as_slice()?.to_vec();
-        let lat = latency_ns.as_slice()?.to_vec();
+        if !(1..=1000).contains(&ticks_per_ns) {
+            return Err(err(format!("ticks_per_ns must be 1 to 1000, not {ticks_per_ns}")));
+        }
+        if ticks_per_ns > 1 && packet.is_some() {
+            return Err(err("the packet fidelity runs on its own clock: ticks_per_ns must be 1"));
+        }
+        let tick = ticks_per_ns;
+        let cap: Vec<f64> = capacity.as_slice()?.iter().map(|&c| c / tick as f64).collect();
+        let lat: Vec<i64> = latency_ns.as_slice()?.iter().map(|&l| l.saturating_mul(tick)).collect();
         if cap.len() != lat.len() {
             return Err(err("capacity and latency_ns differ in length"));
         }
@@ -77,7 +106,7 @@ impl Engine {
             netsteer_core::Engine::new(cap, lat, model)
         };
         inner.set_sample_limit(SAMPLE_LIMIT.load(Ordering::Relaxed));
-        Ok(Engine { inner })
+        Ok(Engine { inner, tick })
     }
 
     /// Add flows given as columns; returns the id of the first.
@@ -113,13 +142,15 @@ impl Engine {
         if path_offsets.len() != n + 1 || dep_offsets.len() != n + 1 {
             return Err(err("offsets must have one more entry than flows"));
         }
+        let start: Vec<i64> = start_ns.as_slice()?.iter().map(|&t| self.to_ticks(t)).collect();
+        let delay: Vec<i64> = delay_ns.as_slice()?.iter().map(|&t| self.to_ticks(t)).collect();
         self.inner
             .add_batch(&FlowBatch {
                 bytes,
                 path_offsets: &path_offsets,
                 paths: &paths,
-                start: start_ns.as_slice()?,
-                delay: delay_ns.as_slice()?,
+                start: &start,
+                delay: &delay,
                 weight: weight.as_slice()?,
                 priority: &priority,
                 dep_offsets: &dep_offsets,
@@ -137,7 +168,7 @@ impl Engine {
         until_ns: Option<i64>,
         max_events: Option<u64>,
     ) -> PyResult<&'static str> {
-        let until = until_ns.unwrap_or(i64::MAX);
+        let until = until_ns.map_or(i64::MAX, |t| self.to_ticks(t));
         let budget = max_events.unwrap_or(u64::MAX);
         let inner = &mut self.inner;
         let status = py.detach(|| inner.run(until, budget));
@@ -263,12 +294,18 @@ impl Engine {
             .iter()
             .enumerate()
             .map(|(i, s)| parse_step(s).map_err(|e| err(format!("program step {i}: {e}"))))
+            .map(|s| {
+                s.map(|s| match s {
+                    Step::Compute(ns) => Step::Compute(self.to_ticks(ns)),
+                    other => other,
+                })
+            })
             .collect::<PyResult<Vec<_>>>()?;
         let spec = JobSpec {
             hosts,
             steps,
             repeat,
-            start_ns,
+            start_ns: self.to_ticks(start_ns),
             priority,
             weight,
             envelope: envelope_bytes,
@@ -311,12 +348,12 @@ impl Engine {
                 if s.first_release == i64::MAX {
                     -1
                 } else {
-                    s.first_release
+                    self.to_ns(s.first_release)
                 }
             })
             .into_pyarray(py),
         )?;
-        d.set_item("last_done_ns", col(&|s| s.last_done).into_pyarray(py))?;
+        d.set_item("last_done_ns", col(&|s| self.to_ns(s.last_done)).into_pyarray(py))?;
         d.set_item("flows", col(&|s| s.flows as i64).into_pyarray(py))?;
         let bytes: Vec<f64> = spans.iter().map(|s| s.bytes).collect();
         d.set_item("bytes", bytes.into_pyarray(py))?;
@@ -330,7 +367,7 @@ impl Engine {
             .map(|s| {
                 s.jobs()
                     .iter()
-                    .map(|j| (j.completion, j.ranks_left))
+                    .map(|j| (self.to_ns(j.completion), j.ranks_left))
                     .collect()
             })
             .unwrap_or_default()
@@ -338,7 +375,7 @@ impl Engine {
 
     #[getter]
     fn now(&self) -> i64 {
-        self.inner.now()
+        self.to_ns(self.inner.now())
     }
     #[getter]
     fn unfinished(&self) -> usize {
@@ -354,13 +391,15 @@ impl Engine {
     }
 
     fn set_sample_interval(&mut self, interval_ns: i64) {
-        self.inner.set_sample_interval(interval_ns);
+        let t = self.to_ticks(interval_ns);
+        self.inner.set_sample_interval(t);
     }
 
     /// Events that fall due less than ``window_ns`` after an event happen with it
     /// (SimGrid's timing precision; 0 is exact).
     fn set_merge_window(&mut self, window_ns: i64) -> PyResult<()> {
-        self.inner.set_merge_window(window_ns).map_err(|e| err(e.to_string()))
+        let t = self.to_ticks(window_ns);
+        self.inner.set_merge_window(t).map_err(|e| err(e.to_string()))
     }
 
     fn set_channels_up(&mut self, channels: PyReadonlyArray1<i64>, up: bool) -> PyResult<()> {
@@ -374,7 +413,7 @@ impl Engine {
             return Err(err("capacity must be non-negative"));
         }
         let ch = self.channels(channels.as_slice()?)?;
-        self.inner.set_capacity(&ch, capacity);
+        self.inner.set_capacity(&ch, capacity / self.tick as f64);
         Ok(())
     }
 
@@ -410,19 +449,19 @@ impl Engine {
 
     fn completion_ns<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
         (0..self.inner.n_flows())
-            .map(|f| self.inner.completion(f))
+            .map(|f| self.to_ns(self.inner.completion(f)))
             .collect::<Vec<_>>()
             .into_pyarray(py)
     }
     fn release_ns<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
         (0..self.inner.n_flows())
-            .map(|f| self.inner.release_time(f))
+            .map(|f| self.to_ns(self.inner.release_time(f)))
             .collect::<Vec<_>>()
             .into_pyarray(py)
     }
     fn rates<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
         (0..self.inner.n_flows())
-            .map(|f| self.inner.rate(f))
+            .map(|f| self.inner.rate(f) * self.tick as f64)
             .collect::<Vec<_>>()
             .into_pyarray(py)
     }
@@ -470,7 +509,8 @@ impl Engine {
         } else {
             PyArray2::from_vec2(py, &rows).map_err(err)?
         };
-        Ok((t.to_vec().into_pyarray(py), arr))
+        let t: Vec<i64> = t.iter().map(|&x| self.to_ns(x)).collect();
+        Ok((t.into_pyarray(py), arr))
     }
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.inner.stats();

@@ -49,6 +49,16 @@ def dag_paths(topo: Topology, routing: Any, dag: FlowDag, flows: np.ndarray, cir
     return routing.paths(c.src[flows], c.dst[flows], classes=c.traffic_class[flows], flow_ids=flows, circuits=circuits)
 
 
+def engine_for(capacity, latency, sharing, tcp_gamma, *, packet=None, ticks_per_ns: int = 1):
+    """The engine, its bad settings refused as input errors (``ticks_per_ns``)."""
+    try:
+        return Engine(capacity, latency, sharing, tcp_gamma, packet=packet, ticks_per_ns=int(ticks_per_ns))
+    except ValueError as exc:
+        if "ticks_per_ns" not in str(exc):
+            raise
+        raise NetsteerError(str(exc), field="ticks_per_ns") from None
+
+
 def set_merge_window(engine, window_ns: int) -> None:
     """Give ``engine`` SimGrid's timing precision: what falls due less than
     ``window_ns`` after an event happens with it (0: exact; see
@@ -129,6 +139,7 @@ class SimDriver:
         packet: dict | None = None,
         sls: np.ndarray | None = None,
         merge_window_ns: int = 0,
+        ticks_per_ns: int = 1,
     ):
         self.topo, self.routing, self.dag = topo, routing, dag
         self.circuits = circuits.copy() if circuits is not None else CircuitState.initial(topo)
@@ -150,7 +161,7 @@ class SimDriver:
             self.overlay.push(1, rules)
             self.overlay.tag((t, p, v) for (t, p), v in tags.items())
         # packet: the packet fidelity's parameters (netsteer.sim.packet); None: flow level
-        self.engine = Engine(capacity, latency, sharing, tcp_gamma, packet=packet)
+        self.engine = engine_for(capacity, latency, sharing, tcp_gamma, packet=packet, ticks_per_ns=ticks_per_ns)
         set_merge_window(self.engine, merge_window_ns)
         # streamed jobs drain the engine between steps, and the engine samples again at
         # each restart (thousands of extra rows): with them, samples are taken here

@@ -177,6 +177,7 @@ def simulate(
     background: np.ndarray | None = None,
     progress: Callable[[int, int, int], None] | None = None,
     merge_window_ns: int = 0,
+    ticks_per_ns: int = 1,
 ) -> SimResult:
     """Simulate ``dag`` on ``topo`` routed by ``routing``.
 
@@ -202,6 +203,10 @@ def simulate(
         SimGrid's timing precision (1 ns) makes them; 0 (the default) is exact.
         Reproducing SimGrid run for run on contended workloads needs it on a clock
         finer than the window (``docs/simgrid-validation.md``).
+    ticks_per_ns : int
+        The engine's clock runs in 1/``ticks_per_ns`` ns (1 to 1000); times given and
+        returned stay in ns, rounded up. 10 with ``merge_window_ns=1`` is SimGrid's
+        timing; 1 (the default) is the ns clock.
 
     Returns
     -------
@@ -221,7 +226,7 @@ def simulate(
     driver = SimDriver(
         topo, routing, dag, sharing=sharing, tcp_gamma=tcp_gamma, sample_interval_ns=sample_interval_ns,
         circuits=circuits, background=background, stops=stops, progress=progress,
-        merge_window_ns=merge_window_ns,
+        merge_window_ns=merge_window_ns, ticks_per_ns=ticks_per_ns,
     )
     return run_driver(driver, controller)
 

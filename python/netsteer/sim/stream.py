@@ -355,6 +355,7 @@ def simulate_mpi(
     memory_limit: int | None = None,
     progress: Callable[[int, int, int], None] | None = None,
     merge_window_ns: int = 0,
+    ticks_per_ns: int = 1,
 ) -> MpiResult:
     """Run MPI jobs on ``topo`` streamed through the engine.
 
@@ -372,12 +373,15 @@ def simulate_mpi(
         Refuse jobs whose estimate exceeds it (default: the memory available).
     progress : callable(messages_done, messages_in_flight, now_ns), optional
         Called every few hundred thousand events: totals are not known up front.
-    merge_window_ns : int
-        As in :func:`netsteer.sim.simulate` (SimGrid's timing precision; 0 is exact).
+    merge_window_ns, ticks_per_ns : int
+        As in :func:`netsteer.sim.simulate` (SimGrid's timing precision; 0 is exact;
+        the engine's clock in 1/``ticks_per_ns`` ns).
     """
     capacity = topo.channel_bandwidth() / 8.0
-    engine = Engine(capacity, topo.channel_latency_ns().astype(np.int64), sharing, tcp_gamma)
-    from .driver import set_merge_window
+    from .driver import engine_for, set_merge_window
+
+    engine = engine_for(capacity, topo.channel_latency_ns().astype(np.int64), sharing, tcp_gamma,
+                        ticks_per_ns=ticks_per_ns)
 
     set_merge_window(engine, merge_window_ns)
     if sample_interval_ns > 0:

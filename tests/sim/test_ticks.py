@@ -1,0 +1,69 @@
+"""The engine's clock finer than 1 ns (``ticks_per_ns``): times cross the API in ns,
+rounded up; rates and bytes are those of the real network. Cases by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from netsteer._core import Engine
+from netsteer.errors import NetsteerError
+from netsteer.routing import build_routing
+from netsteer.sim import simulate
+from netsteer.topology import pgft
+from netsteer.traffic import FlowDag
+
+
+def _chain_engine(ticks):
+    # one channel of 2 bytes/ns, no latency: A (3 B) then B (3 B) after it
+    e = Engine(np.array([2e9]), np.array([0], dtype=np.int64), "maxmin", ticks_per_ns=ticks)
+    i64 = lambda *x: np.array(x, dtype=np.int64)  # noqa: E731
+    e.add_flows(np.array([3.0, 3.0]), i64(0, 1, 2), i64(0, 0), i64(0, 0), i64(0, 0),
+                np.array([1.0, 1.0]), i64(0, 0), i64(0, 0, 1), i64(0))
+    return e
+
+
+def test_a_finer_clock_rounds_once_not_at_every_finish():
+    # each flow takes 1.5 ns: on the ns clock A ends at 2 and B at 4; on 0.1 ns ticks
+    # A ends at 1.5 (reported 2, rounded up) and B at 3.0
+    for ticks, (a, b) in [(1, (2, 4)), (10, (2, 3))]:
+        e = _chain_engine(ticks)
+        assert e.run() == "done"
+        assert list(e.completion_ns()) == [a, b] and list(e.release_ns()) == [0, a if ticks == 1 else 2]
+        assert e.now == b
+
+
+def test_times_given_in_ns_and_rates_of_the_real_network():
+    e = _chain_engine(10)
+    assert e.run(until_ns=1) == "until" and e.now == 1
+    assert e.rates()[0] == pytest.approx(2e9)  # bytes per second, not per tick-second
+    e.set_sample_interval(1)
+    e.run()
+    times, rows = e.samples()
+    assert list(times[:3]) == [1, 2, 3] and rows[-1][0] == pytest.approx(6.0)
+
+
+def test_a_dag_on_a_fat_tree_agrees_with_the_network_scaled_by_hand():
+    # 10 ticks per ns is the network 10x slower and 10x longer, times divided back
+    def run(bw, lat, ticks):
+        t = pgft(2, [4, 4], [1, 2], link_bandwidth=bw, link_latency_ns=lat)
+        d = FlowDag()
+        a = d.add(0, 5, 12_345)
+        d.add(5, 9, 777, deps=[a])
+        d.add(1, 6, 54_321)
+        return simulate(t, build_routing(t, "dmodk"), d, sharing="cm02", ticks_per_ns=ticks).completion_ns
+
+    fine = run(10e9, 1000, 10)
+    scaled = run(1e9, 10_000, 1)
+    assert list(fine) == [-(-int(x) // 10) for x in scaled]
+
+
+def test_bad_ticks_are_refused():
+    t = pgft(1, [2], [1], link_bandwidth=8e9, link_latency_ns=0)
+    d = FlowDag()
+    d.add(0, 1, 10)
+    for bad in (0, 1001):
+        with pytest.raises(NetsteerError, match="ticks_per_ns"):
+            simulate(t, build_routing(t, "dmodk"), d, ticks_per_ns=bad)
+    with pytest.raises(ValueError, match="packet"):
+        Engine(np.array([1e9]), np.array([0], dtype=np.int64), packet={}, ticks_per_ns=10)
