@@ -382,7 +382,6 @@ def simulate_mpi(
 
     engine = engine_for(capacity, topo.channel_latency_ns().astype(np.int64), sharing, tcp_gamma,
                         ticks_per_ns=ticks_per_ns)
-
     set_merge_window(engine, merge_window_ns)
     if sample_interval_ns > 0:
         engine.set_sample_interval(int(sample_interval_ns))
