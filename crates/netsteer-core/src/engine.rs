@@ -819,13 +819,7 @@ impl Engine {
                         self.stats.events += live;
                         anchored = true;
                     }
-                    for &f in &done {
-                        if self.meta[f as usize].state == FlowState::Active {
-                            self.finish(f as usize, true);
-                        }
-                    }
-                    done.clear();
-                    self.done_now = done;
+                    self.finish_done(done);
                     self.feed_stream();
                 }
                 if self.events.first_time() == Some(t) {
@@ -856,6 +850,18 @@ impl Engine {
         }
     }
 
+    /// Finish the flows the physics reported done (those still active), and keep the
+    /// buffer for the next instant.
+    fn finish_done(&mut self, mut done: Vec<u32>) {
+        for &f in &done {
+            if self.meta[f as usize].state == FlowState::Active {
+                self.finish(f as usize, true);
+            }
+        }
+        done.clear();
+        self.done_now = done;
+    }
+
     /// Handle at `t` what falls due in `(t, t + merge_window)` (see
     /// [`Engine::set_merge_window`]); true if anything was.
     fn merge_into(&mut self, t: Ns, handled: &mut u64) -> bool {
@@ -868,13 +874,7 @@ impl Engine {
             self.stats.events += live;
             took |= live > 0;
         }
-        for &f in &done {
-            if self.meta[f as usize].state == FlowState::Active {
-                self.finish(f as usize, true);
-            }
-        }
-        done.clear();
-        self.done_now = done;
+        self.finish_done(done);
         let mut samples = vec![];
         while let Some(x) = self.events.first_time().filter(|&x| x > t && x < end) {
             let (_, batch) = self.events.pop_instant().expect("instant just seen");

@@ -171,7 +171,7 @@ def _replace(tmp: Path, final: Path) -> None:
 def _pending() -> set:
     """SIGINT and SIGTERM sent and held, not yet delivered."""
     try:
-        return signal.sigpending() & {signal.SIGINT, signal.SIGTERM}
+        return signal.sigpending() & set(_SIGS)
     except (AttributeError, OSError):
         return set()
 
