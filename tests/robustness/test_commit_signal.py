@@ -58,14 +58,20 @@ def _temps(out):
 
 
 def _signal_once_when(monkeypatch, name):
-    """Send SIGINT to this process the first time ``outdir.<name>`` is called."""
+    """Send SIGINT to the main thread the first time ``outdir.<name>`` is called.
+
+    To the main thread, which holds it by then, so it is pending when the commit looks.
+    Sent to the process (``os.kill``), the kernel may hand it to any other thread not
+    holding it (the engine's, a library's), and it reaches the main thread's handler at
+    no fixed moment: the commit may already have looked, and then it rightly reports
+    the signal after the directory it wrote (CI saw exactly that)."""
     real = getattr(outdir, name)
     sent = []
 
     def wrapped(*args):
         if not sent:
             sent.append(True)
-            os.kill(os.getpid(), signal.SIGINT)
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
         return real(*args)
 
     monkeypatch.setattr(outdir, name, wrapped)

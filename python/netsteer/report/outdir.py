@@ -250,7 +250,8 @@ class _Held:
 
     def interrupted(self) -> bool:
         """A SIGINT or SIGTERM is waiting that the end of the block will deliver."""
-        return bool(self.caught) or bool(_pending() - self.before)
+        pending = _pending() - self.before  # before caught: a signal another thread took meanwhile may be noted by then
+        return bool(pending) or bool(self.caught)
 
 
 _SIGS = (signal.SIGINT, signal.SIGTERM)
