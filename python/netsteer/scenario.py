@@ -121,6 +121,10 @@ class RoutingModel(_Strict):
 class SharingModel(_Strict):
     model: Literal["maxmin", "cm02"]
     tcp_gamma: Size | None = None
+    # the engine's timing (netsteer.sim.driver.timing_for): by default the model's,
+    # SimGrid's 1 ns merge on 0.1 ns ticks for cm02, exact on ns for maxmin
+    merge_window: Duration | None = Field(None, description="events due less than this after one happen with it")
+    ticks_per_ns: Annotated[int, Strict(), Field(ge=1, le=1000)] | None = None
 
     @model_validator(mode="after")
     def _gamma_for_cm02(self) -> "SharingModel":
@@ -205,6 +209,8 @@ class BuiltScenario:
     sharing: str
     tcp_gamma: float | None
     sample_interval_ns: int
+    merge_window_ns: int | None = None  # None: the sharing model's (netsteer.sim.driver.timing_for)
+    ticks_per_ns: int | None = None
     # the default controller's re-route policy: builds a routing for a changed network
     reroute: Any = None
     reroute_on_change: bool = True
@@ -708,6 +714,8 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
         sharing=sharing,
         tcp_gamma=float(gamma) if gamma is not None else None,
         sample_interval_ns=int(interval),
+        merge_window_ns=None if isinstance(m.sharing, str) else m.sharing.merge_window,
+        ticks_per_ns=None if isinstance(m.sharing, str) else m.sharing.ticks_per_ns,
         spans=spans,
         reroute=make_routing,
         reroute_on_change=m.reroute_on_change,

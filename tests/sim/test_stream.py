@@ -13,6 +13,7 @@ from netsteer._core import Engine
 from netsteer.errors import NetsteerError
 from netsteer.routing import build_routing
 from netsteer.sim import simulate
+from netsteer.sim.driver import engine_for, set_merge_window, timing_for
 from netsteer.sim.stream import attach_jobs, check_memory, estimate_bytes, simulate_mpi
 from netsteer.topology.pgft import pgft
 from netsteer.traffic import collectives as coll
@@ -30,11 +31,11 @@ def tree(i):
     return pgft(**TREES[i], link_bandwidth=10e9, link_latency_ns=1000)
 
 
-def dag_run(topo, routing, jobs, sharing):
+def dag_run(topo, routing, jobs, sharing, **timing):
     dag, spans = FlowDag(), []
     for j in jobs:
         spans += expand_mpi_job(j, topo.n_hosts, dag=dag).spans
-    r = simulate(topo, routing, dag, sharing=sharing)
+    r = simulate(topo, routing, dag, sharing=sharing, **timing)
     return r.makespan_ns, op_report(spans, dag, r.completion_ns, r.release_ns), len(dag)
 
 
@@ -188,7 +189,11 @@ def test_streamed_jobs_run_beside_dag_flows_and_background():
     bg[bulk] = True
     want = simulate(topo, routing, dag, sharing="cm02", background=bg)
 
-    e = Engine(topo.channel_bandwidth() / 8, topo.channel_latency_ns().astype(np.int64), "cm02")
+    # the engine as simulate makes it: CM02 with its default timing (SimGrid's 1 ns merge)
+    window, ticks = timing_for("cm02")
+    e = engine_for(topo.channel_bandwidth() / 8, topo.channel_latency_ns().astype(np.int64), "cm02", None,
+                   ticks_per_ns=ticks)
+    set_merge_window(e, window)
     off, ch = routing.paths([1], [9])
     e.add_flows(np.array([1e15]), off.astype(np.int64), ch.astype(np.int64), np.array([-1]),
                 np.array([0]), np.array([1.0]), np.array([0]), np.zeros(2, np.int64),
@@ -242,18 +247,25 @@ def test_where_stream_and_dag_differ_it_is_less_than_a_1ns_change_does():
     """The one place streamed and DAG runs part (docs/model.md, "How exact"): flow
     numbers order the sums, a finish moves by 1 ns, and a contended run carries it.
     On such a run (two random jobs, an 8:1 tree with dual-rail hosts) the two differ,
-    but by less than starting one job 1 to 3 ns later moves the same DAG run."""
+    but by less than starting one job 1 to 3 ns later moves the same DAG run.
+
+    Exact, on the ns clock. With CM02's default timing (SimGrid's 1 ns merge) a
+    rounding can also decide whether two events merge: the two still agree to 1e-3."""
     rng = np.random.default_rng(319)
     topo = pgft(levels=3, down=[4, 2, 4], up=[1, 1, 2], parallel=[2, 1, 1],
                 link_bandwidth=10e9, link_latency_ns=700)
     routing = build_routing(topo, "dmodk")
     jobs = random_jobs(rng, 3, topo.n_hosts)[:2]
-    want, _, _ = dag_run(topo, routing, jobs, "cm02")
-    got = simulate_mpi(topo, routing, jobs, sharing="cm02")
-    again = simulate_mpi(topo, routing, jobs, sharing="cm02")
+    exact = dict(merge_window_ns=0, ticks_per_ns=1)
+    want, _, _ = dag_run(topo, routing, jobs, "cm02", **exact)
+    got = simulate_mpi(topo, routing, jobs, sharing="cm02", **exact)
+    again = simulate_mpi(topo, routing, jobs, sharing="cm02", **exact)
     assert again.makespan_ns == got.makespan_ns and again.report == got.report  # deterministic
     assert got.makespan_ns != want  # the case this test is about
     shifted = [dag_run(topo, routing, [jobs[0], jobs[1].model_copy(update={"start": jobs[1].start + d})],
-                       "cm02")[0] for d in (1, 2, 3)]
+                       "cm02", **exact)[0] for d in (1, 2, 3)]
     assert abs(got.makespan_ns - want) < max(abs(s - want) for s in shifted)
     assert abs(got.makespan_ns - want) < 1e-3 * want
+    merged = simulate_mpi(topo, routing, jobs, sharing="cm02").makespan_ns
+    assert merged != got.makespan_ns  # the default timing is not the exact one
+    assert abs(merged - dag_run(topo, routing, jobs, "cm02")[0]) < 1e-3 * want

@@ -67,3 +67,43 @@ def test_bad_ticks_are_refused():
             simulate(t, build_routing(t, "dmodk"), d, ticks_per_ns=bad)
     with pytest.raises(ValueError, match="packet"):
         Engine(np.array([1e9]), np.array([0], dtype=np.int64), packet={}, ticks_per_ns=10)
+
+
+CONTENDED = """\
+name: vdg
+topology: {kind: pgft, levels: 2, down: [4, 4], up: [1, 2], link_bandwidth: 10Gbps, link_latency: 1us}
+routing: {engine: dmodk}
+sharing: SHARING
+jobs:
+  - {name: b, ranks: 16, placement: random, seed: 50,
+     program: [{op: bcast, algorithm: scatter_allgather, bytes: 35887B, root: 0}]}
+"""
+
+
+def _run(sharing):
+    from netsteer.report.result import result_dict
+    from netsteer.scenario import build_scenario, parse_scenario
+    from netsteer.sim import run_scenario
+
+    b = build_scenario(parse_scenario(CONTENDED.replace("SHARING", sharing)))
+    return result_dict(b, run_scenario(b))
+
+
+def test_cm02_runs_with_simgrids_timing_unless_the_scenario_says_otherwise():
+    """A contended van de Geijn bcast (docs/simgrid-validation.md, "SimGrid's timing
+    precision"): CM02 takes the 1 ns merge on 0.1 ns ticks by default; the scenario's
+    ``sharing`` can ask for the exact ns clock, and max-min is exact by default."""
+    from netsteer.sim.stream import simulate_mpi
+    from netsteer.traffic.program import MpiJobSpec
+
+    default, exact = _run("cm02"), _run("{model: cm02, merge_window: 0ns, ticks_per_ns: 1}")
+    assert default["timing"] == {"merge_window_ns": 1, "ticks_per_ns": 10}
+    assert exact["timing"] == {"merge_window_ns": 0, "ticks_per_ns": 1}
+    assert _run("maxmin")["timing"] == {"merge_window_ns": 0, "ticks_per_ns": 1}
+    assert default["makespan_s"] != exact["makespan_s"]  # the workload this is about
+    t = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)
+    job = MpiJobSpec(name="b", ranks=16, placement="random", seed=50,
+                     program=[{"op": "bcast", "algorithm": "scatter_allgather", "bytes": 35887, "root": 0}])
+    for got, timing in [(default, {}), (exact, dict(merge_window_ns=0, ticks_per_ns=1))]:
+        want = simulate_mpi(t, "dmodk", [job], sharing="cm02", **timing).makespan_ns
+        assert got["makespan_s"] == pytest.approx(want * 1e-9, abs=1e-15)

@@ -65,9 +65,14 @@ def smpi_steps(exe, sizes, workdir):
     return ends
 
 
-def netsteer_steps(sizes, slowdown=1):
+EXACT = dict(merge_window_ns=0, ticks_per_ns=1)  # exact, on the ns clock
+
+
+def netsteer_steps(sizes, slowdown=1, timing=EXACT):
     """The same under netsteer, on a network ``slowdown`` times slower (then rescaled):
-    the schedule is the same, netsteer's 1 ns tick becomes 1/slowdown ns of it."""
+    the schedule is the same, netsteer's 1 ns tick becomes 1/slowdown ns of it.
+    ``timing``: the engine's (``{}``: CM02's default, SimGrid's 1 ns merge on 0.1 ns
+    ticks)."""
     from netsteer.routing import build_routing
     from netsteer.sim import simulate
     from netsteer.topology.pgft import pgft
@@ -76,7 +81,7 @@ def netsteer_steps(sizes, slowdown=1):
     dag = FlowDag()
     coll.run_steps(dag, coll.Steps(DST, np.asarray(sizes)), HOSTS,
                    envelope_bytes=coll.MPI_ENVELOPE_BYTES)
-    done = simulate(topo, build_routing(topo, "dmodk"), dag, sharing="cm02").completion_ns
+    done = simulate(topo, build_routing(topo, "dmodk"), dag, sharing="cm02", **timing).completion_ns
     done = done.reshape(P - 1, P) * 1e-9 / slowdown  # flow k*P + r: rank r's send at step k+1
     ends = np.zeros((P, P))
     for k in range(P - 1):
@@ -107,6 +112,8 @@ def test_netsteer_nanosecond_clock_is_the_whole_gap(peer, tmp_path):
     assert (ns_clock - smpi) / smpi == pytest.approx(0.00259, abs=1e-5)
     assert fine_clock == pytest.approx(6.91406853e-3, abs=1e-12)
     assert fine_clock == pytest.approx(smpi, rel=1e-5)  # -0.0004%
+    # what cm02 runs with by default: SimGrid's 1 ns merge on 0.1 ns ticks
+    assert netsteer_steps(sizes, timing={}).max() == pytest.approx(smpi, rel=1e-5)
     # the 1-byte change above: the ns clock does not see it, the fine one follows SimGrid
     sizes[0, 0] += 1
     assert netsteer_steps(sizes).max() == pytest.approx(6.932030e-3, abs=1e-12)

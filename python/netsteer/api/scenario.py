@@ -72,7 +72,10 @@ class Scenario:
         From :func:`netsteer.job` and :func:`netsteer.mpi_job`; unnamed jobs are
         named ``job<i>`` by position.
     name, description : str
-    sharing : {"maxmin", "cm02"}, optional
+    sharing : {"maxmin", "cm02"} or dict, optional
+        The model, or the scenario's ``sharing:`` mapping, e.g. ``{"model": "cm02",
+        "merge_window": "0ns", "ticks_per_ns": 1}`` (CM02 on the exact ns clock
+        instead of SimGrid's timing; ``docs/scenarios.md``).
     tcp_gamma : str, optional
         The TCP window of ``cm02`` (default 4 MiB).
     sample_interval : str, optional
@@ -97,7 +100,7 @@ class Scenario:
         *,
         name: str = "scenario",
         description: str | None = None,
-        sharing: str | None = None,
+        sharing: str | dict[str, Any] | None = None,
         tcp_gamma: str | int | None = None,
         sample_interval: str | int | None = None,
         reroute_on_change: bool | None = None,
@@ -135,7 +138,9 @@ class Scenario:
             data["description"] = description
         data["topology"] = spec
         data["routing"] = rspec
-        if tcp_gamma is not None:
+        if isinstance(sharing, dict):
+            data["sharing"] = plain({**sharing, **({"tcp_gamma": tcp_gamma} if tcp_gamma is not None else {})})
+        elif tcp_gamma is not None:
             data["sharing"] = {"model": sharing or "cm02", "tcp_gamma": plain(tcp_gamma)}
         elif sharing is not None:
             data["sharing"] = sharing
@@ -283,7 +288,7 @@ def simulate(
     routing: str | dict[str, Any] | Any = "dmodk",
     jobs: Sequence[dict[str, Any]] = (),
     *,
-    sharing: str | None = None,
+    sharing: str | dict[str, Any] | None = None,
     tcp_gamma: str | int | None = None,
     events: Sequence[dict[str, Any]] = (),
     sample_interval: str | int | None = None,

@@ -112,6 +112,17 @@ def stalled_summary(built, res) -> dict[str, Any] | None:
     return out
 
 
+def _timing(built) -> dict[str, int] | None:
+    """The flow engine's timing as run: SimGrid's merge window and the clock's ticks
+    per ns (None at the packet fidelity, which keeps its own clock)."""
+    if getattr(built, "packet", None) is not None:
+        return None
+    from ..sim.driver import timing_for
+
+    window, ticks = timing_for(built.sharing, built.merge_window_ns, built.ticks_per_ns)
+    return {"merge_window_ns": window, "ticks_per_ns": ticks}
+
+
 def result_dict(built, res) -> dict[str, Any]:
     """``{"scenario", "makespan_s", "jobs": [{"name", "completion_s"}...], "wall_s", ...}``."""
     out = {
@@ -123,6 +134,7 @@ def result_dict(built, res) -> dict[str, Any]:
         "topology": built.topology.summary(),
         "routing": built.scenario.model.routing.engine,
         "sharing": built.sharing,
+        "timing": _timing(built),
         # streamed jobs count their messages and compute steps, as the DAG would hold them
         "flows": len(built.dag) + sum(x["flows"] for x in ((getattr(res, "mpi", None) or {}).get("steps") or {}).values()),
         "events": res.applied_events,

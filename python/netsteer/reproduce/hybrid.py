@@ -138,7 +138,8 @@ def _run_with(built, controller, hybrid):
     circuits = CircuitState.empty(built.topology)
     for sw, pairs in pairings.items():
         circuits.pair(sw, list(pairs))
-    driver = SimDriver(built.topology, built.routing, built.dag, sharing=built.sharing, circuits=circuits,
+    driver = SimDriver(built.topology, built.routing, built.dag, sharing=built.sharing, tcp_gamma=built.tcp_gamma,
+                       merge_window_ns=built.merge_window_ns, ticks_per_ns=built.ticks_per_ns, circuits=circuits,
                        background=built.background, stops=stops, forwarding=(rules, tags),
                        **(built.driver_options or {}))
     return run_driver(driver, controller)

@@ -86,6 +86,7 @@ def run_scenario(
         opts = {**opts, "fabric": fabric, "flow_tags": uf.flow_tags, "tables": uf.tables}
     driver = cls(
         built.topology, built.routing, built.dag, sharing=built.sharing, tcp_gamma=built.tcp_gamma,
+        merge_window_ns=built.merge_window_ns, ticks_per_ns=built.ticks_per_ns,
         sample_interval_ns=built.sample_interval_ns if sample else 0, circuits=circuits,
         background=built.background, stops=stops, forwarding=forwarding, progress=progress, **opts,
     )

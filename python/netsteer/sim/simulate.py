@@ -176,8 +176,8 @@ def simulate(
     circuits: CircuitState | None = None,
     background: np.ndarray | None = None,
     progress: Callable[[int, int, int], None] | None = None,
-    merge_window_ns: int = 0,
-    ticks_per_ns: int = 1,
+    merge_window_ns: int | None = None,
+    ticks_per_ns: int | None = None,
 ) -> SimResult:
     """Simulate ``dag`` on ``topo`` routed by ``routing``.
 
@@ -198,15 +198,16 @@ def simulate(
     background : ndarray of bool, optional
         Flows that end when every other flow is done (iperf-like bulk traffic).
     progress : callable(done, total, now_ns), optional
-    merge_window_ns : int
+    merge_window_ns : int, optional
         Events that fall due less than this after an event happen with it, as
-        SimGrid's timing precision (1 ns) makes them; 0 (the default) is exact.
-        Reproducing SimGrid run for run on contended workloads needs it on a clock
-        finer than the window (``docs/simgrid-validation.md``).
-    ticks_per_ns : int
+        SimGrid's timing precision (1 ns) makes them; 0 is exact. Reproducing SimGrid
+        run for run on contended workloads needs it on a clock finer than the window
+        (``docs/simgrid-validation.md``). Default: 1 for ``cm02`` (SimGrid's model),
+        0 for ``maxmin``.
+    ticks_per_ns : int, optional
         The engine's clock runs in 1/``ticks_per_ns`` ns (1 to 1000); times given and
-        returned stay in ns, rounded up. 10 with ``merge_window_ns=1`` is SimGrid's
-        timing; 1 (the default) is the ns clock.
+        returned stay in ns, rounded up. Default: 10 for ``cm02`` (with the 1 ns
+        window, SimGrid's timing), 1 (the ns clock) for ``maxmin``.
 
     Returns
     -------

@@ -28,7 +28,7 @@ Examples
 ...                                                "algorithm": "recursive_doubling"}])
 >>> r = simulate_mpi(t, "dmodk", [job], sharing="cm02")
 >>> r.status, r.makespan_ns, r.progress["messages_done"]
-('done', 5045244, 64)
+('done', 5045242, 64)
 
 A job is an :class:`netsteer.traffic.program.MpiJobSpec` (checked by hand: a run
 needs no pydantic), a dict of its fields, or a scenario's pydantic
@@ -38,7 +38,7 @@ needs no pydantic), a dict of its fields, or a scenario's pydantic
 >>> same = MpiJob(name="a", ranks=16, program=[{"op": "allreduce", "bytes": "1MiB",
 ...                                            "algorithm": "rdb"}])
 >>> simulate_mpi(t, "dmodk", [same], sharing="cm02").makespan_ns
-5045244
+5045242
 """
 
 from __future__ import annotations
@@ -354,8 +354,8 @@ def simulate_mpi(
     envelope_bytes: int = MPI_ENVELOPE_BYTES,
     memory_limit: int | None = None,
     progress: Callable[[int, int, int], None] | None = None,
-    merge_window_ns: int = 0,
-    ticks_per_ns: int = 1,
+    merge_window_ns: int | None = None,
+    ticks_per_ns: int | None = None,
 ) -> MpiResult:
     """Run MPI jobs on ``topo`` streamed through the engine.
 
@@ -373,16 +373,17 @@ def simulate_mpi(
         Refuse jobs whose estimate exceeds it (default: the memory available).
     progress : callable(messages_done, messages_in_flight, now_ns), optional
         Called every few hundred thousand events: totals are not known up front.
-    merge_window_ns, ticks_per_ns : int
-        As in :func:`netsteer.sim.simulate` (SimGrid's timing precision; 0 is exact;
-        the engine's clock in 1/``ticks_per_ns`` ns).
+    merge_window_ns, ticks_per_ns : int, optional
+        As in :func:`netsteer.sim.simulate` (SimGrid's timing precision, 0 is exact;
+        the engine's clock in 1/``ticks_per_ns`` ns; by default the sharing model's).
     """
     capacity = topo.channel_bandwidth() / 8.0
-    from .driver import engine_for, set_merge_window
+    from .driver import engine_for, set_merge_window, timing_for
 
+    window, ticks = timing_for(sharing, merge_window_ns, ticks_per_ns)
     engine = engine_for(capacity, topo.channel_latency_ns().astype(np.int64), sharing, tcp_gamma,
-                        ticks_per_ns=ticks_per_ns)
-    set_merge_window(engine, merge_window_ns)
+                        ticks_per_ns=ticks)
+    set_merge_window(engine, window)
     if sample_interval_ns > 0:
         engine.set_sample_interval(int(sample_interval_ns))
     t0 = time.perf_counter()
