@@ -336,7 +336,7 @@ def run_cli(argv: list[str] | None = None) -> int:
     """
     _committed().clear()
     try:
-        rc = app(args=argv, standalone_mode=False)
+        rc = app(args=argv, prog_name="netsteer", standalone_mode=False)
         if isinstance(rc, int) and rc == 130:  # typer's KeyboardInterrupt
             _fail("interrupted", "stopped by the user (SIGINT)")
         return rc if isinstance(rc, int) else 0

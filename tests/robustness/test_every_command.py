@@ -209,6 +209,19 @@ def test_tables_are_whole_when_piped(tmp_path):
             assert f"{LONG}j:flow" in p.stdout  # the longest cell, whole on one line
 
 
+def test_help_is_readable_when_piped():
+    """Off a terminal the tables are made wide; help panels fill the whole width, so
+    they get a width of their own instead of lines padded to 1000 columns."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "TERMINAL_WIDTH")}
+    for args in (["--help"], ["run", "--help"]):
+        p = subprocess.run([sys.executable, "-m", "netsteer", *args], capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL, timeout=120, env=env)
+        assert p.returncode == 0, p.stderr
+        widths = [len(line) for line in p.stdout.splitlines()]
+        assert max(widths) <= 100 and "Usage: netsteer " in p.stdout, p.stdout
+    assert "--max-memory" in p.stdout or "--fidelity" in p.stdout
+
+
 # -- outputs that are pipes or devices ---------------------------------------------------
 
 def test_an_output_that_is_a_pipe_is_written_into_not_replaced(cli, tmp_path):

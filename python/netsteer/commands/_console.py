@@ -12,6 +12,9 @@ from rich.console import Console
 
 #: Width used off a terminal: wider than any table the commands print.
 PLAIN_WIDTH = 1000
+#: Width of ``--help`` and usage errors off a terminal: their panels fill the console's
+#: whole width, so at :data:`PLAIN_WIDTH` every line would be padded to 1000 columns.
+HELP_WIDTH = 100
 
 
 def output_console(stderr: bool = False) -> Console:
@@ -35,7 +38,8 @@ def output_console(stderr: bool = False) -> Console:
 
 
 def plain_width_for_all() -> bool:
-    """Off a terminal, give every rich console of this process :data:`PLAIN_WIDTH`.
+    """Off a terminal, give every rich console of this process :data:`PLAIN_WIDTH`
+    (and typer's help :data:`HELP_WIDTH`).
 
     Consoles made with ``Console()`` (a command that does not use
     :func:`output_console`) read ``COLUMNS`` whenever they measure themselves; with no
@@ -60,4 +64,6 @@ def plain_width_for_all() -> bool:
         except OSError:
             pass
     os.environ["COLUMNS"] = str(PLAIN_WIDTH)
+    # typer reads TERMINAL_WIDTH when it loads its help renderer (at the first --help)
+    os.environ.setdefault("TERMINAL_WIDTH", str(HELP_WIDTH))
     return True
