@@ -121,7 +121,7 @@ class RoutingModel(_Strict):
 class SharingModel(_Strict):
     model: Literal["maxmin", "cm02"]
     tcp_gamma: Size | None = None
-    # the engine's timing (netsteer.sim.driver.timing_for): by default the model's,
+    # the engine's timing (netsteer.sim.timing.timing_for): by default the model's,
     # SimGrid's 1 ns merge on 0.1 ns ticks for cm02, exact on ns for maxmin
     merge_window: Duration | None = Field(None, description="events due less than this after one happen with it")
     ticks_per_ns: Annotated[int, Strict(), Field(ge=1, le=1000)] | None = None
@@ -209,7 +209,7 @@ class BuiltScenario:
     sharing: str
     tcp_gamma: float | None
     sample_interval_ns: int
-    merge_window_ns: int | None = None  # None: the sharing model's (netsteer.sim.driver.timing_for)
+    merge_window_ns: int | None = None  # None: the sharing model's (netsteer.sim.timing.timing_for)
     ticks_per_ns: int | None = None
     # the default controller's re-route policy: builds a routing for a changed network
     reroute: Any = None

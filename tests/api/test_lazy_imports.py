@@ -84,9 +84,11 @@ def test_a_streamed_run_of_a_plain_job_spec_never_imports_pydantic_or_numpy_rand
         "    {'op': 'bcast', 'bytes': '64KiB', 'root': 3}, {'op': 'compute', 'duration': '1us'}])\n"
         "r = simulate_mpi(t, 'dmodk', [job], sharing='cm02')\n"
         "print(r.status, sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core')),"
-        " 'numpy.random' in sys.modules)"
+        " 'numpy.random' in sys.modules,"
+        " sorted(m for m in sys.modules if m in ('netsteer.sim.driver', 'netsteer.control')))"
     )
-    assert out == "done [] False"  # random placement needs no numpy.random either
+    # random placement needs no numpy.random either, and the engine no driver or controller core
+    assert out == "done [] False []"
 
 
 def test_openblas_gets_one_thread_unless_the_environment_says_otherwise():

@@ -13,7 +13,7 @@ from netsteer._core import Engine
 from netsteer.errors import NetsteerError
 from netsteer.routing import build_routing
 from netsteer.sim import simulate
-from netsteer.sim.driver import engine_for, set_merge_window, timing_for
+from netsteer.sim.timing import engine_for, set_merge_window, timing_for
 from netsteer.sim.stream import attach_jobs, check_memory, estimate_bytes, simulate_mpi
 from netsteer.topology.pgft import pgft
 from netsteer.traffic import collectives as coll

@@ -117,7 +117,7 @@ def _timing(built) -> dict[str, int] | None:
     per ns (None at the packet fidelity, which keeps its own clock)."""
     if getattr(built, "packet", None) is not None:
         return None
-    from ..sim.driver import timing_for
+    from ..sim.timing import timing_for
 
     window, ticks = timing_for(built.sharing, built.merge_window_ns, built.ticks_per_ns)
     return {"merge_window_ns": window, "ticks_per_ns": ticks}

@@ -378,7 +378,7 @@ def simulate_mpi(
         the engine's clock in 1/``ticks_per_ns`` ns; by default the sharing model's).
     """
     capacity = topo.channel_bandwidth() / 8.0
-    from .driver import engine_for, set_merge_window, timing_for
+    from .timing import engine_for, set_merge_window, timing_for
 
     window, ticks = timing_for(sharing, merge_window_ns, ticks_per_ns)
     engine = engine_for(capacity, topo.channel_latency_ns().astype(np.int64), sharing, tcp_gamma,
