@@ -13,7 +13,8 @@ ranks (pairwise alltoall 4 KiB then ring allreduce 16 MiB) and 65,536 ranks (bin
 bcast then recursive-doubling allreduce), with peak memory and memory per rank and per
 message in flight.
 
-``--case JSON`` runs one case of your own against SimGrid instead, e.g.
+``--case JSON`` runs one case of your own against SimGrid instead (with ``--scale``:
+without SimGrid, with memory per rank, for cases too large for it), e.g.
 ``--case '{"ranks": 512, "placement": "random", "tree": {"levels": 2, "down": [16, 32],
 "up": [1, 4]}, "program": [["allreduce", "ring", 1048576, 0]]}'`` (program steps are
 ``[op, algorithm, bytes, root]``).
@@ -205,7 +206,8 @@ def main() -> None:
     import platform
 
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--scale", action="store_true", help="the large jobs, without SimGrid")
+    ap.add_argument("--scale", action="store_true",
+                    help="the large jobs, without SimGrid (with --case: that case, without SimGrid)")
     ap.add_argument("--only", type=int, help="run one case (index)")
     ap.add_argument("--no-dag", action="store_true", help="skip the DAG check")
     ap.add_argument("--case", help="one case of your own, as JSON (module text)")
