@@ -250,7 +250,8 @@ class _Held:
 
     def interrupted(self) -> bool:
         """A SIGINT or SIGTERM is waiting that the end of the block will deliver."""
-        pending = _pending() - self.before  # before caught: a signal another thread took meanwhile may be noted by then
+        # pending first: a signal another thread takes meanwhile may be in caught by then
+        pending = _pending() - self.before
         return bool(pending) or bool(self.caught)
 
 

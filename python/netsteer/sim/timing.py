@@ -12,9 +12,10 @@ from ..errors import NetsteerError
 
 #: The engine's timing per sharing model: (merge window in ns, ticks per ns). CM02 is
 #: SimGrid's model, so it runs with SimGrid's timing precision (what falls due less than
-#: 1 ns after an event happens with it) on a 0.1 ns clock: runs agree with SMPI's on
-#: contended workloads, where exact timing drifts by up to a few percent
-#: (``docs/simgrid-validation.md``). Max-min, and the packet fidelity, are exact on ns.
+#: 1 ns after an event happens with it) on a 0.1 ns clock: runs agree with SMPI's
+#: default runs on contended workloads too, which that precision moves by up to a few
+#: percent from the model's exact answer (``docs/simgrid-validation.md``). Max-min,
+#: and the packet fidelity, are exact on the ns clock.
 MODEL_TIMING = {"cm02": (1, 10)}
 EXACT_TIMING = (0, 1)
 
