@@ -291,7 +291,9 @@ impl Engine {
     /// samples neither trigger nor join a merge. 0 (the default) is exact.
     pub fn set_merge_window(&mut self, window: Ns) -> Result<(), EngineError> {
         if window < 0 {
-            return Err(EngineError::Setting(format!("the merge window is negative ({window})")));
+            return Err(EngineError::Setting(format!(
+                "the merge window is negative ({window})"
+            )));
         }
         if window > 0 && !self.phys.can_merge() {
             return Err(EngineError::Setting(format!(
@@ -826,13 +828,8 @@ impl Engine {
                     any = true;
                     let (_, batch) = self.events.pop_instant().expect("instant just seen");
                     for ev in &batch {
-                        if ev.kind != Kind::Sample {
-                            self.pending_work -= 1;
-                        }
-                        if self.is_live(ev) {
-                            self.now = t; // only a live event moves the clock
+                        if self.take(t, ev) {
                             anchored |= ev.kind != Kind::Sample;
-                            self.handle(*ev);
                             handled += 1;
                         }
                     }
@@ -848,6 +845,21 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// Take event `ev` at `t`: it leaves the pending work (a sample is not work), and
+    /// if it is still live the clock moves to `t` and it is handled. True if handled.
+    #[inline]
+    fn take(&mut self, t: Ns, ev: &Event) -> bool {
+        if ev.kind != Kind::Sample {
+            self.pending_work -= 1;
+        }
+        if !self.is_live(ev) {
+            return false;
+        }
+        self.now = t; // only a live event moves the clock
+        self.handle(*ev);
+        true
     }
 
     /// Finish the flows the physics reported done (those still active), and keep the
@@ -883,9 +895,7 @@ impl Engine {
                     samples.push((x, *ev)); // a sample keeps its own time
                     continue;
                 }
-                self.pending_work -= 1;
-                if self.is_live(ev) {
-                    self.handle(*ev);
+                if self.take(t, ev) {
                     *handled += 1;
                     took = true;
                 }

@@ -411,11 +411,11 @@ impl Stream {
     fn post(&mut self, eng: &mut Engine, r: usize, op: Op) {
         let base = self.jobs[self.ranks[r].job as usize].first_rank;
         let span = self.span_of(r);
+        let me = (r - base) as u32; // r's rank in its job
         let mut pending = 0;
         if let Some((peer, bytes)) = op.send {
             pending += 1;
             let d = base + peer as usize;
-            let me = (r - base) as u32;
             if self.ranks[d].recv_wait == Some(me) {
                 self.ranks[d].recv_wait = None;
                 self.message(eng, r, d, bytes, span);
@@ -427,7 +427,6 @@ impl Stream {
         }
         if op.recv == Some(FROM_ALL) {
             let p = self.jobs[self.ranks[r].job as usize].spec.hosts.len();
-            let me = (r - base) as u32;
             pending += p as u32 - 1;
             self.ranks[r].recv_wait = Some(FROM_ALL);
             self.from_all.insert(
