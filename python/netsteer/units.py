@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import Decimal
 
 _NUM = r"(?P<num>[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)\s*(?P<unit>[A-Za-z/]*)"
 _RE = re.compile(rf"^\s*{_NUM}\s*$")
+#: A zero with no unit ("0", "0.0"): unambiguous as a duration.
+_ZERO = re.compile(r"^\s*0+(?:\.0*)?\s*$")
 
 _BANDWIDTH = {
     "bps": 1.0, "kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9, "Tbps": 1e12,
@@ -113,18 +115,31 @@ def parse_size(value: str | int) -> int:
 def parse_duration(value: str | int | float) -> int:
     """Parse a duration into integer nanoseconds; ``0`` alone needs no unit.
 
+    The clock counts whole nanoseconds, so a duration that is not one (``500ps``,
+    ``1.0005us``) is refused rather than rounded.
+
     >>> parse_duration("10ms")
     10000000
-    >>> parse_duration(0)
-    0
+    >>> parse_duration(0), parse_duration("0"), parse_duration("2000ps")
+    (0, 0, 2)
+    >>> parse_duration("500ps")
+    Traceback (most recent call last):
+    ...
+    netsteer.units.UnitError: duration '500ps' is not a whole number of nanoseconds (the simulator's clock counts ns)
     """
     if not isinstance(value, bool) and isinstance(value, (int, float)) and value == 0:
+        return 0
+    if isinstance(value, str) and _ZERO.match(value):
         return 0
     num, unit = _split(value, "duration", _DURATION_NS)
     ns = num * Decimal(str(_DURATION_NS[unit]))
     if ns > MAX_DURATION_NS:
         raise UnitError(f"duration {_show(value)} is too long: the clock counts int64 nanoseconds (at most about 292 years)")
-    return int(ns.to_integral_value(rounding=ROUND_HALF_EVEN))
+    if ns != ns.to_integral_value():
+        raise UnitError(
+            f"duration {_show(value)} is not a whole number of nanoseconds (the simulator's clock counts ns)"
+        )
+    return int(ns)
 
 
 def format_bandwidth(bps: float) -> str:

@@ -69,6 +69,11 @@ SCENARIO_CASES = [
      ["sharing.merge_window"]),
     ("routing: {engine: dmodk}", "routing: {engine: dmodk}\nsharing: {model: cm02, merge_window: 3}",
      ["sharing.merge_window", "unit"]),
+    ("routing: {engine: dmodk}", "routing: {engine: dmodk}\nsharing: {model: cm02, merge_window: 500ps}",
+     ["sharing.merge_window", "whole number of nanoseconds"]),
+    ("routing: {engine: dmodk}", "routing: {engine: dmodk}\nsharing: {model: cm02, merge_window: '0'}",
+     []),  # fine: a zero needs no unit, quoted or not
+    ("link_latency: 1us", "link_latency: 1.0005us", ["topology.link_latency", "whole number of nanoseconds"]),
     ("routing: {engine: dmodk}", "routing: {engine: dmodk}\nsharing: {model: maxmin, merge_window: 2ns, ticks_per_ns: 4}",
      []),  # fine: any model takes a timing
     ("routing: {engine: dmodk}", "routing: {engine: dmodk}\nsample_interval: 0", ["sample_interval", "positive"]),
