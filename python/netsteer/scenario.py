@@ -365,7 +365,8 @@ def _mpi_model(job: JobModel, j: int, file):
     try:
         return MpiJob(
             name=job.name, ranks=job.ranks, placement=job.placement, seed=job.seed,
-            program=job.program, repeat=job.repeat, start=job.start,
+            program=job.program, repeat=job.repeat,
+            start=f"{job.start}ns",  # parsed already: integer ns
             traffic_class=job.traffic_class, priority=job.priority,
         )
     except ValidationError as exc:

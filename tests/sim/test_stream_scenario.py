@@ -189,3 +189,30 @@ def test_messages_the_engine_routes_need_no_routing_tables(tmp_path, capsys, mon
     p.write_text(text("stream: true"))
     assert run_cli(["run", str(p), "--json"]) == 2
     assert "routing: the routing tables would need" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("stream", ["true", "false"])
+def test_a_job_start_delays_the_job_by_exactly_that_much(stream):
+    """A job's ``start`` (a duration with a unit) reaches the run: alone on the network,
+    the job ends exactly that much later, streamed or as a DAG."""
+    one = """
+name: start
+topology: {kind: pgft, levels: 2, down: [8, 4], up: [1, 2], parallel: [1, 1],
+           link_bandwidth: 10Gbps, link_latency: 1us}
+routing: {engine: dmodk}
+sharing: {model: cm02, merge_window: 0ns, ticks_per_ns: 1}
+jobs:
+  - name: app
+    ranks: 12
+    placement: random
+    program: [{op: allreduce, bytes: 48KiB, algorithm: ring}]
+    stream: %s
+%s"""
+
+    def completion(start):
+        b = build_scenario(parse_scenario(one % (stream, start), file="s.yaml"))
+        return result_dict(b, run_scenario(b))["jobs"][0]["completion_s"]
+
+    base = completion("")
+    assert completion("    start: 1500us") == pytest.approx(base + 1.5e-3, abs=1e-12)
+    assert completion("    start: 0") == base
