@@ -167,12 +167,18 @@ def test_flows_held_at_once_stay_below_the_ranks():
     assert r.progress["flow_slots"] == r.progress["peak_in_flight"]
 
 
-def test_alltoall_bandwidth_counts_what_a_rank_moves():
+@pytest.mark.parametrize("op", ["alltoall", "allgather", "gather", "scatter", "bcast", "allreduce"])
+def test_bandwidth_counts_what_a_rank_moves(op):
+    """Sized per rank (count semantics), an operation moves its block times the ranks;
+    a bcast or an allreduce moves its buffer. The streamed and DAG reports agree."""
     topo = pgft(2, [4, 4], [1, 4], link_bandwidth=10e9, link_latency_ns=1000)
-    job = MpiJob(name="a", ranks=16, program=[{"op": "alltoall", "bytes": "4KiB"}])
-    o = simulate_mpi(topo, "dmodk", [job]).report["a"]["ops"]["alltoall"]
+    job = MpiJob(name="a", ranks=16, program=[{"op": op, "bytes": "4KiB"}])
+    o = simulate_mpi(topo, "dmodk", [job], sharing="cm02").report["a"]["ops"][op]
     assert o["bytes"] == 4096
-    assert o["algbw_Bps"] == pytest.approx(4096 * 16 * 1e9 / o["time_ns"])
+    ranks = 16 if op in ("alltoall", "allgather", "gather", "scatter") else 1
+    assert o["algbw_Bps"] == pytest.approx(4096 * ranks * 1e9 / o["time_ns"])
+    _, report, _ = dag_run(topo, build_routing(topo, "dmodk"), [job], "cm02")
+    assert report["a"]["ops"][op] == pytest.approx(o)
 
 
 def test_streamed_jobs_run_beside_dag_flows_and_background():

@@ -403,7 +403,8 @@ def op_report(spans: Sequence[OpSpan], dag: FlowDag, completion_ns: np.ndarray,
     A step's time runs from the release of its first flow to the end of its last:
     the wall time of the collective as the slowest rank sees it. The algorithm
     bandwidth (``algbw``, as in nccl-tests) is the data over that time: the MPI size,
-    and for ``alltoall`` the per-peer size times the ranks (see :func:`aggregate_ops`).
+    and for ``alltoall``, ``allgather``, ``gather`` and ``scatter`` (sized per rank)
+    that size times the ranks (see :func:`netsteer.traffic.program.aggregate_ops`).
 
     Returns
     -------

@@ -274,13 +274,19 @@ class OpSpan:
                       self.nbytes, self.ranks, self.first + offset, self.end + offset)
 
 
+#: Operations whose MPI size is what each rank gives or gets per peer (count semantics).
+PER_RANK_BLOCK = ("alltoall", "allgather", "gather", "scatter")
+
+
 def aggregate_ops(timed: Iterable[tuple[OpSpan, int | None, int | None]]) -> dict:
     """:func:`netsteer.traffic.mpi.op_report` from each executed step's ``(span,
     start_ns, end_ns)`` (``None`` times: a step that moved nothing; its job is still
     listed).
 
-    The data of an alltoall is what each rank moves, the per-peer size times the
-    ranks, as nccl-tests and OSU count it; other operations count their MPI size.
+    Operations whose MPI size is a per-rank block (:data:`PER_RANK_BLOCK`: alltoall,
+    allgather, gather, scatter) move that block times the ranks: a rank's whole send
+    (alltoall) or receive buffer (allgather; the root's, for gather and scatter), as
+    nccl-tests sizes them. The others move their MPI size.
 
     >>> s = OpSpan("j", 0, 0, "alltoall", "pairwise", 4096, 8, 0, 0)
     >>> aggregate_ops([(s, 0, 1000)])["j"]["ops"]["alltoall"]["algbw_Bps"]
@@ -296,7 +302,7 @@ def aggregate_ops(timed: Iterable[tuple[OpSpan, int | None, int | None]]) -> dic
         o["count"] += 1
         o["time_ns"] += t1 - t0
         o["bytes"] += s.nbytes
-        o["_moved"] += s.nbytes * (s.ranks if s.op == "alltoall" else 1)
+        o["_moved"] += s.nbytes * (s.ranks if s.op in PER_RANK_BLOCK else 1)
     for job in out.values():
         for op, o in job["ops"].items():
             moved = o.pop("_moved")
