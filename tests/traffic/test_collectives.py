@@ -223,6 +223,58 @@ def test_bruck_alltoall_on_5_ranks_sends_blocks_by_bit():
     assert all(k == set(range(5)) for k in knowledge(dag, front, 5))
 
 
+def test_ring_alltoall_sends_one_block_to_rank_plus_i():
+    # step i (1..p-1): the block for rank + i goes to it, the one from rank - i comes in
+    for p in (5, 8):
+        dag, front = build("alltoall", "ring", p, 30)
+        assert len(dag) == p * (p - 1) and set(dag.bytes) == {30} and dag_depth(dag) == p - 1
+        for r in range(p):
+            assert [dag.dst[i] for i in sent(dag, r)] == [(r + i) % p for i in range(1, p)]
+            assert [dag.src[i] for i in received(dag, r)] == [(r - i) % p for i in range(1, p)]
+        assert len({(dag.src[i], dag.dst[i]) for i in range(len(dag))}) == p * (p - 1)
+
+
+def test_bruck_allgather_sends_what_it_has_to_rank_minus_pof2():
+    # 6 ranks: 1 block to rank - 1, 2 to rank - 2, then the 6 - 4 left to rank - 4
+    dag, front = build("allgather", "bruck", 6, 10)
+    assert len(dag) == 18 and dag_depth(dag) == 3
+    for r in range(6):
+        assert [(dag.dst[i], dag.bytes[i]) for i in sent(dag, r)] == [
+            ((r - 1) % 6, 10), ((r - 2) % 6, 20), ((r - 4) % 6, 20)]
+        assert [dag.src[i] for i in received(dag, r)] == [(r + 1) % 6, (r + 2) % 6, (r + 4) % 6]
+    # 8 ranks: no remainder step; each rank receives the 7 other blocks
+    dag, front = build("allgather", "bruck", 8, 10)
+    assert [(dag.dst[i], dag.bytes[i]) for i in sent(dag, 3)] == [(2, 10), (1, 20), (7, 40)]
+    assert [sum(dag.bytes[i] for i in received(dag, r)) for r in range(8)] == [70] * 8
+    assert all(k == set(range(8)) for k in knowledge(dag, front, 8))
+
+
+def test_recursive_doubling_allgather_doubles_then_fills_the_short_group():
+    # 8 ranks: exchange 1, 2, 4 blocks with rank ^ 1, ^ 2, ^ 4
+    dag, front = build("allgather", "recursive_doubling", 8, 10)
+    assert len(dag) == 24 and dag_depth(dag) == 3
+    for r in range(8):
+        assert [(dag.dst[i], dag.bytes[i]) for i in sent(dag, r)] == [(r ^ 1, 10), (r ^ 2, 20), (r ^ 4, 40)]
+    # 6 ranks: groups {0..3} and {4, 5} at mask 4. 2 and 3 have no partner (6, 7), and
+    # 4, 5 send the 2 blocks they hold; 0 and 1, which got {4, 5}, pass them to 2 and 3
+    dag, front = build("allgather", "recursive_doubling", 6, 10)
+    flows = lambda r: [(dag.dst[i], dag.bytes[i]) for i in sent(dag, r)]  # noqa: E731
+    assert flows(0) == [(1, 10), (2, 20), (4, 40), (2, 20)]
+    assert flows(1) == [(0, 10), (3, 20), (5, 40), (3, 20)]
+    assert flows(2) == [(3, 10), (0, 20)] and flows(3) == [(2, 10), (1, 20)]
+    assert flows(4) == [(5, 10), (0, 20)] and flows(5) == [(4, 10), (1, 20)]
+    assert [sum(dag.bytes[i] for i in received(dag, r)) for r in range(6)] == [50] * 6
+    assert all(k == set(range(6)) for k in knowledge(dag, front, 6))
+    # 5 ranks: 4 is alone until mask 4; 0 then passes its block down the group {0..3}
+    # (to 2, then 0 to 1 and 2 to 3, halving it)
+    dag, front = build("allgather", "recursive_doubling", 5, 10)
+    assert [(dag.dst[i], dag.bytes[i]) for i in sent(dag, 0)] == [(1, 10), (2, 20), (4, 40), (2, 10), (1, 10)]
+    assert [(dag.dst[i], dag.bytes[i]) for i in sent(dag, 2)] == [(3, 10), (0, 20), (3, 10)]
+    assert [(dag.dst[i], dag.bytes[i]) for i in sent(dag, 4)] == [(0, 10)]
+    assert [sum(dag.bytes[i] for i in received(dag, r)) for r in range(5)] == [40] * 5
+    assert all(k == set(range(5)) for k in knowledge(dag, front, 5))
+
+
 def test_ring_allgather_shifts_partner_each_step():
     dag, front = build("allgather", "ring", 4, 50)
     assert len(dag) == 12 and set(dag.bytes) == {50}
@@ -299,8 +351,9 @@ def test_envelope_bytes_ride_on_every_message():
 
 
 @pytest.mark.parametrize("op,algo", [
-    ("allreduce", "ring"), ("alltoall", "pairwise"), ("alltoall", "bruck"),
-    ("allgather", "ring"), ("barrier", "dissemination"), ("allreduce", "recursive_doubling"),
+    ("allreduce", "ring"), ("alltoall", "pairwise"), ("alltoall", "bruck"), ("alltoall", "ring"),
+    ("allgather", "ring"), ("allgather", "recursive_doubling"), ("allgather", "bruck"),
+    ("barrier", "dissemination"), ("allreduce", "recursive_doubling"),
 ])
 @pytest.mark.parametrize("rendezvous", [True, False])
 def test_lock_step_fast_path_equals_message_matching(op, algo, rendezvous):
@@ -354,4 +407,5 @@ def test_bad_input_is_refused_with_a_reason(kw, match):
 def test_simgrid_names_are_accepted_as_aliases():
     assert coll.lookup("allreduce", "lr").name == "ring"
     assert coll.lookup("alltoall", "pair").name == "pairwise"
+    assert coll.lookup("allgather", "rdb").name == "recursive_doubling"
     assert coll.lookup("bcast", "scatter_LR_allgather").name == "scatter_allgather"

@@ -57,12 +57,14 @@ def allreduce(bytes: Size, *, algorithm: str | None = None, elem_bytes: int | No
 
 
 def alltoall(bytes: Size, *, algorithm: str | None = None) -> Step:
-    """``MPI_Alltoall``: ``bytes`` from every rank to every other rank."""
+    """``MPI_Alltoall``: ``bytes`` from every rank to every other rank (``algorithm``:
+    ``pairwise``, ``bruck``, ``ring``)."""
     return _step(UnrootedStep, op="alltoall", bytes=bytes, algorithm=algorithm)
 
 
 def allgather(bytes: Size, *, algorithm: str | None = None) -> Step:
-    """``MPI_Allgather`` of each rank's ``bytes`` block."""
+    """``MPI_Allgather`` of each rank's ``bytes`` block (``algorithm``: ``ring``,
+    ``recursive_doubling``, ``bruck``)."""
     return _step(UnrootedStep, op="allgather", bytes=bytes, algorithm=algorithm)
 
 

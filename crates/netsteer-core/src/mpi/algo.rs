@@ -57,7 +57,10 @@ pub enum Algo {
     AllreduceRabenseifner,
     AlltoallPairwise,
     AlltoallBruck,
+    AlltoallRing,
     AllgatherRing,
+    AllgatherRecursiveDoubling,
+    AllgatherBruck,
     GatherBinomial,
     GatherLinear,
     ScatterBinomial,
@@ -86,7 +89,14 @@ const NAMES: &[(&str, &str, Algo)] = &[
     ("allreduce", "rabenseifner", Algo::AllreduceRabenseifner),
     ("alltoall", "pairwise", Algo::AlltoallPairwise),
     ("alltoall", "bruck", Algo::AlltoallBruck),
+    ("alltoall", "ring", Algo::AlltoallRing),
     ("allgather", "ring", Algo::AllgatherRing),
+    (
+        "allgather",
+        "recursive_doubling",
+        Algo::AllgatherRecursiveDoubling,
+    ),
+    ("allgather", "bruck", Algo::AllgatherBruck),
     ("gather", "binomial", Algo::GatherBinomial),
     ("gather", "linear", Algo::GatherLinear),
     ("scatter", "binomial", Algo::ScatterBinomial),
@@ -355,9 +365,28 @@ impl Collective {
                     pof2 *= 2;
                 }
             }
-            AllgatherRing => {
+            // SMPI's alltoall ring is the allgather ring's shift exchange, one block
+            // per step (its step 0, to the rank itself, is a copy)
+            AllgatherRing | AlltoallRing => {
                 c.tail = Tail::Shift { i: 1, bytes: n };
                 c.left = p as u32 - 1;
+            }
+            AllgatherRecursiveDoubling => allgather_recursive_doubling(p, n, r, list),
+            AllgatherBruck => {
+                // send what is gathered (pof2 blocks) to rank - pof2, from rank + pof2
+                let mut pof2 = 1;
+                while pof2 <= p / 2 {
+                    list.push(sendrecv(
+                        (r + p - pof2) % p,
+                        pof2 as u64 * n,
+                        (r + pof2) % p,
+                    ));
+                    pof2 *= 2;
+                }
+                if p > pof2 {
+                    let rest = (p - pof2) as u64 * n;
+                    list.push(sendrecv((r + p - pof2) % p, rest, (r + pof2) % p));
+                }
             }
             GatherBinomial => {
                 let vrank = (r + p - root) % p;
@@ -439,6 +468,37 @@ impl Collective {
     }
 }
 
+/// MPICH's recursive doubling allgather (SMPI `rdb`): at the step of `mask`, exchange
+/// the blocks of the rank's aligned group of `mask` ranks with `rank ^ mask`. Where
+/// the partner's group is cut short by the end of the ranks, the `done` ranks of the
+/// group that did exchange pass on the `done` blocks they received, halving the group.
+fn allgather_recursive_doubling(p: usize, n: u64, rank: usize, list: &mut Vec<Op>) {
+    let mut mask = 1;
+    while mask < p {
+        let dst = rank ^ mask;
+        let group = rank & !(mask - 1);
+        let pgroup = dst & !(mask - 1);
+        if dst < p {
+            list.push(sendrecv(dst, mask.min(p - group) as u64 * n, dst));
+        }
+        if pgroup + mask > p && group + mask < p {
+            let done = p - group - mask; // ranks of the group with the partner's blocks
+            let mut half = mask >> 1;
+            while half > 0 {
+                let peer = rank ^ half;
+                let split = (rank & !(2 * half - 1)) + done; // first rank without them
+                if peer > rank && rank < split && split <= peer {
+                    list.push(send(peer, done as u64 * n));
+                } else if peer < rank && peer < split && split <= rank {
+                    list.push(recv(peer));
+                }
+                half >>= 1;
+            }
+        }
+        mask <<= 1;
+    }
+}
+
 /// How many of `1..p` have bit `bit` set.
 fn count_with_bit(p: usize, bit: usize) -> usize {
     // full periods of 2*bit contribute bit each; then the partial period
@@ -466,7 +526,7 @@ enum Tail {
     Ring { bytes: u64 },
     /// sendrecv with `rank ^ i`, `i = 1, 2, ...` (pairwise alltoall)
     Xor { i: usize, bytes: u64 },
-    /// sendrecv to `rank + i`, from `rank - i` (ring allgather)
+    /// sendrecv to `rank + i`, from `rank - i` (ring allgather and alltoall)
     Shift { i: usize, bytes: u64 },
     /// van de Geijn's ring allgather of the bcast pieces
     BcastRing {
@@ -922,7 +982,10 @@ mod tests {
                 AllreduceRecursiveDoubling,
                 AllreduceRabenseifner,
                 AlltoallBruck,
+                AlltoallRing,
                 AllgatherRing,
+                AllgatherRecursiveDoubling,
+                AllgatherBruck,
                 GatherBinomial,
                 GatherLinear,
                 ScatterBinomial,
@@ -999,6 +1062,35 @@ mod tests {
         );
         let e = coll(Algo::BcastBinomial, 8, 9).check(4).unwrap_err();
         assert!(e.starts_with("root 9 is not a rank"), "{e}");
+    }
+
+    #[test]
+    fn allgathers_on_six_ranks() {
+        use Algo::*;
+        // Bruck: 1 block to rank - 1, 2 to rank - 2, then the p - 4 = 2 left to rank - 4
+        let b = all(coll(AllgatherBruck, 10, 0), 6);
+        assert_eq!(
+            b[1],
+            [sendrecv(0, 10, 2), sendrecv(5, 20, 3), sendrecv(3, 20, 5)]
+        );
+        // recursive doubling: groups {0..3} and {4, 5}; 2 and 3 have no partner at
+        // mask 4, so 0 and 1 pass them the 2 blocks of {4, 5}
+        let d = all(coll(AllgatherRecursiveDoubling, 10, 0), 6);
+        assert_eq!(
+            d[0],
+            [
+                sendrecv(1, 10, 1),
+                sendrecv(2, 20, 2),
+                sendrecv(4, 40, 4),
+                send(2, 20)
+            ]
+        );
+        assert_eq!(d[3], [sendrecv(2, 10, 2), sendrecv(1, 20, 1), recv(1)]);
+        assert_eq!(d[5], [sendrecv(4, 10, 4), sendrecv(1, 20, 1)]);
+        // alltoall ring: one block to rank + i, from rank - i
+        let a = all(coll(AlltoallRing, 10, 0), 6);
+        assert_eq!(a[4][..2], [sendrecv(5, 10, 3), sendrecv(0, 10, 2)]);
+        assert_eq!(a[4].len(), 5);
     }
 
     #[test]

@@ -37,9 +37,9 @@ Examples
 [1, 2, 3, 4, 5, 6, 7]
 """
 
-from .allgather import allgather_ring
+from .allgather import allgather_bruck, allgather_recursive_doubling, allgather_ring
 from .allreduce import allreduce_rabenseifner, allreduce_recursive_doubling, allreduce_ring
-from .alltoall import alltoall_bruck, alltoall_pairwise
+from .alltoall import alltoall_bruck, alltoall_pairwise, alltoall_ring
 from .barrier import barrier_bruck, barrier_recursive_doubling
 from .bcast import bcast_binomial, bcast_scatter_allgather
 from .gather_scatter import gather_binomial, gather_linear, scatter_binomial, scatter_linear
@@ -62,8 +62,9 @@ from .steps import Steps, run_steps
 
 __all__ = [
     "ALIASES", "DEFAULTS", "MPI_ENVELOPE_BYTES", "OPS", "REGISTRY", "Algorithm", "Frontier", "Op",
-    "Program", "Steps", "algorithms", "allgather_ring", "allreduce_rabenseifner",
-    "allreduce_recursive_doubling", "allreduce_ring", "alltoall_bruck", "alltoall_pairwise",
+    "Program", "Steps", "algorithms", "allgather_bruck", "allgather_recursive_doubling",
+    "allgather_ring", "allreduce_rabenseifner", "allreduce_recursive_doubling", "allreduce_ring",
+    "alltoall_bruck", "alltoall_pairwise", "alltoall_ring",
     "barrier_bruck", "barrier_recursive_doubling", "bcast_binomial", "bcast_scatter_allgather",
     "dag_depth", "expand", "gather_binomial", "gather_linear", "lookup", "point_to_point", "recv",
     "reduce_binomial", "reduce_rabenseifner", "register", "run_programs", "run_steps",

@@ -1,4 +1,4 @@
-"""Alltoall: pairwise exchange and Bruck."""
+"""Alltoall: pairwise exchange, Bruck and ring."""
 
 from __future__ import annotations
 
@@ -35,3 +35,35 @@ def alltoall_bruck(p: int, nbytes: int, root: int = 0, elem_bytes: int = 1) -> S
         size.append(np.full(p, blocks * nbytes))
         pof2 *= 2
     return Steps(np.array(dst).reshape(-1, p), np.array(size).reshape(-1, p))
+
+
+def alltoall_ring(p: int, nbytes: int, root: int = 0, elem_bytes: int = 1) -> Steps:
+    """Ring (SMPI ``ring``): ``p - 1`` steps; at step ``i`` (1..p-1) send the block
+    for ``rank + i`` to it and receive from ``rank - i`` the block for this rank.
+    Step 0 is the rank's copy to itself (no flow). Any ``p``.
+
+    Despite the name, the partner changes every step (a shift exchange, the same
+    pattern as allgather ``ring``), each message one block.
+
+    Parameters
+    ----------
+    p : int
+        Ranks.
+    nbytes : int
+        What each rank sends to each peer (MPI count semantics).
+    root, elem_bytes : int
+        Unused (the registry's signature).
+
+    Returns
+    -------
+    Steps
+
+    Examples
+    --------
+    >>> st = alltoall_ring(5, 10)
+    >>> st.dst[:, 3].tolist(), set(st.nbytes.ravel().tolist())
+    ([4, 0, 1, 2], {10})
+    """
+    ranks = np.arange(p)
+    return Steps(np.stack([(ranks + i) % p for i in range(1, p)]).reshape(p - 1, p),
+                 np.full((p - 1, p), nbytes))

@@ -9,9 +9,9 @@ from ...errors import NetsteerError
 from .. import algorithms as _names
 from ..dag import FlowDag
 from ._util import _check_root
-from .allgather import allgather_ring
+from .allgather import allgather_bruck, allgather_recursive_doubling, allgather_ring
 from .allreduce import allreduce_rabenseifner, allreduce_recursive_doubling, allreduce_ring
-from .alltoall import alltoall_bruck, alltoall_pairwise
+from .alltoall import alltoall_bruck, alltoall_pairwise, alltoall_ring
 from .barrier import barrier_bruck, barrier_recursive_doubling
 from .bcast import bcast_binomial, bcast_scatter_allgather
 from .gather_scatter import gather_binomial, gather_linear, scatter_binomial, scatter_linear
@@ -63,7 +63,10 @@ _BUILDERS: dict[tuple[str, str], Callable[..., list[Program]]] = {
     ("allreduce", "rabenseifner"): allreduce_rabenseifner,
     ("alltoall", "pairwise"): alltoall_pairwise,
     ("alltoall", "bruck"): alltoall_bruck,
+    ("alltoall", "ring"): alltoall_ring,
     ("allgather", "ring"): allgather_ring,
+    ("allgather", "recursive_doubling"): allgather_recursive_doubling,
+    ("allgather", "bruck"): allgather_bruck,
     ("gather", "binomial"): gather_binomial,
     ("gather", "linear"): gather_linear,
     ("scatter", "binomial"): scatter_binomial,
