@@ -10,6 +10,10 @@ __all__ = ["Engine", "set_sample_limit", "maxmin", "walk_tables", "permutation",
 
 __version__: str
 
+def check_mpi_steps(ranks: int, steps: list[tuple]) -> None:
+    """Refuse a program a ``ranks``-rank job cannot run, as ``Engine.add_mpi_job``
+    would: ``ValueError("program step i: reason")``."""
+
 def set_sample_limit(values: int) -> None:
     """Cap the counter samples (samples x channels) of engines made from now on;
     a run that would sample past it raises ``MemoryError``."""

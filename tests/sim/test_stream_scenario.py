@@ -216,3 +216,20 @@ jobs:
     base = completion("")
     assert completion("    start: 1500us") == pytest.approx(base + 1.5e-3, abs=1e-12)
     assert completion("    start: 0") == base
+
+
+@pytest.mark.parametrize("stream", ["true", "false"])
+@pytest.mark.parametrize("step,reason", [
+    ("{op: alltoall, bytes: 4KiB, algorithm: pairwise}", "power-of-two rank count, got 24"),
+    ("{op: allreduce, bytes: 1001, algorithm: rabenseifner, elem_bytes: 4}", "not a whole number of 4-byte"),
+])
+def test_a_program_the_algorithm_refuses_names_the_file_streamed_or_not(tmp_path, capsys, stream,
+                                                                        step, reason):
+    """A rule of the algorithm (checked by the engine on the streamed path) is refused
+    when the scenario is built: one line with the file and the step, exit 2."""
+    p = tmp_path / "s.yaml"
+    p.write_text(text(f"stream: {stream}").replace("{op: compute, duration: 20us}", step))
+    assert run_cli(["run", str(p), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"netsteer: error: {p}: jobs.0.program.1") and reason in err, err
+    assert err.count("\n") == 1

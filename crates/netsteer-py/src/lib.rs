@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt};
 
 use netsteer_core::engine::{FlowBatch, RunStatus};
-use netsteer_core::mpi::{Algo, Collective, JobChoices, JobSpec, Step};
+use netsteer_core::mpi::{check_steps, Algo, Collective, JobChoices, JobSpec, Step};
 use netsteer_core::packet::{PacketConfig, Packets};
 use netsteer_core::rng::{entropy_words, Pcg64};
 use netsteer_core::route::{PgftDmodk, TableRouter};
@@ -842,6 +842,19 @@ static SAMPLE_LIMIT: AtomicUsize = AtomicUsize::new(1 << 27);
 
 /// Cap the counter samples of engines created from now on (values: samples x channels);
 /// a run that would sample past it raises ``MemoryError``.
+/// Refuse the program (``steps`` as ``Engine.add_mpi_job`` takes them) that a
+/// ``ranks``-rank job cannot run, as ``add_mpi_job`` would: ``ValueError("program
+/// step i: reason")``. Lets a scenario refuse it before the run, naming its file.
+#[pyfunction]
+fn check_mpi_steps(ranks: usize, steps: Vec<Bound<'_, PyAny>>) -> PyResult<()> {
+    let steps = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| parse_step(s).map_err(|e| err(format!("program step {i}: {e}"))))
+        .collect::<PyResult<Vec<_>>>()?;
+    check_steps(ranks, &steps).map_err(err)
+}
+
 #[pyfunction]
 fn set_sample_limit(values: usize) {
     SAMPLE_LIMIT.store(values, Ordering::Relaxed);
@@ -862,6 +875,7 @@ fn sample_overflow(inner: &netsteer_core::Engine) -> PyErr {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Engine>()?;
     m.add_function(wrap_pyfunction!(set_sample_limit, m)?)?;
+    m.add_function(wrap_pyfunction!(check_mpi_steps, m)?)?;
     m.add_function(wrap_pyfunction!(maxmin, m)?)?;
     m.add_function(wrap_pyfunction!(walk_tables, m)?)?;
     m.add_function(wrap_pyfunction!(permutation, m)?)?;

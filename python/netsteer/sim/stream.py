@@ -49,7 +49,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .._core import Engine
+from .._core import Engine, check_mpi_steps
 from ..errors import NetsteerError
 from ..topology.model import CIRCUIT, HOST, Topology
 from ..traffic.algorithms import MPI_ENVELOPE_BYTES, canonical, job_choices
@@ -167,7 +167,7 @@ def streamable_routing(topo: Topology, routing: Any) -> str | None:
 def job_steps(job: Any) -> list[tuple]:
     """The program of ``job`` (an :class:`MpiJobSpec`, an ``MpiJob`` or a dict) as the
     engine's step tuples, checked as :func:`netsteer.traffic.mpi.build_job` checks it
-    (errors name ``program.<i>``)."""
+    (errors name ``program.<i>``), by the engine's own rules (``check_mpi_steps``)."""
     out = []
     job = as_spec(job)
     p = job.ranks
@@ -192,7 +192,21 @@ def job_steps(job: Any) -> list[tuple]:
         nbytes = int(st.bytes)
         out.append(("collective", st.op, algo, nbytes, int(root), int(st.elem_bytes),
                     choices["reduce"], choices["bcast"]))
+    try:
+        check_mpi_steps(p, out)
+    except ValueError as e:
+        raise _step_error(str(e)) from None
     return out
+
+
+def _step_error(msg: str, prefix: str = "") -> NetsteerError:
+    """The engine's ``program step i: reason`` as an error on ``program.i.algorithm``
+    (what a collective refuses is its algorithm's rule: rank counts, element sizes)."""
+    field = prefix or None
+    if msg.startswith("program step "):
+        i, msg = msg[len("program step "):].split(": ", 1)
+        field = f"{prefix}.program.{i}.algorithm" if prefix else f"program.{i}.algorithm"
+    return NetsteerError(msg, field=field)
 
 
 def estimate_bytes(topo: Topology, jobs: Sequence[Any], routing: Any = "dmodk") -> int:
@@ -306,12 +320,9 @@ def attach_jobs(engine: Engine, topo: Topology, routing: Any, jobs: Sequence[Any
                                      int(job.start), job.priority, 1.0, envelope_bytes)
         except ValueError as e:
             msg = str(e)
-            field = where
             if msg.startswith("flow ") and ": program step " in msg:
-                msg = msg.split(": program step ", 1)[1]
-                i, msg = msg.split(": ", 1)
-                field = f"{where}.program.{i}.algorithm"
-            raise NetsteerError(msg, field=field) from None
+                msg = "program step " + msg.split(": program step ", 1)[1]
+            raise _step_error(msg, where) from None
         out.append(StreamedJob(idx, job, hosts, steps))
     return out
 

@@ -160,6 +160,25 @@ pub struct Stream {
     error: Option<String>,
 }
 
+/// Refuse a program a `p`-rank job cannot run, naming the step (`program step i:
+/// reason`): what [`Stream::add_job`] checks of the steps, callable before a run.
+pub fn check_steps(p: usize, steps: &[Step]) -> Result<(), String> {
+    for (i, st) in steps.iter().enumerate() {
+        let bad = match *st {
+            Step::Collective(c) => c.check(p).err(),
+            Step::Compute(ns) if ns < 0 => Some("negative duration".into()),
+            Step::Send { src, dst, .. } if src >= p || dst >= p || src == dst => Some(format!(
+                "send from rank {src} to rank {dst}: not two distinct ranks of this {p}-rank job"
+            )),
+            _ => None,
+        };
+        if let Some(reason) = bad {
+            return Err(format!("program step {i}: {reason}"));
+        }
+    }
+    Ok(())
+}
+
 impl Stream {
     pub fn new(router: Box<dyn Router>) -> Self {
         Stream {
@@ -241,19 +260,7 @@ impl Stream {
                 "host {h} does not exist: the router knows {n_hosts} hosts"
             ));
         }
-        for (i, st) in spec.steps.iter().enumerate() {
-            let bad = match *st {
-                Step::Collective(c) => c.check(p).err(),
-                Step::Compute(ns) if ns < 0 => Some("negative duration".into()),
-                Step::Send { src, dst, .. } if src >= p || dst >= p || src == dst => Some(format!(
-                    "send from rank {src} to rank {dst}: not two distinct ranks of this {p}-rank job"
-                )),
-                _ => None,
-            };
-            if let Some(reason) = bad {
-                return Err(format!("program step {i}: {reason}"));
-            }
-        }
+        check_steps(p, &spec.steps)?;
         let job = self.jobs.len() as u32;
         let first_rank = self.ranks.len();
         let first_span = self.spans.len();

@@ -6,6 +6,7 @@ import numpy as np
 
 from ...errors import NetsteerError
 from ._util import _is_pof2
+from .allgather import allgather_ring
 from .steps import Steps
 
 
@@ -64,6 +65,4 @@ def alltoall_ring(p: int, nbytes: int, root: int = 0, elem_bytes: int = 1) -> St
     >>> st.dst[:, 3].tolist(), set(st.nbytes.ravel().tolist())
     ([4, 0, 1, 2], {10})
     """
-    ranks = np.arange(p)
-    return Steps(np.stack([(ranks + i) % p for i in range(1, p)]).reshape(p - 1, p),
-                 np.full((p - 1, p), nbytes))
+    return allgather_ring(p, nbytes)
