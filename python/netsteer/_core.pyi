@@ -6,7 +6,7 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import Self
 
-__all__ = ["Engine", "set_sample_limit", "maxmin", "walk_tables", "permutation", "__version__"]
+__all__ = ["Engine", "set_sample_limit", "check_mpi_steps", "maxmin", "walk_tables", "permutation", "__version__"]
 
 __version__: str
 
