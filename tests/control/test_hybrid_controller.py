@@ -49,6 +49,18 @@ def test_make_before_break_keeps_traffic_on_the_electrical_network_during_the_wi
     assert step2["end_s"] - step2["start_s"] == pytest.approx(max(1.2, 1002 * 0.44e-3), rel=1e-3)
 
 
+def test_make_before_break_keeps_a_pair_on_the_electrical_network_until_its_first_circuit_is_up():
+    # the pair has no circuit before: step 2's new rule must not take it off the
+    # electrical network before the circuit switch and the tags are in place
+    rec = PairRecorder(50_000_000, [(0, 1)])
+    _, res = _run(iperf(initial=[], schedule=[{"at": "2s", "circuits": [[1, 0, 1]]}]), rec)
+    (r,) = reconfigs(res)
+    assert r["status"] == "done" and [s["step"] for s in r["steps"]] == [1, 2, 3]
+    t, g = np.array(rec.times), np.array(rec.gbps)
+    assert np.allclose(g[(t > 0.5) & (t < r["end_s"] - 0.05)], 1, rtol=1e-4)  # never zero in the window
+    assert np.allclose(g[t > r["end_s"] + 0.1], 10, rtol=1e-4)
+
+
 def test_break_before_make_loses_the_traffic_that_make_before_break_keeps():
     got = {}
     for method in ("make-before-break", "break-before-make"):
