@@ -165,6 +165,16 @@ def test_bad_controller_input_is_one_line_and_exit_2(tmp_path):
         assert "Traceback" not in out.stderr
 
 
+@pytest.mark.parametrize("initial, reason", [
+    ([[0, 0, 7]], "is not plane, rack, other rack"),
+    ([[0, 0, 1], [0, 1, 0]], "port twice"),
+])
+def test_bad_initial_circuits_name_the_field_once(initial, reason):
+    with pytest.raises(NetsteerError) as e:
+        build(iperf(initial=initial))
+    assert e.value.field == "controller.hybrid.initial" and reason in e.value.reason
+
+
 def test_more_than_4094_vlans_is_refused():
     from netsteer.control.hybrid import HybridController
     from netsteer.topology import hybrid

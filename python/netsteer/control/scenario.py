@@ -211,7 +211,9 @@ def build_hybrid_controller(data: dict | None, topo, file=None, host_ref=None):
             congestion=h.congestion.model_dump() if h.congestion else None,
         )
     except NetsteerError as exc:
-        raise exc.located(file, exc.field or key) from None
+        # the constructor's only input check is configure(initial), whose errors name
+        # the whole controller ("controller.hybrid"): name the field itself, once
+        raise NetsteerError(exc.reason, file=file, field=f"{key}.initial") from None
 
 
 def build_steering_controller(data: dict | None, topo, dag, job_of_flow, job_names, file=None):
