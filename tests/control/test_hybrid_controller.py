@@ -175,6 +175,14 @@ def test_bad_initial_circuits_name_the_field_once(initial, reason):
     assert e.value.field == "controller.hybrid.initial" and reason in e.value.reason
 
 
+@pytest.mark.parametrize("circuits", [[[0, 0, 7]], [[0, 0, 1], [0, 1, 0]], [[2, 0, 1]]])
+def test_a_bad_scheduled_configuration_is_refused_before_the_run(circuits):
+    # it was accepted (exit 0) and showed up only as a failed reconfiguration at its time
+    with pytest.raises(NetsteerError) as e:
+        build(iperf(schedule=[{"at": "1s", "circuits": [[1, 0, 1]]}, {"at": "2s", "circuits": circuits}]))
+    assert e.value.field == "controller.hybrid.schedule.1.circuits"
+
+
 def test_more_than_4094_vlans_is_refused():
     from netsteer.control.hybrid import HybridController
     from netsteer.topology import hybrid

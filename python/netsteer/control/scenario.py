@@ -203,7 +203,7 @@ def build_hybrid_controller(data: dict | None, topo, file=None, host_ref=None):
             d[a, b] = float(r.bandwidth) / 1e9
         requests.append({"at": int(r.at), "until": int(r.until) if r.until is not None else None, "demand": d})
     try:
-        return HybridController(
+        ctl = HybridController(
             topo, method=h.method, hops=h.hops, initial=h.initial, extra_rules=h.extra_rules,
             saturation=h.saturation, memory=int(h.memory),
             schedule=[(int(s.at), s.circuits) for s in h.schedule], requests=requests,
@@ -214,6 +214,14 @@ def build_hybrid_controller(data: dict | None, topo, file=None, host_ref=None):
         # the constructor's only input check is configure(initial), whose errors name
         # the whole controller ("controller.hybrid"): name the field itself, once
         raise NetsteerError(exc.reason, file=file, field=f"{key}.initial") from None
+    for i, s in enumerate(h.schedule):
+        # a scheduled configuration is known now: refuse it now, not as a failed
+        # reconfiguration in the middle of the run
+        try:
+            ctl.configure(s.circuits)
+        except NetsteerError as exc:
+            raise NetsteerError(exc.reason, file=file, field=f"{key}.schedule.{i}.circuits") from None
+    return ctl
 
 
 def build_steering_controller(data: dict | None, topo, dag, job_of_flow, job_names, file=None):
