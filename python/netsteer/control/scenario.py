@@ -241,7 +241,14 @@ def build_steering_controller(data: dict | None, topo, dag, job_of_flow, job_nam
     for n in wanted:
         if n not in names:
             raise NetsteerError(f"no job named {n!r}; jobs: {', '.join(names)}", file=file, field=f"{key}.jobs")
-    from .steering import SteeringController, switch_demand
+    from .steering import SteeringController, configuration_count, switch_demand
+
+    if st.method == "exhaustive":
+        # known now: refuse it before the run, not when the controller first plans
+        total = configuration_count(topo)
+        if total > st.max_configs:
+            raise NetsteerError(f"{total:,} configurations are more than max_configs={st.max_configs:,}; "
+                                "use method local-search (or auto)", file=file, field=f"{key}.method")
 
     c = dag.columns()
     pick = np.isin(np.asarray(job_of_flow), [names.index(n) for n in wanted]) & (c.src != c.dst)
