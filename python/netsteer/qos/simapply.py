@@ -46,6 +46,10 @@ def apply_qos(driver, intent, now: int) -> int:
     live = np.array([cont.get(int(f), int(f)) for f in flows], dtype=np.int64)
     done = eng.completion_ns()
     keep = done[live] < 0 if len(live) else np.zeros(0, dtype=bool)
+    if intent.config is None:
+        # a flow already on that SL, under the same tables, is left alone: a
+        # continuation would pay its path's latency again for nothing
+        keep &= sl_now[flows] != int(intent.sl)
     flows, live = flows[keep], live[keep]
     if not len(flows):
         return now
