@@ -183,6 +183,21 @@ def test_a_bad_scheduled_configuration_is_refused_before_the_run(circuits):
     assert e.value.field == "controller.hybrid.schedule.1.circuits"
 
 
+@pytest.mark.parametrize("fault, field, words", [
+    ({"kind": "circuits", "switch": "ocs0", "from": "3s", "to": "1s"}, "driver.faults.0.to", "ends (1s) before it starts (3s)"),
+    ({"kind": "circuits", "switch": "tor0", "from": "0s"}, "driver.faults.0.switch", "tor0 is not a circuit switch"),
+    ({"kind": "rules", "switch": "ocs0", "from": "0s"}, "driver.faults.0.switch", "ocs0 is not a ToR"),
+    ({"kind": "tags", "switch": "core0", "from": "0s"}, "driver.faults.0.switch", "core0 is not a ToR"),
+])
+def test_a_fault_that_could_never_fire_is_refused(fault, field, words):
+    # these were accepted and the reconfiguration went through as if no fault was given
+    data = iperf(schedule=[{"at": "2s", "circuits": [[1, 0, 1]]}])
+    data["driver"]["faults"] = [fault]
+    with pytest.raises(NetsteerError) as e:
+        build(data)
+    assert e.value.field == field and words in e.value.reason
+
+
 def test_more_than_4094_vlans_is_refused():
     from netsteer.control.hybrid import HybridController
     from netsteer.topology import hybrid

@@ -153,6 +153,7 @@ def build_driver_options(data: dict | None, topo, file=None) -> dict[str, Any]:
     """``delay`` and ``faults`` for :class:`netsteer.sim.driver.SimDriver`."""
     from ..sim.delay import DelayModel
     from ..sim.driver import Fault
+    from ..topology.model import CIRCUIT
 
     m = _validate(DriverModel, data or {}, file, "driver")
     d = m.delay
@@ -164,6 +165,20 @@ def build_driver_options(data: dict | None, topo, file=None) -> dict[str, Any]:
                 sw = topo.node(f.switch)
             except KeyError:
                 raise NetsteerError(f"no node named {f.switch!r}", file=file, field=f"driver.faults.{i}.switch") from None
+            # a fault aimed at a node that never gets intents of its kind would never fire
+            if f.kind == "circuits" and int(topo.node_kind[sw]) != CIRCUIT:
+                raise NetsteerError(f"{f.switch} is not a circuit switch: no circuits intent goes to it",
+                                    file=file, field=f"driver.faults.{i}.switch")
+            tors = [int(t) for t in topo.meta.get("tors", [])] if topo.meta.get("kind") == "hybrid" else []
+            if f.kind in ("rules", "tags") and sw not in tors:
+                raise NetsteerError(f"{f.switch} is not a ToR of a hybrid network: no {f.kind} intent goes to it",
+                                    file=file, field=f"driver.faults.{i}.switch")
+        if f.to is not None and int(f.to) <= int(f.from_):
+            from ..units import format_duration
+
+            raise NetsteerError(f"the fault window ends ({format_duration(int(f.to))}) before it starts "
+                                f"({format_duration(int(f.from_))}): it would never fire",
+                                file=file, field=f"driver.faults.{i}.to")
         faults.append(Fault(f.kind, sw, int(f.from_), int(f.to) if f.to is not None else 2**62))
     delay = DelayModel(int(d.rule_time), int(d.vlan_tag_time), d.push, int(d.circuit_command), d.tag)
     return {"delay": delay, "faults": faults}
