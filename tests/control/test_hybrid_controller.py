@@ -49,6 +49,18 @@ def test_make_before_break_keeps_traffic_on_the_electrical_network_during_the_wi
     assert step2["end_s"] - step2["start_s"] == pytest.approx(max(1.2, 1002 * 0.44e-3), rel=1e-3)
 
 
+def test_make_before_break_keeps_a_pair_on_the_electrical_network_until_its_first_circuit_is_up():
+    # the pair has no circuit before: step 2's new rule must not take it off the
+    # electrical network before the circuit switch and the tags are in place
+    rec = PairRecorder(50_000_000, [(0, 1)])
+    _, res = _run(iperf(initial=[], schedule=[{"at": "2s", "circuits": [[1, 0, 1]]}]), rec)
+    (r,) = reconfigs(res)
+    assert r["status"] == "done" and [s["step"] for s in r["steps"]] == [1, 2, 3]
+    t, g = np.array(rec.times), np.array(rec.gbps)
+    assert np.allclose(g[(t > 0.5) & (t < r["end_s"] - 0.05)], 1, rtol=1e-4)  # never zero in the window
+    assert np.allclose(g[t > r["end_s"] + 0.1], 10, rtol=1e-4)
+
+
 def test_break_before_make_loses_the_traffic_that_make_before_break_keeps():
     got = {}
     for method in ("make-before-break", "break-before-make"):
@@ -151,6 +163,39 @@ def test_bad_controller_input_is_one_line_and_exit_2(tmp_path):
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and str(f) in lines[0] and "controller" in lines[0], (name, out.stderr)
         assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("initial, reason", [
+    ([[0, 0, 7]], "is not plane, rack, other rack"),
+    ([[0, 0, 1], [0, 1, 0]], "port twice"),
+])
+def test_bad_initial_circuits_name_the_field_once(initial, reason):
+    with pytest.raises(NetsteerError) as e:
+        build(iperf(initial=initial))
+    assert e.value.field == "controller.hybrid.initial" and reason in e.value.reason
+
+
+@pytest.mark.parametrize("circuits", [[[0, 0, 7]], [[0, 0, 1], [0, 1, 0]], [[2, 0, 1]]])
+def test_a_bad_scheduled_configuration_is_refused_before_the_run(circuits):
+    # it was accepted (exit 0) and showed up only as a failed reconfiguration at its time
+    with pytest.raises(NetsteerError) as e:
+        build(iperf(schedule=[{"at": "1s", "circuits": [[1, 0, 1]]}, {"at": "2s", "circuits": circuits}]))
+    assert e.value.field == "controller.hybrid.schedule.1.circuits"
+
+
+@pytest.mark.parametrize("fault, field, words", [
+    ({"kind": "circuits", "switch": "ocs0", "from": "3s", "to": "1s"}, "driver.faults.0.to", "ends (1s) before it starts (3s)"),
+    ({"kind": "circuits", "switch": "tor0", "from": "0s"}, "driver.faults.0.switch", "tor0 is not a circuit switch"),
+    ({"kind": "rules", "switch": "ocs0", "from": "0s"}, "driver.faults.0.switch", "ocs0 is not a ToR"),
+    ({"kind": "tags", "switch": "core0", "from": "0s"}, "driver.faults.0.switch", "core0 is not a ToR"),
+])
+def test_a_fault_that_could_never_fire_is_refused(fault, field, words):
+    # these were accepted and the reconfiguration went through as if no fault was given
+    data = iperf(schedule=[{"at": "2s", "circuits": [[1, 0, 1]]}])
+    data["driver"]["faults"] = [fault]
+    with pytest.raises(NetsteerError) as e:
+        build(data)
+    assert e.value.field == field and words in e.value.reason
 
 
 def test_more_than_4094_vlans_is_refused():

@@ -55,3 +55,18 @@ def test_steering_needs_circuit_switches_and_known_jobs(tmp_path):
     p = subprocess.run([sys.executable, "-m", "netsteer", "run", str(f)], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert str(f) in p.stderr and "controller.steering.jobs" in p.stderr and "nosuch" in p.stderr
+
+
+def test_exhaustive_steering_of_too_many_configurations_names_file_and_field(tmp_path):
+    # it was refused only when the controller first planned, as "method: ..." without
+    # the file, and not at all when that time came after the run's end
+    data = yaml.safe_load((ROOT / "scenarios/hyperx-steering-controller.yaml").read_text())
+    data["topology"]["S"] = [4, 4]
+    data["jobs"][0]["placement"] = "linear"
+    data["controller"]["steering"] = {"at": ["1000s"], "method": "exhaustive", "max_configs": 100}
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump(data))
+    p = subprocess.run([sys.executable, "-m", "netsteer", "run", str(f)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    line, = p.stderr.strip().splitlines()
+    assert f"{f}: controller.steering.method: " in line and "max_configs=100" in line

@@ -53,6 +53,23 @@ def test_lowering_mpi_mid_flow_keeps_bytes_sent():
     assert res.completion_ns.tolist() == [170_000_000, 200_000_000]
 
 
+def test_a_change_during_a_flows_compute_delay_keeps_the_rest_of_the_delay():
+    # io computes 150 ms before sending; moved to mpi's SL at 50 ms, its continuation
+    # started sending at once (done at 150 ms, sooner than its delay alone allows)
+    io = "flows: [{src: 1, dst: 3, bytes: 100MB, delay: 150ms}]"
+    built, res = _run(two_flows(STRICT + "changes: [{at: 50ms, job: io, sl: 0}]\n", io=io))
+    assert res.completion_ns.tolist() == [100_000_000, 250_000_000]
+
+
+def test_a_change_to_the_sl_a_flow_is_on_changes_nothing():
+    # the flow was continued anyway and paid its path's latency again: 20 ms on 10 ms
+    # links, in which the other flow had the link to itself
+    slow = two_flows(STRICT).replace("link_latency: 0ns", "link_latency: 10ms")
+    _, alone = _run(slow)
+    _, res = _run(slow + "  changes: [{at: 150ms, job: io, sl: 1}]\n")
+    assert res.completion_ns.tolist() == alone.completion_ns.tolist()
+
+
 def test_bulk_noise_stays_background_and_its_stop_moves():
     io = "bulk: [{src: 1, dst: 3, duration: 80ms}]"
     built, res = _run(two_flows(STRICT + "changes: [{at: 20ms, job: io, sl: 0}]\n", io=io))

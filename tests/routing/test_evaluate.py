@@ -69,6 +69,20 @@ def test_partition_report_counts_shared_links():
     assert p["flows"] == 112
 
 
+def test_limited_members_do_not_talk_to_each_other_in_a_pattern():
+    # a partition of one full member and three limited ones (OpenSM's default when a
+    # GUID has no =full): only pairs with the full member are traffic; all twelve
+    # pairs were counted, with a throughput, while the partition's links said 0
+    t = pgft(2, [4, 4], [1, 4], link_bandwidth=8e9, link_latency_ns=0)
+    a = Partition("a", 1, {t.host_node(0): "full", t.host_node(1): "limited",
+                           t.host_node(4): "limited", t.host_node(5): "limited"})
+    b = Partition("b", 2, {t.host_node(h): "limited" for h in (2, 3, 6, 7)})
+    rep = evaluate(build_routing(t, "ftree", partitions=[a, b]), "all-to-all")
+    assert rep["partitions"]["a"]["flows"] == 6 and rep["partitions"]["b"]["flows"] == 0
+    assert rep["partitions"]["a"]["throughput"] == pytest.approx(1 / 3)
+    assert rep["partitions"]["b"]["throughput"] is None and rep["partitions"]["b"]["links"] == 0
+
+
 def test_pftree_victims_do_at_least_as_well_as_under_ftree_on_a_full_tree():
     from netsteer.reproduce.pftree import run
 

@@ -69,3 +69,24 @@ def test_bad_sections_are_one_line_exit_2(tmp_path, capsys, extra, words):
     assert run_cli(["run", str(p), "--json"]) == 2
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("app, extra, words", [
+    # the file's path: a job's modules are its list (jobs.app.1), there is no 'modules' key
+    ("[{module: pin, primitive: bcast, via: s2_0}, {module: pin, primitive: reduce, via: nosuch}]", "",
+     "controller.unisonflow.jobs.app.1.via: switch 'nosuch'"),
+    ("[{module: pin, primitive: bcast, via: s2_0, bogus: 1}]", "",
+     "controller.unisonflow.jobs.app.0.bogus: module pin takes no option 'bogus'"),
+    ("[{module: ecmp, primitive: bcast, via: s2_0}]", "",
+     "controller.unisonflow.jobs.app.0.via: module ecmp takes no option 'via'"),
+    ("[{modul: pin, primitive: bcast}]", "", "controller.unisonflow.jobs.app.0.module: no module given"),
+    ("[{module: ecmp, primitive: bcast}]", "default: pin", "controller.unisonflow.default: default module pin:"),
+])
+def test_bad_module_entries_name_the_fields_of_the_file(tmp_path, capsys, app, extra, words):
+    text = (SCENARIO % extra).replace(
+        "[{module: pin, primitive: bcast, via: s2_0}, {module: pin, primitive: reduce, via: s2_1}]", app)
+    p = tmp_path / "s.yaml"
+    p.write_text(text)
+    assert run_cli(["run", str(p), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1

@@ -509,10 +509,11 @@ class HybridController(Controller):
         old, new = r.old, r.new
         if step == 1:
             # only pairs that carry traffic need a detour: an idle pair's rules change in
-            # step 2 with nothing in flight (with no estimate yet, every moved pair)
+            # step 2 with nothing in flight (with no estimate yet, every moved pair). A pair
+            # that gets its first circuit needs one too: it is on the electrical network
+            # already, but step 2's new rule would take effect before its circuit does
             busy = None if self._recent is None else self._recent[1]
-            detour = tuple(PairRule(a, b) for a, b in r.moved_pairs
-                           if (a, b) in old.rules and (busy is None or busy[a, b] > 0))
+            detour = tuple(PairRule(a, b) for a, b in r.moved_pairs if busy is None or busy[a, b] > 0)
             return [PushRules(HIGH, detour)] if detour else []
         if step == 2 and r.rolling_back:
             return self._undo(r)

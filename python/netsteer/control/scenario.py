@@ -153,6 +153,7 @@ def build_driver_options(data: dict | None, topo, file=None) -> dict[str, Any]:
     """``delay`` and ``faults`` for :class:`netsteer.sim.driver.SimDriver`."""
     from ..sim.delay import DelayModel
     from ..sim.driver import Fault
+    from ..topology.model import CIRCUIT
 
     m = _validate(DriverModel, data or {}, file, "driver")
     d = m.delay
@@ -164,6 +165,20 @@ def build_driver_options(data: dict | None, topo, file=None) -> dict[str, Any]:
                 sw = topo.node(f.switch)
             except KeyError:
                 raise NetsteerError(f"no node named {f.switch!r}", file=file, field=f"driver.faults.{i}.switch") from None
+            # a fault aimed at a node that never gets intents of its kind would never fire
+            if f.kind == "circuits" and int(topo.node_kind[sw]) != CIRCUIT:
+                raise NetsteerError(f"{f.switch} is not a circuit switch: no circuits intent goes to it",
+                                    file=file, field=f"driver.faults.{i}.switch")
+            tors = [int(t) for t in topo.meta.get("tors", [])] if topo.meta.get("kind") == "hybrid" else []
+            if f.kind in ("rules", "tags") and sw not in tors:
+                raise NetsteerError(f"{f.switch} is not a ToR of a hybrid network: no {f.kind} intent goes to it",
+                                    file=file, field=f"driver.faults.{i}.switch")
+        if f.to is not None and int(f.to) <= int(f.from_):
+            from ..units import format_duration
+
+            raise NetsteerError(f"the fault window ends ({format_duration(int(f.to))}) before it starts "
+                                f"({format_duration(int(f.from_))}): it would never fire",
+                                file=file, field=f"driver.faults.{i}.to")
         faults.append(Fault(f.kind, sw, int(f.from_), int(f.to) if f.to is not None else 2**62))
     delay = DelayModel(int(d.rule_time), int(d.vlan_tag_time), d.push, int(d.circuit_command), d.tag)
     return {"delay": delay, "faults": faults}
@@ -203,7 +218,7 @@ def build_hybrid_controller(data: dict | None, topo, file=None, host_ref=None):
             d[a, b] = float(r.bandwidth) / 1e9
         requests.append({"at": int(r.at), "until": int(r.until) if r.until is not None else None, "demand": d})
     try:
-        return HybridController(
+        ctl = HybridController(
             topo, method=h.method, hops=h.hops, initial=h.initial, extra_rules=h.extra_rules,
             saturation=h.saturation, memory=int(h.memory),
             schedule=[(int(s.at), s.circuits) for s in h.schedule], requests=requests,
@@ -211,7 +226,17 @@ def build_hybrid_controller(data: dict | None, topo, file=None, host_ref=None):
             congestion=h.congestion.model_dump() if h.congestion else None,
         )
     except NetsteerError as exc:
-        raise exc.located(file, exc.field or key) from None
+        # the constructor's only input check is configure(initial), whose errors name
+        # the whole controller ("controller.hybrid"): name the field itself, once
+        raise NetsteerError(exc.reason, file=file, field=f"{key}.initial") from None
+    for i, s in enumerate(h.schedule):
+        # a scheduled configuration is known now: refuse it now, not as a failed
+        # reconfiguration in the middle of the run
+        try:
+            ctl.configure(s.circuits)
+        except NetsteerError as exc:
+            raise NetsteerError(exc.reason, file=file, field=f"{key}.schedule.{i}.circuits") from None
+    return ctl
 
 
 def build_steering_controller(data: dict | None, topo, dag, job_of_flow, job_names, file=None):
@@ -231,7 +256,14 @@ def build_steering_controller(data: dict | None, topo, dag, job_of_flow, job_nam
     for n in wanted:
         if n not in names:
             raise NetsteerError(f"no job named {n!r}; jobs: {', '.join(names)}", file=file, field=f"{key}.jobs")
-    from .steering import SteeringController, switch_demand
+    from .steering import SteeringController, configuration_count, switch_demand
+
+    if st.method == "exhaustive":
+        # known now: refuse it before the run, not when the controller first plans
+        total = configuration_count(topo)
+        if total > st.max_configs:
+            raise NetsteerError(f"{total:,} configurations are more than max_configs={st.max_configs:,}; "
+                                "use method local-search (or auto)", file=file, field=f"{key}.method")
 
     c = dag.columns()
     pick = np.isin(np.asarray(job_of_flow), [names.index(n) for n in wanted]) & (c.src != c.dst)

@@ -196,8 +196,7 @@ def plan_steering(
         return (*score(topo, demand, _arrays(conf, width), down), _moved(cur, conf))
 
     base = evaluate(cur)
-    counts = [_n_matchings(ends[n]) for n in nodes]
-    total = int(np.prod([float(c) for c in counts]))
+    total = configuration_count(topo, ends)
     if method == "exhaustive" and total > max_configs:
         raise NetsteerError(f"{total:,} configurations are more than max_configs={max_configs:,}; "
                             "use method local-search", field="method")
@@ -372,6 +371,12 @@ def _matchings(ends_of: dict[int, int]):
                 yield ((p, q),) + m
 
     return rec(ports)
+
+
+def configuration_count(topo: Topology, ends: dict | None = None) -> int:
+    """How many configurations ``exhaustive`` would score (at most about 10**15)."""
+    ends = _port_ends(topo) if ends is None else ends
+    return int(np.prod([float(_n_matchings(e)) for e in ends.values()]))
 
 
 def _n_matchings(ends_of: dict[int, int]) -> int:

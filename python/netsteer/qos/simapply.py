@@ -46,6 +46,10 @@ def apply_qos(driver, intent, now: int) -> int:
     live = np.array([cont.get(int(f), int(f)) for f in flows], dtype=np.int64)
     done = eng.completion_ns()
     keep = done[live] < 0 if len(live) else np.zeros(0, dtype=bool)
+    if intent.config is None:
+        # a flow already on that SL, under the same tables, is left alone: a
+        # continuation would pay its path's latency again for nothing
+        keep &= sl_now[flows] != int(intent.sl)
     flows, live = flows[keep], live[keep]
     if not len(flows):
         return now
@@ -66,10 +70,23 @@ def apply_qos(driver, intent, now: int) -> int:
     except ValueError as exc:
         raise QosRefused(str(exc)) from None
     sent = eng.sent_bytes()
-    released = eng.release_ns()[live] >= 0
+    released_at = eng.release_ns()[live]
+    released = released_at >= 0
     remaining = np.maximum(c.bytes[flows] - sent[live], 0.0)
     offsets, channels = driver._flow_paths(flows)
     offsets, channels = np.asarray(offsets, dtype=np.int64), np.asarray(channels, dtype=np.int64)
+    # a released flow still in its delay (compute) keeps what is left of it: the
+    # continuation, which pays its path's latency again, waits for the rest
+    lat = driver.channel_latency_ns
+    delays = getattr(driver, "qos_delay", None)
+    if delays is None:
+        delays = driver.qos_delay = {}
+    wait = np.zeros(len(flows), dtype=np.int64)
+    for k, (f, g) in enumerate(zip(flows.tolist(), live.tolist())):
+        if released[k]:
+            send_at = int(released_at[k]) + int(lat[eng.flow_path(g).astype(np.int64)].sum()) \
+                + delays.get(g, int(c.delay_ns[f]))
+            wait[k] = max(0, send_at - now - int(lat[channels[offsets[k]:offsets[k + 1]]].sum()))
     dep_off, deps = [0], []
     for k, f in enumerate(flows):
         if not released[k]:
@@ -80,7 +97,7 @@ def apply_qos(driver, intent, now: int) -> int:
     eng.stop_flows(live)
     first = eng.n_flows
     eng.add_flows(remaining, offsets, channels, start.astype(np.int64),
-                  np.where(released, 0, c.delay_ns[flows]).astype(np.int64), w.astype(np.float64),
+                  np.where(released, wait, c.delay_ns[flows]).astype(np.int64), w.astype(np.float64),
                   pri.astype(np.int64), np.asarray(dep_off, dtype=np.int64), np.asarray(deps, dtype=np.int64))
     new = np.arange(first, first + len(flows), dtype=np.int64)
     bg = getattr(driver, "_qos_background", None)
@@ -94,8 +111,9 @@ def apply_qos(driver, intent, now: int) -> int:
     pieces = getattr(driver, "qos_pieces", None)
     if pieces is None:
         pieces = driver.qos_pieces = {}
-    for f, g in zip(flows.tolist(), new.tolist()):
+    for k, (f, g) in enumerate(zip(flows.tolist(), new.tolist())):
         cont[f] = g
+        delays[g] = int(wait[k]) if released[k] else int(c.delay_ns[f])
         pieces.setdefault(f, []).append(g)
     sl_now[flows] = int(intent.sl)
     # timed stops of the old flows now end their continuations

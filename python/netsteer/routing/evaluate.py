@@ -189,10 +189,23 @@ def evaluate(
     deterministic = pattern in ("all-to-all", "partition-local")
     phases = 1 if deterministic else seeds
 
+    # two limited members of a partition may not talk (OpenSM's rule): a pattern
+    # inside a partition keeps the pairs with a full member
+    full = []
+    for p in real:
+        f = np.zeros(topo.n_hosts, dtype=bool)
+        for node, m in p.members.items():
+            if topo.host_index[node] >= 0 and m != "limited":
+                f[topo.host_index[node]] = True
+        full.append(f)
+
     def run(pat: str, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ss, dd, gg = [], [], []
         for gi, (_, hs) in enumerate(groups):
             s, d = pattern_flows(pat, hs, rng)
+            if real:
+                keep = full[gi][s] | full[gi][d]
+                s, d = s[keep], d[keep]
             ss.append(s)
             dd.append(d)
             gg.append(np.full(len(s), gi))

@@ -132,6 +132,7 @@ class SimDriver:
             capacity, latency = np.append(capacity, 0.0), np.append(latency, 0)
             self.overlay = VlanOverlay(topo, blackhole=self.n_channels)
         capacity, latency = self._extra_channels(capacity, latency)
+        self.channel_latency_ns = latency  # the engine's channels, extra ones included
         if forwarding is not None:
             # the forwarding state the network starts with: (rules at low priority, tags)
             if self.overlay is None:

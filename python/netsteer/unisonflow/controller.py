@@ -122,7 +122,10 @@ class InterconnectController(Controller):
                 self.modules[j] = _modules.build(specs, fabric, view)
             except NetsteerError as exc:
                 raise exc.located(prefix=f"jobs.{j}") from None
-            self.defaults[j] = cls(fabric, view, "send")
+            try:
+                self.defaults[j] = cls(fabric, view, "send")
+            except NetsteerError as exc:  # the default module takes no options: name the key
+                raise NetsteerError(f"default module {default}: {exc.reason}", field="default") from None
         self.packet_ins = 0
         self.rules_made = 0
         self.by_module: dict[str, int] = {}

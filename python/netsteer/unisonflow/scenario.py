@@ -145,6 +145,10 @@ def build(data: dict | None, model, topo, dag, spans, file=None) -> UnisonFlowSe
         job = exc.field.split(".")[1] if exc.field and exc.field.startswith("jobs.") else None
         name = model.jobs[int(job)].name if job and job.isdigit() else None
         rest = exc.field.split(".", 2)[2] if name and exc.field.count(".") >= 2 else ""
+        # a job's modules are its list itself in the file (jobs.NAME.0), not jobs.NAME.modules.0
+        rest = rest.removeprefix("modules").lstrip(".")
         field = f"{key}.jobs.{name}.{rest}".rstrip(".") if name else key
+        if exc.field == "default":
+            field = f"{key}.default"
         raise NetsteerError(exc.reason, file=file, field=field) from None
     return setup

@@ -73,7 +73,7 @@ class PrimitiveModule:
     def setup(self, **params: Any) -> None:
         """Read the options; the base class takes none."""
         if params:
-            raise NetsteerError(f"module {self.name} takes no option {sorted(params)[0]!r}", field="modules")
+            raise NetsteerError(f"module {self.name} takes no option {sorted(params)[0]!r}", field=sorted(params)[0])
 
     def rules(self, tag: Tag, state: NetState) -> list[FlowRule]:
         raise NotImplementedError
@@ -137,6 +137,9 @@ def build(specs: list[dict], fabric: Fabric, job: JobView) -> dict[str, Primitiv
         spec = dict(spec)
         name = spec.pop("module", None)
         cls = REGISTRY.get(name)
+        if name is None:
+            raise NetsteerError(f"no module given (module: NAME); known: {', '.join(sorted(REGISTRY))}",
+                                field=f"modules.{i}.module")
         if cls is None:
             raise NetsteerError(f"unknown module {name!r}; known: {', '.join(sorted(REGISTRY))}", field=f"modules.{i}.module")
         prim = spec.pop("primitive", None) or cls.primitive

@@ -50,7 +50,7 @@ class AllreduceDisjoint(PrimitiveModule):
 
     def setup(self, algorithm: str = "recursive_doubling", **params):
         if params:
-            raise NetsteerError(f"module allreduce-disjoint takes no option {sorted(params)[0]!r}", field="modules")
+            raise NetsteerError(f"module allreduce-disjoint takes no option {sorted(params)[0]!r}", field=sorted(params)[0])
         if algorithm not in ("recursive_doubling", "rabenseifner", "ring"):
             raise NetsteerError(f"algorithm {algorithm!r}: use recursive_doubling, rabenseifner or ring", field="algorithm")
         self.algorithm = algorithm

@@ -19,7 +19,7 @@ class Pin(PrimitiveModule):
 
     def setup(self, via=None, **params):
         if params:
-            raise NetsteerError(f"module pin takes no option {sorted(params)[0]!r}", field="modules")
+            raise NetsteerError(f"module pin takes no option {sorted(params)[0]!r}", field=sorted(params)[0])
         names = [via] if isinstance(via, str) else list(via or [])
         if not names:
             raise NetsteerError("module pin needs via: a switch name or a list of them", field="via")
