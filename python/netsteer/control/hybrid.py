@@ -217,10 +217,9 @@ class HybridController(Controller):
                                    for r in range(self.racks)], dtype=np.int64).reshape(self.racks, self.planes)
         self._bw_gbps = t.channel_bandwidth() / 1e9
 
-    def configure(self, circuits, paths=None) -> HybridConfig:
-        """The forwarding state for ``circuits``: one VLAN per directed rack-to-rack
-        path (``paths``: the planner's multi-hop paths; default one direct path per
-        circuit, each way)."""
+    def check_circuits(self, circuits) -> list[Circuit]:
+        """``circuits`` as :class:`Circuit`, refused (``NetsteerError``) unless each is a
+        plane and two racks of this network and no plane pairs a rack's port twice."""
         circuits = [Circuit(int(c[0]), int(c[1]), int(c[2])) if not isinstance(c, Circuit) else c
                     for c in circuits]
         seen: dict[tuple[int, int], int] = {}
@@ -233,7 +232,13 @@ class HybridController(Controller):
                     raise NetsteerError(f"circuit switch plane {c.ocs} is asked to pair rack {r}'s port twice",
                                         field="controller.hybrid")
                 seen[(c.ocs, r)] = 1
-        circuits = frozenset(circuits)
+        return circuits
+
+    def configure(self, circuits, paths=None) -> HybridConfig:
+        """The forwarding state for ``circuits``: one VLAN per directed rack-to-rack
+        path (``paths``: the planner's multi-hop paths; default one direct path per
+        circuit, each way)."""
+        circuits = frozenset(self.check_circuits(circuits))
         routes: dict[tuple[int, int], list[tuple[tuple[int, ...], tuple[int, ...], float]]] = {}
         if paths:
             for p in paths:

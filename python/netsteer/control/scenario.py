@@ -233,7 +233,7 @@ def build_hybrid_controller(data: dict | None, topo, file=None, host_ref=None):
         # a scheduled configuration is known now: refuse it now, not as a failed
         # reconfiguration in the middle of the run
         try:
-            ctl.configure(s.circuits)
+            ctl.check_circuits(s.circuits)
         except NetsteerError as exc:
             raise NetsteerError(exc.reason, file=file, field=f"{key}.schedule.{i}.circuits") from None
     return ctl

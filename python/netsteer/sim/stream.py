@@ -195,18 +195,14 @@ def job_steps(job: Any) -> list[tuple]:
     try:
         check_mpi_steps(p, out)
     except ValueError as e:
-        raise _step_error(str(e)) from None
+        # "program step i: reason": what a collective refuses is its algorithm's rule
+        # (rank counts, element sizes)
+        msg, field = str(e), None
+        if msg.startswith("program step "):
+            i, msg = msg[len("program step "):].split(": ", 1)
+            field = f"program.{i}.algorithm"
+        raise NetsteerError(msg, field=field) from None
     return out
-
-
-def _step_error(msg: str, prefix: str = "") -> NetsteerError:
-    """The engine's ``program step i: reason`` as an error on ``program.i.algorithm``
-    (what a collective refuses is its algorithm's rule: rank counts, element sizes)."""
-    field = prefix or None
-    if msg.startswith("program step "):
-        i, msg = msg[len("program step "):].split(": ", 1)
-        field = f"{prefix}.program.{i}.algorithm" if prefix else f"program.{i}.algorithm"
-    return NetsteerError(msg, field=field)
 
 
 def estimate_bytes(topo: Topology, jobs: Sequence[Any], routing: Any = "dmodk") -> int:
@@ -318,11 +314,8 @@ def attach_jobs(engine: Engine, topo: Topology, routing: Any, jobs: Sequence[Any
         try:
             idx = engine.add_mpi_job(np.asarray(hosts, dtype=np.int64), steps, job.repeat,
                                      int(job.start), job.priority, 1.0, envelope_bytes)
-        except ValueError as e:
-            msg = str(e)
-            if msg.startswith("flow ") and ": program step " in msg:
-                msg = "program step " + msg.split(": program step ", 1)[1]
-            raise _step_error(msg, where) from None
+        except ValueError as e:  # the steps passed job_steps' check: hosts, memory
+            raise NetsteerError(str(e), field=where) from None
         out.append(StreamedJob(idx, job, hosts, steps))
     return out
 
