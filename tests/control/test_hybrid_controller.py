@@ -50,15 +50,39 @@ def test_make_before_break_keeps_traffic_on_the_electrical_network_during_the_wi
 
 
 def test_make_before_break_keeps_a_pair_on_the_electrical_network_until_its_first_circuit_is_up():
-    # the pair has no circuit before: step 2's new rule must not take it off the
-    # electrical network before the circuit switch and the tags are in place
+    # the pair has no circuit before: its new rule must not take it off the electrical
+    # network before the circuit switch and the tags are in place. It needs no step-1
+    # detour (it is on the electrical network); its rule goes in in step 3
     rec = PairRecorder(50_000_000, [(0, 1)])
-    _, res = _run(iperf(initial=[], schedule=[{"at": "2s", "circuits": [[1, 0, 1]]}]), rec)
+    b, res = _run(iperf(initial=[], schedule=[{"at": "2s", "circuits": [[1, 0, 1]]}]), rec)
     (r,) = reconfigs(res)
-    assert r["status"] == "done" and [s["step"] for s in r["steps"]] == [1, 2, 3]
+    assert r["status"] == "done" and [s["step"] for s in r["steps"]] == [2, 3]
+    step2, step3 = r["steps"]
+    assert "first circuits' rules pushed" in step3["what"]
     t, g = np.array(rec.times), np.array(rec.gbps)
-    assert np.allclose(g[(t > 0.5) & (t < r["end_s"] - 0.05)], 1, rtol=1e-4)  # never zero in the window
+    assert np.allclose(g[(t > 0.5) & (t < step3["start_s"])], 1, rtol=1e-4)  # never zero in the window
     assert np.allclose(g[t > r["end_s"] + 0.1], 10, rtol=1e-4)
+    # the circuit moved in step 2, the pair's rule only after it (step 3)
+    rules = [e for e in res.applied_events if e["intent"] == "push_rules"]
+    assert rules and min(e["at_s"] for e in rules) >= step2["end_s"] - 1e-9
+
+
+def test_a_first_circuit_whose_rule_fails_in_step_three_rolls_back_whole():
+    # the rule push fails at the pair's ToR: the circuit step 2 made is undone too, and
+    # the pair stays on the electrical network (its last good configuration)
+    data = iperf(initial=[], schedule=[{"at": "2s", "circuits": [[1, 0, 1]]}])
+    data["driver"]["faults"] = [{"kind": "rules", "switch": "tor0", "from": "0s", "to": "20s"}]
+    rec = PairRecorder(50_000_000, [(0, 1)])
+    _, res = _run(data, rec)
+    (r,) = reconfigs(res)
+    assert r["status"].startswith("failed, rolled back")
+    assert [s["step"] for s in r["steps"]] == [2, 3, 2, 3]
+    assert r["steps"][1].get("failed") and "rollback" in r["steps"][2]["what"]
+    assert res.controller["hybrid"]["circuits"] == []
+    ocs = [e for e in res.applied_events if e["intent"] == "circuits"]
+    assert len(ocs) == 2 and ocs[0]["pairs"] != ocs[1]["pairs"]  # made, then undone
+    t, g = np.array(rec.times), np.array(rec.gbps)
+    assert np.allclose(g[(t > 0.5)], 1, rtol=1e-4)  # electrical throughout, never zero
 
 
 def test_break_before_make_loses_the_traffic_that_make_before_break_keeps():

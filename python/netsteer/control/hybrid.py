@@ -11,6 +11,11 @@ steps (or break-before-make, as a baseline):
    new rules are pushed at low priority (shadowed by step 1's);
 3. step 1's rules are removed: traffic takes the new circuits.
 
+A rack pair that gets its first circuit is on the electrical network already: it
+needs no step-1 detour, and its rule is pushed in step 3, once its circuit is up
+(pushed in step 2, it could take effect before the circuit and send the pair's
+traffic nowhere).
+
 A step starts when every intent of the previous one has taken effect (the driver
 says when). If the driver reports a failure, the step's changes are undone and the
 last good configuration stays in force.
@@ -90,6 +95,7 @@ class Reconfiguration:
     rolling_back: bool = False
     step1_applied: list = field(default_factory=list)
     step2_applied: list = field(default_factory=list)
+    step3_applied: list = field(default_factory=list)  # a first circuit's rules (module text)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -515,10 +521,10 @@ class HybridController(Controller):
         if step == 1:
             # only pairs that carry traffic need a detour: an idle pair's rules change in
             # step 2 with nothing in flight (with no estimate yet, every moved pair). A pair
-            # that gets its first circuit needs one too: it is on the electrical network
-            # already, but step 2's new rule would take effect before its circuit does
+            # getting its first circuit is on the electrical network already
             busy = None if self._recent is None else self._recent[1]
-            detour = tuple(PairRule(a, b) for a, b in r.moved_pairs if busy is None or busy[a, b] > 0)
+            detour = tuple(PairRule(a, b) for a, b in r.moved_pairs
+                           if (a, b) in old.rules and (busy is None or busy[a, b] > 0))
             return [PushRules(HIGH, detour)] if detour else []
         if step == 2 and r.rolling_back:
             return self._undo(r)
@@ -531,7 +537,9 @@ class HybridController(Controller):
                           if old.tags.get((t, p)) != new.tags.get((t, p)))
             if retag:
                 out.append(TagPorts(retag))
-            push = tuple(new.rules[k] for k in r.moved_pairs if k in new.rules)
+            # make-before-break pushes a first circuit's rule in step 3 (module text)
+            bbm = self.method == "break-before-make"
+            push = tuple(new.rules[k] for k in r.moved_pairs if k in new.rules and (bbm or k in old.rules))
             drop = tuple(k for k in r.moved_pairs if k not in new.rules and k in old.rules)
             if push or self.extra_rules:
                 out.append(PushRules(LOW, push, extra=self.extra_rules))
@@ -541,13 +549,17 @@ class HybridController(Controller):
         if self.method == "break-before-make":
             return []
         pushed = [a for a in r.step1_applied if a.ok]
-        return [RemoveRules(HIGH, tuple((x.src, x.dst) for x in a.intent.rules)) for a in pushed]
+        out = [RemoveRules(HIGH, tuple((x.src, x.dst) for x in a.intent.rules)) for a in pushed]
+        first = tuple(new.rules[k] for k in r.moved_pairs if k in new.rules and k not in old.rules)
+        if first and not r.rolling_back:
+            out.append(PushRules(LOW, first))
+        return out
 
     def _undo(self, r: Reconfiguration) -> list:
-        """Intents that undo what step 2 changed before it failed."""
+        """Intents that undo what steps 2 and 3 changed before one failed."""
         old, out = r.old, []
         old_p = self.pairings(old)
-        for a in r.step2_applied:
+        for a in r.step2_applied + r.step3_applied:
             if not a.ok:
                 continue
             i = a.intent
@@ -573,7 +585,10 @@ class HybridController(Controller):
             step += 1
         r.step, r.step_applied = step, []
         r.pending = intents
-        r.steps.append({"step": step, "what": _STEP_NAMES[step] + (" (rollback)" if r.rolling_back and step == 2 else ""),
+        what = _STEP_NAMES[step] + (" (rollback)" if r.rolling_back and step == 2 else "")
+        if step == 3 and any(isinstance(i, PushRules) for i in intents):
+            what += ", first circuits' rules pushed"
+        r.steps.append({"step": step, "what": what,
                         "start_s": now / 1e9, "end_s": None, "intents": len(intents)})
         if not intents:
             return self._finish(r, now)
@@ -589,8 +604,8 @@ class HybridController(Controller):
             r.step_end = max(a.done_ns for a in r.step_applied)
             if r.step == 1:
                 r.step1_applied = list(r.step_applied)
-            elif r.step == 2 and not r.rolling_back:
-                r.step2_applied = list(r.step_applied)
+            elif r.step in (2, 3) and not r.rolling_back:
+                setattr(r, f"step{r.step}_applied", list(r.step_applied))
             failed = [a.failed for a in r.step_applied if not a.ok]
             if failed:
                 r.steps[-1]["failed"] = failed
