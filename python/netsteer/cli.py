@@ -227,7 +227,7 @@ def _export(t, path: Path) -> None:
 
         write_ibsim_net(t, path)
     elif path.suffix == ".json":
-        from .topology.metrics import to_json
+        from .topology.json_io import to_json
 
         with atomic_write(path) as f:
             json.dump(to_json(t), f)

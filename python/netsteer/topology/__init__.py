@@ -19,6 +19,8 @@ _LAZY = {
     "hyperx": ".hyperx",
     "read_ibnetdiscover": ".ibnetdiscover",
     "read_ibsim_net": ".ibsim_net",
+    "read_json": ".json_io",
+    "to_json": ".json_io",
     "write_ibsim_net": ".ibsim_net",
     "ibsim_args": ".ibsim_net",
     "ascii": ".metrics",
@@ -37,6 +39,7 @@ if TYPE_CHECKING:  # what type checkers and editors see
     from .hyperx import hyperx
     from .ibnetdiscover import read_ibnetdiscover
     from .ibsim_net import ibsim_args, read_ibsim_net, write_ibsim_net
+    from .json_io import read_json, to_json
     from .metrics import ascii, bisection_bandwidth, describe, draw
     from .model import CIRCUIT, HOST, SWITCH, Topology, TopologyBuilder
     from .pgft import pgft

@@ -446,32 +446,3 @@ def ascii(topo: Topology) -> str:
         f"{c} x {format_bandwidth(bw)} {format_duration(lat)}"
         for (bw, lat), c in sorted(pairs.items(), reverse=True)))
     return "\n".join(lines)
-
-
-def to_json(topo: Topology) -> dict[str, Any]:
-    """A plain JSON description: nodes (name, kind, level, GUID) and cables
-    (both ends with their ports, bandwidth in bits per second, latency in ns).
-
-    >>> from netsteer.topology import pgft
-    >>> d = to_json(pgft(1, [2], [1], link_bandwidth=1e9, link_latency_ns=5))
-    >>> d["nodes"][2], d["links"][0]
-    ({'name': 's1_0', 'kind': 'switch', 'level': 1, 'guid': '0x0'}, {'a': 'h0', 'a_port': 1, 'b': 's1_0', 'b_port': 1, 'bandwidth_bps': 1000000000.0, 'latency_ns': 5})
-    """
-    from .model import KIND_NAMES
-
-    names = topo.node_names
-    return {
-        "name": topo.name,
-        "nodes": [
-            {"name": names[i], "kind": KIND_NAMES[int(topo.node_kind[i])], "level": int(topo.node_level[i]),
-             "guid": f"{int(topo.node_guid[i]):#x}"}
-            for i in range(topo.n_nodes)
-        ],
-        "links": [
-            {"a": names[int(topo.link_a[k])], "a_port": int(topo.link_a_port[k]),
-             "b": names[int(topo.link_b[k])], "b_port": int(topo.link_b_port[k]),
-             "bandwidth_bps": float(topo.link_bandwidth[k]), "latency_ns": int(topo.link_latency_ns[k])}
-            for k in range(topo.n_links)
-        ],
-        "switching_time_ns": {names[n]: int(t) for n, t in topo.switching_time_ns.items()},
-    }

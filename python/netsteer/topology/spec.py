@@ -23,6 +23,8 @@ Kinds and keys (``?`` optional):
   circuit_bandwidth, switching_time, link_latency?, name?
 - ``ibnetdiscover``: path, link_latency?, default_bandwidth?, name?
 - ``ibsim``: path, link_latency?, name?
+- ``json``: path, name? (what ``netsteer topo --export x.json`` wrote, see
+  :mod:`netsteer.topology.json_io`)
 
 ``path`` is relative to the spec's file. The one default, ``link_latency: 100ns``,
 is a short cable plus a switch traversal.
@@ -167,6 +169,7 @@ _SCHEMA: dict[str, dict[str, tuple[Callable, bool]]] = {
         "name": (_str, _O),
     },
     "ibsim": {"path": (_str, _R), "link_latency": (_dur, _O), "name": (_str, _O)},
+    "json": {"path": (_str, _R), "name": (_str, _O)},
 }
 KINDS = tuple(_SCHEMA)
 
@@ -313,8 +316,14 @@ def _est_hybrid(a: dict) -> tuple[int, int, int, int]:
 # sizes from the parameters, checked against the memory limit before building
 _ESTIMATE = {"pgft": _est_pgft, "hyperx": _est_hyperx, "hybrid": _est_hybrid}
 
+def _json(a: dict, file: str | None) -> Topology:
+    from .json_io import read_json
+
+    return read_json(_path(a, file), name=a.get("name"))
+
+
 _BUILD = {"pgft": _pgft, "hyperx": _hyperx, "hybrid": _hybrid,
-          "ibnetdiscover": _ibnetdiscover, "ibsim": _ibsim}
+          "ibnetdiscover": _ibnetdiscover, "ibsim": _ibsim, "json": _json}
 
 _IBND_HEADER = re.compile(r'^(Switch|Ca)\s+\d+\s+"[SH]-[0-9a-fA-F]+"', re.M)
 
@@ -352,7 +361,10 @@ def parse_topo_arg(s: str) -> Topology:
     if os.path.isfile(s):
         suffix = Path(s).suffix.lower()
         if suffix in (".yaml", ".yml", ".json"):
-            return build_topology(_load(s), file=s)
+            from .json_io import from_json, is_export
+
+            data = _load(s)
+            return from_json(data, file=s) if is_export(data) else build_topology(data, file=s)
         try:
             with open(s, "rb") as f:
                 head = f.read(200_000).decode("utf-8", errors="replace")

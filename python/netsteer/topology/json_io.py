@@ -1,0 +1,209 @@
+"""A topology as plain JSON, written by ``netsteer topo --export x.json`` and read back.
+
+The file holds the nodes (name, kind, level, GUID), the cables (both ends with their
+ports, bandwidth in bits per second, latency in ns), the circuit switches' switching
+times, and the generator's parameters (``meta``: what routing engines such as
+``dmodk`` and the hybrid controller read). Read back, it is the same topology: a
+scenario names it as ``topology: {kind: json, path: x.json}``, a command as
+``x.json``. Cables can be edited in between (a cable removed, a bandwidth changed);
+``meta`` then still describes the generator's shape, which routing that relies on it
+assumes.
+
+Examples
+--------
+>>> import json, os, tempfile
+>>> from netsteer.topology import pgft
+>>> t = pgft(2, [2, 2], [1, 2], link_bandwidth=1e9, link_latency_ns=5)
+>>> path = os.path.join(tempfile.mkdtemp(), "t.json")
+>>> with open(path, "w") as f:
+...     json.dump(to_json(t), f)
+>>> back = read_json(path)
+>>> back.n_links == t.n_links and back.meta["down"] == [2, 2]
+True
+>>> bool((back.meta["labels"] == t.meta["labels"]).all())
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import NetsteerError
+from .model import KIND_NAMES, Topology, TopologyBuilder
+
+FORMAT = "netsteer-topology"
+_KIND_OF = {v: k for k, v in KIND_NAMES.items()}
+
+
+def to_json(topo: Topology) -> dict[str, Any]:
+    """A plain JSON description of ``topo`` (module text).
+
+    >>> from netsteer.topology import pgft
+    >>> d = to_json(pgft(1, [2], [1], link_bandwidth=1e9, link_latency_ns=5))
+    >>> d["nodes"][2], d["links"][0]
+    ({'name': 's1_0', 'kind': 'switch', 'level': 1, 'guid': '0x0'}, {'a': 'h0', 'a_port': 1, 'b': 's1_0', 'b_port': 1, 'bandwidth_bps': 1000000000.0, 'latency_ns': 5})
+    """
+    names = topo.node_names
+    return {
+        "format": FORMAT,
+        "name": topo.name,
+        "nodes": [
+            {"name": names[i], "kind": KIND_NAMES[int(topo.node_kind[i])], "level": int(topo.node_level[i]),
+             "guid": f"{int(topo.node_guid[i]):#x}"}
+            for i in range(topo.n_nodes)
+        ],
+        "links": [
+            {"a": names[int(topo.link_a[k])], "a_port": int(topo.link_a_port[k]),
+             "b": names[int(topo.link_b[k])], "b_port": int(topo.link_b_port[k]),
+             "bandwidth_bps": float(topo.link_bandwidth[k]), "latency_ns": int(topo.link_latency_ns[k])}
+            for k in range(topo.n_links)
+        ],
+        "switching_time_ns": {names[n]: int(t) for n, t in topo.switching_time_ns.items()},
+        "meta": _encode(topo.meta),
+    }
+
+
+def is_export(data: Any) -> bool:
+    """True for what :func:`to_json` writes (a mapping with nodes and links, no kind)."""
+    return isinstance(data, dict) and "kind" not in data and ("nodes" in data or data.get("format") == FORMAT)
+
+
+def read_json(path: str, *, name: str | None = None, file: str | None = None) -> Topology:
+    """The topology in ``path``, a file :func:`to_json` wrote.
+
+    Raises
+    ------
+    NetsteerError
+        Naming ``path`` and the field (``nodes[3].kind``, ``links[7].b_port`` ...)
+        for anything missing, ill-typed or inconsistent: an unknown node, a port used
+        twice, a bandwidth that is not positive.
+    """
+    from ..inputs import load_json, read_text
+
+    data = load_json(read_text(path), file=path)
+    return from_json(data, name=name, file=path)
+
+
+def from_json(data: Any, *, name: str | None = None, file: str | None = None) -> Topology:
+    """The topology a :func:`to_json` mapping describes (see :func:`read_json`)."""
+
+    def bad(field: str, reason: str) -> NetsteerError:
+        return NetsteerError(reason, file=file, field=field)
+
+    if not is_export(data):
+        raise bad("topology", "expected a netsteer topology export (a mapping with nodes and links)")
+    for key in ("nodes", "links"):
+        if not isinstance(data.get(key), list):
+            raise bad(key, f"expected a list, got {type(data.get(key)).__name__}")
+    b = TopologyBuilder(name or str(data.get("name") or "topology"))
+    times = data.get("switching_time_ns", {})
+    if not isinstance(times, dict):
+        raise bad("switching_time_ns", "expected a mapping of circuit switch name to ns")
+    for i, n in enumerate(data["nodes"]):
+        where = f"nodes[{i}]"
+        if not isinstance(n, dict):
+            raise bad(where, f"expected a mapping, got {type(n).__name__}")
+        nm, kind = n.get("name"), n.get("kind")
+        if not isinstance(nm, str) or not nm:
+            raise bad(f"{where}.name", f"expected a name, got {nm!r}")
+        if kind not in _KIND_OF:
+            raise bad(f"{where}.kind", f"expected one of {', '.join(_KIND_OF)}, got {kind!r}")
+        level = _int(n.get("level", -1), f"{where}.level", bad)
+        guid = n.get("guid", "0x0")
+        try:
+            guid = int(guid, 0) if isinstance(guid, str) else int(guid)
+        except (TypeError, ValueError):
+            raise bad(f"{where}.guid", f"expected an integer or hex string, got {guid!r}") from None
+        if nm in b._index:
+            raise bad(f"{where}.name", f"node {nm!r} is given twice")
+        if kind == "host":
+            b.add_host(nm, guid=guid)
+        elif kind == "switch":
+            b.add_switch(nm, level=level, guid=guid)
+        else:
+            if nm not in times:
+                raise bad("switching_time_ns", f"circuit switch {nm!r} has no switching time")
+            t = _int(times[nm], f"switching_time_ns.{nm}", bad)
+            if t < 0:
+                raise bad(f"switching_time_ns.{nm}", f"must not be negative, got {t}")
+            b.add_circuit_switch(nm, t, guid=guid)
+    for nm in times:
+        if nm not in b._index or b.kind[b._index[nm]] != _KIND_OF["circuit"]:
+            raise bad(f"switching_time_ns.{nm}", f"{nm!r} is not a circuit switch of nodes")
+    for k, link in enumerate(data["links"]):
+        where = f"links[{k}]"
+        if not isinstance(link, dict):
+            raise bad(where, f"expected a mapping, got {type(link).__name__}")
+        ends = []
+        for end in ("a", "b"):
+            nm = link.get(end)
+            if nm not in b._index:
+                raise bad(f"{where}.{end}", f"no node named {nm!r}")
+            ends.append(b._index[nm])
+        bw = link.get("bandwidth_bps")
+        if isinstance(bw, bool) or not isinstance(bw, (int, float)) or not bw > 0 or bw == float("inf"):
+            raise bad(f"{where}.bandwidth_bps", f"expected a positive number of bits per second, got {bw!r}")
+        lat = _int(link.get("latency_ns", 0), f"{where}.latency_ns", bad)
+        if lat < 0:
+            raise bad(f"{where}.latency_ns", f"must not be negative, got {lat}")
+        ports = [_int(link.get(f"{e}_port"), f"{where}.{e}_port", bad) for e in ("a", "b")]
+        try:
+            b.add_link(ends[0], ends[1], bandwidth=float(bw), latency_ns=lat, a_port=ports[0], b_port=ports[1])
+        except ValueError as exc:
+            raise bad(where, str(exc)) from None
+    try:
+        b.meta = _decode(data.get("meta", {}))
+    except (TypeError, ValueError) as exc:
+        raise bad("meta", f"not what an export writes: {exc}") from None
+    if not isinstance(b.meta, dict):
+        raise bad("meta", "expected a mapping")
+    return b.build()
+
+
+def _int(v: Any, field: str, bad) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise bad(field, f"expected an integer, got {v!r}")
+    return v
+
+
+# meta holds arrays and dicts with integer keys (circuit switch -> pairing): tagged,
+# so that they come back as they were, not as lists and string keys
+def _encode(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return {"$ndarray": v.tolist(), "dtype": str(v.dtype)}
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, dict):
+        if all(isinstance(k, str) and not k.startswith("$") for k in v):
+            return {k: _encode(x) for k, x in v.items()}
+        return {"$dict": [[_encode(k), _encode(x)] for k, x in v.items()]}
+    if isinstance(v, tuple):
+        return {"$tuple": [_encode(x) for x in v]}
+    if isinstance(v, list):
+        return [_encode(x) for x in v]
+    if v is None or isinstance(v, (str, int, float, bool)):
+        return v
+    raise TypeError(f"cannot export a {type(v).__name__} in the topology's meta")
+
+
+def _decode(v: Any) -> Any:
+    if isinstance(v, list):
+        return [_decode(x) for x in v]
+    if not isinstance(v, dict):
+        return v
+    if "$ndarray" in v:
+        return np.array(v["$ndarray"], dtype=np.dtype(v["dtype"]))
+    if "$dict" in v:
+        return {_hashable(_decode(k)): _decode(x) for k, x in v["$dict"]}
+    if "$tuple" in v:
+        return tuple(_decode(x) for x in v["$tuple"])
+    return {k: _decode(x) for k, x in v.items()}
+
+
+def _hashable(k: Any) -> Any:
+    return tuple(k) if isinstance(k, list) else k
+
+
+__all__ = ["FORMAT", "from_json", "is_export", "read_json", "to_json"]

@@ -1,0 +1,100 @@
+"""``netsteer topo --export x.json`` read back: the same topology, by every way in
+(``kind: json`` in a scenario, the file on the command line, ``read_json``), and a
+broken file refused with the field and the reason."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from netsteer.errors import NetsteerError
+from netsteer.topology import hybrid, hyperx, pgft, read_json, to_json
+from netsteer.topology.hyperx import CircuitSpec
+from netsteer.topology.spec import build_topology, parse_topo_arg
+
+FABRICS = {
+    "pgft": lambda: pgft(3, [2, 3, 4], [1, 2, 3], [1, 1, 2], link_bandwidth=[10e9, 25e9, 40e9],
+                         link_latency_ns=[100, 200, 300]),
+    "hyperx": lambda: hyperx([3, 4], [1, 2], 2, link_bandwidth=25e9, link_latency_ns=50,
+                             circuits=[CircuitSpec(dim=1, switching_time_ns=10_000)]),
+    "hybrid": lambda: hybrid(5, 3, server_bandwidth=10e9, tor_uplinks=1, core_bandwidth=1e9,
+                             circuit_switches=2, circuit_ports=10, circuit_uplinks=2, circuit_bandwidth=10e9,
+                             switching_time_ns=25_000_000, link_latency_ns=1000),
+}
+
+
+#: (edit of a good export, the field named, a fragment of the reason)
+BROKEN = [
+    (lambda d: d["links"][0].update(b="nowhere"), "links[0].b", "no node named 'nowhere'"),
+    (lambda d: d["links"][1].update(a_port=d["links"][0]["a_port"], a=d["links"][0]["a"]), "links[1]",
+     "used twice"),
+    (lambda d: d["links"][2].update(bandwidth_bps=0), "links[2].bandwidth_bps", "positive"),
+    (lambda d: d["links"][2].update(latency_ns=-5), "links[2].latency_ns", "negative"),
+    (lambda d: d["links"][2].update(latency_ns=1.5), "links[2].latency_ns", "integer"),
+    (lambda d: d["nodes"][3].update(kind="router"), "nodes[3].kind", "router"),
+    (lambda d: d["nodes"][3].update(name=d["nodes"][2]["name"]), "nodes[3].name", "twice"),
+    (lambda d: d["nodes"][0].update(guid="0xzz"), "nodes[0].guid", "hex"),
+    (lambda d: d.update(links={}), "links", "expected a list"),
+    (lambda d: d.update(meta={"$ndarray": [1], "dtype": "nonsense"}), "meta", "export"),
+    (lambda d: d.update(switching_time_ns={"h0": 5}), "switching_time_ns.h0", "not a circuit switch"),
+]
+
+
+def same(a, b) -> bool:
+    """Deep equality of meta values, arrays by value and dtype, types kept."""
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def export(t, path):
+    path.write_text(json.dumps(to_json(t)))
+    return path
+
+
+@pytest.mark.parametrize("kind", sorted(FABRICS))
+def test_an_export_reads_back_as_the_same_topology(kind, tmp_path):
+    t = FABRICS[kind]()
+    back = read_json(str(export(t, tmp_path / "t.json")))
+    assert back.name == t.name and back.node_names == t.node_names
+    for col in ("node_kind", "node_level", "node_guid", "link_a", "link_a_port", "link_b", "link_b_port",
+                "link_bandwidth", "link_latency_ns"):
+        x, y = getattr(t, col), getattr(back, col)
+        assert x.dtype == y.dtype and np.array_equal(x, y), col
+    assert back.switching_time_ns == t.switching_time_ns
+    assert same(t.meta, back.meta)
+
+
+def test_a_scenario_on_the_export_runs_as_on_the_spec(tmp_path):
+    from netsteer.scenario import Scenario, ScenarioModel, build_scenario
+    from netsteer.sim.run import run_scenario
+
+    spec = {"kind": "pgft", "levels": 2, "down": [4, 4], "up": [1, 2], "link_bandwidth": "10Gbps",
+            "link_latency": "1us"}
+    export(build_topology(spec), tmp_path / "fabric.json")
+    jobs = [{"name": "a", "ranks": 16, "placement": "random", "seed": 3,
+             "program": [{"op": "alltoall", "bytes": "32KiB"}]}]
+    got = []
+    for topo in (spec, {"kind": "json", "path": "fabric.json"}):
+        data = {"name": "t", "topology": topo, "routing": {"engine": "dmodk"}, "jobs": jobs}
+        res = run_scenario(build_scenario(Scenario(ScenarioModel.model_validate(data),
+                                                   str(tmp_path / "s.yaml"))), sample=False)
+        got.append(res.makespan_ns)
+    assert got[0] == got[1] > 0
+
+
+@pytest.mark.parametrize("edit,field,reason", BROKEN)
+def test_a_broken_export_is_refused_with_its_field(edit, field, reason, tmp_path):
+    data = to_json(pgft(2, [4, 4], [1, 2], link_bandwidth=1e9, link_latency_ns=5))
+    edit(data)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(NetsteerError) as e:
+        parse_topo_arg(str(path))
+    assert e.value.field == field and reason in str(e.value) and e.value.file == str(path)
