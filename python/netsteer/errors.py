@@ -28,6 +28,19 @@ def _clip(text: str | None, limit: int) -> str | None:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def key_loc(loc, msg: str) -> tuple[tuple, str]:
+    """A pydantic error location and message, with a mapping's bad key named in the
+    message instead of pydantic's ``[key]`` marker in the field path.
+
+    >>> key_loc(("qos", "ports", "foo", "[key]"), "Input should be 'ca' or 'swe'")
+    (('qos', 'ports', 'foo'), "key 'foo': Input should be 'ca' or 'swe'")
+    """
+    loc = tuple(loc)
+    if len(loc) >= 2 and loc[-1] == "[key]":
+        return loc[:-1], f"key {loc[-2]!r}: {msg}"
+    return loc, msg
+
+
 class NetsteerError(Exception):
     """Bad input: names where (file, field or line) and why.
 

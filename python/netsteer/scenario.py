@@ -35,7 +35,7 @@ from typing import Annotated, Any, Callable, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator, model_validator
 
-from .errors import LimitError, NetsteerError
+from .errors import LimitError, NetsteerError, key_loc
 from .limits import FLOW_BYTES, SAMPLE_VALUE_BYTES, check, routing_bytes, topology_bytes
 from .limits import current as current_limits
 from .schema import Duration, Size
@@ -251,8 +251,8 @@ def _pydantic_error(exc: ValidationError, file: str | None) -> NetsteerError:
         return NetsteerError(reason, file=file, field=field)
     if e["type"] == "missing":
         return NetsteerError("required key is missing", file=file, field=field)
-    msg = e["msg"].removeprefix("Value error, ")
-    return NetsteerError(msg, file=file, field=field or None)
+    loc, msg = key_loc(e["loc"], e["msg"].removeprefix("Value error, "))
+    return NetsteerError(msg, file=file, field=".".join(str(p) for p in loc) or None)
 
 
 def parse_scenario(text: str, *, file: str | None = None) -> Scenario:

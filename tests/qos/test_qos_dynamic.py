@@ -41,6 +41,18 @@ def test_raising_io_to_mpi_sl_at_50ms():
     assert res.controller["qos"]["changes"][0]["job"] == "io"
 
 
+def test_a_change_by_class_is_reported_under_the_class():
+    # the same change named by the QoS class io (its only job is io): same times, and
+    # the reports say which class moved, not a job of that name
+    built, res = _run(two_flows(STRICT + "changes: [{at: 50ms, class: io, sl: 0}]\n"))
+    assert res.completion_ns.tolist() == [150_000_000, 200_000_000]
+    (qos,) = [e for e in res.applied_events if e["intent"] == "qos"]
+    assert qos["class"] == "io" and "job" not in qos
+    (change,) = res.controller["qos"]["changes"]
+    assert change["class"] == "io" and "job" not in change
+    assert built.qos.summary()["changes"][0]["by"] == "class"
+
+
 def test_without_change_strict_priority_holds():
     built, res = _run(two_flows(STRICT))
     assert res.completion_ns.tolist() == [100_000_000, 200_000_000]

@@ -53,6 +53,8 @@ SCENARIO_CASES = [
     ("{op: allreduce, bytes: 64KiB}", "{op: teleport, bytes: 64KiB}", ["jobs.1.program.0"]),
     ("{op: allreduce, bytes: 64KiB}", "{op: bcast, bytes: 64KiB, root: 9}", ["jobs.1.program.0.root"]),
     ("{op: allreduce, bytes: 64KiB}", "{op: send, src: 0, dst: 0, bytes: 1B}", ["jobs.1.program.0"]),
+    ("routing: {engine: dmodk}", "routing: {engine: dmodk}\nqos: {ports: {foo: {vlarb_low: '0:32'}}}",
+     ["qos.ports.foo: key 'foo'", "'swe'"]),
     # sharing, sampling, jobs
     ("routing: {engine: dmodk}", "routing: {engine: dmodk}\nsharing: {model: cm02, tcp_gamma: -4MiB}",
      ["sharing.tcp_gamma", "negative"]),

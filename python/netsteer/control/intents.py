@@ -90,13 +90,15 @@ class TagPorts:
 
 @dataclass(frozen=True)
 class SetQos:
-    """InfiniBand QoS: the traffic of ``job`` (its ``flows`` in the simulator, its
-    ``hosts`` for a subnet manager) moves to service level ``sl``; ``config`` (a
-    :class:`netsteer.qos.config.QosConfig`), if given, replaces the SL2VL maps and
-    VL arbitration tables. The source's dynamic priority selection."""
+    """InfiniBand QoS: the traffic of ``job`` or of the QoS class ``traffic_class``
+    (its ``flows`` in the simulator, its ``hosts`` for a subnet manager) moves to
+    service level ``sl``; ``config`` (a :class:`netsteer.qos.config.QosConfig`), if
+    given, replaces the SL2VL maps and VL arbitration tables. The source's dynamic
+    priority selection."""
 
     sl: int | None = None
     job: str = ""
+    traffic_class: str = ""
     flows: tuple[int, ...] = ()
     hosts: tuple[int, ...] = ()
     config: Any = None
@@ -128,6 +130,7 @@ def describe(intent: Intent, names=None) -> dict[str, Any]:
     if isinstance(intent, TagPorts):
         return {"intent": "tag_ports", "ports": len(intent.ports)}
     if isinstance(intent, SetQos):
-        return {"intent": "qos", "job": intent.job, "sl": intent.sl, "flows": len(intent.flows),
+        who = {"class": intent.traffic_class} if intent.traffic_class else {"job": intent.job}
+        return {"intent": "qos", **who, "sl": intent.sl, "flows": len(intent.flows),
                 "hosts": len(intent.hosts), "tables": intent.config is not None}
     raise TypeError(f"not an intent: {intent!r}")

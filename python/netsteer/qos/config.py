@@ -43,7 +43,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
 
-from ..errors import NetsteerError
+from ..errors import NetsteerError, key_loc
 from ..schema import Duration
 from ..sim.packet import _sl2vl as _packet_sl2vl
 from ..sim.packet import _table as _packet_table
@@ -237,10 +237,10 @@ def parse_qos(data: Any, *, file: str | None = None, field: str = "qos") -> QosC
         raise NetsteerError(str(exc), file=file, field=f"{field}.{exc.field}") from None
     except ValidationError as exc:
         e = exc.errors()[0]
-        loc = ".".join(str(p) for p in e["loc"] if not (isinstance(p, str) and p[:1].isupper()))
+        where, msg = key_loc(e["loc"], e["msg"].removeprefix("Value error, "))
+        loc = ".".join(str(p) for p in where if not (isinstance(p, str) and p[:1].isupper()))
         if e["type"] == "extra_forbidden":
             raise NetsteerError(f"unknown key {e['loc'][-1]!r}", file=file, field=f"{field}.{loc}") from None
-        msg = e["msg"].removeprefix("Value error, ")
         raise NetsteerError(msg, file=file, field=f"{field}.{loc}" if loc else field) from None
     return q
 

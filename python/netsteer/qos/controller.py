@@ -44,14 +44,18 @@ class QosChanges(Controller):
         out = []
         for a in inp.applied:
             if isinstance(a.intent, SetQos) and a.failed:
-                self.history.append({"at_s": inp.now / 1e9, "what": "qos", "job": a.intent.job, "failed": a.failed})
+                i = a.intent
+                who = {"class": i.traffic_class} if i.traffic_class else {"job": i.job}
+                self.history.append({"at_s": inp.now / 1e9, "what": "qos", **who, "failed": a.failed})
         while self._next < len(self.steps) and self.steps[self._next][0] <= inp.now:
             at, who, flows, sl, *hosts = self.steps[self._next]
             self._next += 1
+            by, who = who if isinstance(who, tuple) else ("job", who)  # ("class", name) or a job's name
             # the tables stay as configured: only the SL moves (config None); flows for
             # the simulator, hosts for a subnet manager (the job's partition)
-            out.append(SetQos(sl=sl, job=who, flows=flows, hosts=tuple(hosts[0]) if hosts else ()))
-            self.history.append({"at_s": inp.now / 1e9, "what": "qos", "job": who, "sl": sl, "flows": len(flows)})
+            named = {"traffic_class": who} if by == "class" else {"job": who}
+            out.append(SetQos(sl=sl, flows=flows, hosts=tuple(hosts[0]) if hosts else (), **named))
+            self.history.append({"at_s": inp.now / 1e9, "what": "qos", by: who, "sl": sl, "flows": len(flows)})
         return out
 
     def report(self):

@@ -39,8 +39,9 @@ class QosPlan:
 
     config: QosConfig
     sl: np.ndarray
-    # (time ns, job or class name, flows, new SL[, hosts the flows run between])
-    changes: list[tuple[int, str, tuple[int, ...], int]] = field(default_factory=list)
+    # (time ns, ("job" or "class", its name) or a job's name, flows, new SL[, hosts the
+    # flows run between])
+    changes: list[tuple] = field(default_factory=list)
     paths: dict[int, str] = field(default_factory=dict)
     # index in config.classes of the class each flow took (-1: none)
     flow_class: np.ndarray | None = None
@@ -66,7 +67,9 @@ class QosPlan:
     def summary(self) -> dict:
         used = np.unique(self.sl).tolist() if len(self.sl) else []
         return {"sls_used": used, "classes": [c.name for c in self.config.classes],
-                "changes": [{"at_s": c[0] / 1e9, "who": c[1], "flows": len(c[2]), "sl": c[3]} for c in self.changes]}
+                "changes": [{"at_s": c[0] / 1e9, "who": c[1][1] if isinstance(c[1], tuple) else c[1],
+                             "by": c[1][0] if isinstance(c[1], tuple) else "job", "flows": len(c[2]), "sl": c[3]}
+                            for c in self.changes]}
 
 
 def apply_qos(data, dag, job_of_flow, job_names: list[str], *, file=None, paths: dict[int, str] | None = None,
@@ -119,9 +122,9 @@ def apply_qos(data, dag, job_of_flow, job_names: list[str], *, file=None, paths:
     for i, ch in enumerate(q.changes):
         check_sl_served(q, ch.sl, file=file, field=f"qos.changes.{i}.sl")
         if ch.job is not None:
-            m, who = jobs == job_names.index(ch.job), ch.job
+            m, who = jobs == job_names.index(ch.job), ("job", ch.job)
         else:
-            m, who = which == list(names).index(ch.traffic_class), ch.traffic_class
+            m, who = which == list(names).index(ch.traffic_class), ("class", ch.traffic_class)
         hosts = np.unique(np.concatenate([cols.src[m], cols.dst[m]])) if m.any() else np.zeros(0, dtype=np.int64)
         changes.append((ch.at, who, tuple(np.flatnonzero(m).tolist()), ch.sl, tuple(hosts.tolist())))
     pri, w = flow_priority_weight(q.port(port), sl, base_priority=cols.priority, base_weight=cols.weight)
