@@ -544,6 +544,9 @@ def _routing_factory(topo, model: RoutingModel, file, field, *, defer: bool = Fa
             conf = Path(model.partitions)
             if file is not None and not conf.is_absolute():
                 conf = Path(file).parent / conf
+            if not conf.is_file():  # the errors inside a partitions file name their own place
+                raise NetsteerError(f"no such partitions file {str(conf)!r}", file=file,
+                                    field=f"{field}.partitions" if field else "partitions")
             out["partitions"] = read_partitions_conf(conf, topo)
         return out
     avoids_failures = accepts_down_links(model.engine)

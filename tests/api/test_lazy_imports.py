@@ -57,7 +57,7 @@ def test_topology_names_load_as_before(first):
         "print(isinstance(pgft, types.FunctionType), hyperx is direct, t.hyperx is direct,"
         " all(n in dir(t) and getattr(t, n) is not None for n in t.__all__), len(t.__all__))"
     )
-    assert out == "True True True True 18"
+    assert out == "True True True True 20"
 
 
 def test_an_unknown_name_is_an_attribute_error():

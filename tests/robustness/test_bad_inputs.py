@@ -55,6 +55,8 @@ SCENARIO_CASES = [
     ("{op: allreduce, bytes: 64KiB}", "{op: send, src: 0, dst: 0, bytes: 1B}", ["jobs.1.program.0"]),
     ("routing: {engine: dmodk}", "routing: {engine: dmodk}\nqos: {ports: {foo: {vlarb_low: '0:32'}}}",
      ["qos.ports.foo: key 'foo'", "'swe'"]),
+    ("routing: {engine: dmodk}", "routing: {engine: pftree, partitions: nope.conf}",
+     ["routing.partitions", "no such partitions file", "nope.conf"]),
     # sharing, sampling, jobs
     ("routing: {engine: dmodk}", "routing: {engine: dmodk}\nsharing: {model: cm02, tcp_gamma: -4MiB}",
      ["sharing.tcp_gamma", "negative"]),
