@@ -133,7 +133,7 @@ class MinHop:
                     )
                     keys = bits[first]
                 else:
-                    keys, inv = np.unique(bits, axis=0, return_inverse=True)
+                    keys, inv = _unique_rows(bits)
                 ids = np.empty(len(keys), dtype=np.int32)
                 for k, key in enumerate(keys):
                     kb = key.tobytes()
@@ -147,3 +147,29 @@ class MinHop:
         is_host = topo.node_kind[sources] == HOST
         entry[np.flatnonzero(is_host), topo.host_index[sources[is_host]]] = -1
         return sources, entry, groups
+
+
+def _unique_rows(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(bits, axis=0, return_inverse=True)`` for rows of bytes, in the same
+    (bytewise) order: the rows as big-endian 64-bit words, sorted by ``lexsort``.
+    ``np.unique`` on rows compares them field by field, 8x slower on a HyperX's
+    9-byte port sets (11.8 s of a 1,024-switch minhop).
+
+    >>> b = np.array([[1, 0, 0, 0, 0, 0, 0, 0, 2], [0, 9, 0, 0, 0, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0, 0, 0, 2]],
+    ...              dtype=np.uint8)
+    >>> keys, inv = _unique_rows(b)
+    >>> keys.tolist() == np.unique(b, axis=0).tolist(), inv.tolist()
+    (True, [1, 0, 1])
+    """
+    n, nb = bits.shape
+    w = -(-nb // 8)
+    wide = np.zeros((n, 8 * w), dtype=np.uint8)
+    wide[:, :nb] = bits
+    words = wide.view(">u8")  # big-endian: numeric order is byte order
+    order = np.lexsort(words.T[::-1])  # the first word is the primary key
+    s = words[order]
+    new = np.ones(n, dtype=bool)
+    new[1:] = (s[1:] != s[:-1]).any(axis=1)
+    inv = np.empty(n, dtype=np.int64)
+    inv[order] = np.cumsum(new) - 1
+    return bits[order[new]], inv
