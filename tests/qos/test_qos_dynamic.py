@@ -162,3 +162,22 @@ def test_the_same_change_at_packet_level_moves_the_flow_in_place():
     assert [e.get("failed") for e in res.applied_events if e["intent"] == "qos"] == [None]
     assert res.completion_ns[0] == pytest.approx(150_000_000, rel=0.02)
     assert res.completion_ns[1] == pytest.approx(200_000_000, rel=0.02)
+
+
+def test_a_flow_moved_twice_gets_the_second_sl_s_weight():
+    # low table only, VL 0 sends 8 packets a turn and VL 1 two: mpi (SL 0) 0.8 of the
+    # link, io (SL 1) 0.2. io moves to SL 0 at 20 ms (equal shares), back to SL 1 at
+    # 40 ms: 0.8 : 0.2 again, its weight from the scenario's own, not from the last SL's
+    weighted = """\
+max_vls: 2
+vlarb_low: [[0, 255], [1, 34]]
+classes: [{name: app, sl: 0, jobs: [mpi]}, {name: io, sl: 1, jobs: [io]}]
+changes: [{at: 20ms, job: io, sl: 0}, {at: 40ms, job: io, sl: 1}]
+"""
+    built, res = _run(two_flows(weighted))
+    assert [e.get("failed") for e in res.applied_events if e["intent"] == "qos"] == [None, None]
+    rate, t1, t2 = 1e9, 20_000_000, 40_000_000
+    mpi_sent = 0.8 * rate * t1 * 1e-9 + 0.5 * rate * (t2 - t1) * 1e-9
+    mpi_done = t2 + math.ceil((100e6 - mpi_sent) / (0.8 * rate) * 1e9)
+    assert res.completion_ns[0] == mpi_done
+    assert res.completion_ns[1] == 200_000_000  # the link never idles: 200 MB at 1 GB/s

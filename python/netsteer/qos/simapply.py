@@ -29,9 +29,14 @@ def apply_qos(driver, intent, now: int) -> int:
         raise QosRefused(f"flow {int(flows[(flows < 0) | (flows >= n)][0])} does not exist")
     if intent.sl is None:
         raise QosRefused("a QoS intent for the simulator names the new SL")
-    config = intent.config if intent.config is not None else getattr(driver, "qos_config", None)
+    before = getattr(driver, "qos_config", None)
+    config = intent.config if intent.config is not None else before
     if config is None:
         raise QosRefused("no QoS configuration: give the scenario a qos section or the intent a config")
+    # the tables the DAG's weights were made with: the scenario's (else the first intent's)
+    weighted_by = getattr(driver, "qos_weighted_by", None)
+    if weighted_by is None:
+        weighted_by = driver.qos_weighted_by = before if before is not None else config
     driver.qos_config = config
     c = driver.dag.columns()
     sl_now = getattr(driver, "qos_sl", None)
@@ -46,9 +51,10 @@ def apply_qos(driver, intent, now: int) -> int:
     port = config.port("swe")
     new_sl = np.full(len(flows), int(intent.sl), dtype=np.int64)
     try:
-        _, old_w = flow_priority_weight(port, sl_now[flows])
-        # the scenario's own priority and weight, before QoS (see flowshare: 2p + tier, base x share)
-        base_pri, base_w = c.priority[flows] // 2, c.weight[flows] / old_w
+        # the scenario's own priority and weight, before QoS (see flowshare: 2p + tier,
+        # base x share), from the DAG's SLs under the tables its weights came from
+        _, share = flow_priority_weight(weighted_by.port("swe"), c.traffic_class[flows])
+        base_pri, base_w = c.priority[flows] // 2, c.weight[flows] / share
         pri, w = flow_priority_weight(port, new_sl, base_priority=base_pri, base_weight=base_w)
     except ValueError as exc:
         raise QosRefused(str(exc)) from None
