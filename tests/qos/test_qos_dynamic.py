@@ -4,6 +4,7 @@ from the QoS controller, carried out by the sim driver) and takes effect then.""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from qos_samples import two_flows
@@ -66,23 +67,22 @@ def test_lowering_mpi_mid_flow_keeps_bytes_sent():
 
 
 def test_a_change_during_a_flows_compute_delay_keeps_the_rest_of_the_delay():
-    # io computes 150 ms before sending; moved to mpi's SL at 50 ms, its continuation
-    # started sending at once (done at 150 ms, sooner than its delay alone allows)
+    # io computes 150 ms before sending; moved to mpi's SL at 50 ms it still sends from
+    # 150 ms (mpi is done at 100 ms), not at once
     io = "flows: [{src: 1, dst: 3, bytes: 100MB, delay: 150ms}]"
     built, res = _run(two_flows(STRICT + "changes: [{at: 50ms, job: io, sl: 0}]\n", io=io))
     assert res.completion_ns.tolist() == [100_000_000, 250_000_000]
 
 
 def test_a_change_to_the_sl_a_flow_is_on_changes_nothing():
-    # the flow was continued anyway and paid its path's latency again: 20 ms on 10 ms
-    # links, in which the other flow had the link to itself
+    # 10 ms links: a flow that paid its path's latency again would finish 20 ms late
     slow = two_flows(STRICT).replace("link_latency: 0ns", "link_latency: 10ms")
     _, alone = _run(slow)
     _, res = _run(slow + "  changes: [{at: 150ms, job: io, sl: 1}]\n")
     assert res.completion_ns.tolist() == alone.completion_ns.tolist()
 
 
-def test_bulk_noise_stays_background_and_its_stop_moves():
+def test_bulk_noise_stays_background_and_keeps_its_stop():
     io = "bulk: [{src: 1, dst: 3, duration: 80ms}]"
     built, res = _run(two_flows(STRICT + "changes: [{at: 20ms, job: io, sl: 0}]\n", io=io))
     # from 20 ms the bulk flow shares VL 0 with mpi until it stops at 80 ms: mpi sends
@@ -91,21 +91,60 @@ def test_bulk_noise_stays_background_and_its_stop_moves():
     assert res.completion_ns[1] == 80_000_000 and res.sent_bytes[1] == pytest.approx(3e7)
 
 
-def test_change_for_flows_others_wait_for_is_refused(tmp_path):
-    mpi = """\
+DEPENDENT = """\
 max_vls: 2
 high_limit: 255
 vlarb_high: [[0, 4]]
 vlarb_low: [[1, 64]]
-classes: [{name: app, sl: 0, jobs: [mpi]}]
+classes: [{name: app, sl: 0, jobs: [mpi]}, {name: io, sl: 1, jobs: [io]}]
 changes: [{at: 1ms, job: mpi, sl: 1}]
 """
-    text = two_flows(mpi).replace("flows: [{src: 0, dst: 3, bytes: 100MB}]",
-                                  "flows: [{id: a, src: 0, dst: 3, bytes: 100MB}, {src: 0, dst: 2, bytes: 1MB, after: [a]}]")
-    built, res = _run(text)
-    failed = [e for e in res.applied_events if e.get("failed")]
-    assert failed and "flows waiting for it" in failed[0]["failed"]
+
+
+def _dependent():
+    # mpi: a (100 MB into host 3), then b (1 MB into host 2) after it; io: 100 MB into host 3
+    return two_flows(DEPENDENT).replace(
+        "flows: [{src: 0, dst: 3, bytes: 100MB}]",
+        "flows: [{id: a, src: 0, dst: 3, bytes: 100MB}, {src: 0, dst: 2, bytes: 1MB, after: [a]}]")
+
+
+def test_a_change_on_a_flow_others_wait_for_runs_and_they_start_when_it_ends():
+    # (the flow engine used to refuse this: its continuation would have released b early)
+    built, res = _run(_dependent())
+    assert [e.get("failed") for e in res.applied_events if e["intent"] == "qos"] == [None]
     assert res.status == "done"
+    a, b, io = 0, 1, 2
+    rate, t = 1e9, 1_000_000  # the 8 Gbit/s links in bytes/s; the change, ns
+    # a alone (strict high) until t, then on io's low VL beside it: half the link each
+    a_done = t + math.ceil((100e6 - rate * t * 1e-9) / (rate / 2) * 1e9)
+    assert res.completion_ns[a] == a_done
+    assert res.release_ns[b] == a_done
+    assert res.completion_ns[b] == a_done + math.ceil(1e6 / rate * 1e9)  # alone into host 2, no latency
+    io_sent = rate / 2 * (a_done - t) * 1e-9
+    assert res.completion_ns[io] == a_done + math.ceil((100e6 - io_sent) / rate * 1e9)
+
+
+def test_a_change_mid_flow_pays_no_path_latency_again():
+    # 1 us links: 2 us of latency per flow. mpi (high) sends alone from 2 us; at 50 ms
+    # io joins its VL and they share the link
+    text = two_flows(STRICT + "changes: [{at: 50ms, job: io, sl: 0}]\n").replace("link_latency: 0ns",
+                                                                                  "link_latency: 1us")
+    built, res = _run(text)
+    rate, lat, t = 1e9, 2 * 1000, 50_000_000
+    mpi_sent = rate * (t - lat) * 1e-9
+    mpi_done = t + math.ceil((100e6 - mpi_sent) / (rate / 2) * 1e9)
+    io_sent = rate / 2 * (mpi_done - t) * 1e-9  # starved until t: nothing before
+    io_done = mpi_done + math.ceil((100e6 - io_sent) / rate * 1e9)
+    assert res.completion_ns.tolist() == [mpi_done, io_done]
+    assert res.release_ns.tolist() == [0, 0]
+    assert res.sent_bytes.tolist() == [1e8, 1e8]
+
+
+def test_a_run_with_changes_is_the_same_to_the_ns():
+    runs = [_run(_dependent())[1] for _ in range(2)]
+    for k in ("completion_ns", "release_ns", "sent_bytes", "final_channel_bytes"):
+        assert getattr(runs[0], k).tolist() == getattr(runs[1], k).tolist(), k
+    assert runs[0].stats == runs[1].stats
 
 
 def test_sim_driver_refuses_unknown_flow():
@@ -128,10 +167,29 @@ def test_cli_reports_the_change(tmp_path, cli):
 
 def test_the_same_change_at_packet_level_moves_the_flow_in_place():
     # at packet level the intent is Engine.set_sl: the same shape as the flow level's
-    # continuation (150 and 200 ms), within the headers' 1.3 % and the packet timing
+    # change (150 and 200 ms), within the headers' 1.3 % and the packet timing
     text = two_flows(STRICT + "changes: [{at: 50ms, job: io, sl: 0}]\n").replace(
         "routing: {engine: dmodk}", "routing: {engine: dmodk}\nfidelity: packet")
     built, res = _run(text)
     assert [e.get("failed") for e in res.applied_events if e["intent"] == "qos"] == [None]
     assert res.completion_ns[0] == pytest.approx(150_000_000, rel=0.02)
     assert res.completion_ns[1] == pytest.approx(200_000_000, rel=0.02)
+
+
+def test_a_flow_moved_twice_gets_the_second_sl_s_weight():
+    # low table only, VL 0 sends 8 packets a turn and VL 1 two: mpi (SL 0) 0.8 of the
+    # link, io (SL 1) 0.2. io moves to SL 0 at 20 ms (equal shares), back to SL 1 at
+    # 40 ms: 0.8 : 0.2 again, its weight from the scenario's own, not from the last SL's
+    weighted = """\
+max_vls: 2
+vlarb_low: [[0, 255], [1, 34]]
+classes: [{name: app, sl: 0, jobs: [mpi]}, {name: io, sl: 1, jobs: [io]}]
+changes: [{at: 20ms, job: io, sl: 0}, {at: 40ms, job: io, sl: 1}]
+"""
+    built, res = _run(two_flows(weighted))
+    assert [e.get("failed") for e in res.applied_events if e["intent"] == "qos"] == [None, None]
+    rate, t1, t2 = 1e9, 20_000_000, 40_000_000
+    mpi_sent = 0.8 * rate * t1 * 1e-9 + 0.5 * rate * (t2 - t1) * 1e-9
+    mpi_done = t2 + math.ceil((100e6 - mpi_sent) / (0.8 * rate) * 1e9)
+    assert res.completion_ns[0] == mpi_done
+    assert res.completion_ns[1] == 200_000_000  # the link never idles: 200 MB at 1 GB/s

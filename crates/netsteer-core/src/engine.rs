@@ -375,6 +375,52 @@ impl Engine {
         Ok(())
     }
 
+    /// Give flows a new strict-priority class and weight (QoS at flow fidelity), in
+    /// place: each keeps its id, the bytes it has sent, its release and the latency
+    /// and delay it has paid (or is paying), its dependents and anything scheduled
+    /// for it by id. An active flow's physics is told now (the fluid one re-solves
+    /// the flow's component at this instant); a flow not yet active starts with the
+    /// new values. A flow given the class and weight it has, or a finished one, is
+    /// left untouched. Nothing changes unless every flow and weight is valid.
+    pub fn set_priority_weight(
+        &mut self,
+        flows: &[u32],
+        priority: &[u8],
+        weight: &[f64],
+    ) -> Result<(), EngineError> {
+        if flows.len() != priority.len() || flows.len() != weight.len() {
+            return Err(EngineError::Setting(
+                "flows, priorities and weights differ in length".into(),
+            ));
+        }
+        for (&f, &w) in flows.iter().zip(weight) {
+            if f as usize >= self.flows.len() {
+                return Err(EngineError::UnknownFlow(f as usize));
+            }
+            if !(w > 0.0) || !w.is_finite() {
+                return Err(EngineError::BadFlow {
+                    flow: f as usize,
+                    reason: format!("weight {w} is not positive"),
+                });
+            }
+        }
+        for ((&f, &p), &w) in flows.iter().zip(priority).zip(weight) {
+            let f = f as usize;
+            let fl = &mut self.flows[f];
+            let state = self.meta[f].state;
+            if (fl.priority == p && fl.weight == w) || state == FlowState::Done {
+                continue;
+            }
+            let old = fl.priority;
+            fl.priority = p;
+            fl.weight = w;
+            if state == FlowState::Active {
+                self.phys.share_changed(&net!(self), f, old, self.now);
+            }
+        }
+        Ok(())
+    }
+
     /// Add flows; returns the id of the first. Dependencies may name flows added in
     /// the same call or before.
     pub fn add_flows(&mut self, specs: &[FlowSpec]) -> Result<usize, EngineError> {

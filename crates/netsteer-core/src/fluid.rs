@@ -3,9 +3,11 @@
 //!
 //! Rates come from weighted max-min fairness (progressive filling, strict-priority
 //! classes) with the weights and bounds the [`SharingModel`] gives; this physics
-//! owns the solve. An event (a flow starting or leaving, a channel changing)
-//! marks the channels it touched; at the end of the instant only the flows
-//! connected to them, through shared channels, are solved again.
+//! owns the solve. An event (a flow starting or leaving, a flow's weight or class
+//! changing, a channel changing) marks the channels it touched; at the end of the
+//! instant only the flows connected to them, through shared channels, are solved
+//! again. A flow whose weight or class changes (QoS, `share_changed`) counts, for
+//! what follows, as leaving at its old level and arriving with its new weight.
 //!
 //! Within that component the update is selective. Let `T` be the lowest fill
 //! level (rate / weight) among the flows that left this instant (their old
@@ -304,6 +306,12 @@ impl Fluid {
             self.chan_flows[c as usize].push(f as u32);
             self.mark(c);
         }
+        self.take_share(net, f);
+    }
+
+    /// Flow `f`'s weight and rate bound from the sharing model (its weight, path).
+    fn take_share(&mut self, net: &Net, f: usize) {
+        let fl = &net.flows[f];
         let sc = self.scratch.as_mut().expect("scratch is back after each solve");
         let mut view_cap = std::mem::take(&mut sc.view_cap);
         view_cap.clear();
@@ -1077,6 +1085,40 @@ impl Physics for Fluid {
         self.st[f].fresh = true;
         self.bn[f] = UNKNOWN;
         self.arrived.push(f as u32);
+    }
+    fn share_changed(&mut self, net: &Net, f: usize, old_priority: u8, now: Ns) {
+        if !(f < self.st.len() && self.st[f].active) {
+            return;
+        }
+        // For the selective and tight updates the change is a leave of the flow (at
+        // its old level, in its old class) and an arrival (with its new weight, in its
+        // new class) at this instant, on the same path: the problems before and after
+        // differ by exactly that, and both updates are correct for any departures and
+        // arrivals of one instant (module text), so they give the whole solve's rates.
+        // A change of class leaves and arrives in two classes, which `keep_below`
+        // turns into a whole solve of the component; `classes` takes the new one, so
+        // the tight update's one-class shortcut stays true. Unlike a re-route, the flow
+        // stays in its channels' lists (the same path) and keeps its rate until the
+        // solve: a fresh flow's rate is read by neither update, and a solve that gives
+        // it the same rate keeps its finish, one that starves it with a few ns left
+        // finishes it (`resolve`), as for any flow whose rate moved.
+        let s = self.st[f];
+        if !s.fresh {
+            self.left_level = self.left_level.min(s.level());
+            let p = old_priority;
+            self.left_class = Some(self.left_class.map_or((p, p), |(lo, hi)| (lo.min(p), hi.max(p))));
+            self.arrived.push(f as u32);
+        }
+        self.settle_flow(f, now);
+        self.take_share(net, f);
+        self.st[f].fresh = true;
+        self.bn[f] = UNKNOWN;
+        let p = net.flows[f].priority;
+        self.classes = Some(self.classes.map_or((p, p), |(lo, hi)| (lo.min(p), hi.max(p))));
+        let fl = &net.flows[f];
+        for k in fl.path_start..fl.path_start + fl.path_len {
+            self.mark(net.paths[k]);
+        }
     }
     fn channels_changed(&mut self, _net: &Net, channels: &[u32], _now: Ns) {
         self.whole = true; // a capacity moved: no level is safe

@@ -27,9 +27,10 @@ pub struct FlowCore {
     /// The flow's current path: `paths[path_start..path_start + path_len]`.
     pub path_start: usize,
     pub path_len: usize,
-    /// The weight the workload gave the flow.
+    /// The weight the workload gave the flow (or the last
+    /// [`crate::engine::Engine::set_priority_weight`]).
     pub weight: f64,
-    /// Strict-priority class (flow fidelity).
+    /// Strict-priority class (flow fidelity); changed in place as the weight is.
     pub priority: u8,
     /// InfiniBand service level (packet fidelity: mapped to a VL by SL2VL).
     pub sl: u8,
@@ -81,6 +82,11 @@ pub trait Physics: Send + Sync {
     fn rejoin(&mut self, net: &Net, f: usize, now: Ns);
     /// Active flow `f`'s service level changed (QoS): its next bytes take the new one.
     fn sl_changed(&mut self, _net: &Net, _f: usize, _now: Ns) {}
+    /// Active flow `f`'s weight or strict-priority class changed (QoS at flow
+    /// fidelity): `net` holds the new values, `old_priority` its class before. It
+    /// keeps its path and what it has sent; its next bytes move by the new share.
+    /// Physics that share by neither (packets: VL arbitration) ignore it.
+    fn share_changed(&mut self, _net: &Net, _f: usize, _old_priority: u8, _now: Ns) {}
     /// Channels went down or up, or changed capacity.
     fn channels_changed(&mut self, net: &Net, channels: &[u32], now: Ns);
     /// The time of the physics' next own event, if any.

@@ -550,6 +550,27 @@ impl Engine {
         self.inner.set_sl(&fs, &sl).map_err(err)
     }
 
+    /// Give ``flows`` the strict-priority classes ``priority`` and weights ``weight``
+    /// in place (flow fidelity: QoS). A flow keeps its id, bytes sent, release,
+    /// latency paid and dependents; an active one's rate is re-solved now. Flows
+    /// already at those values, and finished ones, are left untouched.
+    fn set_priority_weight(
+        &mut self,
+        flows: PyReadonlyArray1<i64>,
+        priority: PyReadonlyArray1<i64>,
+        weight: PyReadonlyArray1<f64>,
+    ) -> PyResult<()> {
+        let fs = to_u32(flows.as_slice()?, "flow")?;
+        let priority: Vec<u8> = priority
+            .as_slice()?
+            .iter()
+            .map(|&p| u8::try_from(p).map_err(|_| err(format!("priority {p} out of 0..255"))))
+            .collect::<PyResult<_>>()?;
+        self.inner
+            .set_priority_weight(&fs, &priority, weight.as_slice()?)
+            .map_err(err)
+    }
+
     /// Entries of the engine's path arena (for tests of re-routing).
     fn path_arena_len(&self) -> usize {
         self.inner.path_arena_len()

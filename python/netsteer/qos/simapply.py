@@ -1,18 +1,14 @@
 """A QoS intent (:class:`netsteer.control.intents.SetQos`) carried out by the simulator.
 
-The flow engine fixes a flow's priority class and weight when the flow is added, so
-a flow whose SL changes is *continued*: it is stopped where it is and a new flow
-with its unsent bytes, the new SL's priority and weight, and the same path goes on
-from that instant (a flow not yet released keeps its dependencies and start). Its
-timed stop moves to the continuation. A flow that other flows wait for cannot be
-continued this way (stopping it would release them early): such an intent is
-refused with a reason. At ``fidelity: packet`` the sim driver changes a flow's SL in
-place (``Engine.set_sl``), for every flow, and does not come here.
+At flow fidelity a flow whose SL changes gets the new SL's priority class and weight
+in place (``Engine.set_priority_weight``): it keeps its id, the bytes it has sent, its
+release, the latency and delay it has paid or is paying, the flows waiting for it and
+its timed stop; its component is re-solved at that instant. A flow not yet released
+starts with the new values. At ``fidelity: packet`` the sim driver changes a flow's SL
+in place (``Engine.set_sl``) and does not come here.
 """
 
 from __future__ import annotations
-
-import heapq
 
 import numpy as np
 
@@ -33,118 +29,38 @@ def apply_qos(driver, intent, now: int) -> int:
         raise QosRefused(f"flow {int(flows[(flows < 0) | (flows >= n)][0])} does not exist")
     if intent.sl is None:
         raise QosRefused("a QoS intent for the simulator names the new SL")
-    config = intent.config if intent.config is not None else getattr(driver, "qos_config", None)
+    before = getattr(driver, "qos_config", None)
+    config = intent.config if intent.config is not None else before
     if config is None:
         raise QosRefused("no QoS configuration: give the scenario a qos section or the intent a config")
+    # the tables the DAG's weights were made with: the scenario's (else the first intent's)
+    weighted_by = getattr(driver, "qos_weighted_by", None)
+    if weighted_by is None:
+        weighted_by = driver.qos_weighted_by = before if before is not None else config
     driver.qos_config = config
-    cont = getattr(driver, "qos_continued", None)
-    if cont is None:
-        cont = driver.qos_continued = {}
+    c = driver.dag.columns()
     sl_now = getattr(driver, "qos_sl", None)
     if sl_now is None:
-        sl_now = driver.qos_sl = driver.dag.columns().traffic_class.copy()
-    live = np.array([cont.get(int(f), int(f)) for f in flows], dtype=np.int64)
-    done = eng.completion_ns()
-    keep = done[live] < 0 if len(live) else np.zeros(0, dtype=bool)
+        sl_now = driver.qos_sl = c.traffic_class.copy()
+    keep = eng.completion_ns()[flows] < 0 if len(flows) else np.zeros(0, dtype=bool)
     if intent.config is None:
-        # a flow already on that SL, under the same tables, is left alone: a
-        # continuation would pay its path's latency again for nothing
-        keep &= sl_now[flows] != int(intent.sl)
-    flows, live = flows[keep], live[keep]
+        keep &= sl_now[flows] != int(intent.sl)  # already on that SL, the same tables: untouched
+    flows = flows[keep]
     if not len(flows):
         return now
-    c = driver.dag.columns()
-    waited = np.zeros(n, dtype=bool)
-    waited[c.deps] = True
-    blocked = flows[waited[flows]]
-    if len(blocked):
-        raise QosRefused(f"flow {int(blocked[0])} has flows waiting for it: the flow engine cannot change its SL "
-                         "mid-run without releasing them early; use fidelity packet")
     port = config.port("swe")
-    old_pri, old_w = flow_priority_weight(port, sl_now[flows])
-    # the scenario's own priority and weight, before QoS (see flowshare: 2p + tier, base x share)
-    base_pri, base_w = c.priority[flows] // 2, c.weight[flows] / old_w
     new_sl = np.full(len(flows), int(intent.sl), dtype=np.int64)
     try:
+        # the scenario's own priority and weight, before QoS (see flowshare: 2p + tier,
+        # base x share), from the DAG's SLs under the tables its weights came from
+        _, share = flow_priority_weight(weighted_by.port("swe"), c.traffic_class[flows])
+        base_pri, base_w = c.priority[flows] // 2, c.weight[flows] / share
         pri, w = flow_priority_weight(port, new_sl, base_priority=base_pri, base_weight=base_w)
     except ValueError as exc:
         raise QosRefused(str(exc)) from None
-    sent = eng.sent_bytes()
-    released_at = eng.release_ns()[live]
-    released = released_at >= 0
-    remaining = np.maximum(c.bytes[flows] - sent[live], 0.0)
-    offsets, channels = driver._flow_paths(flows)
-    offsets, channels = np.asarray(offsets, dtype=np.int64), np.asarray(channels, dtype=np.int64)
-    # a released flow still in its delay (compute) keeps what is left of it: the
-    # continuation, which pays its path's latency again, waits for the rest
-    lat = driver.channel_latency_ns
-    delays = getattr(driver, "qos_delay", None)
-    if delays is None:
-        delays = driver.qos_delay = {}
-    wait = np.zeros(len(flows), dtype=np.int64)
-    for k, (f, g) in enumerate(zip(flows.tolist(), live.tolist())):
-        if released[k]:
-            send_at = int(released_at[k]) + int(lat[eng.flow_path(g).astype(np.int64)].sum()) \
-                + delays.get(g, int(c.delay_ns[f]))
-            wait[k] = max(0, send_at - now - int(lat[channels[offsets[k]:offsets[k + 1]]].sum()))
-    dep_off, deps = [0], []
-    for k, f in enumerate(flows):
-        if not released[k]:
-            deps += [cont.get(int(d), int(d)) for d in c.deps[c.dep_offsets[f]:c.dep_offsets[f + 1]]]
-        dep_off.append(len(deps))
-    start = np.where(released, now, np.maximum(c.start_ns[flows], now))
-    start = np.where(~released & (c.start_ns[flows] < 0), -1, start)
-    eng.stop_flows(live)
-    first = eng.n_flows
-    eng.add_flows(remaining, offsets, channels, start.astype(np.int64),
-                  np.where(released, wait, c.delay_ns[flows]).astype(np.int64), w.astype(np.float64),
-                  pri.astype(np.int64), np.asarray(dep_off, dtype=np.int64), np.asarray(deps, dtype=np.int64))
-    new = np.arange(first, first + len(flows), dtype=np.int64)
-    bg = getattr(driver, "_qos_background", None)
-    if bg is None:
-        bg = driver._qos_background = set()
-    back = [int(g) for g, f, l in zip(new, flows, live) if int(l) in bg or _is_background(driver, int(f))]
-    if back:
-        eng.set_background(np.asarray(back, dtype=np.int64))
-        bg.update(back)
-    moved = dict(zip(live.tolist(), new.tolist()))
-    pieces = getattr(driver, "qos_pieces", None)
-    if pieces is None:
-        pieces = driver.qos_pieces = {}
-    for k, (f, g) in enumerate(zip(flows.tolist(), new.tolist())):
-        cont[f] = g
-        delays[g] = int(wait[k]) if released[k] else int(c.delay_ns[f])
-        pieces.setdefault(f, []).append(g)
+    eng.set_priority_weight(flows, pri.astype(np.int64), w.astype(np.float64))
     sl_now[flows] = int(intent.sl)
-    # timed stops of the old flows now end their continuations
-    pend = []
-    for at, seq, what, payload in driver._pending:
-        if what == "stop":
-            payload = tuple(moved.get(int(x), int(x)) for x in payload)
-        pend.append((at, seq, what, payload))
-    heapq.heapify(pend)
-    driver._pending = pend
     return now
 
 
-def fold_continuations(pieces: dict[int, list[int]], completion: np.ndarray, sent: np.ndarray):
-    """Per original flow: its completion is its last continuation's, its bytes sent
-    are those of every piece (the engine's arrays, continuations past the DAG).
-
-    >>> c, s = fold_continuations({0: [2]}, np.array([5, 9, 12]), np.array([4.0, 8.0, 6.0]))
-    >>> c.tolist(), s.tolist()
-    ([12, 9, 12], [10.0, 8.0, 6.0])
-    """
-    completion, sent = completion.copy(), sent.copy()
-    for f, gs in pieces.items():
-        completion[f] = completion[gs[-1]]
-        sent[f] += sum(float(sent[g]) for g in gs)
-    return completion, sent
-
-
-def _is_background(driver, f: int) -> bool:
-    bg = getattr(driver, "background_flows", None)
-    return bool(bg is not None and f < len(bg) and bg[f])
-
-
-__all__ = ["QosRefused", "apply_qos", "fold_continuations"]
+__all__ = ["QosRefused", "apply_qos"]

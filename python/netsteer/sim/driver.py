@@ -132,7 +132,6 @@ class SimDriver:
             capacity, latency = np.append(capacity, 0.0), np.append(latency, 0)
             self.overlay = VlanOverlay(topo, blackhole=self.n_channels)
         capacity, latency = self._extra_channels(capacity, latency)
-        self.channel_latency_ns = latency  # the engine's channels, extra ones included
         if forwarding is not None:
             # the forwarding state the network starts with: (rules at low priority, tags)
             if self.overlay is None:
@@ -166,7 +165,6 @@ class SimDriver:
             self.engine.set_sl(np.arange(self._n, dtype=np.int64), np.asarray(sls, dtype=np.int64))
         for at, flows in stops:
             self._schedule(int(at), "stop", tuple(flows))
-        self.background_flows = background  # QoS continuations stay background
         if background is not None and np.any(background):
             self.engine.set_background(np.flatnonzero(background).astype(np.int64))
         self.streamed: list = []

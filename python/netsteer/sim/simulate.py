@@ -74,12 +74,7 @@ def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
     status = run_loop(driver, controller)
     eng, n_ch = driver.engine, driver.n_channels
     n = len(driver.dag)  # streamed messages take the slots past the DAG's flows
-    completion, sent = eng.completion_ns(), eng.sent_bytes()
-    if getattr(driver, "qos_pieces", None):  # a flow whose SL changed ends with its continuation
-        from ..qos.simapply import fold_continuations
-
-        completion, sent = fold_continuations(driver.qos_pieces, completion, sent)
-    completion, sent = completion[:n], sent[:n]
+    completion, sent = eng.completion_ns()[:n], eng.sent_bytes()[:n]
     mpi = _streamed(eng, driver.streamed) if driver.streamed else None
     makespan = int(completion.max()) if len(completion) else 0
     if mpi is not None:
