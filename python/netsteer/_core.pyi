@@ -6,7 +6,7 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import Self
 
-__all__ = ["Engine", "set_sample_limit", "check_mpi_steps", "maxmin", "walk_tables", "permutation", "__version__"]
+__all__ = ["Engine", "set_sample_limit", "check_mpi_steps", "maxmin", "walk_tables", "least_used_rows", "permutation", "__version__"]
 
 __version__: str
 
@@ -147,6 +147,18 @@ def walk_tables(
     dst_nodes: npt.NDArray[np.int64],
     limit: int,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]] | None: ...
+
+def least_used_rows(
+    table: npt.NDArray[np.int32],
+    rows: npt.NDArray[np.int64],
+    start: npt.NDArray[np.int64],
+    ports: npt.NDArray[np.int32],
+    n_slots: int,
+) -> None:
+    """Balance the group entries (``-2 - g``) of ``rows`` of a C-contiguous ``table``
+    in place: each takes the member of ``ports[start[g]:start[g + 1]]`` its row has
+    used least so far (first on ties). Raises ValueError, changing nothing, on an
+    index out of range."""
 
 def permutation(seed: int, n: int) -> list[int]:
     """``numpy.random.default_rng(seed).permutation(n)`` as a list, bit for bit,

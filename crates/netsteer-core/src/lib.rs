@@ -5,6 +5,7 @@
 //! * [`sharing`]: swappable sharing models (plain max-min, SimGrid's CM02 weighting).
 //! * [`mpi`]: MPI jobs streamed rank by rank through the engine, in bounded memory.
 //! * [`route`]: host-to-host paths resolved in Rust (tables, closed-form D-mod-K).
+//! * [`balance`]: min-hop tables balanced by per-switch port counters.
 //! * [`rng`]: numpy's seeded permutation, bit for bit, for random rank placement.
 //! * [`engine`]: the event-driven, deterministic engine with integer time in
 //!   nanoseconds, flow DAGs, reconfiguration and port counters, shared by both
@@ -15,6 +16,7 @@
 //!
 //! The Python package reaches this crate through the thin `netsteer-py` crate.
 
+pub mod balance;
 pub mod engine;
 pub mod fluid;
 pub mod mpi;

@@ -2,7 +2,7 @@
 
 use numpy::{
     IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
-    PyUntypedArrayMethods,
+    PyReadwriteArray2, PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{PyMemoryError, PyValueError};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -837,6 +837,31 @@ fn walk_tables<'py>(
     }))
 }
 
+/// Balance the group entries of ``rows`` of a min-hop ``table`` in place by
+/// per-row port counters (``netsteer_core::balance::least_used_rows``).
+#[pyfunction]
+fn least_used_rows(
+    py: Python<'_>,
+    mut table: PyReadwriteArray2<i32>,
+    rows: PyReadonlyArray1<i64>,
+    start: PyReadonlyArray1<i64>,
+    ports: PyReadonlyArray1<i32>,
+    n_slots: usize,
+) -> PyResult<()> {
+    let width = table.shape()[1];
+    let to_usize = |v: &[i64]| -> PyResult<Vec<usize>> {
+        v.iter()
+            .map(|&x| usize::try_from(x).map_err(|_| err("a row or group start is negative")))
+            .collect()
+    };
+    let rows = to_usize(rows.as_slice()?)?;
+    let start = to_usize(start.as_slice()?)?;
+    let ports = ports.as_slice()?.to_vec();
+    let t = table.as_slice_mut()?;
+    py.detach(|| netsteer_core::balance::least_used_rows(t, width, &rows, &start, &ports, n_slots))
+        .map_err(err)
+}
+
 /// ``numpy.random.default_rng(seed).permutation(n)`` as a list, bit for bit,
 /// without importing numpy.random (netsteer.traffic.placement.random).
 #[pyfunction]
@@ -899,6 +924,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_mpi_steps, m)?)?;
     m.add_function(wrap_pyfunction!(maxmin, m)?)?;
     m.add_function(wrap_pyfunction!(walk_tables, m)?)?;
+    m.add_function(wrap_pyfunction!(least_used_rows, m)?)?;
     m.add_function(wrap_pyfunction!(permutation, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

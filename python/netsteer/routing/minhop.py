@@ -113,21 +113,10 @@ def least_used(entry: np.ndarray, groups: list, n_slots: int, rows_per_chunk: in
 
 
 def _sequential(out: np.ndarray, rows: np.ndarray, groups: list, n_slots: int) -> None:
-    """Destination by destination, vectorised over ``rows``, with explicit counters."""
-    width = max(len(g) for g in groups)
-    gmat = np.full((len(groups), width), -1, dtype=np.int64)
-    for g, ports in enumerate(groups):
-        gmat[g, : len(ports)] = ports
-    counts = np.zeros((len(rows), n_slots + 1), dtype=np.int64)  # slot n_slots: padding
-    big = np.iinfo(np.int64).max
-    idx = np.arange(len(rows))
-    for d in range(out.shape[1]):
-        e = out[rows, d].astype(np.int64)
-        g = e <= -2
-        if g.any():
-            members = gmat[-2 - e[g]]
-            c = np.where(members >= 0, counts[idx[g, None], members], big)
-            e[g] = members[np.arange(len(members)), c.argmin(axis=1)]
-            out[rows[g], d] = e[g]
-        s = e >= 0
-        counts[idx[s], e[s]] += 1
+    """Destination by destination, each row with its own counters (in Rust: a row's
+    choices depend on all its earlier ones, so it is a sequential walk)."""
+    from .._core import least_used_rows
+
+    start = np.concatenate([[0], np.cumsum([len(g) for g in groups])]).astype(np.int64)
+    ports = np.concatenate(groups).astype(np.int32)
+    least_used_rows(out, np.asarray(rows, dtype=np.int64), start, ports, n_slots)
