@@ -123,24 +123,31 @@ class MinimalRoutes:
         big = self.n_dims + 1
         r = np.where(on, self.edge_rank[:, None], big)
         best = np.full((self.n_switches, len(targets)), big, dtype=np.int64)
-        np.minimum.at(best, self.edge_src, r)
+        # edges are sorted by switch: a segmented minimum (np.minimum.at is 10x slower)
+        starts = self.edge_first[:-1]
+        has = self.edge_first[1:] > starts
+        if has.any():
+            best[has] = np.minimum.reduceat(r, starts[has], axis=0)
         return on & (r == best[self.edge_src])
 
     def choice(self, hosts: np.ndarray) -> np.ndarray:
         """``[E, len(hosts)]`` bool: the one edge each switch takes towards each host
         (host ``h`` takes the ``h mod n``-th of its ``n`` candidates, port order)."""
         hosts = np.asarray(hosts, dtype=np.int64)
-        cand = self.candidates(self.host_switch[hosts])
+        # candidates depend on the host's switch only: found once per switch (a
+        # HyperX switch has T hosts), then spread to its hosts
+        targets, of = np.unique(self.host_switch[hosts], return_inverse=True)
+        cand = self.candidates(targets)
         cs = np.cumsum(cand, axis=0, dtype=np.int64)
-        before = np.zeros((self.n_switches + 1, len(hosts)), dtype=np.int64)
+        before = np.zeros((self.n_switches + 1, len(targets)), dtype=np.int64)
         starts = self.edge_first[:-1]
         has = starts > 0
         before[:-1][has] = cs[starts[has] - 1]
         before[-1] = cs[-1] if len(cs) else 0
         rank = cs - before[self.edge_src]  # 1-based among the switch's candidates
         count = before[1:] - before[:-1]
-        k = hosts[None, :] % np.maximum(count, 1)
-        return cand & (rank == k[self.edge_src] + 1)
+        k = hosts[None, :] % np.maximum(count[:, of], 1)
+        return cand[:, of] & (rank[:, of] == k[self.edge_src] + 1)
 
     def channel_load(self, demand: np.ndarray, chunk: int | None = None) -> np.ndarray:
         """Channel loads of ``demand`` (``[switches, hosts]``: what each switch's
