@@ -118,7 +118,8 @@ class MinimalRoutes:
         """``[E, len(targets)]`` bool: edge ``e`` may carry traffic towards switch
         ``t`` (on a shortest path, of the lowest rank available at its switch)."""
         d = self.dist
-        ds, dn = d[self.edge_src][:, targets], d[self.edge_dst][:, targets]
+        dt = d[:, targets]  # the targets' columns first: rows are gathered per edge
+        ds, dn = dt[self.edge_src], dt[self.edge_dst]
         on = (dn >= 0) & (ds > 0) & (dn == ds - 1)
         big = self.n_dims + 1
         r = np.where(on, self.edge_rank[:, None], big)
