@@ -24,10 +24,12 @@
 //!   is down sends nothing, as at flow level. A packet whose transmission started
 //!   before the link went down finishes (links go down between packets). The
 //!   sender, InfiniBand's RC transport, goes back N: its destination takes packets
-//!   in order (PSN by PSN) and throws away those behind a lost one; `rc_timeout`
-//!   after its last progress, the sender sends again from the first packet not
-//!   taken, on the path in force then. Packets reordered by a re-route, with
-//!   nothing lost, are taken in any order (RC would NAK them: not modelled).
+//!   in order (PSN by PSN) and throws away those behind a lost one until it comes
+//!   in again; `rc_timeout` after its last progress, the sender sends again from
+//!   the first packet not taken, on the path in force then. Once a sender has lost
+//!   a packet its timer runs whenever packets are not yet taken, as RC's does.
+//!   Packets reordered otherwise (a re-route's) are taken in any order (RC would
+//!   NAK them: not modelled).
 //!
 //! Time inside is integer picoseconds (a 2 KiB packet at 4 GB/s is 519.5 ns), so
 //! serialisation never drifts; flows finish at the ceil of their last byte's
@@ -441,7 +443,8 @@ impl Packets {
     }
 
     /// The time a message of `bytes` takes alone from its first packet's start to
-    /// its last byte's arrival, on `route`.
+    /// its last byte's arrival, on `route`, its links up (a channel of no capacity
+    /// even then, which never delivers, adds no serialisation).
     fn ideal(&self, route: &[u32], bytes: u64) -> i64 {
         if route.is_empty() {
             return 0;
@@ -451,23 +454,22 @@ impl Packets {
         let sw = self.cfg.switch_latency * 1000 * (h - 1);
         let mtu = self.cfg.mtu as u64;
         let (full, rest) = (bytes / mtu, bytes % mtu);
-        let worst = |wire: u32| {
-            route
-                .iter()
-                .map(|&c| self.ser_ps(c as usize, wire))
-                .max()
-                .unwrap()
+        let ser_up = |c: u32, wire: u32| {
+            let cap = self.base[c as usize];
+            if cap > 0.0 {
+                (wire as f64 * 1e12 / cap).ceil() as i64
+            } else {
+                0
+            }
         };
+        let worst = |wire: u32| route.iter().map(|&c| ser_up(c, wire)).max().unwrap();
         let mut ser = full as i64 * worst(self.wire_of(mtu));
         let last_wire = self.wire_of(if rest > 0 { rest } else { mtu });
         if rest > 0 {
             ser += worst(last_wire);
         }
         if !self.cfg.cut_through {
-            let all: i64 = route
-                .iter()
-                .map(|&c| self.ser_ps(c as usize, last_wire))
-                .sum();
+            let all: i64 = route.iter().map(|&c| ser_up(c, last_wire)).sum();
             ser += all - worst(last_wire);
         }
         lat + sw + ser
@@ -550,6 +552,7 @@ impl Packets {
         let f = pk.flow as usize;
         if self.flows[f].ver == pk.ver {
             self.flows[f].in_flight -= 1;
+            self.recovery(f).lost += 1;
             if self.flows[f].active {
                 self.lost(f, pk.psn);
             }
@@ -563,7 +566,6 @@ impl Packets {
         let p = abs_psn(fl.expected, psn);
         let due = self.now.max(fl.progress_ps + self.cfg.rc_timeout * 1000);
         let r = self.recovery(f);
-        r.lost += 1;
         if p < fl.expected || r.has(p) {
             return; // an old copy of a packet the destination has
         }
@@ -730,12 +732,22 @@ impl Packets {
             let payload = fl.left.min(self.cfg.mtu as u64) as u32;
             let psn = self.next_psn(f);
             if fl.rec {
+                let due = now.max(fl.progress_ps + self.cfg.rc_timeout * 1000);
                 let r = self.recovery(f);
-                if psn < r.high {
+                let resent = psn < r.high;
+                if resent {
                     r.resent += 1;
-                    self.retransmitted += 1;
                 } else {
                     r.high = psn + 1;
+                }
+                // a sender that has lost packets keeps its timer running while any
+                // are not acknowledged, as RC's does: packets the destination threw
+                // away behind a loss that was then filled are owed too
+                let arm = r.lost > 0 && !r.armed;
+                r.armed |= arm;
+                self.retransmitted += resent as u64;
+                if arm {
+                    self.push(due, TIMER, f as u32, fl.ver & VER_MASK);
                 }
             }
             self.flows[f].left -= payload as u64;
