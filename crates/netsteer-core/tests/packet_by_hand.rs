@@ -370,3 +370,103 @@ fn a_flow_moved_to_another_sl_in_flight_takes_its_vl() {
     let (a1, b1) = (e.sent(0) - a0, e.sent(1) - b0);
     assert!(close(b1 / (a1 + b1), 0.75, 0.02), "{a1} {b1}");
 }
+
+/// One flow of seven full packets, host -> switch (16 GB/s) -> host (4 GB/s): the
+/// switch's buffer (7 packets) takes them all at once and sends them on at the slow
+/// link's rate. The slow link dies at `t1` and comes back at `t2`.
+fn one_flow_through_a_dying_link(t1: Ns, t2: Option<Ns>) -> (Engine, RunStatus) {
+    let cfg = PacketConfig {
+        rc_timeout: 10_000, // 10 us
+        ..Default::default()
+    };
+    let p = Packets::new(2, cfg).unwrap();
+    let mut e = Engine::with_physics(vec![16e9, CAP], vec![LAT; 2], Box::new(p));
+    e.add_flows(&[FlowSpec::new(7.0 * 2048.0, vec![0, 1])])
+        .unwrap();
+    assert_eq!(e.run(t1, u64::MAX), RunStatus::Until);
+    e.set_channels_up(&[1], false);
+    let status = match t2 {
+        Some(t2) => {
+            assert_eq!(e.run(t2, u64::MAX), RunStatus::Until);
+            e.set_channels_up(&[1], true);
+            e.run_to_end()
+        }
+        None => e.run_to_end(),
+    };
+    (e, status)
+}
+
+#[test]
+fn a_link_that_dies_drops_what_waits_for_it_and_the_sender_goes_back_after_its_timeout() {
+    let cfg = PacketConfig::default();
+    let (mtu, wire, sw) = (cfg.mtu as u64, cfg.mtu + cfg.header, cfg.switch_latency);
+    // in ps
+    let (lat, t_out) = (LAT * 1000, 10_000 * 1000);
+    // a packet takes 518.5 ns on the slow link; packet i crosses it in
+    // [a + i * slow, a + (i + 1) * slow): the head of packet 0 is at the switch one
+    // wire and one switch latency after it left
+    let slow = ser_ps(wire);
+    let a = lat + sw * 1000;
+    let t1: Ns = 1000;
+    let on_wire = (t1 * 1000 - a) / slow; // the packet being sent when the link dies
+    assert_eq!(on_wire, 1);
+    // it finishes; the five queued behind it are dropped. Their credits must come
+    // back: without them only two packets' worth would be left for the five resent
+    let lost = 7 - on_wire - 1;
+    // the destination's last progress: the packet on the wire arriving; the timer
+    // goes off rc_timeout later and the sender sends the lost ones again
+    let last = a + (on_wire + 1) * slow + lat;
+    let resend = |from: i64| from + a + lost * slow + lat; // the same pipeline
+    let ns = |ps: i64| (ps + 999) / 1000;
+    for (t2, start) in [(5_000, last + t_out), (20_000, 20_000 * 1000)] {
+        // the link is back before the timeout (the sender goes on at the timeout), or
+        // after it (the timeout went back while the path was down: it goes on at t2)
+        let (e, status) = one_flow_through_a_dying_link(t1, Some(t2));
+        assert_eq!(status, RunStatus::Done);
+        assert_eq!(e.completion(0), ns(resend(start)), "link back at {t2} ns");
+        assert_eq!(e.sent(0), 7.0 * mtu as f64);
+        let p = e.physics().as_any().downcast_ref::<Packets>().unwrap();
+        assert_eq!(p.dropped(), lost as u64);
+        assert_eq!(p.xmit_discards(), &[0, lost as u64][..]);
+        assert_eq!((p.timeouts(), p.retransmitted()), (1, lost as u64));
+        assert_eq!(p.packets(), 7 + lost as u64);
+        assert_eq!(p.flow_losses(1), (vec![lost as u64], vec![lost as u64]));
+        assert_eq!(p.discarded(), 0);
+    }
+    // a link that never comes back: the flow waits for it, as at flow level
+    let (e, status) = one_flow_through_a_dying_link(t1, None);
+    assert_eq!(status, RunStatus::Stalled);
+    assert_eq!(e.sent(0), ((on_wire + 1) as u64 * mtu) as f64);
+    // every credit came back, those of the dropped packets too: nothing upstream of
+    // the dead link is left waiting for buffer space
+    let p = e.physics().as_any().downcast_ref::<Packets>().unwrap();
+    let buffer = PacketConfig::default().buffer as i64;
+    assert_eq!(p.credits(), &[buffer, buffer][..]);
+    assert_eq!(
+        (p.dropped(), p.timeouts(), p.retransmitted()),
+        (lost as u64, 1, 0)
+    );
+    let mut f = Engine::new(vec![16e9, CAP], vec![LAT; 2], Box::new(MaxMin));
+    f.add_flows(&[FlowSpec::new(7.0 * 2048.0, vec![0, 1])])
+        .unwrap();
+    f.run(t1, u64::MAX);
+    f.set_channels_up(&[1], false);
+    assert_eq!(f.run_to_end(), RunStatus::Stalled);
+}
+
+#[test]
+fn the_rc_timeout_is_positive_and_at_most_infinibands_longest() {
+    let bad = |t: Ns| {
+        let c = PacketConfig {
+            rc_timeout: t,
+            ..Default::default()
+        };
+        Packets::new(1, c).err().map(|e| e.0)
+    };
+    assert_eq!(bad(0), Some("rc_timeout"));
+    assert_eq!(bad(-1), Some("rc_timeout"));
+    assert_eq!(bad(4096 << 31), None);
+    assert_eq!(bad((4096 << 31) + 1), Some("rc_timeout"));
+    // the default: UCX's 1 s as the HCA takes it, 4.096 us x 2^18
+    assert_eq!(PacketConfig::default().rc_timeout, 4096 << 18);
+}

@@ -581,7 +581,12 @@ impl Engine {
     /// (PortXmitWait: time with a packet but no credits), ``peak_occupancy_bytes``,
     /// ``xmit_bytes``; ``occupancy_bytes`` [samples, channels, vls] at the counter
     /// sample times; per flow ``start_ns`` (first packet may leave), ``ideal_ns``
-    /// (its time alone on an idle fabric); ``packets``.
+    /// (its time alone on an idle fabric); ``packets`` (retransmissions included);
+    /// ``xmit_discards`` [channels, vls] (packets dropped there, the link down);
+    /// per run ``dropped``, ``retransmitted``, ``timeouts`` (retransmission timeouts
+    /// that fired) and ``discarded`` (packets destinations threw away: duplicates,
+    /// or behind a lost one); per flow ``dropped_per_flow`` and
+    /// ``retransmitted_per_flow``.
     fn packet_report<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
         let Some(p) = self.packets() else {
             return Ok(None);
@@ -610,6 +615,14 @@ impl Engine {
         d.set_item("start_ns", ns(start).into_pyarray(py))?;
         d.set_item("ideal_ns", ideal.into_iter().map(|x| if x < 0 { -1 } else { (x + 999) / 1000 }).collect::<Vec<i64>>().into_pyarray(py))?;
         d.set_item("packets", p.packets())?;
+        d.set_item("xmit_discards", grid(p.xmit_discards().iter().map(|&x| x as f64).collect())?)?;
+        d.set_item("dropped", p.dropped())?;
+        d.set_item("retransmitted", p.retransmitted())?;
+        d.set_item("timeouts", p.timeouts())?;
+        d.set_item("discarded", p.discarded())?;
+        let (lost, resent) = p.flow_losses(self.inner.n_flows());
+        d.set_item("dropped_per_flow", lost.into_pyarray(py))?;
+        d.set_item("retransmitted_per_flow", resent.into_pyarray(py))?;
         Ok(Some(d))
     }
 }
@@ -671,6 +684,7 @@ fn packet_config(d: &Bound<'_, PyDict>) -> PyResult<PacketConfig> {
             "vlarb_high" => c.vlarb_high = v.extract().map_err(bad)?,
             "vlarb_low" => c.vlarb_low = v.extract().map_err(bad)?,
             "high_limit" => c.high_limit = v.extract().map_err(bad)?,
+            "rc_timeout_ns" => c.rc_timeout = v.extract().map_err(bad)?,
             "sl2vl" => {
                 let m: Vec<u8> = v.extract().map_err(bad)?;
                 if m.len() != 16 {

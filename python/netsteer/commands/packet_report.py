@@ -6,10 +6,15 @@ from rich.table import Table
 
 
 def print_packet(pk: dict, console) -> None:
-    """Ports that waited longest for credits, and per job its messages' latency."""
+    """Ports that waited longest for credits, what links that went down cost, and
+    per job its messages' latency."""
     p = pk["parameters"]
     console.print(f"packet fidelity: MTU {p['mtu']} B, {p['vls']} VL(s), buffer {p['buffer']} B per port and VL, "
                   f"{p['switching']}; {pk['packets']} packets, PortXmitWait total {pk['xmit_wait_s_total']:.6f} s")
+    if pk.get("dropped") or pk.get("timeouts"):
+        console.print(f"links down: {pk['dropped']} packets dropped, {pk['timeouts']} retransmission timeouts "
+                      f"(rc_timeout {p['rc_timeout'] * 1e-9:.6g} s), {pk['retransmitted']} packets sent again, "
+                      f"{pk['discarded']} thrown away at destinations (duplicates, or behind a lost one)")
     if pk["ports_waiting_most"]:
         t = Table(title="ports waiting for credits (PortXmitWait)")
         for c in ("port", "VL", "xmit wait (s)", "peak buffer (B)"):

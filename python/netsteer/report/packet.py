@@ -1,12 +1,15 @@
 """Files the packet fidelity adds to a run's ``--out`` directory.
 
-* ``packet_ports.parquet``: one row per port (channel) and VL that carried traffic:
-  ``xmit_wait_s`` (PortXmitWait: time it had a packet but no credits),
-  ``peak_occupancy_bytes`` of the input buffer at its far end, ``xmit_bytes``;
+* ``packet_ports.parquet``: one row per port (channel) and VL that carried traffic
+  or dropped it: ``xmit_wait_s`` (PortXmitWait: time it had a packet but no
+  credits), ``peak_occupancy_bytes`` of the input buffer at its far end,
+  ``xmit_bytes``, ``xmit_discards`` (PortXmitDiscards: packets dropped, its link
+  down);
 * ``queue_occupancy.parquet``: per counter sample, the occupancy of every buffer
   that ever held a packet (long table: ``time_s``, ``channel``, ``vl``, ``bytes``);
-* ``messages.parquet``: per flow, ``latency_s`` (release to last byte) and
-  ``queueing_s`` (the part beyond its time alone on an idle fabric);
+* ``messages.parquet``: per flow, ``latency_s`` (release to last byte),
+  ``queueing_s`` (the part beyond its time alone on an idle fabric), and its
+  packets ``dropped`` (a link down on its way) and ``retransmitted``;
 * ``queue_occupancy.png``: occupancy over time of the buffers that waited most.
 """
 
@@ -34,12 +37,14 @@ def write_packet_files(d: Path, built, res) -> list[str]:
 
     rep, topo = res.packet, built.topology
     n_ch, nv = topo.n_channels, rep["vls"]
-    wait, peak, xb = (rep[k][:n_ch] for k in ("xmit_wait_ns", "peak_occupancy_bytes", "xmit_bytes"))
-    c, v = np.nonzero(xb > 0)
+    wait, peak, xb, disc = (rep[k][:n_ch] for k in ("xmit_wait_ns", "peak_occupancy_bytes", "xmit_bytes",
+                                                    "xmit_discards"))
+    c, v = np.nonzero((xb > 0) | (disc > 0))
     names = np.array([topo.channel_name(int(x)) for x in range(n_ch)], dtype=object)
     _write(pa.table({"channel": c.astype(np.int64), "port": names[c] if len(c) else np.array([], dtype=object),
                      "vl": v.astype(np.int32), "xmit_wait_s": wait[c, v] * 1e-9,
-                     "peak_occupancy_bytes": peak[c, v].astype(np.int64), "xmit_bytes": xb[c, v]}),
+                     "peak_occupancy_bytes": peak[c, v].astype(np.int64), "xmit_bytes": xb[c, v],
+                     "xmit_discards": disc[c, v].astype(np.int64)}),
            d / "packet_ports.parquet")
     occ = rep["occupancy_bytes"][:, :n_ch, :]
     times = np.asarray(res.sample_times_ns)[: occ.shape[0]]
@@ -56,7 +61,9 @@ def write_packet_files(d: Path, built, res) -> list[str]:
                      "src": cols.src.astype(np.int64), "dst": cols.dst.astype(np.int64),
                      "bytes": cols.bytes.astype(np.float64),
                      "latency_s": np.where(lat >= 0, lat * 1e-9, np.nan),
-                     "queueing_s": np.where(queue >= 0, queue * 1e-9, np.nan)}),
+                     "queueing_s": np.where(queue >= 0, queue * 1e-9, np.nan),
+                     "dropped": np.asarray(rep["dropped_per_flow"][:len(lat)], np.int64),
+                     "retransmitted": np.asarray(rep["retransmitted_per_flow"][:len(lat)], np.int64)}),
            d / "messages.parquet")
     plot_occupancy(d / "queue_occupancy.png", topo, times, occ, wait, title=built.name)
     return list(PACKET_FILES)

@@ -23,7 +23,15 @@ high_limit         4 KiB units of high priority in a row       0
                    (``qos_high_limit``; 255: no limit)
 sl2vl              16 VLs, one per SL (``qos_sl2vl``); 15:     SL mod vls
                    SL not usable
+rc_timeout         RC transport timeout: a sender that lost    2^30 ns (1.07 s)
+                   packets sends again from the first one
+                   not taken, this long after the last
+                   progress (``UCX_RC_TIMEOUT``)
 =================  ==========================================  ================
+
+Packets waiting for a link that is down are dropped; the sender goes back N after
+``rc_timeout``. Its default is UCX's ``UCX_RC_TIMEOUT`` (1 s) as the HCA applies it:
+InfiniBand's local ACK timeout is 4.096 us x 2^k, and UCX takes the nearest k, 18.
 
 A flow's SL is its partition's SL when the routing assigns them (pFTree's
 ``partition_sl``), else its traffic ``class``.
@@ -46,6 +54,12 @@ from ..errors import NetsteerError
 from ..schema import Duration, Size
 
 Int = Annotated[int, Strict()]
+
+#: UCX_RC_TIMEOUT's default (1 s) as the HCA applies it: InfiniBand's local ACK
+#: timeout 4.096 us x 2^k with the nearest k, 18 (openucx, uct_ib_to_qp_fabric_time).
+RC_TIMEOUT_NS = 4096 << 18
+#: The longest local ACK timeout InfiniBand has, 4.096 us x 2^31.
+MAX_RC_TIMEOUT_NS = 4096 << 31
 
 
 def _table(value: Any) -> list[tuple[int, int]]:
@@ -109,6 +123,7 @@ class PacketParams(BaseModel):
     vlarb_low: Table | None = None
     high_limit: Int = Field(0, ge=0, le=255)
     sl2vl: Sl2Vl | None = None
+    rc_timeout: Duration = RC_TIMEOUT_NS
 
     @model_validator(mode="after")
     def _consistent(self) -> "PacketParams":
@@ -122,6 +137,12 @@ class PacketParams(BaseModel):
             for vl, w in getattr(self, name) or []:
                 if vl >= self.vls and w > 0:  # weight 0 is skipped: harmless beyond the VLs
                     raise _FieldError(name, f"VL {vl} is beyond the {self.vls} VLs configured (0..{self.vls - 1})")
+        if self.rc_timeout <= 0:
+            raise _FieldError("rc_timeout", "a lost packet would never be sent again (InfiniBand's timeout 0 waits "
+                                            "forever): give a positive time, e.g. 4.096us x 2^k")
+        if self.rc_timeout > MAX_RC_TIMEOUT_NS:
+            raise _FieldError("rc_timeout", f"{self.rc_timeout} ns is longer than InfiniBand's longest local ACK "
+                                            f"timeout, 4.096 us x 2^31 ({MAX_RC_TIMEOUT_NS} ns, about 2.4 h)")
         for sl, vl in enumerate(self.sl2vl or []):
             if vl != 15 and vl >= self.vls:
                 raise _FieldError("sl2vl", f"SL {sl} is mapped to VL {vl}, beyond the {self.vls} VLs configured "
@@ -136,7 +157,7 @@ class PacketParams(BaseModel):
             "mtu": self.mtu, "header": self.header, "buffer": self.buffer, "vls": self.vls,
             "switch_latency_ns": self.switch_latency, "cut_through": self.switching == "cut-through",
             "vlarb_high": list(self.vlarb_high), "vlarb_low": list(low), "high_limit": self.high_limit,
-            "sl2vl": list(sl2vl),
+            "sl2vl": list(sl2vl), "rc_timeout_ns": self.rc_timeout,
         }
 
     def served_vls(self) -> set[int]:
@@ -246,8 +267,10 @@ def flow_sls(built, params: PacketParams) -> np.ndarray:
 
 def packet_summary(built, res, top: int = 10) -> dict:
     """The packet fidelity's part of a run's result: its parameters, the ports that
-    waited longest for credits (PortXmitWait), and per job the messages' latency
-    and how much of it was queueing."""
+    waited longest for credits (PortXmitWait), per job the messages' latency and how
+    much of it was queueing, and what links that went down cost: packets dropped
+    (and the ports that dropped them, PortXmitDiscards), retransmission timeouts,
+    packets sent again, packets their destinations threw away (go-back-N)."""
     rep = res.packet
     topo = built.topology
     n_ch = topo.n_channels
@@ -261,6 +284,13 @@ def packet_summary(built, res, top: int = 10) -> dict:
             break
         ports.append({"port": topo.channel_name(c), "channel": c, "vl": v, "xmit_wait_s": float(wait[c, v]) * 1e-9,
                       "peak_occupancy_bytes": int(peak[c, v])})
+    drops = []
+    disc = rep["xmit_discards"][:n_ch]
+    for k in np.argsort(-disc, axis=None, kind="stable")[:top]:
+        c, v = divmod(int(k), rep["vls"])
+        if disc[c, v] <= 0:
+            break
+        drops.append({"port": topo.channel_name(c), "channel": c, "vl": v, "xmit_discards": int(disc[c, v])})
     lat, queue = message_times(res)
     jobs = {}
     for j, name in enumerate(built.job_names):
@@ -271,7 +301,10 @@ def packet_summary(built, res, top: int = 10) -> dict:
                           "queueing_mean_s": float(queue[m].mean()) * 1e-9,
                           "queueing_max_s": float(queue[m].max()) * 1e-9}
     return {"parameters": built.packet.model_dump(), "packets": int(rep["packets"]),
-            "xmit_wait_s_total": float(wait.sum()) * 1e-9, "ports_waiting_most": ports, "messages": jobs}
+            "xmit_wait_s_total": float(wait.sum()) * 1e-9, "ports_waiting_most": ports, "messages": jobs,
+            "dropped": int(rep["dropped"]), "timeouts": int(rep["timeouts"]),
+            "retransmitted": int(rep["retransmitted"]), "discarded": int(rep["discarded"]),
+            "ports_dropping": drops}
 
 
 def message_times(res) -> tuple[np.ndarray, np.ndarray]:

@@ -29,11 +29,19 @@ pub struct PacketConfig {
     pub high_limit: u8,
     /// VL of each SL; 15 marks an SL that may not be used.
     pub sl2vl: [u8; 16],
+    /// RC transport timeout, ns: a sender that lost packets sends again from the
+    /// first one its destination has not taken, this long after the last progress.
+    /// Default: UCX's `UCX_RC_TIMEOUT` (1 s) as the HCA applies it, InfiniBand's
+    /// local ACK timeout 4.096 us x 2^k with k = 18: 2^30 ns, about 1.07 s.
+    pub rc_timeout: Ns,
 }
+
+/// InfiniBand's longest local ACK timeout, 4.096 us x 2^31 (about 2.4 hours), ns.
+pub const MAX_RC_TIMEOUT: Ns = 4096 << 31;
 
 impl Default for PacketConfig {
     /// 2 KiB MTU, 26 B headers, 16 KiB per port and VL (8 packets), one VL,
-    /// 100 ns switches, cut-through, equal low-table weights.
+    /// 100 ns switches, cut-through, equal low-table weights, UCX's RC timeout.
     fn default() -> Self {
         PacketConfig {
             mtu: 2048,
@@ -46,6 +54,7 @@ impl Default for PacketConfig {
             vlarb_low: vec![(0, 64)],
             high_limit: 0,
             sl2vl: [0; 16],
+            rc_timeout: 1 << 30,
         }
     }
 }
@@ -89,6 +98,23 @@ impl PacketConfig {
         }
         if self.switch_latency < 0 {
             return Err(("switch_latency", "a latency cannot be negative".into()));
+        }
+        if self.rc_timeout <= 0 {
+            return Err((
+                "rc_timeout",
+                "a lost packet would never be sent again (InfiniBand's timeout 0 waits forever): \
+                 give a positive time, e.g. 4.096us x 2^k"
+                    .into(),
+            ));
+        }
+        if self.rc_timeout > MAX_RC_TIMEOUT {
+            return Err((
+                "rc_timeout",
+                format!(
+                    "{} ns is longer than InfiniBand's longest local ACK timeout, 4.096 us x 2^31 ({MAX_RC_TIMEOUT} ns, about 2.4 h)",
+                    self.rc_timeout
+                ),
+            ));
         }
         for (name, t) in [
             ("vlarb_high", &self.vlarb_high),

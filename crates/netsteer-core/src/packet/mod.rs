@@ -18,6 +18,18 @@
 //!   ([`vlarb`]: high and low tables, high limit) and, within a VL, round-robin
 //!   among the inputs (or send queues) that have a packet for it.
 //! * The destination host drains its buffer at line rate.
+//! * A channel whose link is **down** takes no packet: a packet that comes to the
+//!   head of its input buffer wanting it is dropped there (its buffer space and
+//!   credits go back as if it had left), and a flow whose path crosses a link that
+//!   is down sends nothing, as at flow level. A packet whose transmission started
+//!   before the link went down finishes (links go down between packets). The
+//!   sender, InfiniBand's RC transport, goes back N: its destination takes packets
+//!   in order (PSN by PSN) and throws away those behind a lost one until it comes
+//!   in again; `rc_timeout` after its last progress, the sender sends again from
+//!   the first packet not taken, on the path in force then. Once a sender has lost
+//!   a packet its timer runs whenever packets are not yet taken, as RC's does.
+//!   Packets reordered otherwise (a re-route's) are taken in any order (RC would
+//!   NAK them: not modelled).
 //!
 //! Time inside is integer picoseconds (a 2 KiB packet at 4 GB/s is 519.5 ns), so
 //! serialisation never drifts; flows finish at the ceil of their last byte's
@@ -49,11 +61,16 @@ const TX_DONE: u8 = 0;
 const ARRIVE: u8 = 1;
 const DELIVER: u8 = 2;
 const CREDIT: u8 = 3;
+// a flow's retransmission timer (`a`: the flow, `b`: its version)
+const TIMER: u8 = 4;
+const VER_MASK: u32 = (1 << 30) - 1;
+// a flow with no packet lost and not yet taken
+const NO_HOLE: u64 = u64::MAX;
 
 /// An event in picoseconds. Events are ordered by time, then kind, then their
 /// fields: a total order (two events equal in all are the same event), so runs are
-/// deterministic. The heap holds them packed in 16 bytes: sifting is most of the
-/// packet physics' time.
+/// deterministic. The heap holds them packed in 16 bytes (kind 3 bits, `a` 31,
+/// `b` 30): sifting is most of the packet physics' time.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Ev {
     t: i64,
@@ -64,17 +81,17 @@ struct Ev {
 
 impl Ev {
     fn pack(self) -> (i64, u64) {
-        debug_assert!(self.b < 1 << 30);
+        debug_assert!(self.a < 1 << 31 && self.b < 1 << 30);
         (
             self.t,
-            (self.kind as u64) << 62 | (self.a as u64) << 30 | self.b as u64,
+            (self.kind as u64) << 61 | (self.a as u64) << 30 | self.b as u64,
         )
     }
     fn unpack((t, k): (i64, u64)) -> Ev {
         Ev {
             t,
-            kind: (k >> 62) as u8,
-            a: (k >> 30) as u32,
+            kind: (k >> 61) as u8,
+            a: ((k >> 30) & ((1 << 31) - 1)) as u32,
             b: (k & ((1 << 30) - 1)) as u32,
         }
     }
@@ -91,8 +108,20 @@ struct Pkt {
     vl: u8,
     wire: u32,
     payload: u32,
+    // its packet sequence number in the flow, modulo 2^32 (see `abs_psn`)
+    psn: u32,
     // when its tail is (or will be) in at the node it is at
     tail: i64,
+}
+
+// a packet is 40 bytes: the PSN fits in what was padding
+const _: () = assert!(std::mem::size_of::<Pkt>() <= 40);
+
+/// The PSN `psn` (modulo 2^32) stands for near `expected`: packets of a flow in
+/// the network span far fewer than 2^31 PSNs.
+fn abs_psn(expected: u64, psn: u32) -> u64 {
+    let d = psn.wrapping_sub(expected as u32) as i32 as i64;
+    (expected as i64 + d).max(0) as u64
 }
 
 #[derive(Clone, Copy, Default)]
@@ -108,9 +137,53 @@ struct PFlow {
     bytes: u64,
     delivered: u64,
     in_flight: u32,
+    // the destination's next PSN in order, and when it last advanced (the sender's
+    // transport timer restarts there: ACKs' way back is not modelled)
+    expected: u64,
+    progress_ps: i64,
+    // the flow has a `Recovery` record
+    rec: bool,
     start_ps: i64,
     ideal_ps: i64,
     done_ps: i64,
+}
+
+/// What a flow that lost packets, or got them out of order, needs besides.
+#[derive(Default)]
+struct Recovery {
+    // the lowest PSN lost and not taken since: the destination throws away what
+    // comes after it (go-back-N), NO_HOLE when none
+    hole: u64,
+    // one past the highest PSN ever sent: a PSN below it is a retransmission
+    high: u64,
+    // the retransmission timer is running
+    armed: bool,
+    // PSN ranges [a, b) above `expected` taken out of order (a re-route's reordering)
+    ooo: Vec<(u64, u64)>,
+    // its packets dropped, and sent again
+    lost: u64,
+    resent: u64,
+}
+
+impl Recovery {
+    fn has(&self, p: u64) -> bool {
+        self.ooo.iter().any(|&(a, b)| a <= p && p < b)
+    }
+    /// Take `p` (above `expected`, not yet taken) into the out-of-order ranges.
+    fn insert(&mut self, p: u64) {
+        let i = self.ooo.partition_point(|&(_, b)| b < p);
+        if i < self.ooo.len() && self.ooo[i].1 == p {
+            self.ooo[i].1 = p + 1;
+            if i + 1 < self.ooo.len() && self.ooo[i + 1].0 == p + 1 {
+                self.ooo[i].1 = self.ooo[i + 1].1;
+                self.ooo.remove(i + 1);
+            }
+        } else if i < self.ooo.len() && self.ooo[i].0 == p + 1 {
+            self.ooo[i].0 = p;
+        } else {
+            self.ooo.insert(i, (p, p + 1));
+        }
+    }
 }
 
 /// The packet physics (see the module text).
@@ -152,8 +225,21 @@ pub struct Packets {
     occ_samples: Vec<u32>,
     packet_hops: u64,
     packets: u64,
-    // capacity and latency as last seen (the engine's Net), for ser times
+    // per channel and VL: packets dropped because the channel was down
+    // (PortXmitDiscards)
+    discards: Vec<u64>,
+    // per run: packets dropped, sent again, timeouts that fired, packets the
+    // destinations threw away (duplicates, or behind a lost one)
+    dropped: u64,
+    retransmitted: u64,
+    timeouts: u64,
+    discarded: u64,
+    rec: std::collections::HashMap<u32, Recovery>,
+    // capacity and latency as last seen (the engine's Net), for ser times; a
+    // channel is down when its capacity is 0 and its capacity when up is not
     cap: Vec<f64>,
+    base: Vec<f64>,
+    n_down: usize,
     lat_ps: Vec<i64>,
 }
 
@@ -194,7 +280,15 @@ impl Packets {
             occ_samples: vec![],
             packet_hops: 0,
             packets: 0,
+            discards: vec![0; k],
+            dropped: 0,
+            retransmitted: 0,
+            timeouts: 0,
+            discarded: 0,
+            rec: std::collections::HashMap::new(),
             cap: vec![],
+            base: vec![],
+            n_down: 0,
             lat_ps: vec![],
             cfg,
         })
@@ -218,13 +312,53 @@ impl Packets {
     pub fn vl_bytes(&self) -> &[f64] {
         &self.vl_bytes
     }
+    /// Per channel and VL: the credits its sender holds now, bytes (`buffer` when
+    /// the input buffer at its far end is empty and no credit is on its way back).
+    pub fn credits(&self) -> &[i64] {
+        &self.credits
+    }
     /// Occupancy samples, one row of channels x VLs per engine counter sample.
     pub fn occupancy_samples(&self) -> &[u32] {
         &self.occ_samples
     }
-    /// Packets injected so far.
+    /// Packets injected so far (retransmissions included).
     pub fn packets(&self) -> u64 {
         self.packets
+    }
+    /// Per channel and VL (`c * vls + v`): packets dropped there because the
+    /// channel was down (InfiniBand's PortXmitDiscards).
+    pub fn xmit_discards(&self) -> &[u64] {
+        &self.discards
+    }
+    /// Packets dropped at ports whose link was down.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+    /// Packets sent again after a retransmission timeout (go-back-N).
+    pub fn retransmitted(&self) -> u64 {
+        self.retransmitted
+    }
+    /// Retransmission timeouts that fired (each sent a flow back to its first
+    /// packet not taken).
+    pub fn timeouts(&self) -> u64 {
+        self.timeouts
+    }
+    /// Packets that reached their destination and were thrown away: duplicates,
+    /// or behind a lost packet (RC takes packets in order).
+    pub fn discarded(&self) -> u64 {
+        self.discarded
+    }
+    /// Per flow: its packets dropped, and sent again (a streamed flow's slot: its
+    /// last message's).
+    pub fn flow_losses(&self, n: usize) -> (Vec<u64>, Vec<u64>) {
+        let get = |f: usize| match self.flows.get(f) {
+            Some(p) if p.rec => {
+                let r = &self.rec[&(f as u32)];
+                (r.lost, r.resent)
+            }
+            _ => (0, 0),
+        };
+        (0..n).map(get).unzip()
     }
     /// Per flow: (start, done, ideal) in ps, -1 where it never got there.
     pub fn message_times(&self, n: usize) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
@@ -247,6 +381,48 @@ impl Packets {
         }
         self.cap.clear();
         self.cap.extend_from_slice(net.capacity);
+        self.base.clear();
+        self.base.extend_from_slice(net.base_capacity);
+        self.n_down = (0..self.cap.len()).filter(|&c| self.is_down(c)).count();
+    }
+
+    /// Channel `c`'s link is down (not merely of no capacity: such a channel holds
+    /// its packets, as the hybrid fabric's path to nowhere does).
+    fn is_down(&self, c: usize) -> bool {
+        !(self.cap[c] > 0.0) && self.base[c] > 0.0
+    }
+
+    /// Every channel of flow `f`'s path is up.
+    fn path_up(&self, f: usize) -> bool {
+        let fl = &self.flows[f];
+        self.n_down == 0
+            || self.routes[fl.route as usize..fl.route as usize + fl.route_len as usize]
+                .iter()
+                .all(|&c| !self.is_down(c as usize))
+    }
+
+    /// The PSN of flow `f`'s next packet.
+    fn next_psn(&self, f: usize) -> u64 {
+        let fl = &self.flows[f];
+        (fl.bytes - fl.left).div_ceil(self.cfg.mtu as u64)
+    }
+
+    fn recovery(&mut self, f: usize) -> &mut Recovery {
+        if !self.flows[f].rec {
+            self.flows[f].rec = true;
+            let high = self.next_psn(f);
+            self.rec.insert(
+                f as u32,
+                Recovery {
+                    hole: NO_HOLE,
+                    high,
+                    ..Default::default()
+                },
+            );
+        }
+        self.rec
+            .get_mut(&(f as u32))
+            .expect("a flow marked rec has a record")
     }
 
     fn ser_ps(&self, c: usize, wire: u32) -> i64 {
@@ -267,7 +443,8 @@ impl Packets {
     }
 
     /// The time a message of `bytes` takes alone from its first packet's start to
-    /// its last byte's arrival, on `route`.
+    /// its last byte's arrival, on `route`, its links up (a channel of no capacity
+    /// even then, which never delivers, adds no serialisation).
     fn ideal(&self, route: &[u32], bytes: u64) -> i64 {
         if route.is_empty() {
             return 0;
@@ -277,23 +454,22 @@ impl Packets {
         let sw = self.cfg.switch_latency * 1000 * (h - 1);
         let mtu = self.cfg.mtu as u64;
         let (full, rest) = (bytes / mtu, bytes % mtu);
-        let worst = |wire: u32| {
-            route
-                .iter()
-                .map(|&c| self.ser_ps(c as usize, wire))
-                .max()
-                .unwrap()
+        let ser_up = |c: u32, wire: u32| {
+            let cap = self.base[c as usize];
+            if cap > 0.0 {
+                (wire as f64 * 1e12 / cap).ceil() as i64
+            } else {
+                0
+            }
         };
+        let worst = |wire: u32| route.iter().map(|&c| ser_up(c, wire)).max().unwrap();
         let mut ser = full as i64 * worst(self.wire_of(mtu));
         let last_wire = self.wire_of(if rest > 0 { rest } else { mtu });
         if rest > 0 {
             ser += worst(last_wire);
         }
         if !self.cfg.cut_through {
-            let all: i64 = route
-                .iter()
-                .map(|&c| self.ser_ps(c as usize, last_wire))
-                .sum();
+            let all: i64 = route.iter().map(|&c| ser_up(c, last_wire)).sum();
             ser += all - worst(last_wire);
         }
         lat + sw + ser
@@ -318,6 +494,9 @@ impl Packets {
         if fl.queued || fl.left == 0 || fl.route_len == 0 || fl.vl as usize >= self.nv {
             return;
         }
+        if !self.path_up(f) {
+            return; // it waits for its path, as a flow does at flow level
+        }
         let first = self.routes[fl.route as usize] as usize;
         let k = first * self.nv + fl.vl as usize;
         self.req[k].push(HOST | f as u32);
@@ -338,19 +517,144 @@ impl Packets {
         self.flows[f].queued = false;
     }
 
-    /// The head packet of input buffer `b` asks for its next output.
+    /// The head packet of input buffer `b` asks for its next output; a head whose
+    /// output is down is dropped, and the next one asks.
     fn request_front(&mut self, b: usize) {
         if self.reading[b] || self.requested[b] {
             return;
         }
-        let Some(&p) = self.fifo[b].front() else {
+        while let Some(&p) = self.fifo[b].front() {
+            let pk = self.pkts[p as usize];
+            let out = self.routes[(pk.route + pk.hop as u32) as usize] as usize;
+            if self.n_down > 0 && self.is_down(out) {
+                self.drop_head(b, out);
+                continue;
+            }
+            self.req[out * self.nv + pk.vl as usize].push(b as u32);
+            self.requested[b] = true;
+            self.kick(out);
             return;
-        };
+        }
+    }
+
+    /// Drop the head packet of input buffer `b`, which wants output `out` (down):
+    /// its buffer space is free and its credits go back upstream, as if it had left.
+    fn drop_head(&mut self, b: usize, out: usize) {
+        let p = self.fifo[b].pop_front().expect("a head to drop");
         let pk = self.pkts[p as usize];
-        let out = self.routes[(pk.route + pk.hop as u32) as usize] as usize;
-        self.req[out * self.nv + pk.vl as usize].push(b as u32);
-        self.requested[b] = true;
-        self.kick(out);
+        let cost = credit_bytes(pk.wire);
+        self.occ[b] -= cost;
+        let up = b / self.nv;
+        self.push(self.now + self.lat_ps[up], CREDIT, b as u32, cost);
+        self.discards[out * self.nv + pk.vl as usize] += 1;
+        self.dropped += 1;
+        self.free_pkts.push(p);
+        let f = pk.flow as usize;
+        if self.flows[f].ver == pk.ver {
+            self.flows[f].in_flight -= 1;
+            self.recovery(f).lost += 1;
+            if self.flows[f].active {
+                self.lost(f, pk.psn);
+            }
+        }
+    }
+
+    /// Flow `f` lost its packet `psn`: the destination will throw away what comes
+    /// after it, and the sender's timer runs.
+    fn lost(&mut self, f: usize, psn: u32) {
+        let fl = self.flows[f];
+        let p = abs_psn(fl.expected, psn);
+        let due = self.now.max(fl.progress_ps + self.cfg.rc_timeout * 1000);
+        let r = self.recovery(f);
+        if p < fl.expected || r.has(p) {
+            return; // an old copy of a packet the destination has
+        }
+        r.hole = r.hole.min(p);
+        if !r.armed {
+            r.armed = true;
+            self.push(due, TIMER, f as u32, fl.ver & VER_MASK);
+        }
+    }
+
+    /// Flow `f`'s packet `psn` with `payload` bytes reached its destination: taken
+    /// in order, out of order after a re-route, or thrown away.
+    fn receive(&mut self, f: usize, psn: u32, payload: u32, done: &mut Vec<u32>) {
+        let fl = self.flows[f];
+        let p = abs_psn(fl.expected, psn);
+        if p == fl.expected && !fl.rec {
+            // the usual case: the next packet in order
+            let fl = &mut self.flows[f];
+            fl.expected += 1;
+            fl.progress_ps = self.now;
+        } else {
+            let now = self.now;
+            let r = self.recovery(f);
+            if p < fl.expected || r.has(p) || p > r.hole {
+                // a duplicate, or behind a lost packet: RC takes packets in order
+                self.discarded += 1;
+                return;
+            }
+            if p == r.hole {
+                r.hole = NO_HOLE;
+            }
+            let mut expected = fl.expected;
+            if p == expected {
+                expected += 1;
+                while let Some(&(a, b)) = r.ooo.first() {
+                    if a != expected {
+                        break;
+                    }
+                    expected = b;
+                    r.ooo.remove(0);
+                }
+            } else {
+                r.insert(p);
+            }
+            let fl = &mut self.flows[f];
+            if expected > fl.expected {
+                fl.expected = expected;
+                fl.progress_ps = now;
+            }
+        }
+        let fl = &mut self.flows[f];
+        fl.delivered += payload as u64;
+        debug_assert!(fl.delivered <= fl.bytes);
+        if fl.delivered >= fl.bytes {
+            fl.done_ps = self.now;
+            done.push(f as u32);
+        }
+    }
+
+    /// Flow `f`'s retransmission timer went off (`ver`: the flow's version then).
+    fn timeout(&mut self, f: usize, ver: u32) {
+        let fl = self.flows[f];
+        if fl.ver & VER_MASK != ver || !fl.active || !fl.rec {
+            return; // a former flow's, or the flow is over
+        }
+        let due = fl.progress_ps + self.cfg.rc_timeout * 1000;
+        let next = self.next_psn(f);
+        let now = self.now;
+        let r = self.recovery(f);
+        if !r.armed {
+            return;
+        }
+        if due > now {
+            // the destination took packets since: the timer restarted then
+            self.push(due, TIMER, f as u32, ver);
+            return;
+        }
+        r.armed = false;
+        if fl.expected >= next || fl.delivered >= fl.bytes {
+            return; // nothing is owed
+        }
+        // go back N: send again from the first packet the destination has not taken
+        r.high = r.high.max(next);
+        self.timeouts += 1;
+        let mtu = self.cfg.mtu as u64;
+        let fl = &mut self.flows[f];
+        fl.left = fl.bytes - (fl.expected * mtu).min(fl.bytes);
+        fl.progress_ps = self.now;
+        self.enqueue_host(f);
     }
 
     /// The requester output and VL `k` grants next: the first id after the last
@@ -426,6 +730,26 @@ impl Packets {
             let f = (r & !HOST) as usize;
             let fl = self.flows[f];
             let payload = fl.left.min(self.cfg.mtu as u64) as u32;
+            let psn = self.next_psn(f);
+            if fl.rec {
+                let due = now.max(fl.progress_ps + self.cfg.rc_timeout * 1000);
+                let r = self.recovery(f);
+                let resent = psn < r.high;
+                if resent {
+                    r.resent += 1;
+                } else {
+                    r.high = psn + 1;
+                }
+                // a sender that has lost packets keeps its timer running while any
+                // are not acknowledged, as RC's does: packets the destination threw
+                // away behind a loss that was then filled are owed too
+                let arm = r.lost > 0 && !r.armed;
+                r.armed |= arm;
+                self.retransmitted += resent as u64;
+                if arm {
+                    self.push(due, TIMER, f as u32, fl.ver & VER_MASK);
+                }
+            }
             self.flows[f].left -= payload as u64;
             self.flows[f].in_flight += 1;
             if self.flows[f].left > 0 {
@@ -442,6 +766,7 @@ impl Packets {
                 vl: v,
                 wire: payload + self.cfg.header,
                 payload,
+                psn: psn as u32,
                 tail: now,
             };
             self.packets += 1;
@@ -539,15 +864,12 @@ impl Packets {
                 if fl.ver == pk.ver {
                     fl.in_flight -= 1;
                     if fl.active {
-                        fl.delivered += pk.payload as u64;
-                        if fl.delivered >= fl.bytes {
-                            fl.done_ps = self.now;
-                            done.push(f as u32);
-                        }
+                        self.receive(f, pk.psn, pk.payload, done);
                     }
                 }
                 self.free_pkts.push(p);
             }
+            TIMER => self.timeout(ev.a as usize, ev.b),
             _ => {
                 let k = ev.a as usize;
                 self.credits[k] += ev.b as i64;
@@ -582,6 +904,9 @@ impl Physics for Packets {
             self.flows.resize(f + 1, PFlow::default());
         }
         let old = self.flows[f];
+        if old.rec {
+            self.rec.remove(&(f as u32));
+        }
         let bytes = net.flows[f].bytes.ceil().min(u64::MAX as f64 / 2.0) as u64;
         let sl = net.flows[f].sl as usize & 15;
         self.flows[f] = PFlow {
@@ -593,6 +918,7 @@ impl Physics for Packets {
             left: bytes,
             bytes,
             start_ps: self.now,
+            progress_ps: self.now,
             done_ps: -1,
             ..PFlow::default()
         };
@@ -630,8 +956,55 @@ impl Physics for Packets {
         }
     }
     fn channels_changed(&mut self, net: &Net, channels: &[u32], now: Ns) {
+        let was_down: Vec<bool> = channels
+            .iter()
+            .map(|&c| !self.cap.is_empty() && self.is_down(c as usize))
+            .collect();
         self.sync_net(net);
         self.now = self.now.max(now * 1000);
+        let mut went_down = vec![];
+        let mut went_up = false;
+        for (&c, &was) in channels.iter().zip(&was_down) {
+            let down = self.is_down(c as usize);
+            if down && !was {
+                went_down.push(c as usize);
+            }
+            went_up |= was && !down;
+        }
+        if !went_down.is_empty() {
+            // a flow whose path crosses a link that is down sends nothing more
+            for f in 0..self.flows.len() {
+                if self.flows[f].queued && !self.path_up(f) {
+                    self.dequeue_host(f);
+                }
+            }
+            // the heads waiting for a dead output are dropped, and so is each packet
+            // behind them that wants it, as it comes to the head
+            for &c in &went_down {
+                for v in 0..self.nv {
+                    let k = c * self.nv + v;
+                    if self.wait_since[k] >= 0 {
+                        self.xmit_wait[k] += self.now - self.wait_since[k];
+                        self.wait_since[k] = -1;
+                    }
+                    for r in std::mem::take(&mut self.req[k]) {
+                        debug_assert!(r & HOST == 0, "its flow was held above");
+                        if r & HOST == 0 {
+                            self.requested[r as usize] = false;
+                            self.request_front(r as usize);
+                        }
+                    }
+                }
+            }
+        }
+        if went_up {
+            // flows that waited for their path go on
+            for f in 0..self.flows.len() {
+                if self.flows[f].active {
+                    self.enqueue_host(f);
+                }
+            }
+        }
         for &c in channels {
             self.kick(c as usize);
         }
