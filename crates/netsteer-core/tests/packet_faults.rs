@@ -9,20 +9,8 @@ use netsteer_core::packet::{PacketConfig, Packets};
 use netsteer_core::sharing::MaxMin;
 use netsteer_core::{Engine, Ns};
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+mod common;
+use common::Rng;
 
 enum Change {
     Links(Vec<u32>, bool),
@@ -38,7 +26,7 @@ struct Case {
 }
 
 fn case(seed: u64) -> Case {
-    let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut r = Rng::for_case(seed);
     let nch = 4 + r.below(10) as usize;
     let cap: Vec<f64> = (0..nch)
         .map(|_| [4e9, 16e9, 1e9][r.below(3) as usize])
@@ -46,15 +34,8 @@ fn case(seed: u64) -> Case {
     let lat: Vec<Ns> = (0..nch).map(|_| 50 + r.below(4) as Ns * 100).collect();
     // paths climb the channel numbers: no cycle of buffers waiting on each other
     // (a credit loop would deadlock a lossless fabric with every link up)
-    let path = |r: &mut Rng| -> Vec<u32> {
-        let len = 1 + r.below(4.min(nch as u64)) as usize;
-        let mut p: Vec<u32> = vec![];
-        while p.len() < len {
-            let c = r.below(nch as u64) as u32;
-            if !p.contains(&c) {
-                p.push(c);
-            }
-        }
+    let path = |r: &mut Rng| {
+        let mut p = r.path(nch);
         p.sort_unstable();
         p
     };

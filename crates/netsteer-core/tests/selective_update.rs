@@ -18,20 +18,8 @@ use netsteer_core::fluid::Fluid;
 use netsteer_core::sharing::{Cm02, MaxMin, SharingModel};
 use netsteer_core::Engine;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+mod common;
+use common::Rng;
 
 struct Case {
     cap: Vec<f64>,
@@ -43,23 +31,13 @@ struct Case {
 }
 
 fn case(seed: u64) -> Case {
-    let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut r = Rng::for_case(seed);
     let nch = 3 + r.below(14) as usize;
     let cap: Vec<f64> = (0..nch).map(|_| [1e9, 2e9, 5e9, 1.25e9][r.below(4) as usize]).collect();
     let lat: Vec<i64> = (0..nch).map(|_| r.below(3) as i64 * 500).collect();
     let n = 5 + r.below(120) as usize;
     let classes = if r.below(4) == 0 { 2 } else { 1 };
-    let path = |r: &mut Rng| -> Vec<u32> {
-        let len = 1 + r.below(4.min(nch as u64)) as usize;
-        let mut p: Vec<u32> = vec![];
-        while p.len() < len {
-            let c = r.below(nch as u64) as u32;
-            if !p.contains(&c) {
-                p.push(c);
-            }
-        }
-        p
-    };
+    let path = |r: &mut Rng| r.path(nch);
     let mut flows = vec![];
     for i in 0..n {
         let mut f = FlowSpec::new((1 + r.below(64)) as f64 * 1e5, path(&mut r));

@@ -8,6 +8,9 @@ use netsteer_core::fluid::Fluid;
 use netsteer_core::sharing::{Cm02, FlowView, MaxMin, SharingModel};
 use netsteer_core::{solve, Engine, FlowState, Problem};
 
+mod common;
+use common::Rng;
+
 const GB: f64 = 1e9;
 
 fn engine(cap: &[f64], lat: &[i64]) -> Engine {
@@ -187,21 +190,6 @@ fn a_flow_moved_to_a_new_class_is_not_kept_by_a_later_update_of_the_old_one() {
 
 // -- random workloads: in place against solving whole ------------------------------
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 enum Change {
     Reroute(usize, Vec<u32>),
     Halve(usize),
@@ -219,7 +207,7 @@ struct Case {
 }
 
 fn case(seed: u64) -> Case {
-    let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut r = Rng::for_case(seed);
     let nch = 3 + r.below(14) as usize;
     let cap: Vec<f64> = (0..nch)
         .map(|_| [1e9, 2e9, 5e9, 1.25e9][r.below(4) as usize])
@@ -233,17 +221,7 @@ fn case(seed: u64) -> Case {
     } else {
         classes
     };
-    let path = |r: &mut Rng| -> Vec<u32> {
-        let len = 1 + r.below(4.min(nch as u64)) as usize;
-        let mut p: Vec<u32> = vec![];
-        while p.len() < len {
-            let c = r.below(nch as u64) as u32;
-            if !p.contains(&c) {
-                p.push(c);
-            }
-        }
-        p
-    };
+    let path = |r: &mut Rng| r.path(nch);
     let weights = [0.5, 1.0, 2.0, 3.0, 5.0];
     let mut flows = vec![];
     for i in 0..n {
