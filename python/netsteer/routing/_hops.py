@@ -118,6 +118,15 @@ class MinHop:
         by_cls = np.full((S, len(rep)), -1, dtype=np.int32)
         group_id: dict[bytes, int] = {}
         groups: list[np.ndarray] = []
+
+        def group(key: np.ndarray) -> int:
+            """The id of the port set ``key`` packs (``np.packbits`` of a P-port mask)."""
+            kb = key.tobytes()
+            if kb not in group_id:
+                group_id[kb] = len(groups)
+                groups.append(np.flatnonzero(np.unpackbits(key)[:P]).astype(np.int32))
+            return group_id[kb]
+
         B = max(1, chunk_elems // max(1, S * P))
         for a in range(0, len(rep), B):
             d = rep[a : a + B]
@@ -142,13 +151,7 @@ class MinHop:
                     keys = bits[first]
                 else:
                     keys, inv = _unique_rows(bits)
-                ids = np.empty(len(keys), dtype=np.int32)
-                for k, key in enumerate(keys):
-                    kb = key.tobytes()
-                    if kb not in group_id:
-                        group_id[kb] = len(groups)
-                        groups.append(np.flatnonzero(np.unpackbits(key)[:P]).astype(np.int32))
-                    ids[k] = group_id[kb]
+                ids = np.array([group(key) for key in keys], dtype=np.int32)
                 e.reshape(-1)[multi] = -2 - ids[inv.reshape(-1)]
             by_cls[:, a : a + B] = e
         entry = np.ascontiguousarray(by_cls[:, cls])  # least_used writes through reshape(-1)
@@ -160,16 +163,10 @@ class MinHop:
             si, pi, hi = si[order], pi[order], hi[order]
             start = np.flatnonzero(np.r_[True, (si[1:] != si[:-1]) | (hi[1:] != hi[:-1])])
             ends = np.r_[start[1:], len(si)]
-            for a0, b0 in zip(start.tolist(), ends.tolist()):
-                if b0 - a0 == 1:
-                    entry[si[a0], hi[a0]] = pi[a0]
-                    continue
-                ports = pi[a0:b0].astype(np.int32)
-                kb = np.packbits(np.isin(np.arange(P), ports)).tobytes()
-                if kb not in group_id:
-                    group_id[kb] = len(groups)
-                    groups.append(ports)
-                entry[si[a0], hi[a0]] = -2 - group_id[kb]
+            one = ends - start == 1
+            entry[si[start[one]], hi[start[one]]] = pi[start[one]]
+            for a0, b0 in zip(start[~one].tolist(), ends[~one].tolist()):  # parallel cables
+                entry[si[a0], hi[a0]] = -2 - group(np.packbits(np.isin(np.arange(P), pi[a0:b0])))
         # a host is not its own destination
         is_host = topo.node_kind[sources] == HOST
         entry[np.flatnonzero(is_host), topo.host_index[sources[is_host]]] = -1
