@@ -94,8 +94,7 @@ class Reconfiguration:
     moved_pairs: tuple = ()
     rolling_back: bool = False
     step1_applied: list = field(default_factory=list)
-    step2_applied: list = field(default_factory=list)
-    step3_applied: list = field(default_factory=list)  # a first circuit's rules (module text)
+    undoable: list = field(default_factory=list)  # what steps 2 and 3 applied (a rollback undoes it)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -559,7 +558,7 @@ class HybridController(Controller):
         """Intents that undo what steps 2 and 3 changed before one failed."""
         old, out = r.old, []
         old_p = self.pairings(old)
-        for a in r.step2_applied + r.step3_applied:
+        for a in r.undoable:
             if not a.ok:
                 continue
             i = a.intent
@@ -604,8 +603,8 @@ class HybridController(Controller):
             r.step_end = max(a.done_ns for a in r.step_applied)
             if r.step == 1:
                 r.step1_applied = list(r.step_applied)
-            elif r.step in (2, 3) and not r.rolling_back:
-                setattr(r, f"step{r.step}_applied", list(r.step_applied))
+            elif not r.rolling_back:
+                r.undoable += r.step_applied
             failed = [a.failed for a in r.step_applied if not a.ok]
             if failed:
                 r.steps[-1]["failed"] = failed
