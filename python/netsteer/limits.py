@@ -173,9 +173,9 @@ def check_topology(nodes: int, links: int, max_port: int, *, hosts: int | None =
 def routing_bytes(topo) -> int:
     """Estimated bytes of a routing's tables: one row per forwarding node (every switch,
     and every host with more than one cabled port), one column per host."""
-    multi_homed = int(((topo.out_channel >= 0).sum(axis=1)[topo.hosts] > 1).sum())
-    rows = int(topo.n_switches) + multi_homed
-    return rows * int(topo.n_hosts) * ROUTE_ENTRY_BYTES
+    from .routing._graph import forwarding_nodes  # the rows a Routing keeps
+
+    return len(forwarding_nodes(topo)) * int(topo.n_hosts) * ROUTE_ENTRY_BYTES
 
 
 def check_routing(topo, *, file: str | None = None, field: str | None = "routing") -> int:
