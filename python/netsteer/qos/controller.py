@@ -48,9 +48,8 @@ class QosChanges(Controller):
                 who = {"class": i.traffic_class} if i.traffic_class else {"job": i.job}
                 self.history.append({"at_s": inp.now / 1e9, "what": "qos", **who, "failed": a.failed})
         while self._next < len(self.steps) and self.steps[self._next][0] <= inp.now:
-            at, who, flows, sl, *hosts = self.steps[self._next]
+            at, (by, who), flows, sl, *hosts = self.steps[self._next]
             self._next += 1
-            by, who = who if isinstance(who, tuple) else ("job", who)  # ("class", name) or a job's name
             # the tables stay as configured: only the SL moves (config None); flows for
             # the simulator, hosts for a subnet manager (the job's partition)
             named = {"traffic_class": who} if by == "class" else {"job": who}

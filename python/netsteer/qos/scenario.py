@@ -39,12 +39,16 @@ class QosPlan:
 
     config: QosConfig
     sl: np.ndarray
-    # (time ns, ("job" or "class", its name) or a job's name, flows, new SL[, hosts the
-    # flows run between])
+    # (time ns, ("job" or "class", its name), flows, new SL[, hosts the flows run
+    # between]); a bare name is a job's
     changes: list[tuple] = field(default_factory=list)
     paths: dict[int, str] = field(default_factory=dict)
     # index in config.classes of the class each flow took (-1: none)
     flow_class: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        self.changes = [(at, who if isinstance(who, tuple) else ("job", who), *rest)
+                        for at, who, *rest in self.changes]
 
     def flows_of(self, name: str) -> np.ndarray:
         """The flows of class ``name``."""
@@ -67,8 +71,7 @@ class QosPlan:
     def summary(self) -> dict:
         used = np.unique(self.sl).tolist() if len(self.sl) else []
         return {"sls_used": used, "classes": [c.name for c in self.config.classes],
-                "changes": [{"at_s": c[0] / 1e9, "who": c[1][1] if isinstance(c[1], tuple) else c[1],
-                             "by": c[1][0] if isinstance(c[1], tuple) else "job", "flows": len(c[2]), "sl": c[3]}
+                "changes": [{"at_s": c[0] / 1e9, "who": c[1][1], "by": c[1][0], "flows": len(c[2]), "sl": c[3]}
                             for c in self.changes]}
 
 
