@@ -98,7 +98,10 @@ class Engine:
         is_host: npt.NDArray[np.bool_],
         give_up: npt.NDArray[np.bool_],
         host_nodes: npt.NDArray[np.int64],
-    ) -> None: ...
+        groups: tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], str],
+    ) -> None:
+        """``groups``: ECMP group pointers and ports (CSR) and the hash, ``"dst"`` or
+        ``"src-dst"`` (a message has no flow id)."""
     def set_router_pgft(
         self,
         levels: int,
@@ -146,7 +149,13 @@ def walk_tables(
     dst_hosts: npt.NDArray[np.int64],
     dst_nodes: npt.NDArray[np.int64],
     limit: int,
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]] | None: ...
+    groups: tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], str],
+    src_hosts: npt.NDArray[np.int64],
+    flow_ids: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]] | None:
+    """Paths as CSR, ECMP ``groups`` (pointers, ports, hash) resolved by
+    ``flow_hash`` of ``src_hosts``, ``dst_hosts`` and ``flow_ids``; None when the
+    general walk must take over."""
 
 def least_used_rows(
     table: npt.NDArray[np.int32],

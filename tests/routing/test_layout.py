@@ -95,7 +95,7 @@ def test_fast_walk_refuses_a_row_of_naming_missing_rows():
     r = build_routing(t, "dmodk")
     args = [r._host_port().astype(np.int64), t.out_channel.astype(np.int64), t.channel_dst().astype(np.int64),
             t.node_kind == 0, t.node_kind == 2, t.hosts[[0]].astype(np.int64), np.array([5]),
-            t.hosts[[5]].astype(np.int64), 10]
+            t.hosts[[5]].astype(np.int64), 10, r.group_arrays(), np.array([0]), np.array([0])]
     off, ch = walk_tables(r.table, r.row_of, *args)
     assert ch.tolist() == r.path(0, 5)
     bad = r.row_of.copy()

@@ -120,6 +120,38 @@ def test_random_mixed_programs_stream_as_their_dag(seed):
         assert got.progress["messages_done"] + got.progress["computes_done"] <= n_flows
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_ecmp_streams_as_its_dag(seed):
+    """ECMP groups hashed on the hosts: the engine picks each message's member as
+    the DAG's path walk does, on trees, parallel cables and a HyperX."""
+    from netsteer.topology.hyperx import hyperx
+
+    rng = np.random.default_rng(100 + seed)
+    topo = [pgft(2, [8, 8], [1, 4], link_bandwidth=10e9, link_latency_ns=1000),
+            pgft(2, [8, 6], [1, 3], [1, 2], link_bandwidth=10e9, link_latency_ns=1000),
+            hyperx([4, 4], 4, 2, link_bandwidth=10e9, link_latency_ns=1000)][seed % 3]
+    routing = build_routing(topo, "ecmp", hash=["dst", "src-dst"][seed % 2])
+    assert routing.groups
+    jobs = random_jobs(rng, 1 + seed % 2, topo.n_hosts)
+    want, report, n_flows = dag_run(topo, routing, jobs, "cm02")
+    got = simulate_mpi(topo, routing, jobs, sharing="cm02")
+    assert got.makespan_ns == want
+    assert got.report == report
+    # the members were really spread: the bytes per channel are not those of a
+    # table that takes each group's first member
+    first = build_routing(topo, "ecmp", hash="dst")
+    first.groups = [g[:1] for g in first.groups]
+    base = simulate_mpi(topo, first, jobs, sharing="cm02").final_channel_bytes
+    assert not np.array_equal(got.final_channel_bytes, base)
+
+
+def test_the_flow_hash_keeps_the_dag():
+    topo = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)
+    job = MpiJob(name="a", ranks=8, program=[{"op": "barrier"}])
+    with pytest.raises(NetsteerError, match="ECMP hash 'flow' needs a flow id per message"):
+        simulate_mpi(topo, build_routing(topo, "ecmp", hash="flow"), [job])
+
+
 @pytest.mark.parametrize("ti", range(len(TREES)))
 @pytest.mark.parametrize("others", [[], [{"op": "bcast", "algorithm": "scatter_allgather", "bytes": 999, "root": 2}],
                                     [{"op": "reduce", "algorithm": "binomial", "bytes": 64, "root": 1}]], ids=str)

@@ -1,11 +1,11 @@
 //! Routers: the path of one message between two hosts, resolved inside the engine.
 //!
 //! A streamed MPI job asks for a path per message as it is sent, so paths never
-//! cross into Python. [`TableRouter`] walks plain destination tables (the compact
-//! rows of `netsteer.routing.Routing`); [`PgftDmodk`] computes D-mod-K on a PGFT in
+//! cross into Python. [`TableRouter`] walks destination tables (the compact rows of
+//! `netsteer.routing.Routing`, with its ECMP groups); [`PgftDmodk`] computes D-mod-K on a PGFT in
 //! closed form, so trees of tens of thousands of hosts need no tables at all.
 
-use crate::paths::{walk_one, Tables};
+use crate::paths::{walk_one, EcmpHash, Flow, Groups, Tables};
 
 /// Resolves host-to-host paths into channel ids.
 pub trait Router: Send + Sync {
@@ -30,6 +30,9 @@ pub struct TableRouter {
     give_up: Vec<bool>,
     host_nodes: Vec<i64>,
     limit: usize,
+    group_ptr: Vec<i64>,
+    group_ports: Vec<i32>,
+    hash: EcmpHash,
 }
 
 impl TableRouter {
@@ -86,7 +89,35 @@ impl TableRouter {
             give_up,
             host_nodes,
             limit,
+            group_ptr: vec![0],
+            group_ports: Vec::new(),
+            hash: EcmpHash::Dst,
         })
+    }
+
+    /// Resolve ECMP group entries (`-2 - g`) by `hash`: group `g`'s ports are
+    /// `ports[ptr[g]..ptr[g + 1]]`. A message has no flow id, so the `Flow` hash is
+    /// refused: each (source, destination) pair keeps one path, as with `SrcDst`.
+    pub fn with_groups(
+        mut self,
+        ptr: Vec<i64>,
+        ports: Vec<i32>,
+        hash: EcmpHash,
+    ) -> Result<Self, String> {
+        if hash == EcmpHash::Flow {
+            return Err("streamed messages have no flow id for the 'flow' ECMP hash".into());
+        }
+        let ok = ptr.first() == Some(&0)
+            && ptr.windows(2).all(|w| w[0] < w[1])
+            && *ptr.last().unwrap() as usize == ports.len()
+            && ports.iter().all(|&p| p >= 0 && (p as usize) < self.n_slots);
+        if !ok {
+            return Err("ECMP groups must be non-empty lists of existing ports".into());
+        }
+        self.group_ptr = ptr;
+        self.group_ports = ports;
+        self.hash = hash;
+        Ok(self)
     }
 
     fn view(&self) -> Tables<'_> {
@@ -101,6 +132,11 @@ impl TableRouter {
             is_host: &self.is_host,
             give_up: &self.give_up,
             limit: self.limit,
+            groups: Groups {
+                ptr: &self.group_ptr,
+                ports: &self.group_ports,
+                hash: self.hash,
+            },
         }
     }
 }
@@ -112,12 +148,13 @@ impl Router for TableRouter {
         }
         let mark = out.len();
         let (s, t) = (self.host_nodes[src], self.host_nodes[dst]);
-        if walk_one(&self.view(), s, dst, t, out) {
+        let flow = Flow { src, dst, id: 0 };
+        if walk_one(&self.view(), s, &flow, t, out) {
             Ok(())
         } else {
             out.truncate(mark);
             Err(format!(
-                "no plain route from host {src} to host {dst} (missing entry, loop, \
+                "no route from host {src} to host {dst} (missing entry, loop, \
                  circuit or wrong host on the way)"
             ))
         }
@@ -130,6 +167,8 @@ impl Router for TableRouter {
             + (self.row_of.len() + self.host_port.len() + self.out_channel.len()) * 8
             + (self.channel_dst.len() + self.host_nodes.len()) * 8
             + self.is_host.len() * 2
+            + self.group_ptr.len() * 8
+            + self.group_ports.len() * 4
     }
 }
 

@@ -186,8 +186,8 @@ impl Engine {
         })
     }
 
-    /// Route streamed MPI messages by plain destination tables (``Routing``'s
-    /// compact rows; the arguments of ``walk_tables`` without the flows).
+    /// Route streamed MPI messages by destination tables (``Routing``'s compact
+    /// rows and ECMP groups; the arguments of ``walk_tables`` without the flows).
     #[allow(clippy::too_many_arguments)]
     fn set_router_tables(
         &mut self,
@@ -199,6 +199,7 @@ impl Engine {
         is_host: PyReadonlyArray1<bool>,
         give_up: PyReadonlyArray1<bool>,
         host_nodes: PyReadonlyArray1<i64>,
+        groups: (PyReadonlyArray1<i64>, PyReadonlyArray1<i32>, &str),
     ) -> PyResult<()> {
         let n_hosts = table.shape()[1];
         let n_slots = out_channel.shape()[1];
@@ -215,6 +216,13 @@ impl Engine {
             give_up.as_slice()?.to_vec(),
             host_nodes.as_slice()?.to_vec(),
         )
+        .and_then(|r| {
+            r.with_groups(
+                groups.0.as_slice().map_err(|e| e.to_string())?.to_vec(),
+                groups.1.as_slice().map_err(|e| e.to_string())?.to_vec(),
+                ecmp_hash(groups.2).map_err(|e| e.to_string())?,
+            )
+        })
         .map_err(err)?;
         self.inner.set_router(Box::new(r));
         Ok(())
@@ -780,8 +788,10 @@ fn maxmin<'py>(
     Ok(rates.into_pyarray(py))
 }
 
-/// Walk plain destination tables into CSR paths; None when the fast walk cannot
-/// (ECMP group, circuit, missing entry, loop): the caller then takes the general walk.
+/// Walk destination tables into CSR paths, ECMP ``groups`` (CSR pointers, ports,
+/// hash name) resolved by ``netsteer.routing.table.flow_hash`` of ``src_hosts`` and
+/// ``flow_ids``; None when the fast walk cannot (missing entry or group, circuit,
+/// loop): the caller then takes the general walk, which words the error.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn walk_tables<'py>(
@@ -797,6 +807,9 @@ fn walk_tables<'py>(
     dst_hosts: PyReadonlyArray1<i64>,
     dst_nodes: PyReadonlyArray1<i64>,
     limit: usize,
+    groups: (PyReadonlyArray1<i64>, PyReadonlyArray1<i32>, &str),
+    src_hosts: PyReadonlyArray1<i64>,
+    flow_ids: PyReadonlyArray1<i64>,
 ) -> PyResult<Option<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i32>>)>> {
     let (n_rows, n_hosts) = (table.shape()[0], table.shape()[1]);
     let (n_nodes, n_slots) = (out_channel.shape()[0], out_channel.shape()[1]);
@@ -819,8 +832,13 @@ fn walk_tables<'py>(
     let cd = channel_dst.as_slice()?;
     let n_channels = cd.len() as i64;
     let bad_node = |x: &i64| !(0..n_nodes as i64).contains(x);
+    let (sh, ids) = (src_hosts.as_slice()?, flow_ids.as_slice()?);
+    let (gptr, gports) = (groups.0.as_slice()?, groups.1.as_slice()?);
+    let hash = ecmp_hash(groups.2)?;
     if src.len() != dst.len()
         || src.len() != dn.len()
+        || src.len() != sh.len()
+        || src.len() != ids.len()
         || src.iter().any(bad_node)
         || dn.iter().any(bad_node)
         || dst.iter().any(|&d| !(0..n_hosts as i64).contains(&d))
@@ -842,13 +860,36 @@ fn walk_tables<'py>(
         is_host: is_host.as_slice()?,
         give_up: give_up.as_slice()?,
         limit,
+        groups: netsteer_core::paths::Groups {
+            ptr: gptr,
+            ports: gports,
+            hash,
+        },
     };
-    let walked = py.detach(|| netsteer_core::paths::walk(&t, src, dst, dn));
+    let flows = netsteer_core::paths::Walks {
+        src_node: src,
+        src: sh,
+        dst,
+        dst_node: dn,
+        id: ids,
+    };
+    let walked = py.detach(|| netsteer_core::paths::walk(&t, &flows));
     Ok(walked.ok().map(|(off, ch)| {
         let off: Vec<i64> = off.into_iter().map(|x| x as i64).collect();
         let ch: Vec<i32> = ch.into_iter().map(|x| x as i32).collect();
         (off.into_pyarray(py), ch.into_pyarray(py))
     }))
+}
+
+/// The ECMP hash named as in ``netsteer.routing.table.HASHES``.
+fn ecmp_hash(name: &str) -> PyResult<netsteer_core::paths::EcmpHash> {
+    use netsteer_core::paths::EcmpHash;
+    match name {
+        "dst" => Ok(EcmpHash::Dst),
+        "src-dst" => Ok(EcmpHash::SrcDst),
+        "flow" => Ok(EcmpHash::Flow),
+        _ => Err(err(format!("unknown ECMP hash {name:?}"))),
+    }
 }
 
 /// Balance the group entries of ``rows`` of a min-hop ``table`` in place by

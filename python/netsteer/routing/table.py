@@ -360,8 +360,8 @@ class Routing:
         if len(cls) != n or len(fid) != n:
             raise RoutingError("classes and flow_ids need one entry per flow")
 
-        if not self.groups and not self.overrides:
-            fast = self._walk_plain(src, dst)
+        if not self.overrides:
+            fast = self._walk_fast(src, dst, fid)
             if fast is not None:
                 return fast
 
@@ -435,9 +435,9 @@ class Routing:
             channels[offsets[f] + k] = ch
         return offsets, channels
 
-    def _walk_plain(self, src: np.ndarray, dst: np.ndarray):
-        """Plain tables walked in Rust; None when a flow needs the general walk
-        (a circuit on the way, or an error to word)."""
+    def _walk_fast(self, src: np.ndarray, dst: np.ndarray, fid: np.ndarray):
+        """The tables and their ECMP groups walked in Rust; None when a flow needs the
+        general walk (a circuit on the way, or an error to word)."""
         from .._core import walk_tables
 
         topo = self.topo
@@ -454,7 +454,16 @@ class Routing:
             dst.astype(np.int64),
             topo.hosts[dst].astype(np.int64),
             int((topo.node_kind != CIRCUIT).sum()) + 1,
+            self.group_arrays(),
+            src.astype(np.int64),
+            fid.astype(np.int64),
         )
+
+    def group_arrays(self) -> tuple[np.ndarray, np.ndarray, str]:
+        """The ECMP groups as the engine takes them: CSR pointers (int64), ports
+        (int32), and the hash's name."""
+        ptr, _, ports = self._group_csr()
+        return ptr, np.ascontiguousarray(ports, dtype=np.int32), self.ecmp_hash
 
     def path(self, src: int, dst: int, cls: int = 0, flow_id: int = 0, circuits=None) -> list[int]:
         """Channel ids from host ``src`` to host ``dst``."""

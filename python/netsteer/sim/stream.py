@@ -105,9 +105,9 @@ class MpiResult:
 def set_router(engine: Engine, topo: Topology, routing: Any) -> None:
     """Give ``engine`` the router of streamed messages.
 
-    ``routing`` is a :class:`netsteer.routing.Routing` with plain tables (no ECMP
-    groups, no class overrides, no circuit switch in the topology), walked in Rust;
-    or the string ``"dmodk"`` on a PGFT, computed per hop without building tables
+    ``routing`` is a :class:`netsteer.routing.Routing` with destination tables and
+    ECMP groups hashed on ``dst`` or ``src-dst`` (no class overrides, no circuit
+    switch in the topology), walked in Rust; or the string ``"dmodk"`` on a PGFT, computed per hop without building tables
     (the same paths as :func:`netsteer.routing.dmodk`).
     """
     out = np.ascontiguousarray(topo.out_channel, dtype=np.int64)
@@ -126,19 +126,20 @@ def set_router(engine: Engine, topo: Topology, routing: Any) -> None:
         return
     why = streamable_routing(topo, routing)
     if why is not None:
-        raise NetsteerError(f"streamed MPI jobs need plain destination tables: {why}; "
+        raise NetsteerError(f"streamed MPI jobs need destination tables: {why}; "
                             "run them as a flow DAG instead", field="routing")
     engine.set_router_tables(
         np.ascontiguousarray(routing.table, dtype=np.int32),
         np.asarray(routing.row_of, dtype=np.int64),
         routing._host_port().astype(np.int64),
         out, cdst, topo.node_kind == HOST, topo.node_kind == CIRCUIT,
-        np.asarray(topo.hosts, dtype=np.int64))
+        np.asarray(topo.hosts, dtype=np.int64), routing.group_arrays())
 
 
 def streamable_routing(topo: Topology, routing: Any) -> str | None:
     """Why ``routing`` cannot route streamed messages, or None if it can: the engine
-    walks plain destination tables (one port per switch and destination).
+    walks destination tables, and hashes ECMP groups on what a message has (its
+    source and destination hosts, not a flow id).
 
     >>> from netsteer.topology.pgft import pgft
     >>> from netsteer.routing import build_routing
@@ -148,8 +149,8 @@ def streamable_routing(topo: Topology, routing: Any) -> str | None:
     """
     if isinstance(routing, str):
         return None
-    if getattr(routing, "groups", None):
-        return "the routing spreads flows over ECMP groups"
+    if getattr(routing, "groups", None) and routing.ecmp_hash == "flow":
+        return "the ECMP hash 'flow' needs a flow id per message (hash dst or src-dst streams)"
     if getattr(routing, "overrides", None):
         return "the routing has per-class overrides"
     if (topo.node_kind == CIRCUIT).any():
