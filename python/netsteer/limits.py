@@ -41,6 +41,7 @@ NODE_BYTES = 250  # names, kinds, indexes; plus 8 per port slot (the dense port 
 PORT_SLOT_BYTES = 8
 LINK_BYTES = 400
 ROUTE_ENTRY_BYTES = 12  # int32 table entries, with the temporaries engines make
+TABLE_ENTRY_BYTES = 4  # int32 table entries, built
 FLOW_BYTES = 500  # DAG columns, paths, engine state and results, per flow
 SAMPLE_VALUE_BYTES = 160  # engine buffer, numpy copy, and the Parquet table of one (sample, channel)
 YAML_NODE_BYTES = 500  # a parsed and validated YAML value
@@ -176,6 +177,14 @@ def routing_bytes(topo) -> int:
     from .routing._graph import forwarding_nodes  # the rows a Routing keeps
 
     return len(forwarding_nodes(topo)) * int(topo.n_hosts) * ROUTE_ENTRY_BYTES
+
+
+def table_bytes(topo) -> int:
+    """Bytes of a built routing's tables: :func:`routing_bytes` without the
+    temporaries of building them (int32 entries)."""
+    from .routing._graph import forwarding_nodes
+
+    return len(forwarding_nodes(topo)) * int(topo.n_hosts) * TABLE_ENTRY_BYTES
 
 
 def check_routing(topo, *, file: str | None = None, field: str | None = "routing") -> int:

@@ -39,7 +39,7 @@ from .errors import LimitError, NetsteerError, key_loc
 from .limits import FLOW_BYTES, SAMPLE_VALUE_BYTES, check, routing_bytes, topology_bytes
 from .limits import current as current_limits
 from .schema import Duration, Size
-from .topology.model import Topology
+from .topology.model import CIRCUIT, Topology
 from .traffic.dag import FlowDag
 
 Int = Annotated[int, Strict()]
@@ -396,6 +396,18 @@ def _why_not_stream(m: ScenarioModel, topo: Topology, routing) -> str | None:
 
     Streamed messages are routed once, in the engine, when both ends have posted:
     nothing may re-route, re-tag or re-forward a flow in flight."""
+    why = _why_not_stream_model(m, topo)
+    if why is not None:
+        return why
+    from .sim.stream import streamable_routing
+
+    # D-mod-K on a PGFT streams computed per hop, whatever its tables (not built yet)
+    return streamable_routing(topo, _stream_router(m, topo, routing))
+
+
+def _why_not_stream_model(m: ScenarioModel, topo: Topology) -> str | None:
+    """:func:`_why_not_stream` as far as the scenario tells, before any table is built
+    (the tables' own reasons, class overrides, cannot come from a routing engine)."""
     if m.controller:
         return "the scenario's controller steers individual flows"
     if m.qos is not None:
@@ -409,10 +421,41 @@ def _why_not_stream(m: ScenarioModel, topo: Topology, routing) -> str | None:
             return f"events.{i} re-pairs a circuit switch"
         if m.reroute_on_change:
             return f"events.{i} changes links and reroute_on_change re-routes flows in flight"
-    from .sim.stream import streamable_routing
+    if (topo.node_kind == CIRCUIT).any():
+        return "the topology has circuit switches"
+    if m.routing.engine == "ecmp" and m.routing.hash == "flow":
+        return "the ECMP hash 'flow' needs a flow id per message (hash dst or src-dst streams)"
+    return None
 
-    # D-mod-K on a PGFT streams computed per hop, whatever its tables (not built yet)
-    return streamable_routing(topo, _stream_router(m, topo, routing))
+
+def _check_jobs_early(m: ScenarioModel, topo: Topology, file) -> None:
+    """Refuse MPI jobs that cannot fit beside the routing tables before the tables are
+    built (a minute or more at tens of thousands of hosts): a streamed job's engine
+    walks a copy of them, a DAG job's flows take what they leave."""
+    from .limits import check_routing, table_bytes
+    from .sim.stream import estimate_bytes
+    from .traffic.mpi import check_job_size
+
+    if not any(job.program is not None for job in m.jobs):
+        return
+    build = check_routing(topo, file=file, field="routing")  # the tables alone first
+    table = table_bytes(topo)
+    used = build - routing_bytes(topo) + table  # once built, without their temporaries
+    why_not = _why_not_stream_model(m, topo)
+    mpi = [j for j, job in enumerate(m.jobs) if job.program is not None]
+    streamed = [m.jobs[j] for j in mpi if _streams(m.jobs[j], why_not)]
+    if streamed:
+        check(used + estimate_bytes(topo, streamed, table_bytes=table), "the streamed MPI jobs",
+              detail=f"{sum(j.ranks for j in streamed):,} ranks", file=file, field="jobs")
+    budget = FlowDag()
+    budget.max_flows = current_limits().max_flows(build)
+    for j in mpi:
+        job = m.jobs[j]
+        if not _streams(job, why_not):
+            try:
+                check_job_size(_mpi_model(job, j, file), budget)
+            except LimitError as exc:
+                raise exc.located(file, f"jobs.{j}") from None
 
 
 def _dmodk_per_hop(m: ScenarioModel, topo: Topology) -> bool:
@@ -620,6 +663,8 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
                             override=fidelity is not None)
     topo = topology if topology is not None else build_topology(m.topology, file=file)
     in_engine = _routes_in_engine(m, topo, packet)
+    if not in_engine:
+        _check_jobs_early(m, topo, file)
     routing, make_routing = _routing_factory(topo, m.routing, file, "routing", defer=in_engine)
     names: dict[str, int] = {}
     for j, job in enumerate(m.jobs):
@@ -695,7 +740,11 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
     stream_router = None
     if streamed:
         stream_router = _stream_router(m, topo, routing)
-        _check_stream(topo, stream_router, streamed, used + len(dag) * FLOW_BYTES, file)
+        from .limits import table_bytes
+
+        # the tables are built by now: their temporaries are gone
+        built = used - (0 if in_engine else routing_bytes(topo) - table_bytes(topo))
+        _check_stream(topo, stream_router, streamed, built + len(dag) * FLOW_BYTES, file)
     if len(dag) and bg.all() and not streamed:
         raise NetsteerError("every flow is an endless bulk flow (no duration), so nothing would end the run; "
                             "give one a duration, or add flows or a program", file=file, field="jobs")

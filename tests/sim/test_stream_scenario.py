@@ -235,3 +235,72 @@ def test_a_program_the_algorithm_refuses_names_the_file_streamed_or_not(tmp_path
     err = capsys.readouterr().err
     assert err.startswith(f"netsteer: error: {p}: jobs.0.program.1") and reason in err, err
     assert err.count("\n") == 1
+
+
+BIG = """
+name: big
+topology: {kind: pgft, levels: 2, down: [16, 16], up: [1, 16], link_bandwidth: 10Gbps, link_latency: 1us}
+routing: {engine: %s}
+jobs:
+  - name: app
+    ranks: 200
+    %s
+    program:
+      - {op: alltoall, bytes: 1KiB, algorithm: bruck}
+      - {op: allgather, bytes: 1KiB, algorithm: ring}
+"""
+
+
+def _no_tables(monkeypatch):
+    import netsteer.routing
+
+    def refuse(*a, **k):
+        raise AssertionError("the tables were built before the jobs were refused")
+
+    monkeypatch.setattr(netsteer.routing, "build_routing", refuse)
+
+
+@pytest.fixture
+def limit():
+    """Set the memory limit (below the CLI's smallest) for one test."""
+    from netsteer import limits
+
+    yield limits.set_max_memory
+    limits.reset()
+
+
+@pytest.mark.parametrize("engine", ["minhop", "ecmp"])
+def test_streamed_jobs_beside_the_tables_are_refused_before_the_tables_are_built(engine, limit, monkeypatch):
+    """The engine walks its own copy of the tables: that copy, the tables and the
+    ranks must fit, and a job that cannot is refused at once, not after the build."""
+    from netsteer.errors import LimitError
+    from netsteer.limits import routing_bytes, table_bytes, topology_bytes
+    from netsteer.sim.stream import estimate_bytes
+    from netsteer.topology.spec import build_topology
+
+    sc = parse_scenario(BIG % (engine, "placement: linear"), file="big.yaml")
+    topo = build_topology(sc.model.topology)
+    base = topology_bytes(topo.n_nodes, topo.n_links, int(topo.out_channel.shape[1]) - 1)
+    tables = table_bytes(topo)
+    need = base + tables + estimate_bytes(topo, sc.model.jobs, table_bytes=tables)
+    assert need > base + routing_bytes(topo)  # the tables alone would fit
+    limit(4 * need - 8)  # small limits leave a quarter beside the interpreter
+    with monkeypatch.context() as mp:
+        _no_tables(mp)
+        with pytest.raises(LimitError, match=r"the streamed MPI jobs would need about .* \(200 ranks\)") as e:
+            build_scenario(sc)
+    assert (e.value.file, e.value.field) == ("big.yaml", "jobs")
+    limit(4 * need + 8)
+    b = build_scenario(sc)
+    assert [j for j, _ in b.streamed] == [0]
+
+
+def test_a_dag_job_too_large_is_refused_before_the_tables_are_built(limit, monkeypatch):
+    from netsteer.errors import LimitError
+
+    sc = parse_scenario(BIG % ("minhop", "stream: false"), file="big.yaml")
+    limit(4 << 20)
+    _no_tables(monkeypatch)
+    with pytest.raises(LimitError, match=r"the job would make about [\d,]+ flows") as e:
+        build_scenario(sc)
+    assert (e.value.file, e.value.field) == ("big.yaml", "jobs.0.program.1")  # the ring, the larger

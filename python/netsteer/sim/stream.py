@@ -206,10 +206,12 @@ def job_steps(job: Any) -> list[tuple]:
     return out
 
 
-def estimate_bytes(topo: Topology, jobs: Sequence[Any], routing: Any = "dmodk") -> int:
+def estimate_bytes(topo: Topology, jobs: Sequence[Any], routing: Any = "dmodk", *,
+                   table_bytes: int | None = None) -> int:
     """Memory a streamed run needs: ranks, the messages that can be in flight at
     once (at most one per rank: a rank blocks on one operation, which sends at most
-    one message), the router and the network.
+    one message), the router and the network. The router's copy of the tables is
+    ``routing.table``'s size, or ``table_bytes`` for tables not built yet.
 
     >>> from netsteer.topology.pgft import pgft
     >>> t = pgft(2, [4, 4], [1, 2], link_bandwidth=1e9, link_latency_ns=0)
@@ -218,9 +220,10 @@ def estimate_bytes(topo: Topology, jobs: Sequence[Any], routing: Any = "dmodk") 
     """
     # ranks only: an estimate checks nothing else (a job may be refused before it is checked)
     ranks = sum(int(j["ranks"]) if isinstance(j, dict) else int(j.ranks) for j in jobs)
-    table = 0 if isinstance(routing, str) else int(np.asarray(routing.table).nbytes)
+    if table_bytes is None:
+        table_bytes = 0 if isinstance(routing, str) else int(np.asarray(routing.table).nbytes)
     network = topo.n_channels * CHANNEL_BYTES + topo.out_channel.nbytes * 2
-    return ranks * (RANK_BYTES + FLOW_BYTES) + table + network
+    return ranks * (RANK_BYTES + FLOW_BYTES) + table_bytes + network
 
 
 def least_time_ns(job: Any, rate_Bps: float) -> float:

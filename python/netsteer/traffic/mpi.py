@@ -278,6 +278,21 @@ def estimate_step_flows(st, p: int, kw: dict | None = None) -> int | None:
     return int(f2 * (p / 32) ** max(growth, 1.0)) + 1
 
 
+def check_job_size(job: MpiJob, dag: FlowDag) -> None:
+    """Refuse ``job`` if its flows would not fit in ``dag``'s budget, without expanding
+    it (:func:`expand_mpi_job` checks the same on the way in).
+
+    Raises
+    ------
+    LimitError
+        With the estimate, naming the step (``program.i``) or ``repeat``.
+    """
+    steps = parse_program(job.program)
+    kw = dict(rendezvous=True, envelope_bytes=coll.MPI_ENVELOPE_BYTES, traffic_class=job.traffic_class,
+              priority=job.priority, job_algorithms=job_choices(steps))
+    _check_size(steps, job.ranks, job.repeat, dag, kw)
+
+
 def _check_size(steps, ranks: int, repeat: int, dag: FlowDag, kw: dict) -> None:
     """Refuse a job whose flows would exceed the DAG's budget, before expanding it."""
     from ..errors import LimitError
