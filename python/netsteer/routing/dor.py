@@ -122,19 +122,23 @@ class MinimalRoutes:
     def candidates(self, targets: np.ndarray) -> np.ndarray:
         """``[E, len(targets)]`` bool: edge ``e`` may carry traffic towards switch
         ``t`` (on a shortest path, of the lowest rank available at its switch)."""
-        d = self.dist
-        dt = d[:, targets]  # the targets' columns first: rows are gathered per edge
-        ds, dn = dt[self.edge_src], dt[self.edge_dst]
-        on = (dn >= 0) & (ds > 0) & (dn == ds - 1)
+        n = self.n_switches
+        # the narrowest integers that hold the distances and ranks: the E x targets
+        # matrices below cost memory traffic rather than arithmetic
+        dt = self.dist[:, targets].astype(np.min_scalar_type(-(n + 1)))  # targets' columns first
+        degree = np.diff(self.edge_first)
+        ds = np.repeat(dt, degree, axis=0)  # edges are sorted by switch
+        dn = dt[self.edge_dst]
+        on = (dn >= 0) & (dn == ds - 1)
         big = self.n_dims + 1
-        r = np.where(on, self.edge_rank[:, None], big)
-        best = np.full((self.n_switches, len(targets)), big, dtype=np.int64)
-        # edges are sorted by switch: a segmented minimum (np.minimum.at is 10x slower)
-        starts = self.edge_first[:-1]
-        has = self.edge_first[1:] > starts
+        small = np.min_scalar_type(big)
+        r = np.where(on, self.edge_rank.astype(small)[:, None], small.type(big))
+        best = np.full((n, len(targets)), big, dtype=small)
+        # a segmented minimum (np.minimum.at is 10x slower)
+        has = degree > 0
         if has.any():
-            best[has] = np.minimum.reduceat(r, starts[has], axis=0)
-        return on & (r == best[self.edge_src])
+            best[has] = np.minimum.reduceat(r, self.edge_first[:-1][has], axis=0)
+        return on & (r == np.repeat(best, degree, axis=0))
 
     def next_edges(self, hosts) -> np.ndarray:
         """The edge each switch forwards traffic for each host by.
