@@ -152,6 +152,7 @@ def _cases():
         circuit = (topo.node_kind == CIRCUIT).any()
         yield pytest.param(name, build, "standing", 0.0, id=f"{name}")
         yield pytest.param(name, build, "standing", 0.2, id=f"{name}-down")
+        yield pytest.param(name, build, "standing", 0.6, id=f"{name}-cut")  # mostly disconnected
         if circuit:
             yield pytest.param(name, build, "random", 0.0, id=f"{name}-repaired")
             yield pytest.param(name, build, "random-partial", 0.1, id=f"{name}-repaired-partial-down")
