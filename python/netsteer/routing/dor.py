@@ -34,6 +34,11 @@ from ..topology.model import CIRCUIT, HOST, SWITCH, Topology
 from ._graph import circuit_table
 from .table import Routing
 
+# Chunk budgets, in matrix cells, that bound memory on big fabrics: the [edges,
+# target switches] candidate matrices, and the [switches, hosts] next-edge matrices
+_EDGE_CELLS = 4_000_000
+_CELLS = 4_000_000
+
 
 class MinimalRoutes:
     """Shortest-path next hops between the packet switches of a network.
@@ -117,42 +122,98 @@ class MinimalRoutes:
     def candidates(self, targets: np.ndarray) -> np.ndarray:
         """``[E, len(targets)]`` bool: edge ``e`` may carry traffic towards switch
         ``t`` (on a shortest path, of the lowest rank available at its switch)."""
-        d = self.dist
-        dt = d[:, targets]  # the targets' columns first: rows are gathered per edge
-        ds, dn = dt[self.edge_src], dt[self.edge_dst]
-        on = (dn >= 0) & (ds > 0) & (dn == ds - 1)
+        n = self.n_switches
+        # the narrowest integers that hold the distances and ranks: the E x targets
+        # matrices below cost memory traffic rather than arithmetic
+        dt = self.dist[:, targets].astype(np.min_scalar_type(-(n + 1)))  # targets' columns first
+        degree = np.diff(self.edge_first)
+        ds = np.repeat(dt, degree, axis=0)  # edges are sorted by switch
+        dn = dt[self.edge_dst]
+        on = (dn >= 0) & (dn == ds - 1)
         big = self.n_dims + 1
-        r = np.where(on, self.edge_rank[:, None], big)
-        best = np.full((self.n_switches, len(targets)), big, dtype=np.int64)
-        # edges are sorted by switch: a segmented minimum (np.minimum.at is 10x slower)
-        starts = self.edge_first[:-1]
-        has = self.edge_first[1:] > starts
+        small = np.min_scalar_type(big)
+        r = np.where(on, self.edge_rank.astype(small)[:, None], small.type(big))
+        best = np.full((n, len(targets)), big, dtype=small)
+        # a segmented minimum (np.minimum.at is 10x slower)
+        has = degree > 0
         if has.any():
-            best[has] = np.minimum.reduceat(r, starts[has], axis=0)
-        return on & (r == best[self.edge_src])
+            best[has] = np.minimum.reduceat(r, self.edge_first[:-1][has], axis=0)
+        return on & (r == np.repeat(best, degree, axis=0))
+
+    def next_edges(self, hosts) -> np.ndarray:
+        """The edge each switch forwards traffic for each host by.
+
+        Host ``h`` takes the ``h mod n``-th of the switch's ``n`` candidate edges
+        towards the host's switch (see :meth:`candidates`), in port order.
+
+        Parameters
+        ----------
+        hosts : array_like of int
+            Host indices, in any order, repeats allowed.
+
+        Returns
+        -------
+        ndarray ``[n_switches, len(hosts)]`` int64
+            Edge indices; ``-1`` at the host's own switch and where it is out of reach.
+
+        Examples
+        --------
+        >>> from netsteer.topology.hyperx import hyperx
+        >>> m = MinimalRoutes(hyperx([2], 2, 2, link_bandwidth=1e9, link_latency_ns=0))
+        >>> m.next_edges([2, 3]).tolist()  # x0's two trunks to x1 take one host each
+        [[0, 1], [-1, -1]]
+        """
+        hosts = np.asarray(hosts, dtype=np.int64).ravel()
+        picked = np.full((self.n_switches, len(hosts)), -1, dtype=np.int64)
+        # candidates depend on the host's switch only: listed once per target switch
+        # (a chunk of them at a time), then each host picks from its switch's lists
+        targets, of = np.unique(self.host_switch[hosts], return_inverse=True)
+        by_target = np.argsort(of, kind="stable")
+        step = max(1, _EDGE_CELLS // max(len(self.edge_src), 1))
+        for a in range(0, len(targets), step):
+            lo, hi = np.searchsorted(of[by_target], [a, a + step])
+            cols = by_target[lo:hi]  # the hosts on targets[a:a + step]
+            edges, first, count = self._candidate_lists(targets[a:a + step])
+            picked[:, cols] = _pick(edges, first, count, of[cols] - a, hosts[cols])
+        return picked
+
+    def _candidate_lists(self, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every switch's candidate edges towards each of ``targets``, in port order.
+
+        Returns
+        -------
+        edges, first, count : ndarray
+            Switch ``s``'s candidates towards ``targets[j]`` are
+            ``edges[first[j, s]:first[j, s] + count[j, s]]`` (``first``, ``count``
+            are ``[len(targets), n_switches]``).
+        """
+        n = self.n_switches
+        cand = self.candidates(targets)
+        # by target, then edge; edges are sorted by switch, then port
+        j, edges = np.nonzero(np.ascontiguousarray(cand.T))
+        count = np.bincount(j * n + self.edge_src[edges], minlength=len(targets) * n)
+        first = np.cumsum(count) - count
+        return edges, first.reshape(-1, n), count.reshape(-1, n)
 
     def choice(self, hosts: np.ndarray) -> np.ndarray:
         """``[E, len(hosts)]`` bool: the one edge each switch takes towards each host
-        (host ``h`` takes the ``h mod n``-th of its ``n`` candidates, port order)."""
-        hosts = np.asarray(hosts, dtype=np.int64)
-        # candidates depend on the host's switch only: found once per switch (a
-        # HyperX switch has T hosts), then spread to its hosts
-        targets, of = np.unique(self.host_switch[hosts], return_inverse=True)
-        cand = self.candidates(targets)
-        cs = np.cumsum(cand, axis=0, dtype=np.int64)
-        before = np.zeros((self.n_switches + 1, len(targets)), dtype=np.int64)
-        starts = self.edge_first[:-1]
-        has = starts > 0
-        before[:-1][has] = cs[starts[has] - 1]
-        before[-1] = cs[-1] if len(cs) else 0
-        rank = cs - before[self.edge_src]  # 1-based among the switch's candidates
-        count = before[1:] - before[:-1]
-        k = hosts[None, :] % np.maximum(count[:, of], 1)
-        return cand[:, of] & (rank[:, of] == k[self.edge_src] + 1)
+        (host ``h`` takes the ``h mod n``-th of its ``n`` candidates, port order);
+        :meth:`next_edges` gives the same as edge indices, without the E x hosts matrix."""
+        picked = self.next_edges(hosts)
+        s, j = np.nonzero(picked >= 0)
+        out = np.zeros((len(self.edge_src), picked.shape[1]), dtype=bool)
+        out[picked[s, j], j] = True
+        return out
 
     def channel_load(self, demand: np.ndarray, chunk: int | None = None) -> np.ndarray:
         """Channel loads of ``demand`` (``[switches, hosts]``: what each switch's
         hosts send to each host, any unit) routed as the tables route it.
+
+        Parameters
+        ----------
+        demand : array_like ``[n_switches, n_hosts]``
+        chunk : int, optional
+            Destination hosts routed at a time (bounds memory); default from the size.
 
         Raises
         ------
@@ -179,25 +240,32 @@ class MinimalRoutes:
             s, h = np.argwhere(unreachable)[0]
             names = self.topo.node_names
             raise RoutingError(f"switch {names[self.switches[s]]} cannot reach {names[self.topo.hosts[h]]}")
-        load = np.zeros(self.topo.n_channels, dtype=np.float64)
         cols = np.flatnonzero((demand > 0).any(axis=0))
-        E = len(self.edge_src)
-        chunk = chunk or max(1, 20_000_000 // max(E, 1))
+        chunk = chunk or max(1, _CELLS // max(n, 1))
+        edge_load = np.zeros(len(self.edge_src))
         for a in range(0, len(cols), chunk):
             hosts = cols[a:a + chunk]
-            pick = self.choice(hosts)
-            flow = demand[:, hosts].copy()  # what sits at each switch for each host
-            dist = dist_h[:, hosts]
-            edge_load = np.zeros(E)
-            for level in range(int(dist.max(initial=0)), 0, -1):
-                at = np.where(dist == level, flow, 0.0)
-                moved = np.where(pick, at[self.edge_src], 0.0)
-                edge_load += moved.sum(axis=1)
-                np.add.at(flow, self.edge_dst, moved)
-            for k in (0, 1):
-                ch = self.edge_channels[:, k]
-                m = ch >= 0
-                np.add.at(load, ch[m], edge_load[m])
+            edge_load += self._edge_load(demand[:, hosts], dist_h[:, hosts], self.next_edges(hosts))
+        load = np.zeros(self.topo.n_channels, dtype=np.float64)
+        for k in (0, 1):
+            ch = self.edge_channels[:, k]
+            m = ch >= 0
+            np.add.at(load, ch[m], edge_load[m])
+        return load
+
+    def _edge_load(self, flow: np.ndarray, dist: np.ndarray, picked: np.ndarray) -> np.ndarray:
+        """Load on each edge when ``flow`` (``[switches, hosts]``, ``dist`` hops from
+        each host) walks to its hosts along the ``picked`` edges."""
+        flow = flow.copy()  # what sits at each switch for each host
+        E, width = len(self.edge_src), flow.shape[1]
+        load = np.zeros(E)
+        # farthest first: every hop is one closer, so a switch has received all its
+        # transit traffic for a host before it forwards it
+        for level in range(int(dist.max(initial=0)), 0, -1):
+            s, j = np.nonzero(dist == level)
+            e, moved = picked[s, j], flow[s, j]
+            load += np.bincount(e, weights=moved, minlength=E)
+            flow += np.bincount(self.edge_dst[e] * width + j, weights=moved, minlength=flow.size).reshape(flow.shape)
         return load
 
     def routing(self, engine: str = "dor") -> Routing:
@@ -205,15 +273,22 @@ class MinimalRoutes:
         topo = self.topo
         H, n = topo.n_hosts, self.n_switches
         table = np.full((n, H), -1, dtype=np.int32)
-        step = max(1, 20_000_000 // max(len(self.edge_src), 1))
+        port_or_none = np.append(self.edge_port, -1)  # edge -1 (no next hop) -> port -1
+        step = max(1, _CELLS // max(n, 1))
         for a in range(0, H, step):
             hosts = np.arange(a, min(H, a + step))
-            pick = self.choice(hosts)
-            e, j = np.nonzero(pick)
-            table[self.edge_src[e], hosts[j]] = self.edge_port[e]
+            table[:, a:a + step] = port_or_none[self.next_edges(hosts)]
         local = self.host_switch
         table[local, np.arange(H)] = _host_port_at_switch(topo)
         return Routing(topo, table, rows=self.switches, engine=engine)
+
+
+def _pick(edges: np.ndarray, first: np.ndarray, count: np.ndarray, of: np.ndarray, hosts: np.ndarray) -> np.ndarray:
+    """``[n_switches, len(hosts)]``: host ``hosts[i]`` (towards target ``of[i]`` of the
+    lists :meth:`MinimalRoutes._candidate_lists` made) takes candidate ``h mod count``."""
+    c = count[of].T
+    at = first[of].T + hosts % np.maximum(c, 1)
+    return np.append(edges, -1)[np.where(c > 0, at, -1)]  # no candidate -> edge -1
 
 
 def dor(topo: Topology, circuits: dict | None = None, down_links=()) -> Routing:

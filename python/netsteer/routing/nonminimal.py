@@ -52,10 +52,7 @@ class _PathRouting:
         self.routes = MinimalRoutes(topo, circuits)
         m = self.routes
         H = topo.n_hosts
-        pick = m.choice(np.arange(H))  # [E, H]
-        self.next_edge = np.full((m.n_switches, H), -1, dtype=np.int64)
-        e, h = np.nonzero(pick)
-        self.next_edge[m.edge_src[e], h] = e
+        self.next_edge = m.next_edges(np.arange(H))  # [switches, H]
         out = topo.out_channel
         hosts = topo.hosts
         first = np.where(out[hosts] >= 0, out[hosts], np.iinfo(np.int64).max).min(axis=1)
