@@ -31,9 +31,14 @@ class MinHop:
     ----------
     nbr : ndarray, effective neighbour per (node, port)
     routers : ndarray, packet switch node ids; ``dist`` rows follow this order
-    dist : ndarray of int16 (int32 past 16,000 switches), shape (n_routers + 1, n_hosts)
-        Hops (channels) from a switch to a host; the last row is all ``INF`` so that
-        index -1 means "no switch there". ``INF`` where unreachable.
+    host_class : ndarray of int64, shape (n_hosts,)
+        Hosts cabled to the same switches (by the same number of cables) share a class:
+        their distances from every switch are equal.
+    class_host : ndarray of int64
+        One host of each class.
+    dist : ndarray of int16 (int32 past 16,000 switches), shape (n_routers + 1, n_classes)
+        Hops (channels) from a switch to the hosts of a class; the last row is all
+        ``INF`` so that index -1 means "no switch there". ``INF`` where unreachable.
     """
 
     def __init__(self, topo: Topology, circuits: dict | None = None, down_links=()):
@@ -53,30 +58,40 @@ class MinHop:
         self.rowof = np.full(topo.n_nodes + 1, -1, dtype=np.int64)
         self.rowof[self.routers] = np.arange(R)
         self.host_index = np.append(topo.host_index, -1).astype(np.int64)
-        sw = self._switch_distances()
-        # a host's distance is one more than its nearest attached switch's
         att = self.rowof[self.nbr[topo.hosts]]  # (H, slots), -1 where no switch
-        self.att = att
-        dist = np.full((R + 1, topo.n_hosts), self.INF, dtype=self.dtype)
+        _, rep, cls = np.unique(_row_keys(np.sort(att, axis=1)), return_index=True, return_inverse=True)
+        self.class_host, self.host_class = rep.astype(np.int64), cls.reshape(-1).astype(np.int64)
+        att = att[self.class_host]
+        # distances to the switches hosts are cabled to (a fat-tree's leaves) only
+        leaves, at = np.unique(att, return_inverse=True)  # -1 (no switch) sorts first
+        at = at.reshape(att.shape)
+        sw = self._switch_distances(np.maximum(leaves, 0))
+        # a class's distance is one more than its hosts' nearest attached switch's
+        dist = np.full((R + 1, len(att)), self.INF, dtype=self.dtype)
         for p in np.flatnonzero((att >= 0).any(axis=0)):
             m = att[:, p] >= 0
-            dist[:R, m] = np.minimum(dist[:R, m], sw[:, att[m, p]] + 1)
+            dist[:R, m] = np.minimum(dist[:R, m], sw[:, at[m, p]] + 1)
         self.dist = dist
 
-    def _switch_distances(self) -> np.ndarray:
-        """All-pairs switch-to-switch hops, by synchronous relaxation over ports."""
+    def _switch_distances(self, targets: np.ndarray) -> np.ndarray:
+        """Switch hops from every packet switch (rows) to switch rows ``targets``
+        (columns): one breadth-first search per target over the reversed links (a
+        scipy BFS; relaxing all pairs over the ports was 4x slower on a fat-tree of
+        5,120 switches, which has only 2,048 targets)."""
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import shortest_path
+
         R = len(self.routers)
         nb = self.rowof[self.nbr[self.routers]]  # (R, slots)
-        sw = np.full((R + 1, R), self.INF, dtype=self.dtype)
-        sw[np.arange(R), np.arange(R)] = 0
-        cols = [p for p in range(nb.shape[1]) if (nb[:, p] >= 0).any()]
-        while True:
-            best = sw[:R].copy()
-            for p in cols:
-                np.minimum(best, sw[nb[:, p]] + 1, out=best)  # row -1 is the INF row
-            if np.array_equal(best, sw[:R]):
-                return sw[:R]
-            sw[:R] = best
+        u, p = np.nonzero(nb >= 0)
+        back = csr_matrix((np.ones(len(u), dtype=np.int8), (nb[u, p], u)), shape=(R, R))
+        if not len(targets):
+            return np.zeros((R, 0), dtype=self.dtype)
+        d = shortest_path(back, method="D", unweighted=True, indices=targets)  # (targets, R)
+        out = np.full((R, len(targets)), self.INF, dtype=self.dtype)
+        reach = np.isfinite(d.T)
+        out[reach] = d.T[reach]
+        return out
 
     def candidates(self, sources: np.ndarray | None = None, chunk_elems: int = 1 << 22):
         """Min-hop port sets for every (source, destination host).
@@ -108,14 +123,13 @@ class MinHop:
         hid_s = self.host_index[nbr_s]
         host_dst = hid_s >= 0
         S, P = nbr_s.shape
-        # Hosts cabled to the same switches have the same distance column, so the same
-        # min-hop set from every row without a cable to them: each set is found once
-        # per such class (a leaf's or a HyperX switch's hosts), through switches only
-        # (a host never forwards), and the rows cabled to a host get their ports to it
-        # below. A HyperX of 1,024 switches x 64 hosts: 64x less work.
-        _, rep, cls = np.unique(_row_keys(np.sort(self.att, axis=1)), return_index=True, return_inverse=True)
-        rep, cls = rep.astype(np.int64), cls.reshape(-1)
-        by_cls = np.full((S, len(rep)), -1, dtype=np.int32)
+        # Hosts of a class have the same distance column, so the same min-hop set from
+        # every row without a cable to them: each set is found once per class (a leaf's
+        # or a HyperX switch's hosts), through switches only (a host never forwards),
+        # and the rows cabled to a host get their ports to it below. A HyperX of 1,024
+        # switches x 64 hosts: 64x less work.
+        C = self.dist.shape[1]
+        by_cls = np.full((S, C), -1, dtype=np.int32)
         group_id: dict[bytes, int] = {}
         groups: list[np.ndarray] = []
 
@@ -128,8 +142,8 @@ class MinHop:
             return group_id[kb]
 
         B = max(1, chunk_elems // max(1, S * P))
-        for a in range(0, len(rep), B):
-            d = rep[a : a + B]
+        for a in range(0, C, B):
+            d = np.arange(a, min(a + B, C))
             nd = self.dist[:, d][row_s]  # (S, P, b)
             if host_dst.any():
                 nd[host_dst] = self.INF
@@ -154,7 +168,9 @@ class MinHop:
                 ids = np.array([group(key) for key in keys], dtype=np.int32)
                 e.reshape(-1)[multi] = -2 - ids[inv.reshape(-1)]
             by_cls[:, a : a + B] = e
-        entry = np.ascontiguousarray(by_cls[:, cls])  # least_used writes through reshape(-1)
+        # (take, not by_cls[:, classes]: that fancy index builds a transposed array,
+        # 30x slower to make contiguous, which least_used's reshape(-1) needs)
+        entry = np.take(by_cls, self.host_class, axis=1)
         # a row cabled to a host leaves on its ports to it (one, or a set of parallel cables)
         si, pi = np.nonzero(host_dst)
         if si.size:
