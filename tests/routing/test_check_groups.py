@@ -294,3 +294,23 @@ def test_group_check_matches_the_reference(monkeypatch):
             assert outcome(lambda: r.check(circuits=circuits)) == want[1]
             seen.add(kind_of(want[1]))
     assert seen == {None, *KINDS}, seen
+
+
+def test_same_lists_numbers_only_equal_lists_alike(monkeypatch):
+    """Groups leading to the same next nodes share their ways: equal lists get one
+    number, and even when every fingerprint collides unequal lists never do."""
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(0, 4, size=300)
+    values = rng.integers(-1, 3, size=int(lengths.sum()))
+    starts = np.cumsum(lengths) - lengths
+    lists = [tuple(values[s : s + n].tolist()) for s, n in zip(starts, lengths)]
+
+    def numbers():
+        number, first = _check.same_lists(lengths, values)
+        assert [lists[first[k]] for k in number] == lists  # a number's list is the list
+        return number
+
+    number = numbers()
+    assert len(set(number.tolist())) == len(set(lists))  # equal lists share
+    monkeypatch.setattr(_check, "mix64", lambda x: np.zeros(len(x), dtype=np.uint64))
+    numbers()
