@@ -1,4 +1,5 @@
-"""Completeness and loop-freedom of a table set, vectorised over (switch, host) pairs.
+"""Completeness and loop-freedom of a table set, vectorised over (switch, host) pairs,
+ECMP group entries included (no Python loop per pair or group).
 
 Used by :meth:`netsteer.routing.table.Routing.check`; see there for examples.
 """
@@ -11,15 +12,16 @@ from ..errors import RoutingError
 from ..topology.model import HOST
 from ._graph import dead_end_reason
 
-#: (switch, destination) pairs resolved in one pass of the propagation: bounds the
-#: pending pairs and their targets (16 bytes each) whatever the table's size.
+#: (switch, destination) pairs, plus the ports of their ECMP groups, resolved in one
+#: pass of the propagation: bounds the pending pairs, group members and their targets
+#: (16 bytes each) whatever the table's size.
 PAIRS_PER_PASS = 1 << 21
 
 
 class Checker:
     """Marks (switch, destination) pairs good from the destination outwards.
 
-    A pair is good when every way out of it (one port, or every member of its group)
+    A pair is good when every exit from it (one port, or every member of its group)
     reaches a good pair or the destination host itself. What is still not good when
     nothing changes any more is a miss, a dead end, a stray or a loop; one scalar walk
     from the first such pair names the cause.
@@ -69,88 +71,164 @@ class Checker:
         of the same destination, so destinations are taken a block at a time: the
         pending pairs and their targets are a block's, not the whole table's (at
         16,384 hosts the check held 7 times the tables' size that way)."""
-        R, H = self.good.shape
         e = self.table_rows(self.rows)
+        self.check_group_indices(e)
+        for d0, d1 in self.destination_blocks(e):
+            self.propagate_block(e[:, d0:d1], d0)
+
+    def check_group_indices(self, e: np.ndarray) -> None:
+        """Raise for the first row naming a group that does not exist (its lowest such
+        group), before any propagation, so the message does not depend on blocks."""
+        n = len(self.gsize)
+        if not e.size:
+            return
+        bad = np.flatnonzero(e.min(axis=1) < -1 - n)
+        if bad.size:
+            row = int(bad[0])
+            codes = e[row]
+            g = -2 - int(codes[codes < -1 - n].max())
+            node = self.topo.node_names[self.rows[row]]
+            raise RoutingError(f"switch {node} names ECMP group {g}, which does not exist")
+
+    def destination_blocks(self, e: np.ndarray):
+        """``(d0, d1)`` ranges of destinations, each one or as many as keep its pairs
+        plus their groups' members within :data:`PAIRS_PER_PASS` (a group entry
+        expands to one member per port: 32 and more on a fat-tree's way up)."""
+        H = e.shape[1]
+        cost = self.destination_costs(e)
+        ends = np.cumsum(cost)
+        d0 = 0
+        while d0 < H:
+            budget = ends[d0] - cost[d0] + PAIRS_PER_PASS
+            d1 = max(d0 + 1, int(np.searchsorted(ends, budget, side="right")))
+            yield d0, d1
+            d0 = d1
+
+    def destination_costs(self, e: np.ndarray) -> np.ndarray:
+        """Per destination: its pairs plus the ports of its group entries."""
+        R, H = e.shape
+        n = len(self.gsize)
+        extra = np.append(self.gsize, 0)  # code n: not a group
+        cost = np.empty(H, dtype=np.int64)
         cols = max(1, PAIRS_PER_PASS // max(R, 1))
         for d0 in range(0, H, cols):
-            self.propagate_block(e[:, d0 : d0 + cols], d0)
+            eb = e[:, d0 : d0 + cols].astype(np.int64)
+            cost[d0 : d0 + cols] = R + extra[np.where(eb <= -2, -2 - eb, n)].sum(axis=0)
+        return cost
 
     def propagate_block(self, eb: np.ndarray, d0: int) -> None:
-        """:meth:`propagate` for destinations ``d0 ..`` (the columns of ``eb``)."""
-        H = self.H
+        """:meth:`propagate` for destinations ``d0 ..`` (the columns of ``eb``): one
+        round marks whatever now reaches good pairs, until a round marks nothing."""
         good = self.good.reshape(-1)
-        # single ports: resolve the next pair once, then each round is one gather
+        singles = self.single_port_waits(eb, d0, good)
+        groups = self.group_waits(eb, d0, good)
+        while singles.advance(good) | groups.advance(good):  # both, every round
+            pass
+
+    def single_port_waits(self, eb: np.ndarray, d0: int, good: np.ndarray) -> SingleWaits:
+        """Pairs of ``eb`` with a port: good ones marked now, dead ones dropped, the
+        rest waiting on their one next pair."""
+        H = self.H
         ri, dj = np.nonzero(eb >= 0)
         nodes, d = self.rows[ri], dj + d0
         ports = eb[ri, dj].astype(np.int64)
         ok, dead = self.step(nodes, d, ports)
         good[ri[ok] * H + d[ok]] = True
         wait = ~ok & ~dead
-        pend1 = ri[wait] * H + d[wait]
         tgt = self.rowof[self.nbr[nodes[wait], ports[wait]]] * H + d[wait]
-        del ri, dj, nodes, d, ports, ok, dead, wait
-        # groups: a pair (u, d) with group g is good when every member's next node is
-        # good for d. The next nodes depend on (u, g) only, so each round ANDs whole
-        # rows of `good` once per distinct set of next nodes.
-        combos = []  # (row, ports of the group, destinations using it there)
-        gr, gd = np.nonzero(eb <= -2)
-        if gr.size:
-            key = gr.astype(np.int64) * (1 << 32) + (-2 - eb[gr, gd].astype(np.int64))
-            uk, inv = np.unique(key, return_inverse=True)
-            order = np.argsort(inv, kind="stable")
-            bounds = np.searchsorted(inv[order], np.arange(len(uk) + 1))
-            for k, kk in enumerate(uk):
-                row, g = int(kk >> 32), int(kk & 0xFFFFFFFF)
-                if g >= len(self.gsize):
-                    node = self.topo.node_names[self.rows[row]]
-                    raise RoutingError(f"switch {node} names ECMP group {g}, which does not exist")
-                combos.append((row, self.r.groups[g], gd[order[bounds[k] : bounds[k + 1]]] + d0))
+        return SingleWaits(ri[wait] * H + d[wait], tgt)
+
+    def group_waits(self, eb: np.ndarray, d0: int, good: np.ndarray) -> GroupWaits:
+        """Pairs of ``eb`` with a group: good ones marked now, dead ones dropped, the
+        rest waiting on every member's next pair.
+
+        Pairs whose groups lead to the same next nodes and which have the same
+        destination wait on the same pairs (a fat-tree's leaves in one pod share
+        their parents), so they share a *fan* (set of next nodes, destination),
+        expanded into its members once.
+        """
+        gr, gj = np.nonzero(eb <= -2)
+        if not gr.size:
+            return GroupWaits.none()
+        set_of_pair, set_ptr, set_len, set_nodes = self.next_node_sets(gr, -2 - eb[gr, gj].astype(np.int64))
         width = eb.shape[1]
-        changed = True
-        while changed:
-            changed = False
-            if pend1.size:
-                now = good[tgt]
-                if now.any():
-                    good[pend1[now]] = True
-                    pend1, tgt = pend1[~now], tgt[~now]
-                    changed = True
-            memo: dict[tuple, np.ndarray] = {}
-            still = []
-            for row, ports, dsel in combos:
-                node = int(self.rows[row])
-                nxt = tuple(int(v) for v in self.next_nodes(node, ports))
-                if nxt not in memo:
-                    memo[nxt] = self.all_good(nxt, d0, width)
-                ok = memo[nxt][dsel - d0]
-                if ok.any():
-                    self.good[row, dsel[ok]] = True
-                    changed = True
-                if not ok.all():
-                    still.append((row, ports, dsel[~ok]))
-            combos = still
+        fans, fan_of_pair = numbered(set_of_pair * width + gj, int(set_len.size) * width)
+        fan_set, fan_d = fans // width, fans % width + d0
+        member_fan, member_tgt, left, fan_dead = self.fan_members(fan_set, fan_d, set_ptr, set_len, set_nodes)
+        pairs = gr * self.H + gj + d0
+        dead = fan_dead[fan_of_pair]
+        met = (left[fan_of_pair] == 0) & ~dead  # every member goes to the destination host
+        good[pairs[met]] = True
+        live = ~met & ~dead
+        return GroupWaits(pairs[live], fan_of_pair[live], left, member_fan, member_tgt)
 
-    def next_nodes(self, node: int, ports: np.ndarray) -> np.ndarray:
+    def fan_members(self, fan_set, fan_d, set_ptr, set_len, set_nodes):
+        """The members of fans (next nodes ``set_nodes[set_ptr[s]:][:set_len[s]]``
+        for ``s`` in ``fan_set``, destinations ``fan_d``) that wait on a pair.
+
+        A member is met at once (its next node is the destination host), waits on
+        its next node's pair, or is dead (no node, a host other than the destination,
+        a node without a row); one dead member makes its fan dead.
+
+        Returns
+        -------
+        member_fan, member_tgt : ndarray of int64
+            The waiting members: their fan, and the pair (flat index) they wait on.
+        left : ndarray of int64
+            Per fan, its waiting members.
+        dead : ndarray of bool
+            Per fan, whether it is dead (then it has no waiting member).
+        """
+        size = set_len[fan_set]
+        fan = np.repeat(np.arange(len(fan_set)), size)
+        v = set_nodes[np.repeat(set_ptr[fan_set], size) + ranks_within(size)]
+        d = fan_d[fan]
+        row = self.rowof[v]
+        dead = np.zeros(len(fan_set), dtype=bool)
+        dead[fan[(row < 0) & (self.host_index[v] != d)]] = True
+        wait = (row >= 0) & ~dead[fan]
+        left = np.bincount(fan[wait], minlength=len(fan_set))
+        return fan[wait], row[wait] * self.H + d[wait], left, dead
+
+    def next_node_sets(self, rows: np.ndarray, g: np.ndarray):
+        """The distinct sets of next nodes that groups ``g`` lead to from ``rows``.
+
+        Returns
+        -------
+        set_of_pair : ndarray of int64
+            Per (row, group) given, its set.
+        set_ptr, set_len, set_nodes : ndarray of int64
+            The sets as CSR: sorted distinct nodes, -1 for "leads nowhere" (no
+            node, or a switch without a row: dead either way).
+        """
+        n_groups = len(self.gsize)
+        combos, combo_of_pair = numbered(rows.astype(np.int64) * n_groups + g, len(self.rows) * n_groups)
+        crow, cg = combos // n_groups, combos % n_groups
+        size = self.gsize[cg]
+        combo = np.repeat(np.arange(len(combos)), size)
+        ports = self.gports[np.repeat(self.gptr[cg], size) + ranks_within(size)].astype(np.int64)
+        v = self.next_node(self.rows[crow][combo], ports)
+        v = np.where((self.rowof[v] >= 0) | (self.host_index[v] >= 0), v, -1)
+        # parallel cables lead to one node: distinct nodes, sorted, per (row, group)
+        span = self.topo.n_nodes + 1
+        key = combo * span + (v + 1)
+        if (key[1:] < key[:-1]).any():  # ports in order mostly meet nodes in order
+            key.sort()
+        key = key[np.append(True, key[1:] != key[:-1])]
+        combo, v = key // span, key % span - 1
+        n_next = np.bincount(combo, minlength=len(combos))
+        set_of_combo, first = same_lists(n_next, v)
+        set_len = n_next[first]
+        set_ptr = np.cumsum(set_len) - set_len
+        starts = np.cumsum(n_next) - n_next
+        set_nodes = v[np.repeat(starts[first], set_len) + ranks_within(set_len)]
+        return set_of_combo[combo_of_pair], set_ptr, set_len, set_nodes
+
+    def next_node(self, nodes: np.ndarray, ports: np.ndarray) -> np.ndarray:
+        """Node reached leaving ``nodes`` on ``ports``, -1 for none (out of range too)."""
         n_slots = self.nbr.shape[1]
-        ports = np.asarray(ports, dtype=np.int64)
         ok = (ports >= 0) & (ports < n_slots)
-        return np.where(ok, self.nbr[node, np.where(ok, ports, 0)], -1)
-
-    def all_good(self, nxt, d0: int, width: int) -> np.ndarray:
-        """Of destinations ``d0 .. d0 + width`` (a block within the hosts), those for
-        which every node of ``nxt`` is good (or is the destination)."""
-        out = np.ones(width, dtype=bool)
-        for v in nxt:
-            row = self.rowof[v]
-            if row >= 0:
-                out &= self.good[row, d0 : d0 + width]
-            else:
-                hi = self.host_index[v]
-                only = np.zeros(width, dtype=bool)
-                if d0 <= hi < d0 + width:
-                    only[hi - d0] = True
-                out &= only
-        return out
+        return np.where(ok, self.nbr[nodes, np.where(ok, ports, 0)], -1)
 
     def diagnose(self, node: int, d: int) -> None:
         topo, r = self.topo, self.r
@@ -240,3 +318,123 @@ class Checker:
             ok[grp] = all_ok
         if not ok.all():
             self.diagnose(node, int(d[np.flatnonzero(~ok)[0]]))
+
+
+def numbered(keys: np.ndarray, span: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``keys`` (in ``0 .. span - 1``), sorted, and the index of each key
+    among them: as ``np.unique(keys, return_inverse=True)``, but through a bitmap
+    when ``span`` is small next to ``keys`` (no sort of the pairs of a fat-tree)."""
+    if span > 2 * keys.size:
+        distinct, index = np.unique(keys, return_inverse=True)
+        return distinct, index.ravel()
+    seen = np.zeros(span, dtype=bool)
+    seen[keys] = True
+    return np.flatnonzero(seen), (np.cumsum(seen) - 1)[keys]
+
+
+def ranks_within(sizes: np.ndarray) -> np.ndarray:
+    """``0 .. size - 1`` for each of ``sizes``, one after the other."""
+    starts = np.cumsum(sizes) - sizes
+    return np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(starts, sizes)
+
+
+def same_lists(lengths: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Number equal lists alike: lists of ``lengths``, one after the other in ``values``.
+
+    Lists are sorted by a fingerprint and each is compared with the one before,
+    element by element, so only equal lists share a number. (Equal lists split by
+    a colliding fingerprint would get two numbers: harmless, just less sharing.)
+
+    Returns
+    -------
+    number : ndarray of int64
+        Per list, ``0 ..`` in order of fingerprint.
+    first : ndarray of int64
+        Per number, a list that has it.
+    """
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    spread = mix64(values.astype(np.uint64) + mix64(ranks_within(lengths)))  # (1, 2) is not (2, 1)
+    total = np.concatenate([np.zeros(1, np.uint64), np.cumsum(spread, dtype=np.uint64)])
+    prints = total[ends] - total[starts] + mix64(lengths)  # wraps: fine for a fingerprint
+    order = np.argsort(prints, kind="stable")
+    prev, cur = order[:-1], order[1:]
+    same = (prints[prev] == prints[cur]) & (lengths[prev] == lengths[cur])
+    maybe = np.flatnonzero(same)  # check these element by element
+    size = lengths[cur[maybe]]
+    within = ranks_within(size)
+    differs = values[np.repeat(starts[prev[maybe]], size) + within] != values[
+        np.repeat(starts[cur[maybe]], size) + within
+    ]
+    unequal = np.bincount(np.repeat(np.arange(maybe.size), size)[differs], minlength=maybe.size) > 0
+    same[maybe[unequal]] = False
+    new = np.append(True, ~same)
+    number = np.empty(len(lengths), dtype=np.int64)
+    number[order] = np.cumsum(new) - 1
+    return number, order[new]
+
+
+def mix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser: well-spread 64-bit hashes of integers."""
+    z = x.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+class SingleWaits:
+    """Pairs (flat indices into ``good``) each waiting on one pair, ``tgt``."""
+
+    def __init__(self, pairs: np.ndarray, tgt: np.ndarray):
+        self.pairs, self.tgt = pairs, tgt
+
+    def advance(self, good: np.ndarray) -> bool:
+        """Mark the pairs whose target is good; whether any was."""
+        if not self.pairs.size:
+            return False
+        now = good[self.tgt]
+        if not now.any():
+            return False
+        good[self.pairs[now]] = True
+        self.pairs, self.tgt = self.pairs[~now], self.tgt[~now]
+        return True
+
+
+class GroupWaits:
+    """Pairs waiting on every member of their fan (see :meth:`Checker.group_waits`).
+
+    Attributes
+    ----------
+    pairs, fan : ndarray of int64
+        Pending pairs (flat indices into ``good``) and the fan of each.
+    left : ndarray of int64
+        Per fan, members not met yet: its pairs are good at 0.
+    member_fan, member_tgt : ndarray of int64
+        Members not met yet: their fan, and the pair they wait on.
+    """
+
+    def __init__(self, pairs, fan, left, member_fan, member_tgt):
+        self.pairs, self.fan, self.left = pairs, fan, left
+        self.member_fan, self.member_tgt = member_fan, member_tgt
+
+    @classmethod
+    def none(cls) -> GroupWaits:
+        empty = np.zeros(0, dtype=np.int64)
+        return cls(empty, empty, empty, empty, empty)
+
+    def advance(self, good: np.ndarray) -> bool:
+        """Meet the members whose pair is good, then mark the pairs of fans with no
+        member left; whether any pair was marked."""
+        if not self.pairs.size:
+            return False
+        now = good[self.member_tgt]
+        if not now.any():
+            return False
+        self.left -= np.bincount(self.member_fan[now], minlength=len(self.left))
+        self.member_fan, self.member_tgt = self.member_fan[~now], self.member_tgt[~now]
+        done = self.left[self.fan] == 0
+        if not done.any():
+            return False
+        good[self.pairs[done]] = True
+        self.pairs, self.fan = self.pairs[~done], self.fan[~done]
+        return True
