@@ -314,3 +314,17 @@ def test_same_lists_numbers_only_equal_lists_alike(monkeypatch):
     assert len(set(number.tolist())) == len(set(lists))  # equal lists share
     monkeypatch.setattr(_check, "mix64", lambda x: np.zeros(len(x), dtype=np.uint64))
     numbers()
+
+
+def test_a_host_row_naming_a_missing_group_is_a_routing_error():
+    """A multi-homed host has a row of its own: a group index past the groups there is
+    named like a switch's (it was an IndexError)."""
+    from netsteer.routing import build_routing
+
+    t = pgft(2, [4, 4], [2, 2], [2, 1], link_bandwidth=1e9, link_latency_ns=0)  # dual-homed hosts
+    r = build_routing(t, "ecmp")
+    h0 = int(t.hosts[0])
+    assert r.row_of[h0] >= 0
+    r.set_entry(h0, 5, -2 - len(r.groups) - 3)
+    with pytest.raises(RoutingError, match=f"host {t.node_names[h0]} names ECMP group {len(r.groups) + 3}, which does not exist"):
+        r.check()

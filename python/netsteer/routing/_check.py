@@ -309,6 +309,9 @@ class Checker:
         nodes = np.full(d.size, node)
         ok[single] = self.step(nodes[single], d[single], e[single])[0]
         grp = np.flatnonzero(e <= -2)
+        if grp.size and (-2 - e[grp]).max() >= len(self.r.groups):
+            g = int((-2 - e[grp]).max())
+            raise RoutingError(f"host {self.topo.node_names[node]} names ECMP group {g}, which does not exist")
         if grp.size:
             all_ok = np.ones(grp.size, dtype=bool)
             for i, gidx in enumerate(-2 - e[grp]):
