@@ -172,19 +172,23 @@ def check_topology(nodes: int, links: int, max_port: int, *, hosts: int | None =
 
 
 def routing_bytes(topo) -> int:
-    """Estimated bytes of a routing's tables: one row per forwarding node (every switch,
-    and every host with more than one cabled port), one column per host."""
-    from .routing._graph import forwarding_nodes  # the rows a Routing keeps
-
-    return len(forwarding_nodes(topo)) * int(topo.n_hosts) * ROUTE_ENTRY_BYTES
+    """Estimated bytes of a routing's tables while they are built (entries with the
+    temporaries engines make)."""
+    return _table_entries(topo) * ROUTE_ENTRY_BYTES
 
 
 def table_bytes(topo) -> int:
     """Bytes of a built routing's tables: :func:`routing_bytes` without the
     temporaries of building them (int32 entries)."""
-    from .routing._graph import forwarding_nodes
+    return _table_entries(topo) * TABLE_ENTRY_BYTES
 
-    return len(forwarding_nodes(topo)) * int(topo.n_hosts) * TABLE_ENTRY_BYTES
+
+def _table_entries(topo) -> int:
+    """One row per forwarding node (every switch, and every host with more than one
+    cabled port), one column per host."""
+    from .routing._graph import forwarding_nodes  # the rows a Routing keeps
+
+    return len(forwarding_nodes(topo)) * int(topo.n_hosts)
 
 
 def check_routing(topo, *, file: str | None = None, field: str | None = "routing") -> int:

@@ -424,7 +424,9 @@ def _why_not_stream_model(m: ScenarioModel, topo: Topology) -> str | None:
     if (topo.node_kind == CIRCUIT).any():
         return "the topology has circuit switches"
     if m.routing.engine == "ecmp" and m.routing.hash == "flow":
-        return "the ECMP hash 'flow' needs a flow id per message (hash dst or src-dst streams)"
+        from .sim.stream import FLOW_HASH_REASON
+
+        return FLOW_HASH_REASON
     return None
 
 
@@ -436,22 +438,21 @@ def _check_jobs_early(m: ScenarioModel, topo: Topology, file) -> None:
     from .sim.stream import estimate_bytes
     from .traffic.mpi import check_job_size
 
-    if not any(job.program is not None for job in m.jobs):
+    why_not = _why_not_stream_model(m, topo)
+    mpi = [(j, job, _streams(job, why_not)) for j, job in enumerate(m.jobs) if job.program is not None]
+    if not mpi:
         return
     build = check_routing(topo, file=file, field="routing")  # the tables alone first
     table = table_bytes(topo)
     used = build - routing_bytes(topo) + table  # once built, without their temporaries
-    why_not = _why_not_stream_model(m, topo)
-    mpi = [j for j, job in enumerate(m.jobs) if job.program is not None]
-    streamed = [m.jobs[j] for j in mpi if _streams(m.jobs[j], why_not)]
+    streamed = [job for _, job, stream in mpi if stream]
     if streamed:
         check(used + estimate_bytes(topo, streamed, table_bytes=table), "the streamed MPI jobs",
               detail=f"{sum(j.ranks for j in streamed):,} ranks", file=file, field="jobs")
     budget = FlowDag()
     budget.max_flows = current_limits().max_flows(build)
-    for j in mpi:
-        job = m.jobs[j]
-        if not _streams(job, why_not):
+    for j, job, stream in mpi:
+        if not stream:
             try:
                 check_job_size(_mpi_model(job, j, file), budget)
             except LimitError as exc:

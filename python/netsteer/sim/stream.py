@@ -107,8 +107,9 @@ def set_router(engine: Engine, topo: Topology, routing: Any) -> None:
 
     ``routing`` is a :class:`netsteer.routing.Routing` with destination tables and
     ECMP groups hashed on ``dst`` or ``src-dst`` (no class overrides, no circuit
-    switch in the topology), walked in Rust; or the string ``"dmodk"`` on a PGFT, computed per hop without building tables
-    (the same paths as :func:`netsteer.routing.dmodk`).
+    switch in the topology), walked in Rust; or the string ``"dmodk"`` on a PGFT,
+    computed per hop without building tables (the same paths as
+    :func:`netsteer.routing.dmodk`).
     """
     out = np.ascontiguousarray(topo.out_channel, dtype=np.int64)
     cdst = topo.channel_dst().astype(np.int64)
@@ -136,6 +137,10 @@ def set_router(engine: Engine, topo: Topology, routing: Any) -> None:
         np.asarray(topo.hosts, dtype=np.int64), routing.group_arrays())
 
 
+#: Why ECMP's ``flow`` hash keeps each message a DAG flow.
+FLOW_HASH_REASON = "the ECMP hash 'flow' needs a flow id per message (hash dst or src-dst streams)"
+
+
 def streamable_routing(topo: Topology, routing: Any) -> str | None:
     """Why ``routing`` cannot route streamed messages, or None if it can: the engine
     walks destination tables, and hashes ECMP groups on what a message has (its
@@ -150,7 +155,7 @@ def streamable_routing(topo: Topology, routing: Any) -> str | None:
     if isinstance(routing, str):
         return None
     if getattr(routing, "groups", None) and routing.ecmp_hash == "flow":
-        return "the ECMP hash 'flow' needs a flow id per message (hash dst or src-dst streams)"
+        return FLOW_HASH_REASON
     if getattr(routing, "overrides", None):
         return "the routing has per-class overrides"
     if (topo.node_kind == CIRCUIT).any():

@@ -224,8 +224,7 @@ def build_job(
         raise e.located(prefix="placement" if not isinstance(placement, str) or
                         placement not in ("linear", "random") else "ranks") from None
     dag = dag if dag is not None else FlowDag()
-    kw = dict(rendezvous=rendezvous, envelope_bytes=envelope_bytes,
-              traffic_class=traffic_class, priority=priority, job_algorithms=job_choices(steps))
+    kw = _step_kw(steps, traffic_class, priority, rendezvous, envelope_bytes)
     _check_size(steps, ranks, repeat, dag, kw)
     out = JobExpansion(dag=dag, hosts=hosts)
     frontier: list[list[int]] = [[] for _ in range(ranks)]
@@ -288,9 +287,14 @@ def check_job_size(job: MpiJob, dag: FlowDag) -> None:
         With the estimate, naming the step (``program.i``) or ``repeat``.
     """
     steps = parse_program(job.program)
-    kw = dict(rendezvous=True, envelope_bytes=coll.MPI_ENVELOPE_BYTES, traffic_class=job.traffic_class,
-              priority=job.priority, job_algorithms=job_choices(steps))
-    _check_size(steps, job.ranks, job.repeat, dag, kw)
+    _check_size(steps, job.ranks, job.repeat, dag, _step_kw(steps, job.traffic_class, job.priority))
+
+
+def _step_kw(steps, traffic_class: int, priority: int, rendezvous: bool = True,
+             envelope_bytes: int = coll.MPI_ENVELOPE_BYTES) -> dict:
+    """What every step of a job expands with (:func:`_expand_step`'s ``kw``)."""
+    return dict(rendezvous=rendezvous, envelope_bytes=envelope_bytes, traffic_class=traffic_class,
+                priority=priority, job_algorithms=job_choices(steps))
 
 
 def _check_size(steps, ranks: int, repeat: int, dag: FlowDag, kw: dict) -> None:
