@@ -204,6 +204,8 @@ impl Engine {
         let n_hosts = table.shape()[1];
         let n_slots = out_channel.shape()[1];
         self.check_channels(channel_dst.len())?;
+        let (gptr, gports) = (groups.0.as_slice()?.to_vec(), groups.1.as_slice()?.to_vec());
+        let hash = ecmp_hash(groups.2)?;
         let r = TableRouter::new(
             table.as_slice()?.to_vec(),
             row_of.as_slice()?.to_vec(),
@@ -216,13 +218,7 @@ impl Engine {
             give_up.as_slice()?.to_vec(),
             host_nodes.as_slice()?.to_vec(),
         )
-        .and_then(|r| {
-            r.with_groups(
-                groups.0.as_slice().map_err(|e| e.to_string())?.to_vec(),
-                groups.1.as_slice().map_err(|e| e.to_string())?.to_vec(),
-                ecmp_hash(groups.2).map_err(|e| e.to_string())?,
-            )
-        })
+        .and_then(|r| r.with_groups(gptr, gports, hash))
         .map_err(err)?;
         self.inner.set_router(Box::new(r));
         Ok(())

@@ -63,14 +63,13 @@ class MinHop:
         self.class_host, self.host_class = rep.astype(np.int64), cls.reshape(-1).astype(np.int64)
         att = att[self.class_host]
         # distances to the switches hosts are cabled to (a fat-tree's leaves) only
-        leaves, at = np.unique(att, return_inverse=True)  # -1 (no switch) sorts first
-        at = at.reshape(att.shape)
-        sw = self._switch_distances(np.maximum(leaves, 0))
+        leaves = np.unique(att[att >= 0])
+        sw = self._switch_distances(leaves)
         # a class's distance is one more than its hosts' nearest attached switch's
         dist = np.full((R + 1, len(att)), self.INF, dtype=self.dtype)
         for p in np.flatnonzero((att >= 0).any(axis=0)):
             m = att[:, p] >= 0
-            dist[:R, m] = np.minimum(dist[:R, m], sw[:, at[m, p]] + 1)
+            dist[:R, m] = np.minimum(dist[:R, m], sw[:, np.searchsorted(leaves, att[m, p])] + 1)
         self.dist = dist
 
     def _switch_distances(self, targets: np.ndarray) -> np.ndarray:
