@@ -480,13 +480,13 @@ def _check_stream(topo: Topology, routing, streamed: list, used: int, file) -> N
     """Refuse streamed jobs that would not fit, before anything runs: their placement and
     program as the DAG expansion checks them, and their memory (estimate named)."""
     from .sim.stream import check_memory, estimate_bytes, job_steps
-    from .traffic.placement import place
+    from .traffic.placement import error_field, place
 
     for j, mpi in streamed:
         try:
             place(mpi.ranks, mpi.placement, topo.n_hosts, mpi.seed)
         except NetsteerError as exc:
-            raise exc.located(file, f"jobs.{j}.placement") from None
+            raise exc.located(file, f"jobs.{j}.{error_field(mpi.placement)}") from None
         try:
             job_steps(mpi)
         except NetsteerError as exc:

@@ -237,6 +237,24 @@ def test_a_program_the_algorithm_refuses_names_the_file_streamed_or_not(tmp_path
     assert err.count("\n") == 1
 
 
+@pytest.mark.parametrize("stream", ["true", "false"])
+@pytest.mark.parametrize("placement, field, reason", [
+    ("random", "ranks", "99 ranks do not fit on 32 hosts with random placement"),
+    ("linear", "ranks", "99 ranks do not fit on 32 hosts with linear placement"),
+    ("[0, 1, 2]", "placement", "explicit placement lists 3 hosts for 99 ranks"),
+])
+def test_a_placement_that_does_not_fit_names_the_same_field_streamed_or_not(
+        tmp_path, capsys, stream, placement, field, reason):
+    """Too many ranks for the hosts is the rank count's fault, a short host list the
+    placement's, whichever way the job runs."""
+    p = tmp_path / "s.yaml"
+    p.write_text(text(f"stream: {stream}").replace("ranks: 24", "ranks: 99")
+                 .replace("placement: random", f"placement: {placement}"))
+    assert run_cli(["run", str(p), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"netsteer: error: {p}: jobs.0.{field}: {reason}"), err
+
+
 BIG = """
 name: big
 topology: {kind: pgft, levels: 2, down: [16, 16], up: [1, 16], link_bandwidth: 10Gbps, link_latency: 1us}

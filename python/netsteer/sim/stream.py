@@ -54,7 +54,7 @@ from ..errors import NetsteerError
 from ..topology.model import CIRCUIT, HOST, Topology
 from ..traffic.algorithms import MPI_ENVELOPE_BYTES, canonical, job_choices
 from ..traffic.program import MpiJobSpec, OpSpan, aggregate_ops, as_spec
-from ..traffic.placement import place
+from ..traffic.placement import error_field, place
 
 # events handled per engine call, so progress can be shown on long runs
 _CHUNK = 200_000
@@ -315,7 +315,7 @@ def attach_jobs(engine: Engine, topo: Topology, routing: Any, jobs: Sequence[Any
         try:
             hosts = place(job.ranks, job.placement, topo.n_hosts, job.seed)
         except NetsteerError as e:
-            raise e.located(prefix=f"{where}.placement") from None
+            raise e.located(prefix=f"{where}.{error_field(job.placement)}") from None
         try:
             steps = job_steps(job)
         except NetsteerError as e:

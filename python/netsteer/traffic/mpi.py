@@ -37,7 +37,7 @@ from ..schema import Duration, Size
 from . import collectives as coll
 from .algorithms import job_choices
 from .dag import FlowDag
-from .placement import place
+from .placement import error_field, place
 from .program import OpSpan, aggregate_ops  # noqa: F401  (defined there: the streamed path shares them)
 
 
@@ -221,8 +221,7 @@ def build_job(
     try:
         hosts = place(ranks, placement, n_hosts, seed)
     except NetsteerError as e:
-        raise e.located(prefix="placement" if not isinstance(placement, str) or
-                        placement not in ("linear", "random") else "ranks") from None
+        raise e.located(prefix=error_field(placement)) from None
     dag = dag if dag is not None else FlowDag()
     kw = _step_kw(steps, traffic_class, priority, rendezvous, envelope_bytes)
     _check_size(steps, ranks, repeat, dag, kw)

@@ -144,6 +144,17 @@ def place(
     return explicit(ranks, placement, n_hosts)
 
 
+def error_field(placement: Any) -> str:
+    """The job field an error of :func:`place` belongs to: the placement when it is a
+    host list or an unknown policy, else the rank count (``linear`` and ``random``
+    fail only on the ranks).
+
+    >>> error_field("random"), error_field([0, 1]), error_field("spread")
+    ('ranks', 'placement', 'placement')
+    """
+    return "ranks" if isinstance(placement, str) and placement in ("linear", "random") else "placement"
+
+
 def _check_count(ranks: int, room: int, policy: str, n_hosts: int) -> None:
     if ranks > room:
         raise NetsteerError(
