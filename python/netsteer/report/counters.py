@@ -89,7 +89,8 @@ def _rows(cols: _Columns, times_ns: np.ndarray, cum_bytes: np.ndarray, samples: 
         pa.DictionaryArray.from_arrays(_arr(np.tile(cols.src, k), i32), cols.names),
         _arr(np.tile(cols.sport, k), i32),
         pa.DictionaryArray.from_arrays(_arr(np.tile(cols.dst, k), i32), cols.names),
-        _arr(cum_bytes[samples][:, used].reshape(-1), f64),
+        # np.take, not [:, used]: numpy's fancy column index is ~4x slower here
+        _arr(np.take(cum_bytes[samples], used, axis=1).reshape(-1), f64),
     ], schema=_schema())
 
 
