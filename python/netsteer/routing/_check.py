@@ -18,6 +18,9 @@ from ._hops import _row_keys
 #: (16 bytes each) whatever the table's size.
 PAIRS_PER_PASS = 1 << 21
 
+#: Bits of the breadth-first search gathered at once (:func:`spread`), 32 MiB.
+SPREAD_WORDS = 1 << 22
+
 #: Verdicts on a way out of a (switch, destination) pair (see :meth:`Checker.exit_verdicts`).
 FAIL, CLOSER, TO_HOST = 0, 1, 2
 
@@ -29,11 +32,17 @@ class Checker:
     reaches a good pair or the destination host itself. What is still not good when
     nothing changes any more is a miss, a dead end, a stray or a loop; one scalar walk
     from the first such pair names the cause.
+
+    First, :meth:`settle` marks good at once the destinations whose every exit leads
+    strictly closer to them (all of a min-hop table's); only the others are
+    propagated. ``potential``: the :func:`hop_potential` of ``topo``, ``nbr`` and
+    ``rows`` if already found (then kept in ``hops``).
     """
 
     def __init__(self, routing: Routing, topo, pairing, nbr, rows, cls, potential=None):
         self.r, self.topo, self.pairing, self.nbr = routing, topo, pairing, nbr
-        self._potential = potential
+        self.hops = potential  # (host_class, pot) once found: shared by a table's classes
+        self._port_ends = None
         self.rows, self.cls = rows, cls
         self.H = topo.n_hosts
         self.rowof = np.full(topo.n_nodes + 1, -1, dtype=np.int64)  # [-1] -> -1
@@ -85,9 +94,9 @@ class Checker:
     @property
     def potential(self) -> tuple[np.ndarray, np.ndarray]:
         """``(host_class, pot)`` of :func:`hop_potential`, found once."""
-        if self._potential is None:
-            self._potential = hop_potential(self.topo, self.nbr, self.rows)
-        return self._potential
+        if self.hops is None:
+            self.hops = hop_potential(self.topo, self.nbr, self.rows)
+        return self.hops
 
     def settle(self, e: np.ndarray) -> np.ndarray:
         """Mark good the destinations whose every pair leaves closer to them; return
@@ -116,30 +125,55 @@ class Checker:
         return np.flatnonzero(~closer)
 
     def leave_closer(self, eb: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        """Per destination of ``dst`` (the columns of ``eb``): whether every way out
-        of each of its pairs leads closer to it.
+        """Per destination of ``dst`` (the columns of ``eb``, in class order):
+        whether every way out of each of its pairs leads closer to it.
 
-        Pairs are judged by *fan*: (exit, class of the destination), where an exit is
-        (row, entry). A block's pairs share few fans (a fat-tree's leaves go up by
-        one group for every destination not theirs), each judged once.
+        Pairs are judged by *fan*: a row's run of equal entries for destinations of
+        one class, which lead alike (a fat-tree's leaf goes up by one group for
+        each of the 32 hosts of another leaf), judged once.
         """
+        if not (eb <= -2).any():
+            return self.ports_closer(eb, dst)
         R, w = eb.shape
-        G, slots = len(self.gsize), self.nbr.shape[1]
-        E = G + 2 + slots  # codes -1 - G .. slots: groups, miss, ports, "past the ports"
-        classes, lc = np.unique(self.potential[0][dst], return_inverse=True)
-        k = len(classes)
-        x = np.clip(eb, -1 - G, slots).astype(np.int64)
-        x += (np.arange(R, dtype=np.int64) * E + 1 + G)[:, None]
-        exits, exit_of_pair = numbered(x.reshape(-1), R * E)
-        key = exit_of_pair.reshape(R, w) * k + lc
-        fans, fan_of_pair = numbered(key.reshape(-1), len(exits) * k)
-        fan_exit = exits[fans // k]
-        verdict, host = self.fan_verdicts(fan_exit // E, fan_exit % E - 1 - G, classes[fans % k])
+        cls = self.potential[0][dst]
+        new = np.ones((R, w), dtype=bool)  # a fan starts here
+        np.not_equal(eb[:, 1:], eb[:, :-1], out=new[:, 1:])
+        new[:, 1:] |= cls[1:] != cls[:-1]
+        fan_of_pair = np.cumsum(new.reshape(-1)) - 1
+        r, j = np.nonzero(new)
+        verdict, host = self.fan_verdicts(r, eb[r, j].astype(np.int64), cls[j])
         v = verdict[fan_of_pair].reshape(R, w)
         ok = v == CLOSER
         r, j = np.nonzero(v == TO_HOST)
         ok[r, j] = host[fan_of_pair[r * w + j]] == dst[j]
         return ok.all(axis=0)
+
+    def ports_closer(self, eb: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """:meth:`leave_closer` for a block without groups, a pair at a time (D-mod-K
+        spreads a class's destinations over all the up ports: its fans are its
+        pairs, judged here in a third of the time)."""
+        R, w = eb.shape
+        slots = self.nbr.shape[1]
+        host_class, pot = self.potential
+        nxt_row, nxt_host = self.port_ends()
+        idx = np.clip(eb, -1, slots).astype(np.int64)
+        idx += (np.arange(R, dtype=np.int64) * (slots + 2) + 1)[:, None]
+        cls = host_class[dst]
+        ok = pot[nxt_row.reshape(-1)[idx], cls] < pot[:R, cls]  # no row: pot[R], never closer
+        ok |= nxt_host.reshape(-1)[idx] == dst
+        return ok.all(axis=0)
+
+    def port_ends(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per row, for entries -1 .. n_slots (a miss, ports, past the ports): the row
+        reached (``len(rows)`` for none) and the host reached (-1 for none)."""
+        if self._port_ends is None:
+            R = len(self.rows)
+            nb = np.full((R, self.nbr.shape[1] + 2), -1, dtype=np.int64)
+            nb[:, 1:-1] = self.nbr[self.rows]
+            row = self.rowof[nb]
+            row[row < 0] = R
+            self._port_ends = row, self.host_index[nb]
+        return self._port_ends
 
     def fan_verdicts(self, row: np.ndarray, code: np.ndarray, cls: np.ndarray):
         """How leaving row ``row`` by entry ``code`` fares for destinations of class
@@ -160,7 +194,7 @@ class Checker:
         host = np.full(n, -1, dtype=np.int64)
         dead = np.ones(n, dtype=bool)  # misses, and ports past the last
         i = np.flatnonzero((code >= 0) & (code < self.nbr.shape[1]))
-        far[i], host[i], dead[i] = self.reach(self.next_node(self.rows[row[i]], code[i]), cls[i])
+        far[i], host[i], dead[i] = self.reach(self.nbr[self.rows[row[i]], code[i]], cls[i])
         i = np.flatnonzero(code <= -2)
         if i.size:
             far[i], host[i], dead[i] = self.group_reach(row[i], -2 - code[i], cls[i])
@@ -337,9 +371,10 @@ class Checker:
         # parallel cables lead to one node: distinct nodes, sorted, per (row, group)
         span = self.topo.n_nodes + 1
         key = combo * span + (v + 1)
+        key = key[np.append(True, key[1:] != key[:-1])]  # parallel cables: neighbouring ports
         if (key[1:] < key[:-1]).any():  # ports in order mostly meet nodes in order
             key.sort()
-        key = key[np.append(True, key[1:] != key[:-1])]
+            key = key[np.append(True, key[1:] != key[:-1])]
         combo, v = key // span, key % span - 1
         n_next = np.bincount(combo, minlength=len(cg))
         set_of_combo, first = same_lists(n_next, v)
@@ -496,8 +531,7 @@ def spread(start: np.ndarray, u: np.ndarray, v: np.ndarray):
     bounds = np.append(first, len(u))
     tails = u[first]
     words = -(-k // 64)
-    # tails per gather: their edges' words stay near 4 M
-    per = max(1, (1 << 22) * len(first) // max(1, words * len(u)))
+    per = max(1, SPREAD_WORDS * len(first) // max(1, words * len(u)))  # tails per gather
 
     def pack(b):
         out = np.zeros((n, words * 8), dtype=np.uint8)
