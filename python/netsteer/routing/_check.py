@@ -104,9 +104,8 @@ class Checker:
 
         Every way out of every pair of such a destination (every member of a group)
         reaches the destination host or a switch strictly closer to it: then, by
-        induction on the distance, every one of its pairs is good. A minimal table's
-        destinations all are (the propagation needed a block per destination).
-        Which pairs are good does not change, so neither does the first bad one.
+        induction on the distance, every one of its pairs is good. A min-hop
+        table's destinations all are. Which pairs are good does not change, so neither does the first bad one.
         """
         R, H = e.shape
         if not R * H:
@@ -151,7 +150,7 @@ class Checker:
     def ports_closer(self, eb: np.ndarray, dst: np.ndarray) -> np.ndarray:
         """:meth:`leave_closer` for a block without groups, a pair at a time (D-mod-K
         spreads a class's destinations over all the up ports: its fans are its
-        pairs, judged here in a third of the time)."""
+        pairs, judged here in 60% of the time)."""
         R, w = eb.shape
         slots = self.nbr.shape[1]
         host_class, pot = self.potential
