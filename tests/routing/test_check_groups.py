@@ -276,10 +276,40 @@ def kind_of(message: str | None) -> str | None:
     return next(k for k, words in KINDS.items() if words in message)
 
 
+def no_fast_path(monkeypatch):
+    """Every destination propagated: the memo of next-node sets alone."""
+    monkeypatch.setattr(Checker, "settle", lambda self, e: np.arange(self.H))
+
+
+def potential_from(change):
+    """Patch for ``hop_potential``: the real one with ``pot`` changed by ``change``."""
+    real = _check.hop_potential
+
+    def patched(topo, nbr, rows):
+        host_class, pot = real(topo, nbr, rows)
+        return host_class, change(pot).astype(np.int32)
+
+    return patched
+
+
+#: Ways the check can be made to take other paths; each must give the same verdicts.
+#: Any potential keeps the check exact (a loop cannot go strictly downhill), so a
+#: flat one settles nothing and sends every destination to the propagation, and a
+#: coarse one (hops halved: neighbours tie) settles some and not others.
+MODES = {
+    "one destination per pass": lambda mp: mp.setattr(_check, "PAIRS_PER_PASS", 1),
+    "37 pairs per pass": lambda mp: mp.setattr(_check, "PAIRS_PER_PASS", 37),
+    "no fast path": no_fast_path,
+    "flat potential": lambda mp: mp.setattr(_check, "hop_potential", potential_from(np.zeros_like)),
+    "coarse potential": lambda mp: mp.setattr(_check, "hop_potential", potential_from(lambda p: p // 2)),
+    "memo by sorted keys": lambda mp: mp.setattr(_check.NextNodeSets, "DENSE", 0),
+}
+
+
 def test_group_check_matches_the_reference(monkeypatch):
     """Same verdicts and ``good`` as the reference on random tables, whatever the
-    block of destinations resolved per pass (down to one destination); the tables
-    give every kind of verdict."""
+    block of destinations resolved per pass (down to one destination) and whichever
+    destinations the fast path settles; the tables give every kind of verdict."""
     rng = np.random.default_rng(7)
     seen = set()
     for topo in FABRICS:
@@ -287,13 +317,140 @@ def test_group_check_matches_the_reference(monkeypatch):
             r, circuits = random_routing(topo, rng)
             want = verdicts(r, circuits, ReferenceChecker)
             assert same(verdicts(r, circuits, Checker), want), (topo.name, want[1])
-            for per_pass in (1, 37):
-                monkeypatch.setattr(_check, "PAIRS_PER_PASS", per_pass)
-                assert same(verdicts(r, circuits, Checker), want), (topo.name, per_pass, want[1])
-            monkeypatch.undo()
+            for mode, setup in MODES.items():
+                setup(monkeypatch)
+                assert same(verdicts(r, circuits, Checker), want), (topo.name, mode, want[1])
+                monkeypatch.undo()
             assert outcome(lambda: r.check(circuits=circuits)) == want[1]
             seen.add(kind_of(want[1]))
     assert seen == {None, *KINDS}, seen
+
+
+def test_port_only_check_matches_the_reference(monkeypatch):
+    """Tables without groups (min-hop, corrupted with misses, dead ends, strays and
+    loops) take the fast path's pair-at-a-time judgement: same verdicts again."""
+    from netsteer.routing import minhop
+
+    rng = np.random.default_rng(11)
+    seen = set()
+    for topo in FABRICS:
+        base = minhop(topo)
+        switches = np.flatnonzero(topo.node_kind[base.rows] == SWITCH)
+        for _ in range(25):
+            table = base.table.copy()
+            for _ in range(int(rng.integers(0, 4))):
+                row = int(rng.choice(switches))
+                d = slice(int(rng.integers(topo.n_hosts)), None) if rng.random() < 0.2 else int(rng.integers(topo.n_hosts))
+                what = rng.integers(3)
+                if what == 0:
+                    table[row, d] = -1
+                elif what == 1:
+                    table[row, d] = int(rng.choice(ports_of(topo, int(base.rows[row]))))
+                else:
+                    table[row, d] = int(rng.integers(topo.out_channel.shape[1] + 2))
+            r = Routing(topo, table, rows=base.rows, engine="minhop")
+            want = verdicts(r, None, ReferenceChecker)
+            assert same(verdicts(r, None, Checker), want), (topo.name, want[1])
+            for mode, setup in MODES.items():
+                setup(monkeypatch)
+                assert same(verdicts(r, None, Checker), want), (topo.name, mode, want[1])
+                monkeypatch.undo()
+            seen.add(kind_of(want[1]))
+    assert {None, "loop", "miss", "unconnected", "stray"} <= seen, seen
+
+
+def settled(r: Routing, circuits=None) -> list[np.ndarray]:
+    """Per table of ``r``: the destinations the fast path leaves to the propagation."""
+    out = []
+    for c in checkers(r, circuits, Checker):
+        e = c.whole_table()
+        c.check_group_indices(e)
+        out.append(c.settle(e))
+    return out
+
+
+@pytest.mark.parametrize("topo", FABRICS, ids=lambda t: t.name)
+def test_minimal_tables_need_no_propagation(topo):
+    """Every destination of a min-hop table leaves closer at every switch: the fast
+    path settles them all, and they are all good."""
+    from netsteer.routing import build_routing
+
+    engines = ["ecmp", "minhop", "dor"] if "hyperx" in topo.meta.get("kind", "") else ["ecmp", "minhop", "dmodk"]
+    for engine in engines:
+        r = build_routing(topo, engine)
+        for c, todo in zip(checkers(r, None, Checker), settled(r)):
+            assert todo.size == 0, engine
+        r.check()
+
+
+def test_fast_path_leaves_exactly_the_destinations_it_cannot_prove():
+    """A loop towards one destination leaves that destination (and only it) to the
+    propagation, which finds the loop; the others are settled good."""
+    from netsteer.routing import dmodk
+
+    t = pgft(2, [4, 4], [1, 2], link_bandwidth=1e9, link_latency_ns=0)
+    r = dmodk(t)
+    s10, s20 = t.node("s1_0"), t.node("s2_0")
+    r.set_entry(s20, 4, 1)  # s2_0 sends h4's traffic back down to s1_0, which goes up
+    (todo,) = settled(r)
+    assert todo.tolist() == [4]
+    (c,) = checkers(r, None, Checker)
+    with pytest.raises(RoutingError, match=r"^routing loop: s1_0 -> s2_0 -> s1_0 towards h4$"):
+        c.run()
+    assert c.good[:, np.arange(t.n_hosts) != 4].all()
+
+
+@pytest.mark.parametrize("topo", FABRICS, ids=lambda t: t.name)
+def test_hop_potential_is_the_min_hop_distance(topo):
+    """The potential is the hop count min-hop routes by (fat-trees, HyperX, a
+    HyperX through a circuit switch), every class; far apart words of the search too."""
+    from netsteer.routing._hops import MinHop
+
+    hs = MinHop(topo)
+    for words in (_check.SPREAD_WORDS, 1):
+        (c,) = checkers(ecmp(topo), None, Checker)
+        old = _check.SPREAD_WORDS
+        _check.SPREAD_WORDS = words
+        try:
+            host_class, pot = _check.hop_potential(topo, c.nbr, c.rows)
+        finally:
+            _check.SPREAD_WORDS = old
+        assert (host_class == hs.host_class).all()
+        want = hs.dist[hs.rowof[c.rows]].astype(np.int64)
+        got = pot[:-1].astype(np.int64)
+        assert ((want >= hs.INF) == (got >= np.iinfo(np.int32).max // 2)).all()
+        assert (want[want < hs.INF] == got[want < hs.INF]).all()
+        assert (pot[-1] >= np.iinfo(np.int32).max // 2).all()
+
+
+def test_spread_is_a_breadth_first_search():
+    """Levels of the bit-parallel search match scipy's distances on a random directed
+    graph with more sources than a machine word holds, gathered a few tails at a time."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import shortest_path
+
+    rng = np.random.default_rng(5)
+    n, k = 60, 130
+    u, v = rng.integers(n, size=150), rng.integers(n, size=150)
+    order = np.argsort(u, kind="stable")
+    u, v = u[order], v[order]
+    src = rng.integers(n, size=k)
+    start = np.zeros((n, k), dtype=bool)
+    start[src, np.arange(k)] = True
+    # hops from each node to each source along the edges u -> v
+    d = shortest_path(csr_matrix((np.ones(len(u)), (v, u)), shape=(n, n)), unweighted=True, indices=src).T
+    for words in (_check.SPREAD_WORDS, 3):
+        old = _check.SPREAD_WORDS
+        _check.SPREAD_WORDS = words
+        try:
+            levels = list(_check.spread(start, u, v))
+        finally:
+            _check.SPREAD_WORDS = old
+        got = np.full((n, k), np.inf)
+        for hops, reached in enumerate(levels):
+            assert np.isinf(got[reached]).all()  # each pair reached once
+            got[reached] = hops
+        assert np.array_equal(got, d)
 
 
 def test_same_lists_numbers_only_equal_lists_alike(monkeypatch):

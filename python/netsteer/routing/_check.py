@@ -11,11 +11,18 @@ import numpy as np
 from ..errors import RoutingError
 from ..topology.model import HOST
 from ._graph import dead_end_reason
+from ._hops import _row_keys
 
 #: (switch, destination) pairs, plus the ports of their ECMP groups, resolved in one
 #: pass of the propagation: bounds the pending pairs, group members and their targets
 #: (16 bytes each) whatever the table's size.
 PAIRS_PER_PASS = 1 << 21
+
+#: Bits of the breadth-first search gathered at once (:func:`spread`), 32 MiB.
+SPREAD_WORDS = 1 << 22
+
+#: Verdicts on a way out of a (switch, destination) pair (see :meth:`Checker.exit_verdicts`).
+FAIL, CLOSER, TO_HOST = 0, 1, 2
 
 
 class Checker:
@@ -25,10 +32,17 @@ class Checker:
     reaches a good pair or the destination host itself. What is still not good when
     nothing changes any more is a miss, a dead end, a stray or a loop; one scalar walk
     from the first such pair names the cause.
+
+    First, :meth:`settle` marks good at once the destinations whose every exit leads
+    strictly closer to them (all of a min-hop table's); only the others are
+    propagated. ``potential``: the :func:`hop_potential` of ``topo``, ``nbr`` and
+    ``rows`` if already found (then kept in ``hops``).
     """
 
-    def __init__(self, routing: Routing, topo, pairing, nbr, rows, cls):
+    def __init__(self, routing: Routing, topo, pairing, nbr, rows, cls, potential=None):
         self.r, self.topo, self.pairing, self.nbr = routing, topo, pairing, nbr
+        self.hops = potential  # (host_class, pot) once found: shared by a table's classes
+        self._port_ends = None
         self.rows, self.cls = rows, cls
         self.H = topo.n_hosts
         self.rowof = np.full(topo.n_nodes + 1, -1, dtype=np.int64)  # [-1] -> -1
@@ -37,6 +51,7 @@ class Checker:
         self.host_index = np.append(topo.host_index, -1).astype(np.int64)
         gptr, gsize, gports = routing._group_csr()
         self.gptr, self.gsize, self.gports = gptr, gsize, gports
+        self.sets = NextNodeSets(self)
 
     def table_rows(self, nodes: np.ndarray) -> np.ndarray:
         return self.r.node_rows(nodes, self.cls)
@@ -71,10 +86,154 @@ class Checker:
         of the same destination, so destinations are taken a block at a time: the
         pending pairs and their targets are a block's, not the whole table's (at
         16,384 hosts the check held 7 times the tables' size that way)."""
-        e = self.table_rows(self.rows)
+        e = self.whole_table()
         self.check_group_indices(e)
-        for d0, d1 in self.destination_blocks(e):
-            self.propagate_block(e[:, d0:d1], d0)
+        for dst in self.destination_blocks(e, self.settle(e)):
+            self.propagate_block(columns(e, dst), dst)
+
+    @property
+    def potential(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(host_class, pot)`` of :func:`hop_potential`, found once."""
+        if self.hops is None:
+            self.hops = hop_potential(self.topo, self.nbr, self.rows)
+        return self.hops
+
+    def settle(self, e: np.ndarray) -> np.ndarray:
+        """Mark good the destinations whose every pair leaves closer to them; return
+        the others, for the propagation.
+
+        Every way out of every pair of such a destination (every member of a group)
+        reaches the destination host or a switch strictly closer to it: then, by
+        induction on the distance, every one of its pairs is good. A min-hop
+        table's destinations all are. Which pairs are good does not change, so neither does the first bad one.
+        """
+        R, H = e.shape
+        if not R * H:
+            return np.arange(H)
+        host_class = self.potential[0]
+        order = np.argsort(host_class, kind="stable")  # few classes per block
+        closer = np.zeros(H, dtype=bool)
+        cols = max(1, PAIRS_PER_PASS // R)
+        for a in range(0, H, cols):
+            dst = order[a : a + cols]
+            closer[dst] = self.leave_closer(columns(e, dst), dst)
+        if closer.all():
+            self.good[:] = True
+        else:
+            self.good[:, closer] = True
+        return np.flatnonzero(~closer)
+
+    def leave_closer(self, eb: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """Per destination of ``dst`` (the columns of ``eb``, in class order):
+        whether every way out of each of its pairs leads closer to it.
+
+        Pairs are judged by *fan*: a row's run of equal entries for destinations of
+        one class, which lead alike (a fat-tree's leaf goes up by one group for
+        each of the 32 hosts of another leaf), judged once.
+        """
+        if not (eb <= -2).any():
+            return self.ports_closer(eb, dst)
+        R, w = eb.shape
+        cls = self.potential[0][dst]
+        new = np.ones((R, w), dtype=bool)  # a fan starts here
+        np.not_equal(eb[:, 1:], eb[:, :-1], out=new[:, 1:])
+        new[:, 1:] |= cls[1:] != cls[:-1]
+        fan_of_pair = np.cumsum(new.reshape(-1)) - 1
+        r, j = np.nonzero(new)
+        verdict, host = self.fan_verdicts(r, eb[r, j].astype(np.int64), cls[j])
+        v = verdict[fan_of_pair].reshape(R, w)
+        ok = v == CLOSER
+        r, j = np.nonzero(v == TO_HOST)
+        ok[r, j] = host[fan_of_pair[r * w + j]] == dst[j]
+        return ok.all(axis=0)
+
+    def ports_closer(self, eb: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """:meth:`leave_closer` for a block without groups, a pair at a time (D-mod-K
+        spreads a class's destinations over all the up ports: its fans are its
+        pairs, judged here in 60% of the time)."""
+        R, w = eb.shape
+        slots = self.nbr.shape[1]
+        host_class, pot = self.potential
+        nxt_row, nxt_host = self.port_ends()
+        idx = np.clip(eb, -1, slots).astype(np.int64)
+        idx += (np.arange(R, dtype=np.int64) * (slots + 2) + 1)[:, None]
+        cls = host_class[dst]
+        ok = pot[nxt_row.reshape(-1)[idx], cls] < pot[:R, cls]  # no row: pot[R], never closer
+        ok |= nxt_host.reshape(-1)[idx] == dst
+        return ok.all(axis=0)
+
+    def port_ends(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per row, for entries -1 .. n_slots (a miss, ports, past the ports): the row
+        reached (``len(rows)`` for none) and the host reached (-1 for none)."""
+        if self._port_ends is None:
+            R = len(self.rows)
+            nb = np.full((R, self.nbr.shape[1] + 2), -1, dtype=np.int64)
+            nb[:, 1:-1] = self.nbr[self.rows]
+            row = self.rowof[nb]
+            row[row < 0] = R
+            self._port_ends = row, self.host_index[nb]
+        return self._port_ends
+
+    def fan_verdicts(self, row: np.ndarray, code: np.ndarray, cls: np.ndarray):
+        """How leaving row ``row`` by entry ``code`` fares for destinations of class
+        ``cls`` (arrays alike).
+
+        Returns
+        -------
+        verdict : ndarray of int8
+            :data:`CLOSER`: every way out reaches a switch closer to the class;
+            :data:`TO_HOST`: so does every way out but one, to host ``host`` (closer
+            only for that host); :data:`FAIL`: otherwise (a miss, a dead end, two
+            hosts, a switch no closer).
+        host : ndarray of int64
+            The host reached, -1 for none, -2 for several.
+        """
+        n = len(row)
+        far = np.full(n, -1, dtype=np.int32)
+        host = np.full(n, -1, dtype=np.int64)
+        dead = np.ones(n, dtype=bool)  # misses, and ports past the last
+        i = np.flatnonzero((code >= 0) & (code < self.nbr.shape[1]))
+        far[i], host[i], dead[i] = self.reach(self.nbr[self.rows[row[i]], code[i]], cls[i])
+        i = np.flatnonzero(code <= -2)
+        if i.size:
+            far[i], host[i], dead[i] = self.group_reach(row[i], -2 - code[i], cls[i])
+        closer = (far < self.potential[1][row, cls]) & ~dead & (host >= -1)
+        return np.where(closer, np.where(host >= 0, TO_HOST, CLOSER), FAIL).astype(np.int8), host
+
+    def reach(self, v: np.ndarray, cls: np.ndarray):
+        """For next nodes ``v``: the potential of the switch for class ``cls`` (-1 for
+        a host), the host index (-1 for none) and whether ``v`` leads nowhere."""
+        row, hi = self.rowof[v], self.host_index[v]
+        far = np.where(row >= 0, self.potential[1][row, cls], -1)
+        return far, hi, (row < 0) & (hi < 0)
+
+    def group_reach(self, row: np.ndarray, g: np.ndarray, cls: np.ndarray):
+        """:meth:`reach` of groups ``g`` at rows ``row`` over all their next nodes:
+        the farthest switch, the host (-2 for several) and whether any leads
+        nowhere. Found once per (set of next nodes, class)."""
+        sets = self.sets
+        used, set_of_fan = sets.of(row, g)
+        C = self.potential[1].shape[1]
+        sc, sc_of_fan = numbered(set_of_fan * C + cls, len(used) * C)
+        s = used[sc // C]
+        size = sets.size[s]
+        start = np.cumsum(size) - size
+        v = sets.nodes[np.repeat(sets.ptr[s], size) + ranks_within(size)]
+        far, hi, dead = self.reach(v, np.repeat(sc % C, size))
+        n_hosts = np.add.reduceat(hi >= 0, start)
+        host = np.where(n_hosts > 1, -2, np.maximum.reduceat(hi, start))
+        far = np.maximum.reduceat(far, start)
+        dead = np.logical_or.reduceat(dead, start)
+        return far[sc_of_fan], host[sc_of_fan], dead[sc_of_fan]
+
+    def whole_table(self) -> np.ndarray:
+        """Entries of every row checked: the table itself when its rows are the rows
+        checked and no override applies (a 65,536-host fat-tree's is 1.3 GB: no copy).
+        Read only."""
+        r = self.r
+        if (self.cls is None or self.cls not in r.overrides) and np.array_equal(r.rows, self.rows):
+            return r.table
+        return self.table_rows(self.rows)
 
     def check_group_indices(self, e: np.ndarray) -> None:
         """Raise for the first row naming a group that does not exist (its lowest such
@@ -90,47 +249,47 @@ class Checker:
             node = self.topo.node_names[self.rows[row]]
             raise RoutingError(f"switch {node} names ECMP group {g}, which does not exist")
 
-    def destination_blocks(self, e: np.ndarray):
-        """``(d0, d1)`` ranges of destinations, each one or as many as keep its pairs
-        plus their groups' members within :data:`PAIRS_PER_PASS` (a group entry
-        expands to one member per port: 32 and more on a fat-tree's way up)."""
-        H = e.shape[1]
-        cost = self.destination_costs(e)
+    def destination_blocks(self, e: np.ndarray, todo: np.ndarray):
+        """Blocks of the destinations ``todo`` (in order), each one destination or as
+        many as keep its pairs plus their groups' members within
+        :data:`PAIRS_PER_PASS` (a group entry expands to one member per port: 32 and
+        more on a fat-tree's way up)."""
+        cost = self.destination_costs(e, todo)
         ends = np.cumsum(cost)
-        d0 = 0
-        while d0 < H:
-            budget = ends[d0] - cost[d0] + PAIRS_PER_PASS
-            d1 = max(d0 + 1, int(np.searchsorted(ends, budget, side="right")))
-            yield d0, d1
-            d0 = d1
+        i0 = 0
+        while i0 < len(todo):
+            budget = ends[i0] - cost[i0] + PAIRS_PER_PASS
+            i1 = max(i0 + 1, int(np.searchsorted(ends, budget, side="right")))
+            yield todo[i0:i1]
+            i0 = i1
 
-    def destination_costs(self, e: np.ndarray) -> np.ndarray:
-        """Per destination: its pairs plus the ports of its group entries."""
-        R, H = e.shape
+    def destination_costs(self, e: np.ndarray, todo: np.ndarray) -> np.ndarray:
+        """Per destination of ``todo``: its pairs plus the ports of its group entries."""
+        R = e.shape[0]
         n = len(self.gsize)
         extra = np.append(self.gsize, 0)  # code n: not a group
-        cost = np.empty(H, dtype=np.int64)
+        cost = np.empty(len(todo), dtype=np.int64)
         cols = max(1, PAIRS_PER_PASS // max(R, 1))
-        for d0 in range(0, H, cols):
-            eb = e[:, d0 : d0 + cols].astype(np.int64)
-            cost[d0 : d0 + cols] = R + extra[np.where(eb <= -2, -2 - eb, n)].sum(axis=0)
+        for a in range(0, len(todo), cols):
+            eb = columns(e, todo[a : a + cols]).astype(np.int64)
+            cost[a : a + cols] = R + extra[np.where(eb <= -2, -2 - eb, n)].sum(axis=0)
         return cost
 
-    def propagate_block(self, eb: np.ndarray, d0: int) -> None:
-        """:meth:`propagate` for destinations ``d0 ..`` (the columns of ``eb``): one
+    def propagate_block(self, eb: np.ndarray, dst: np.ndarray) -> None:
+        """:meth:`propagate` for destinations ``dst`` (the columns of ``eb``): one
         round marks whatever now reaches good pairs, until a round marks nothing."""
         good = self.good.reshape(-1)
-        singles = self.single_port_waits(eb, d0, good)
-        groups = self.group_waits(eb, d0, good)
+        singles = self.single_port_waits(eb, dst, good)
+        groups = self.group_waits(eb, dst, good)
         while singles.advance(good) | groups.advance(good):  # both, every round
             pass
 
-    def single_port_waits(self, eb: np.ndarray, d0: int, good: np.ndarray) -> SingleWaits:
+    def single_port_waits(self, eb: np.ndarray, dst: np.ndarray, good: np.ndarray) -> SingleWaits:
         """Pairs of ``eb`` with a port: good ones marked now, dead ones dropped, the
         rest waiting on their one next pair."""
         H = self.H
         ri, dj = np.nonzero(eb >= 0)
-        nodes, d = self.rows[ri], dj + d0
+        nodes, d = self.rows[ri], dst[dj]
         ports = eb[ri, dj].astype(np.int64)
         ok, dead = self.step(nodes, d, ports)
         good[ri[ok] * H + d[ok]] = True
@@ -138,7 +297,7 @@ class Checker:
         tgt = self.rowof[self.nbr[nodes[wait], ports[wait]]] * H + d[wait]
         return SingleWaits(ri[wait] * H + d[wait], tgt)
 
-    def group_waits(self, eb: np.ndarray, d0: int, good: np.ndarray) -> GroupWaits:
+    def group_waits(self, eb: np.ndarray, dst: np.ndarray, good: np.ndarray) -> GroupWaits:
         """Pairs of ``eb`` with a group: good ones marked now, dead ones dropped, the
         rest waiting on every member's next pair.
 
@@ -150,12 +309,13 @@ class Checker:
         gr, gj = np.nonzero(eb <= -2)
         if not gr.size:
             return GroupWaits.none()
-        set_of_pair, set_ptr, set_len, set_nodes = self.next_node_sets(gr, -2 - eb[gr, gj].astype(np.int64))
+        sets = self.sets
+        used, set_of_pair = sets.of(gr, -2 - eb[gr, gj].astype(np.int64))
         width = eb.shape[1]
-        fans, fan_of_pair = numbered(set_of_pair * width + gj, int(set_len.size) * width)
-        fan_set, fan_d = fans // width, fans % width + d0
-        member_fan, member_tgt, left, fan_dead = self.fan_members(fan_set, fan_d, set_ptr, set_len, set_nodes)
-        pairs = gr * self.H + gj + d0
+        fans, fan_of_pair = numbered(set_of_pair * width + gj, len(used) * width)
+        fan_set, fan_d = used[fans // width], dst[fans % width]
+        member_fan, member_tgt, left, fan_dead = self.fan_members(fan_set, fan_d, sets.ptr, sets.size, sets.nodes)
+        pairs = gr * self.H + dst[gj]
         dead = fan_dead[fan_of_pair]
         met = (left[fan_of_pair] == 0) & ~dead  # every member goes to the destination host
         good[pairs[met]] = True
@@ -190,39 +350,38 @@ class Checker:
         left = np.bincount(fan[wait], minlength=len(fan_set))
         return fan[wait], row[wait] * self.H + d[wait], left, dead
 
-    def next_node_sets(self, rows: np.ndarray, g: np.ndarray):
-        """The distinct sets of next nodes that groups ``g`` lead to from ``rows``.
+    def next_node_sets(self, crow: np.ndarray, cg: np.ndarray):
+        """The distinct sets of next nodes that groups ``cg`` lead to from rows ``crow``
+        (distinct (row, group) combinations).
 
         Returns
         -------
-        set_of_pair : ndarray of int64
+        set_of_combo : ndarray of int64
             Per (row, group) given, its set.
         set_ptr, set_len, set_nodes : ndarray of int64
             The sets as CSR: sorted distinct nodes, -1 for "leads nowhere" (no
             node, or a switch without a row: dead either way).
         """
-        n_groups = len(self.gsize)
-        combos, combo_of_pair = numbered(rows.astype(np.int64) * n_groups + g, len(self.rows) * n_groups)
-        crow, cg = combos // n_groups, combos % n_groups
         size = self.gsize[cg]
-        combo = np.repeat(np.arange(len(combos)), size)
+        combo = np.repeat(np.arange(len(cg)), size)
         ports = self.gports[np.repeat(self.gptr[cg], size) + ranks_within(size)].astype(np.int64)
         v = self.next_node(self.rows[crow][combo], ports)
         v = np.where((self.rowof[v] >= 0) | (self.host_index[v] >= 0), v, -1)
         # parallel cables lead to one node: distinct nodes, sorted, per (row, group)
         span = self.topo.n_nodes + 1
         key = combo * span + (v + 1)
+        key = key[np.append(True, key[1:] != key[:-1])]  # parallel cables: neighbouring ports
         if (key[1:] < key[:-1]).any():  # ports in order mostly meet nodes in order
             key.sort()
-        key = key[np.append(True, key[1:] != key[:-1])]
+            key = key[np.append(True, key[1:] != key[:-1])]
         combo, v = key // span, key % span - 1
-        n_next = np.bincount(combo, minlength=len(combos))
+        n_next = np.bincount(combo, minlength=len(cg))
         set_of_combo, first = same_lists(n_next, v)
         set_len = n_next[first]
         set_ptr = np.cumsum(set_len) - set_len
         starts = np.cumsum(n_next) - n_next
         set_nodes = v[np.repeat(starts[first], set_len) + ranks_within(set_len)]
-        return set_of_combo[combo_of_pair], set_ptr, set_len, set_nodes
+        return set_of_combo, set_ptr, set_len, set_nodes
 
     def next_node(self, nodes: np.ndarray, ports: np.ndarray) -> np.ndarray:
         """Node reached leaving ``nodes`` on ``ports``, -1 for none (out of range too)."""
@@ -323,11 +482,178 @@ class Checker:
             self.diagnose(node, int(d[np.flatnonzero(~ok)[0]]))
 
 
+def hop_potential(topo, nbr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Hops from each switch checked to each class of hosts.
+
+    Hosts cabled to the same switches share a class. Distances run over ``nbr``
+    between the switches of ``rows`` only, as the check walks.
+
+    Returns
+    -------
+    host_class : ndarray of int64, shape (n_hosts,)
+    pot : ndarray of int32, shape (len(rows) + 1, n_classes)
+        1 from a switch a class's hosts are cabled to, one more per hop; a large
+        value where there is no way, and in the last row (index -1: "no switch").
+    """
+    R = len(rows)
+    rowof = np.full(topo.n_nodes + 1, -1, dtype=np.int64)
+    rowof[rows] = np.arange(R)
+    att = np.sort(rowof[nbr[topo.hosts]], axis=1)
+    att = att[:, att.shape[1] - max(1, int((att >= 0).sum(axis=1).max(initial=0))) :]  # -1s sort first
+    _, rep, host_class = np.unique(_row_keys(att), return_index=True, return_inverse=True)
+    c, col = np.nonzero(att[rep] >= 0)
+    near = np.zeros((R, len(rep)), dtype=bool)
+    near[att[rep][c, col], c] = True
+    pot = np.full((R + 1, len(rep)), np.iinfo(np.int32).max // 2, dtype=np.int32)
+    nb = rowof[nbr[rows]]
+    u, p = np.nonzero(nb >= 0)
+    for hops, reached in enumerate(spread(near, u, nb[u, p]), start=1):
+        pot[:R][reached] = hops
+    return host_class.reshape(-1).astype(np.int64), pot
+
+
+def spread(start: np.ndarray, u: np.ndarray, v: np.ndarray):
+    """Breadth-first search from many sources at once, a bit per (node, source).
+
+    ``start[n, s]``: source ``s`` starts at node ``n``; edges ``u -> v``, sorted by
+    ``u``. Yields, level by level from ``start`` itself, the (node, source) pairs
+    first reached: a node reaches a source when a node it has an edge to does.
+    A fat-tree of 5,120 switches and 2,048 sources: 64 sources per machine word.
+    """
+    n, k = start.shape
+    yield start
+    if not len(u):
+        return
+    key = np.unique(u * n + v)  # parallel cables: one edge
+    u, v = key // n, key % n
+    first = np.flatnonzero(np.append(True, u[1:] != u[:-1]))
+    bounds = np.append(first, len(u))
+    tails = u[first]
+    words = -(-k // 64)
+    per = max(1, SPREAD_WORDS * len(first) // max(1, words * len(u)))  # tails per gather
+
+    def pack(b):
+        out = np.zeros((n, words * 8), dtype=np.uint8)
+        out[:, : -(-k // 8)] = np.packbits(b, axis=1, bitorder="little")
+        return out.view(np.uint64)
+
+    seen = frontier = pack(start)
+    while True:
+        new = np.zeros_like(frontier)
+        for a in range(0, len(first), per):
+            b = min(a + per, len(first))
+            e0, e1 = bounds[a], bounds[b]
+            new[tails[a:b]] = np.bitwise_or.reduceat(frontier[v[e0:e1]], bounds[a:b] - e0, axis=0)
+        new &= ~seen
+        if not new.any():
+            return
+        seen = seen | new
+        frontier = new
+        yield np.unpackbits(new.view(np.uint8), axis=1, count=k, bitorder="little").astype(bool)
+
+
+def columns(e: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Columns ``dst`` of ``e``: a view when they are a run (blocks of a table whose
+    hosts are in class order), else a copy."""
+    if len(dst) and int(dst[-1]) - int(dst[0]) == len(dst) - 1 and (np.diff(dst) == 1).all():
+        return e[:, int(dst[0]) : int(dst[-1]) + 1]
+    return e[:, dst]
+
+
+class NextNodeSets:
+    """Per-check memo of the set of next nodes each (row, group) leads to.
+
+    Those sets do not depend on the destination, so each is found once, the first
+    time a block of destinations needs it (found for the whole table at once, the
+    sets cost 3x the check on a HyperX, whose blocks need few of them; found per
+    block, a fat-tree's 4,370 blocks each found the same up-groups again).
+
+    Attributes
+    ----------
+    ptr, size, nodes : ndarray of int64
+        The sets found so far, as CSR (see :meth:`Checker.next_node_sets`): the
+        first ``n_sets`` entries of ``ptr`` and ``size``, ``n_nodes`` of ``nodes``.
+    """
+
+    #: (row, group) combinations up to which the memo is one array indexed by them
+    #: (8 bytes each); past that, sorted keys searched.
+    DENSE = 1 << 22
+
+    def __init__(self, checker: Checker):
+        self.checker = checker
+        self.n_groups = len(checker.gsize)
+        self.span = len(checker.rows) * self.n_groups
+        empty = np.zeros(0, dtype=np.int64)
+        self.ptr, self.size, self.nodes = empty, empty, empty  # (capacity past n_sets, n_nodes)
+        self.n_sets = self.n_nodes = 0
+        self.dense = self.span <= self.DENSE
+        self.set_of = np.full(self.span if self.dense else 0, -1, dtype=np.int64)
+        self.keys, self.ids = empty, empty  # when not dense: combinations met, sorted
+
+    def of(self, rows: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The sets that (row, group) pairs ``rows``, ``g`` lead to; the ones not met
+        yet are found now.
+
+        Returns
+        -------
+        used : ndarray of int64
+            The distinct sets (ids into ``ptr``, ``size``).
+        set_of_pair : ndarray of int64
+            Per pair, its set's index in ``used``.
+        """
+        combos, combo_of_pair = numbered(rows.astype(np.int64) * self.n_groups + g, self.span)
+        sid = self.lookup(combos)
+        new = sid < 0
+        if new.any():
+            sid[new] = self.add(combos[new])
+        used, set_of_combo = numbered(sid, self.n_sets)
+        return used, set_of_combo[combo_of_pair]
+
+    def lookup(self, combos: np.ndarray) -> np.ndarray:
+        """Set of each of ``combos`` (distinct, sorted), -1 for not met yet."""
+        if self.dense:
+            return self.set_of[combos]
+        if not len(self.keys):
+            return np.full(len(combos), -1, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.keys, combos), len(self.keys) - 1)
+        return np.where(self.keys[pos] == combos, self.ids[pos], -1)
+
+    def add(self, combos: np.ndarray) -> np.ndarray:
+        """Find the sets of ``combos`` (not met yet), keep them; their ids."""
+        set_of_combo, ptr, size, nodes = self.checker.next_node_sets(combos // self.n_groups, combos % self.n_groups)
+        ids = set_of_combo + self.n_sets
+        self.ptr = appended(self.ptr, self.n_sets, ptr + self.n_nodes)
+        self.size = appended(self.size, self.n_sets, size)
+        self.nodes = appended(self.nodes, self.n_nodes, nodes)
+        self.n_sets += len(size)
+        self.n_nodes += len(nodes)
+        if self.dense:
+            self.set_of[combos] = ids
+        else:
+            keys, ids_all = np.concatenate([self.keys, combos]), np.concatenate([self.ids, ids])
+            order = np.argsort(keys, kind="stable")
+            self.keys, self.ids = keys[order], ids_all[order]
+        return ids
+
+
+def appended(buf: np.ndarray, n: int, values: np.ndarray) -> np.ndarray:
+    """``buf`` with ``values`` written after its first ``n`` entries: ``buf`` itself,
+    or a copy twice as large when it is full (blocks add a few sets each: copying the
+    memo every time would cost as much as the sets)."""
+    end = n + len(values)
+    if end > len(buf):
+        grown = np.empty(max(end, 2 * len(buf)), dtype=buf.dtype)
+        grown[:n] = buf[:n]
+        buf = grown
+    buf[n:end] = values
+    return buf
+
+
 def numbered(keys: np.ndarray, span: int) -> tuple[np.ndarray, np.ndarray]:
     """The distinct ``keys`` (in ``0 .. span - 1``), sorted, and the index of each key
     among them: as ``np.unique(keys, return_inverse=True)``, but through a bitmap
     when ``span`` is small next to ``keys`` (no sort of the pairs of a fat-tree)."""
-    if span > 2 * keys.size:
+    if span > 8 * keys.size:
         distinct, index = np.unique(keys, return_inverse=True)
         return distinct, index.ravel()
     seen = np.zeros(span, dtype=bool)

@@ -553,5 +553,8 @@ class Routing:
         reach = reachable_from_hosts(topo, nbr)
         rows = routers(topo)
         rows = rows[reach[rows]]
+        hops = None  # the hop potential, found for the first table, serves the others
         for cls in [None, *sorted(self.overrides)]:
-            Checker(self, topo, pairing, nbr, rows, cls).run()
+            checker = Checker(self, topo, pairing, nbr, rows, cls, hops)
+            checker.run()
+            hops = checker.hops
