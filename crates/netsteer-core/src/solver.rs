@@ -65,17 +65,30 @@ impl Key {
 /// Reusable buffers, so repeated solves allocate nothing per call.
 #[derive(Default)]
 pub struct Workspace {
-    residual: Vec<f64>,
-    load: Vec<f64>,
-    wsum: Vec<f64>,
+    // per channel, what the filling reads together (one bounds check, one line)
+    ch: Vec<ChanWs>,
     touched: Vec<u32>,
-    adj_start: Vec<usize>,
-    adj_end: Vec<usize>,
     adj: Vec<u32>,
     frozen: Vec<bool>,
     mark: Vec<bool>,
     heap: BinaryHeap<Reverse<Key>>,
+    // grow-only buffers of `fill` (written by index: a resize per fill would
+    // write every element), with their lengths kept apart
+    keys: Vec<u128>,
+    seen: Vec<u32>,
     bottleneck: Vec<u32>,
+}
+
+/// A channel in [`fill`]: residual capacity, load frozen, weight unfrozen, its
+/// flows `adj[adj_start..adj_end]`, and a flag of the walks.
+#[derive(Clone, Copy, Default)]
+struct ChanWs {
+    residual: f64,
+    load: f64,
+    wsum: f64,
+    adj_start: usize,
+    adj_end: usize,
+    mark: bool,
 }
 
 /// [`Workspace::bottleneck`] of a flow frozen at its own bound.
@@ -155,7 +168,7 @@ pub fn solve_subset(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Work
             let f = f as usize;
             for &c in &p.channels[p.offsets[f]..p.offsets[f + 1]] {
                 let c = c as usize;
-                ws.residual[c] = (ws.residual[c] - rates[f]).max(0.0);
+                ws.ch[c].residual = (ws.ch[c].residual - rates[f]).max(0.0);
             }
         }
         // A channel the class saturated keeps a rounding residue (1e-7 of its
@@ -163,8 +176,8 @@ pub fn solve_subset(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Work
         // rate so small that their finish times overflow. It is zero.
         for &c in &ws.touched {
             let c = c as usize;
-            if ws.residual[c] <= SATURATED * p.capacity[c].max(0.0) {
-                ws.residual[c] = 0.0;
+            if ws.ch[c].residual <= SATURATED * p.capacity[c].max(0.0) {
+                ws.ch[c].residual = 0.0;
             }
         }
     }
@@ -179,28 +192,23 @@ fn prepare(p: &Problem, flows: &[u32], ws: &mut Workspace) {
         let f = f as usize;
         for &c in &p.channels[p.offsets[f]..p.offsets[f + 1]] {
             let c = c as usize;
-            if !ws.mark[c] {
-                ws.mark[c] = true;
+            if !ws.ch[c].mark {
+                ws.ch[c].mark = true;
                 ws.touched.push(c as u32);
-                ws.residual[c] = p.capacity[c].max(0.0);
+                ws.ch[c].residual = p.capacity[c].max(0.0);
             }
         }
     }
     for &c in &ws.touched {
-        ws.mark[c as usize] = false;
+        ws.ch[c as usize].mark = false;
     }
 }
 
 /// The workspace sized for `p`.
 fn size(p: &Problem, ws: &mut Workspace) {
     let nch = p.capacity.len();
-    if ws.residual.len() < nch {
-        ws.residual.resize(nch, 0.0);
-        ws.load.resize(nch, 0.0);
-        ws.wsum.resize(nch, 0.0);
-        ws.adj_start.resize(nch, 0);
-        ws.adj_end.resize(nch, 0);
-        ws.mark.resize(nch, false);
+    if ws.ch.len() < nch {
+        ws.ch.resize(nch, ChanWs::default());
     }
     if ws.frozen.len() < p.weight.len() {
         ws.frozen.resize(p.weight.len(), false);
@@ -278,9 +286,10 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace, fresh
     // at its end): the walk below adds to them without asking whether a channel is
     // new, and records a new one without a branch (on a contended run whether a
     // hop is new is a coin toss, a mispredicted branch each time)
-    if fresh {
-        ws.touched.clear();
-        ws.touched.resize(p.channels.len(), 0);
+    let need = p.channels.len() + 2 * flows.len();
+    if ws.keys.len() < need {
+        ws.keys.resize(need, 0);
+        ws.seen.resize(need, 0);
     }
     let mut n_touched = 0;
     // every entry goes in one set, popped smallest first: a heap built in linear
@@ -289,8 +298,7 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace, fresh
     // (one live entry per channel or flow), so the pops come in one order, the
     // order of the sorted entries merged with the stale ones: the rates do not
     // depend on how the entries are kept.
-    let mut init = std::mem::take(&mut ws.heap).into_vec();
-    init.clear();
+    let mut n_keys = 0;
     let mut unfrozen = flows.len();
     for &f in flows {
         let fu = f as usize;
@@ -303,28 +311,31 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace, fresh
         if fresh {
             for &c in path {
                 let cu = c as usize;
-                let new = !ws.mark[cu];
-                ws.mark[cu] = true;
-                ws.touched[n_touched] = c;
-                n_touched += new as usize;
                 let residual = p.capacity[cu].max(0.0);
-                ws.residual[cu] = residual;
-                ws.adj_end[cu] += 1;
-                ws.wsum[cu] += w;
+                let ch = &mut ws.ch[cu];
+                let new = !ch.mark;
+                ch.mark = true;
+                ch.residual = residual;
+                ch.adj_end += 1;
+                ch.wsum += w;
+                ws.seen[n_touched] = c;
+                n_touched += new as usize;
                 tightest = tightest.min(residual);
             }
         } else {
             for &c in path {
                 let cu = c as usize;
-                ws.adj_end[cu] += 1;
-                ws.wsum[cu] += w;
-                tightest = tightest.min(ws.residual[cu]);
+                let ch = &mut ws.ch[cu];
+                ch.adj_end += 1;
+                ch.wsum += w;
+                tightest = tightest.min(ch.residual);
             }
         }
         // a bound above what the path can carry never binds (CM02's TCP window
         // usually is): leaving it out of the heap saves a push and a pop
         if p.bound[fu].is_finite() && p.bound[fu] < tightest {
-            init.push(Reverse(Key::new(p.bound[fu] / w, f, true)));
+            ws.keys[n_keys] = Key::new(p.bound[fu] / w, f, true).0;
+            n_keys += 1;
         } else if path.is_empty() {
             // crosses nothing and has no bound: unconstrained
             ws.frozen[fu] = true;
@@ -334,7 +345,8 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace, fresh
         }
     }
     if fresh {
-        ws.touched.truncate(n_touched);
+        ws.touched.clear();
+        ws.touched.extend_from_slice(&ws.seen[..n_touched]);
     }
     // A channel that only one of these flows crosses keeps its level until that
     // flow freezes (nothing else moves its load or weight), and is a no-op once it
@@ -345,21 +357,19 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace, fresh
     // (branch-free where a hop's case is a coin toss on a contended run: a
     // mispredicted branch costs more than the work it skips)
     let mut acc = 0usize;
-    let mut n_init = init.len();
-    init.resize(n_init + ws.touched.len(), Reverse(Key(0)));
     for &c in &ws.touched {
         let cu = c as usize;
-        let cnt = ws.adj_end[cu];
-        ws.adj_start[cu] = acc;
-        ws.adj_end[cu] = acc; // filled below, ends at acc + cnt
+        let ch = &mut ws.ch[cu];
+        let cnt = ch.adj_end;
+        ch.adj_start = acc;
+        ch.adj_end = acc; // filled below, ends at acc + cnt
         acc += cnt;
-        let live = ws.wsum[cu] > 0.0;
-        ws.mark[cu] = live && cnt == 1; // (set, fresh, by the walk above)
-        let level = if live { ws.residual[cu] / ws.wsum[cu] } else { 0.0 };
-        init[n_init] = Reverse(Key::new(level, c, false));
-        n_init += (live && cnt > 1) as usize;
+        let live = ch.wsum > 0.0;
+        ch.mark = live && cnt == 1; // (set, fresh, by the walk above)
+        let level = if live { ch.residual / ch.wsum } else { 0.0 };
+        ws.keys[n_keys] = Key::new(level, c, false).0;
+        n_keys += (live && cnt > 1) as usize;
     }
-    init.truncate(n_init);
     if ws.adj.len() < acc {
         ws.adj.resize(acc, 0);
     }
@@ -369,41 +379,43 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace, fresh
         let mut first = u128::MAX;
         for &c in &p.channels[p.offsets[fu]..p.offsets[fu + 1]] {
             let cu = c as usize;
-            ws.adj[ws.adj_end[cu]] = f;
-            ws.adj_end[cu] += 1;
-            let alone = ws.mark[cu] as u64;
-            ws.mark[cu] = false;
+            let ch = &mut ws.ch[cu];
+            let at = ch.adj_end;
+            ch.adj_end += 1;
+            let alone = ch.mark as u64;
+            ch.mark = false;
             // a key for every hop, kept (by masks: no branch) for the channels alone
-            let level = f64::from_bits((ws.residual[cu] / ws.wsum[cu]).to_bits() & alone.wrapping_neg());
+            let level = f64::from_bits((ch.residual / ch.wsum).to_bits() & alone.wrapping_neg());
+            ws.adj[at] = f;
             let k = Key::new(level, c, false).0 | (alone as u128).wrapping_sub(1);
             first = if k < first { k } else { first };
         }
-        if first != u128::MAX {
-            init.push(Reverse(Key(first)));
-        }
+        ws.keys[n_keys] = first;
+        n_keys += (first != u128::MAX) as usize;
     }
     // A small problem (most: a few flows solved against the rates kept) scans its
     // few entries for the smallest, by masks: no sifting, no mispredicted branch.
-    if init.len() <= scan_max() {
-        let mut live = init;
-        while unfrozen > 0 && !live.is_empty() {
+    if n_keys <= scan_max() {
+        while unfrozen > 0 && n_keys > 0 {
             let mut bi = 0;
-            let mut best = live[0].0 .0;
-            for (i, e) in live.iter().enumerate().skip(1) {
-                let lt = (e.0 .0 < best) as usize;
-                best ^= (best ^ e.0 .0) & (lt as u128).wrapping_neg();
+            let mut best = ws.keys[0];
+            for (i, &k) in ws.keys[..n_keys].iter().enumerate().skip(1) {
+                let lt = (k < best) as usize;
+                best ^= (best ^ k) & (lt as u128).wrapping_neg();
                 bi ^= (bi ^ i) & lt.wrapping_neg();
             }
             match step(p, Key(best), rates, ws, &mut unfrozen) {
-                Some(k) => live[bi] = Reverse(k),
+                Some(k) => ws.keys[bi] = k.0,
                 None => {
-                    live.swap_remove(bi);
+                    n_keys -= 1;
+                    ws.keys[bi] = ws.keys[n_keys];
                 }
             }
         }
-        live.clear();
-        ws.heap = BinaryHeap::from(live);
     } else {
+        let mut init = std::mem::take(&mut ws.heap).into_vec();
+        init.clear();
+        init.extend(ws.keys[..n_keys].iter().map(|&k| Reverse(Key(k))));
         let mut heap = BinaryHeap::from(init);
         while unfrozen > 0 {
             let Some(Reverse(key)) = heap.pop() else {
@@ -417,9 +429,10 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace, fresh
     }
     for &c in &ws.touched {
         let c = c as usize;
-        ws.adj_end[c] = 0;
-        ws.load[c] = 0.0;
-        ws.wsum[c] = 0.0;
+        let ch = &mut ws.ch[c];
+        ch.adj_end = 0;
+        ch.load = 0.0;
+        ch.wsum = 0.0;
     }
 }
 
@@ -456,14 +469,15 @@ fn step(p: &Problem, key: Key, rates: &mut [f64], ws: &mut Workspace, unfrozen: 
         return None;
     }
     let c = id as usize;
-    if ws.wsum[c] <= 0.0 {
+    let ch = ws.ch[c];
+    if ch.wsum <= 0.0 {
         return None;
     }
-    let current = (ws.residual[c] - ws.load[c]).max(0.0) / ws.wsum[c];
+    let current = (ch.residual - ch.load).max(0.0) / ch.wsum;
     if current > level * (1.0 + 1e-12) + 1e-300 {
         return Some(Key::new(current, id, false));
     }
-    for k in ws.adj_start[c]..ws.adj_end[c] {
+    for k in ch.adj_start..ch.adj_end {
         let f = ws.adj[k] as usize;
         if !ws.frozen[f] {
             freeze(p, f, p.weight[f] * current, rates, ws);
@@ -471,7 +485,7 @@ fn step(p: &Problem, key: Key, rates: &mut [f64], ws: &mut Workspace, unfrozen: 
             *unfrozen -= 1;
         }
     }
-    ws.wsum[c] = 0.0;
+    ws.ch[c].wsum = 0.0;
     None
 }
 
@@ -482,10 +496,11 @@ fn freeze(p: &Problem, f: usize, rate: f64, rates: &mut [f64], ws: &mut Workspac
     let w = p.weight[f];
     for &c in &p.channels[p.offsets[f]..p.offsets[f + 1]] {
         let c = c as usize;
-        ws.load[c] += rate;
-        ws.wsum[c] -= w;
-        if ws.wsum[c] < 1e-12 * w {
-            ws.wsum[c] = 0.0;
+        let ch = &mut ws.ch[c];
+        ch.load += rate;
+        ch.wsum -= w;
+        if ch.wsum < 1e-12 * w {
+            ch.wsum = 0.0;
         }
     }
 }
