@@ -70,7 +70,6 @@ pub struct Workspace {
     touched: Vec<u32>,
     adj: Vec<u32>,
     frozen: Vec<bool>,
-    mark: Vec<bool>,
     heap: BinaryHeap<Reverse<Key>>,
     // grow-only buffers of `fill` (written by index: a resize per fill would
     // write every element), with their lengths kept apart
