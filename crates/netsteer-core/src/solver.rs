@@ -4,8 +4,9 @@
 //! saturates (its flows freeze) or a flow reaches its own bound. A channel's
 //! saturation level `(cap - frozen_load) / unfrozen_weight` never falls as flows
 //! freeze, so a lazy min-heap suffices: a popped key that is stale is recomputed and
-//! pushed back. Strict priority: class 0 is filled first, each next class shares
-//! what the classes above left.
+//! pushed back (a small problem scans its few keys for the smallest instead: the
+//! keys are unique, so the pops are the same). Strict priority: class 0 is filled
+//! first, each next class shares what the classes above left.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -436,7 +437,7 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace, fresh
 }
 
 /// Entries up to which [`fill`] scans for the smallest key instead of using a heap.
-const SCAN_MAX: usize = 32;
+const SCAN_MAX: usize = 16;
 
 #[cfg(not(test))]
 #[inline(always)]
