@@ -468,6 +468,11 @@ impl Fluid {
     /// the channels reached. Returns `Mixed` if a reached channel carries another
     /// class (then the components are solved whole), `Over` (with nothing set)
     /// once it would collect more than `budget` flows.
+    ///
+    /// The set reached, the residuals and `Over` do not depend on the order of the
+    /// walk. With one class started (no `Mixed`, whose answer would) the paths of
+    /// the flows found are walked only once the channels queued are done: a walk
+    /// that goes `Over` mostly finds its flows on the seeds, and then walks no path.
     fn collect(
         &mut self,
         net: &Net,
@@ -485,8 +490,23 @@ impl Fluid {
             self.stamp_chan[c as usize] = stamp;
         }
         let below = keep.map_or(0.0, |(t, _)| t * (1.0 - 1e-9));
+        let defer = match keep {
+            None => true,
+            Some((_, class)) => self.classes == Some((class, class)),
+        };
         let mut kept = 0u64;
-        while let Some(c) = sc.queue.pop() {
+        let mut walked = 0;
+        loop {
+            let Some(c) = sc.queue.pop() else {
+                if walked == sc.comp_flows.len() {
+                    break;
+                }
+                for i in walked..sc.comp_flows.len() {
+                    self.queue_path(net, sc.comp_flows[i] as usize, stamp, &mut sc.queue, residual);
+                }
+                walked = sc.comp_flows.len();
+                continue;
+            };
             let mut left = net.capacity[c as usize];
             for i in 0..self.chan_flows[c as usize].len() {
                 let f = self.chan_flows[c as usize][i] as usize;
@@ -509,23 +529,32 @@ impl Fluid {
                     return Collected::Over;
                 }
                 sc.comp_flows.push(f as u32);
-                for &c2 in net.path(f) {
-                    let c2u = c2 as usize;
-                    if self.stamp_chan[c2u] != stamp {
-                        self.stamp_chan[c2u] = stamp;
-                        if self.chan_flows[c2u].len() == 1 {
-                            // only `f` (a host's link, mostly): nothing to walk or keep
-                            residual[c2u] = net.capacity[c2u].max(0.0);
-                        } else {
-                            sc.queue.push(c2);
-                        }
-                    }
+                if !defer {
+                    self.queue_path(net, f, stamp, &mut sc.queue, residual);
+                    walked = sc.comp_flows.len();
                 }
             }
             residual[c as usize] = left.max(0.0);
         }
         self.kept_flows += kept;
         Collected::Done
+    }
+
+    /// `collect`: queue the channels of flow `f`'s path not reached yet.
+    #[inline(always)]
+    fn queue_path(&mut self, net: &Net, f: usize, stamp: u64, queue: &mut Vec<u32>, residual: &mut [f64]) {
+        for &c2 in net.path(f) {
+            let c2u = c2 as usize;
+            if self.stamp_chan[c2u] != stamp {
+                self.stamp_chan[c2u] = stamp;
+                if self.chan_flows[c2u].len() == 1 {
+                    // only `f` (a host's link, mostly): nothing to walk or keep
+                    residual[c2u] = net.capacity[c2u].max(0.0);
+                } else {
+                    queue.push(c2);
+                }
+            }
+        }
     }
 
     /// Solve the flows of `sc.comp_flows` (sorted first: a fixed summation order)

@@ -4,8 +4,9 @@
 //! saturates (its flows freeze) or a flow reaches its own bound. A channel's
 //! saturation level `(cap - frozen_load) / unfrozen_weight` never falls as flows
 //! freeze, so a lazy min-heap suffices: a popped key that is stale is recomputed and
-//! pushed back. Strict priority: class 0 is filled first, each next class shares
-//! what the classes above left.
+//! pushed back (a small problem scans its few keys for the smallest instead: the
+//! keys are unique, so the pops are the same). Strict priority: class 0 is filled
+//! first, each next class shares what the classes above left.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -39,7 +40,8 @@ impl Key {
     fn new(level: f64, id: u32, is_flow: bool) -> Self {
         debug_assert!(!(level < 0.0) && !level.is_nan());
         let bits = level.to_bits();
-        let l = if bits >> 63 == 1 { 0 } else { bits as u128 + 1 };
+        // 0 for -0.0, else bits + 1: without a branch (fill makes keys for most hops)
+        let l = (bits as u128 + 1) & ((bits >> 63) as u128).wrapping_sub(1);
         Key((l << 64) | ((is_flow as u128) << 32) | id as u128)
     }
     #[inline]
@@ -64,17 +66,29 @@ impl Key {
 /// Reusable buffers, so repeated solves allocate nothing per call.
 #[derive(Default)]
 pub struct Workspace {
-    residual: Vec<f64>,
-    load: Vec<f64>,
-    wsum: Vec<f64>,
+    // per channel, what the filling reads together (one bounds check, one line)
+    ch: Vec<ChanWs>,
     touched: Vec<u32>,
-    adj_start: Vec<usize>,
-    adj_end: Vec<usize>,
     adj: Vec<u32>,
     frozen: Vec<bool>,
-    mark: Vec<bool>,
     heap: BinaryHeap<Reverse<Key>>,
+    // grow-only buffers of `fill` (written by index: a resize per fill would
+    // write every element), with their lengths kept apart
+    keys: Vec<u128>,
+    seen: Vec<u32>,
     bottleneck: Vec<u32>,
+}
+
+/// A channel in [`fill`]: residual capacity, load frozen, weight unfrozen, its
+/// flows `adj[adj_start..adj_end]`, and a flag of the walks.
+#[derive(Clone, Copy, Default)]
+struct ChanWs {
+    residual: f64,
+    load: f64,
+    wsum: f64,
+    adj_start: usize,
+    adj_end: usize,
+    mark: bool,
 }
 
 /// [`Workspace::bottleneck`] of a flow frozen at its own bound.
@@ -154,7 +168,7 @@ pub fn solve_subset(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Work
             let f = f as usize;
             for &c in &p.channels[p.offsets[f]..p.offsets[f + 1]] {
                 let c = c as usize;
-                ws.residual[c] = (ws.residual[c] - rates[f]).max(0.0);
+                ws.ch[c].residual = (ws.ch[c].residual - rates[f]).max(0.0);
             }
         }
         // A channel the class saturated keeps a rounding residue (1e-7 of its
@@ -162,8 +176,8 @@ pub fn solve_subset(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Work
         // rate so small that their finish times overflow. It is zero.
         for &c in &ws.touched {
             let c = c as usize;
-            if ws.residual[c] <= SATURATED * p.capacity[c].max(0.0) {
-                ws.residual[c] = 0.0;
+            if ws.ch[c].residual <= SATURATED * p.capacity[c].max(0.0) {
+                ws.ch[c].residual = 0.0;
             }
         }
     }
@@ -178,28 +192,23 @@ fn prepare(p: &Problem, flows: &[u32], ws: &mut Workspace) {
         let f = f as usize;
         for &c in &p.channels[p.offsets[f]..p.offsets[f + 1]] {
             let c = c as usize;
-            if !ws.mark[c] {
-                ws.mark[c] = true;
+            if !ws.ch[c].mark {
+                ws.ch[c].mark = true;
                 ws.touched.push(c as u32);
-                ws.residual[c] = p.capacity[c].max(0.0);
+                ws.ch[c].residual = p.capacity[c].max(0.0);
             }
         }
     }
     for &c in &ws.touched {
-        ws.mark[c as usize] = false;
+        ws.ch[c as usize].mark = false;
     }
 }
 
 /// The workspace sized for `p`.
 fn size(p: &Problem, ws: &mut Workspace) {
     let nch = p.capacity.len();
-    if ws.residual.len() < nch {
-        ws.residual.resize(nch, 0.0);
-        ws.load.resize(nch, 0.0);
-        ws.wsum.resize(nch, 0.0);
-        ws.adj_start.resize(nch, 0);
-        ws.adj_end.resize(nch, 0);
-        ws.mark.resize(nch, false);
+    if ws.ch.len() < nch {
+        ws.ch.resize(nch, ChanWs::default());
     }
     if ws.frozen.len() < p.weight.len() {
         ws.frozen.resize(p.weight.len(), false);
@@ -273,23 +282,23 @@ pub fn alone_at(p: &Problem, f: usize, rates: &mut [f64]) -> Option<u32> {
 fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace, fresh: bool) {
     // channel -> flows adjacency (CSR) over the touched channels only:
     // adj[adj_start[c]..adj_end[c]]
-    if fresh {
-        ws.touched.clear();
-    } else {
-        for &c in &ws.touched {
-            let c = c as usize;
-            ws.adj_end[c] = 0;
-            ws.load[c] = 0.0;
-            ws.wsum[c] = 0.0;
-        }
+    // `adj_end`, `load` and `wsum` are zero outside a fill (sized with zeros, reset
+    // at its end): the walk below adds to them without asking whether a channel is
+    // new, and records a new one without a branch (on a contended run whether a
+    // hop is new is a coin toss, a mispredicted branch each time)
+    let need = p.channels.len() + 2 * flows.len();
+    if ws.keys.len() < need {
+        ws.keys.resize(need, 0);
+        ws.seen.resize(need, 0);
     }
-    // every entry goes in one heap, built in linear time instead of sorted; the
-    // fill stops once every flow is frozen, so the channels above the last
-    // bottleneck are never popped. Keys are unique (one live entry per channel or
-    // flow), so the pops come in one order, the order of the sorted entries merged
-    // with the stale ones: the rates do not depend on how the heap was built.
-    let mut init = std::mem::take(&mut ws.heap).into_vec();
-    init.clear();
+    let mut n_touched = 0;
+    // every entry goes in one set, popped smallest first: a heap built in linear
+    // time, or a scan for a few entries. The fill stops once every flow is frozen,
+    // so the channels above the last bottleneck are never popped. Keys are unique
+    // (one live entry per channel or flow), so the pops come in one order, the
+    // order of the sorted entries merged with the stale ones: the rates do not
+    // depend on how the entries are kept.
+    let mut n_keys = 0;
     let mut unfrozen = flows.len();
     for &f in flows {
         let fu = f as usize;
@@ -299,24 +308,34 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace, fresh
         let w = p.weight[fu];
         let path = &p.channels[p.offsets[fu]..p.offsets[fu + 1]];
         let mut tightest = f64::INFINITY;
-        for &c in path {
-            let cu = c as usize;
-            if fresh && !ws.mark[cu] {
-                ws.mark[cu] = true;
-                ws.touched.push(c);
-                ws.residual[cu] = p.capacity[cu].max(0.0);
-                ws.adj_end[cu] = 0;
-                ws.load[cu] = 0.0;
-                ws.wsum[cu] = 0.0;
+        if fresh {
+            for &c in path {
+                let cu = c as usize;
+                let residual = p.capacity[cu].max(0.0);
+                let ch = &mut ws.ch[cu];
+                let new = !ch.mark;
+                ch.mark = true;
+                ch.residual = residual;
+                ch.adj_end += 1;
+                ch.wsum += w;
+                ws.seen[n_touched] = c;
+                n_touched += new as usize;
+                tightest = tightest.min(residual);
             }
-            ws.adj_end[cu] += 1;
-            ws.wsum[cu] += w;
-            tightest = tightest.min(ws.residual[cu]);
+        } else {
+            for &c in path {
+                let cu = c as usize;
+                let ch = &mut ws.ch[cu];
+                ch.adj_end += 1;
+                ch.wsum += w;
+                tightest = tightest.min(ch.residual);
+            }
         }
         // a bound above what the path can carry never binds (CM02's TCP window
         // usually is): leaving it out of the heap saves a push and a pop
         if p.bound[fu].is_finite() && p.bound[fu] < tightest {
-            init.push(Reverse(Key::new(p.bound[fu] / w, f, true)));
+            ws.keys[n_keys] = Key::new(p.bound[fu] / w, f, true).0;
+            n_keys += 1;
         } else if path.is_empty() {
             // crosses nothing and has no bound: unconstrained
             ws.frozen[fu] = true;
@@ -325,81 +344,149 @@ fn fill(p: &Problem, flows: &[u32], rates: &mut [f64], ws: &mut Workspace, fresh
             unfrozen -= 1;
         }
     }
+    if fresh {
+        ws.touched.clear();
+        ws.touched.extend_from_slice(&ws.seen[..n_touched]);
+    }
     // A channel that only one of these flows crosses keeps its level until that
     // flow freezes (nothing else moves its load or weight), and is a no-op once it
     // has: of a flow's such channels only the first to pop can act, so only that
     // one (the smallest key) goes in the heap. On a contended run most channels
     // are a host's or a leaf's, crossed by one flow solved. `mark` flags them
     // until their flow is seen below.
+    // (branch-free where a hop's case is a coin toss on a contended run: a
+    // mispredicted branch costs more than the work it skips)
     let mut acc = 0usize;
     for &c in &ws.touched {
         let cu = c as usize;
-        ws.mark[cu] = false; // set (fresh) by the walk above
-        let cnt = ws.adj_end[cu];
-        ws.adj_start[cu] = acc;
-        ws.adj_end[cu] = acc; // filled below, ends at acc + cnt
+        let ch = &mut ws.ch[cu];
+        let cnt = ch.adj_end;
+        ch.adj_start = acc;
+        ch.adj_end = acc; // filled below, ends at acc + cnt
         acc += cnt;
-        if ws.wsum[cu] > 0.0 {
-            if cnt > 1 {
-                init.push(Reverse(Key::new(ws.residual[cu] / ws.wsum[cu], c, false)));
-            } else {
-                ws.mark[cu] = true;
-            }
-        }
+        let live = ch.wsum > 0.0;
+        ch.mark = live && cnt == 1; // (set, fresh, by the walk above)
+        let level = if live { ch.residual / ch.wsum } else { 0.0 };
+        ws.keys[n_keys] = Key::new(level, c, false).0;
+        n_keys += (live && cnt > 1) as usize;
     }
-    ws.adj.resize(acc, 0);
+    if ws.adj.len() < acc {
+        ws.adj.resize(acc, 0);
+    }
     for &f in flows {
         let fu = f as usize;
-        let mut first: Option<Key> = None;
+        // no key has all its top bits set (levels are below 2^63 as bits)
+        let mut first = u128::MAX;
         for &c in &p.channels[p.offsets[fu]..p.offsets[fu + 1]] {
             let cu = c as usize;
-            ws.adj[ws.adj_end[cu]] = f;
-            ws.adj_end[cu] += 1;
-            if ws.mark[cu] {
-                ws.mark[cu] = false;
-                let k = Key::new(ws.residual[cu] / ws.wsum[cu], c, false);
-                first = Some(first.map_or(k, |b| b.min(k)));
+            let ch = &mut ws.ch[cu];
+            let at = ch.adj_end;
+            ch.adj_end += 1;
+            let alone = ch.mark as u64;
+            ch.mark = false;
+            // a key for every hop, kept (by masks: no branch) for the channels alone
+            let level = f64::from_bits((ch.residual / ch.wsum).to_bits() & alone.wrapping_neg());
+            ws.adj[at] = f;
+            let k = Key::new(level, c, false).0 | (alone as u128).wrapping_sub(1);
+            first = if k < first { k } else { first };
+        }
+        ws.keys[n_keys] = first;
+        n_keys += (first != u128::MAX) as usize;
+    }
+    // A small problem (most: a few flows solved against the rates kept) scans its
+    // few entries for the smallest, by masks: no sifting, no mispredicted branch.
+    if n_keys <= scan_max() {
+        while unfrozen > 0 && n_keys > 0 {
+            let mut bi = 0;
+            let mut best = ws.keys[0];
+            for (i, &k) in ws.keys[..n_keys].iter().enumerate().skip(1) {
+                let lt = (k < best) as usize;
+                best ^= (best ^ k) & (lt as u128).wrapping_neg();
+                bi ^= (bi ^ i) & lt.wrapping_neg();
+            }
+            match step(p, Key(best), rates, ws, &mut unfrozen) {
+                Some(k) => ws.keys[bi] = k.0,
+                None => {
+                    n_keys -= 1;
+                    ws.keys[bi] = ws.keys[n_keys];
+                }
             }
         }
-        if let Some(k) = first {
-            init.push(Reverse(k));
+    } else {
+        let mut init = std::mem::take(&mut ws.heap).into_vec();
+        init.clear();
+        init.extend(ws.keys[..n_keys].iter().map(|&k| Reverse(Key(k))));
+        let mut heap = BinaryHeap::from(init);
+        while unfrozen > 0 {
+            let Some(Reverse(key)) = heap.pop() else {
+                break;
+            };
+            if let Some(k) = step(p, key, rates, ws, &mut unfrozen) {
+                heap.push(Reverse(k));
+            }
+        }
+        ws.heap = heap;
+    }
+    for &c in &ws.touched {
+        let c = c as usize;
+        let ch = &mut ws.ch[c];
+        ch.adj_end = 0;
+        ch.load = 0.0;
+        ch.wsum = 0.0;
+    }
+}
+
+/// Entries up to which [`fill`] scans for the smallest key instead of using a heap.
+const SCAN_MAX: usize = 16;
+
+#[cfg(not(test))]
+#[inline(always)]
+fn scan_max() -> usize {
+    SCAN_MAX
+}
+
+#[cfg(test)]
+thread_local!(static TEST_SCAN_MAX: std::cell::Cell<usize> = const { std::cell::Cell::new(SCAN_MAX) });
+
+/// (tests: set per thread, to solve one problem by scan and by heap)
+#[cfg(test)]
+fn scan_max() -> usize {
+    TEST_SCAN_MAX.with(|c| c.get())
+}
+
+/// One popped entry of [`fill`]: a flow frozen at its bound, a channel's flows
+/// frozen at its level; or, if the key was stale, the key to put back.
+#[inline(always)]
+fn step(p: &Problem, key: Key, rates: &mut [f64], ws: &mut Workspace, unfrozen: &mut usize) -> Option<Key> {
+    let (level, id, is_flow) = (key.level(), key.id(), key.is_flow());
+    if is_flow {
+        let f = id as usize;
+        if !ws.frozen[f] {
+            freeze(p, f, p.bound[f], rates, ws);
+            ws.bottleneck[f] = AT_BOUND;
+            *unfrozen -= 1;
+        }
+        return None;
+    }
+    let c = id as usize;
+    let ch = ws.ch[c];
+    if ch.wsum <= 0.0 {
+        return None;
+    }
+    let current = (ch.residual - ch.load).max(0.0) / ch.wsum;
+    if current > level * (1.0 + 1e-12) + 1e-300 {
+        return Some(Key::new(current, id, false));
+    }
+    for k in ch.adj_start..ch.adj_end {
+        let f = ws.adj[k] as usize;
+        if !ws.frozen[f] {
+            freeze(p, f, p.weight[f] * current, rates, ws);
+            ws.bottleneck[f] = c as u32;
+            *unfrozen -= 1;
         }
     }
-    let mut heap = BinaryHeap::from(init);
-    while unfrozen > 0 {
-        let Some(Reverse(key)) = heap.pop() else {
-            break;
-        };
-        let (level, id, is_flow) = (key.level(), key.id(), key.is_flow());
-        if is_flow {
-            let f = id as usize;
-            if !ws.frozen[f] {
-                freeze(p, f, p.bound[f], rates, ws);
-                ws.bottleneck[f] = AT_BOUND;
-                unfrozen -= 1;
-            }
-            continue;
-        }
-        let c = id as usize;
-        if ws.wsum[c] <= 0.0 {
-            continue;
-        }
-        let current = (ws.residual[c] - ws.load[c]).max(0.0) / ws.wsum[c];
-        if current > level * (1.0 + 1e-12) + 1e-300 {
-            heap.push(Reverse(Key::new(current, id, false)));
-            continue;
-        }
-        for k in ws.adj_start[c]..ws.adj_end[c] {
-            let f = ws.adj[k] as usize;
-            if !ws.frozen[f] {
-                freeze(p, f, p.weight[f] * current, rates, ws);
-                ws.bottleneck[f] = c as u32;
-                unfrozen -= 1;
-            }
-        }
-        ws.wsum[c] = 0.0;
-    }
-    ws.heap = heap;
+    ws.ch[c].wsum = 0.0;
+    None
 }
 
 #[inline]
@@ -409,10 +496,11 @@ fn freeze(p: &Problem, f: usize, rate: f64, rates: &mut [f64], ws: &mut Workspac
     let w = p.weight[f];
     for &c in &p.channels[p.offsets[f]..p.offsets[f + 1]] {
         let c = c as usize;
-        ws.load[c] += rate;
-        ws.wsum[c] -= w;
-        if ws.wsum[c] < 1e-12 * w {
-            ws.wsum[c] = 0.0;
+        let ch = &mut ws.ch[c];
+        ch.load += rate;
+        ch.wsum -= w;
+        if ch.wsum < 1e-12 * w {
+            ch.wsum = 0.0;
         }
     }
 }
@@ -487,6 +575,52 @@ mod tests {
             assert_eq!(via[0].to_bits(), slow[0].to_bits());
         }
         assert!(shortcut > 100_000);
+    }
+
+    /// The scan for the smallest entry pops what the heap pops: the same rates and
+    /// bottlenecks, bit for bit, on random problems of one and several classes.
+    #[test]
+    fn scanned_and_heaped_fillings_agree() {
+        let mut next = lcg(13);
+        for _ in 0..20_000 {
+            let n_ch = 1 + (next() % 24) as usize;
+            let capacity: Vec<f64> = (0..n_ch)
+                .map(|_| if next() % 8 == 0 { 0.0 } else { (1 + next() % 1000) as f64 * 1e7 })
+                .collect();
+            let n = 1 + (next() % 16) as usize;
+            let mut offsets = vec![0];
+            let mut channels = vec![];
+            for _ in 0..n {
+                for _ in 0..next() % 7 {
+                    channels.push((next() % n_ch as u64) as u32);
+                }
+                offsets.push(channels.len());
+            }
+            let weight: Vec<f64> = (0..n).map(|_| (1 + next() % 9) as f64 / 3.0).collect();
+            let bound: Vec<f64> = (0..n)
+                .map(|_| if next() % 3 == 0 { (next() % 1000) as f64 * 1e7 } else { f64::INFINITY })
+                .collect();
+            let classes = 1 + next() % 2;
+            let priority: Vec<u8> = (0..n).map(|_| (next() % classes) as u8).collect();
+            let p = Problem {
+                capacity: &capacity,
+                offsets: &offsets,
+                channels: &channels,
+                weight: &weight,
+                bound: &bound,
+                priority: &priority,
+            };
+            let flows: Vec<u32> = (0..n as u32).collect();
+            let mut solve_with = |scan: usize| {
+                TEST_SCAN_MAX.with(|c| c.set(scan));
+                let mut rates = vec![f64::NAN; n];
+                let mut ws = Workspace::default();
+                solve_subset(&p, &flows, &mut rates, &mut ws);
+                TEST_SCAN_MAX.with(|c| c.set(SCAN_MAX));
+                (rates.iter().map(|r| r.to_bits()).collect::<Vec<_>>(), ws.bottleneck()[..n].to_vec())
+            };
+            assert_eq!(solve_with(0), solve_with(usize::MAX));
+        }
     }
 
     /// The filling that finds its channels as it counts them (`fresh`) gives what
