@@ -518,6 +518,51 @@ mod tests {
         }
     }
 
+    /// A random problem of the filling tests, owned: up to `max_ch` channels (one
+    /// in 8 of capacity 0), up to `max_flows` flows of fewer than `max_hops` hops
+    /// (repeats allowed), weights from 1/3 to 3, a bound on one flow in 3, one class.
+    struct RandomProblem {
+        capacity: Vec<f64>,
+        offsets: Vec<usize>,
+        channels: Vec<u32>,
+        weight: Vec<f64>,
+        bound: Vec<f64>,
+        priority: Vec<u8>,
+    }
+
+    impl RandomProblem {
+        fn draw(next: &mut impl FnMut() -> u64, max_ch: u64, max_flows: u64, max_hops: u64) -> Self {
+            let n_ch = 1 + next() % max_ch;
+            let capacity = (0..n_ch)
+                .map(|_| if next() % 8 == 0 { 0.0 } else { (1 + next() % 1000) as f64 * 1e7 })
+                .collect();
+            let n = 1 + (next() % max_flows) as usize;
+            let (mut offsets, mut channels) = (vec![0], vec![]);
+            for _ in 0..n {
+                for _ in 0..next() % max_hops {
+                    channels.push((next() % n_ch) as u32);
+                }
+                offsets.push(channels.len());
+            }
+            let weight = (0..n).map(|_| (1 + next() % 9) as f64 / 3.0).collect();
+            let bound = (0..n)
+                .map(|_| if next() % 3 == 0 { (next() % 1000) as f64 * 1e7 } else { f64::INFINITY })
+                .collect();
+            RandomProblem { capacity, offsets, channels, weight, bound, priority: vec![0; n] }
+        }
+
+        fn problem(&self) -> Problem<'_> {
+            Problem {
+                capacity: &self.capacity,
+                offsets: &self.offsets,
+                channels: &self.channels,
+                weight: &self.weight,
+                bound: &self.bound,
+                priority: &self.priority,
+            }
+        }
+    }
+
     /// `alone` against the whole progressive filling, bit for bit, on random
     /// one-flow problems (zero capacities, ties, bounds above, below and at the
     /// path's tightest channel).
@@ -583,35 +628,12 @@ mod tests {
     fn scanned_and_heaped_fillings_agree() {
         let mut next = lcg(13);
         for _ in 0..20_000 {
-            let n_ch = 1 + (next() % 24) as usize;
-            let capacity: Vec<f64> = (0..n_ch)
-                .map(|_| if next() % 8 == 0 { 0.0 } else { (1 + next() % 1000) as f64 * 1e7 })
-                .collect();
-            let n = 1 + (next() % 16) as usize;
-            let mut offsets = vec![0];
-            let mut channels = vec![];
-            for _ in 0..n {
-                for _ in 0..next() % 7 {
-                    channels.push((next() % n_ch as u64) as u32);
-                }
-                offsets.push(channels.len());
-            }
-            let weight: Vec<f64> = (0..n).map(|_| (1 + next() % 9) as f64 / 3.0).collect();
-            let bound: Vec<f64> = (0..n)
-                .map(|_| if next() % 3 == 0 { (next() % 1000) as f64 * 1e7 } else { f64::INFINITY })
-                .collect();
-            let classes = 1 + next() % 2;
-            let priority: Vec<u8> = (0..n).map(|_| (next() % classes) as u8).collect();
-            let p = Problem {
-                capacity: &capacity,
-                offsets: &offsets,
-                channels: &channels,
-                weight: &weight,
-                bound: &bound,
-                priority: &priority,
-            };
+            let mut r = RandomProblem::draw(&mut next, 24, 16, 7);
+            let (n, classes) = (r.weight.len(), 1 + next() % 2);
+            r.priority = (0..n).map(|_| (next() % classes) as u8).collect();
+            let p = r.problem();
             let flows: Vec<u32> = (0..n as u32).collect();
-            let mut solve_with = |scan: usize| {
+            let solve_with = |scan: usize| {
                 TEST_SCAN_MAX.with(|c| c.set(scan));
                 let mut rates = vec![f64::NAN; n];
                 let mut ws = Workspace::default();
@@ -629,32 +651,8 @@ mod tests {
     fn a_fresh_filling_is_the_prepared_one() {
         let mut next = lcg(11);
         for _ in 0..20_000 {
-            let n_ch = 1 + (next() % 20) as usize;
-            let capacity: Vec<f64> = (0..n_ch)
-                .map(|_| if next() % 8 == 0 { 0.0 } else { (1 + next() % 1000) as f64 * 1e7 })
-                .collect();
-            let n = 1 + (next() % 12) as usize;
-            let mut offsets = vec![0];
-            let mut channels = vec![];
-            for _ in 0..n {
-                for _ in 0..next() % 6 {
-                    channels.push((next() % n_ch as u64) as u32);
-                }
-                offsets.push(channels.len());
-            }
-            let weight: Vec<f64> = (0..n).map(|_| (1 + next() % 9) as f64 / 3.0).collect();
-            let bound: Vec<f64> = (0..n)
-                .map(|_| if next() % 3 == 0 { (next() % 1000) as f64 * 1e7 } else { f64::INFINITY })
-                .collect();
-            let priority = vec![0u8; n];
-            let p = Problem {
-                capacity: &capacity,
-                offsets: &offsets,
-                channels: &channels,
-                weight: &weight,
-                bound: &bound,
-                priority: &priority,
-            };
+            let r = RandomProblem::draw(&mut next, 20, 12, 6);
+            let (n, p) = (r.weight.len(), r.problem());
             let flows: Vec<u32> = (0..n as u32).collect();
             let (mut a, mut b) = (vec![f64::NAN; n], vec![f64::NAN; n]);
             let mut wa = Workspace::default();
