@@ -306,6 +306,18 @@ MODES = {
 }
 
 
+def matches_reference_in_every_mode(r, circuits, monkeypatch, name):
+    """Assert the check's verdicts on ``r`` are the reference's, by default and in every
+    mode of :data:`MODES`; return the reference's."""
+    want = verdicts(r, circuits, ReferenceChecker)
+    assert same(verdicts(r, circuits, Checker), want), (name, want[1])
+    for mode, setup in MODES.items():
+        setup(monkeypatch)
+        assert same(verdicts(r, circuits, Checker), want), (name, mode, want[1])
+        monkeypatch.undo()
+    return want
+
+
 def test_group_check_matches_the_reference(monkeypatch):
     """Same verdicts and ``good`` as the reference on random tables, whatever the
     block of destinations resolved per pass (down to one destination) and whichever
@@ -315,12 +327,7 @@ def test_group_check_matches_the_reference(monkeypatch):
     for topo in FABRICS:
         for _ in range(60):
             r, circuits = random_routing(topo, rng)
-            want = verdicts(r, circuits, ReferenceChecker)
-            assert same(verdicts(r, circuits, Checker), want), (topo.name, want[1])
-            for mode, setup in MODES.items():
-                setup(monkeypatch)
-                assert same(verdicts(r, circuits, Checker), want), (topo.name, mode, want[1])
-                monkeypatch.undo()
+            want = matches_reference_in_every_mode(r, circuits, monkeypatch, topo.name)
             assert outcome(lambda: r.check(circuits=circuits)) == want[1]
             seen.add(kind_of(want[1]))
     assert seen == {None, *KINDS}, seen
@@ -349,12 +356,7 @@ def test_port_only_check_matches_the_reference(monkeypatch):
                 else:
                     table[row, d] = int(rng.integers(topo.out_channel.shape[1] + 2))
             r = Routing(topo, table, rows=base.rows, engine="minhop")
-            want = verdicts(r, None, ReferenceChecker)
-            assert same(verdicts(r, None, Checker), want), (topo.name, want[1])
-            for mode, setup in MODES.items():
-                setup(monkeypatch)
-                assert same(verdicts(r, None, Checker), want), (topo.name, mode, want[1])
-                monkeypatch.undo()
+            want = matches_reference_in_every_mode(r, None, monkeypatch, topo.name)
             seen.add(kind_of(want[1]))
     assert {None, "loop", "miss", "unconnected", "stray"} <= seen, seen
 
