@@ -282,12 +282,13 @@ def no_fast_path(monkeypatch):
 
 
 def potential_from(change):
-    """Patch for ``hop_potential``: the real one with ``pot`` changed by ``change``."""
-    real = _check.hop_potential
+    """Patch for ``class_distances`` in the check: the real one with the distances
+    changed by ``change``."""
+    real = _check.class_distances
 
     def patched(topo, nbr, rows):
-        host_class, pot = real(topo, nbr, rows)
-        return host_class, change(pot).astype(np.int32)
+        host_class, class_host, pot = real(topo, nbr, rows)
+        return host_class, class_host, change(pot).astype(np.int32)
 
     return patched
 
@@ -300,8 +301,8 @@ MODES = {
     "one destination per pass": lambda mp: mp.setattr(_check, "PAIRS_PER_PASS", 1),
     "37 pairs per pass": lambda mp: mp.setattr(_check, "PAIRS_PER_PASS", 37),
     "no fast path": no_fast_path,
-    "flat potential": lambda mp: mp.setattr(_check, "hop_potential", potential_from(np.zeros_like)),
-    "coarse potential": lambda mp: mp.setattr(_check, "hop_potential", potential_from(lambda p: p // 2)),
+    "flat potential": lambda mp: mp.setattr(_check, "class_distances", potential_from(np.zeros_like)),
+    "coarse potential": lambda mp: mp.setattr(_check, "class_distances", potential_from(lambda p: p // 2)),
     "memo by sorted keys": lambda mp: mp.setattr(_check.NextNodeSets, "DENSE", 0),
 }
 
@@ -402,27 +403,53 @@ def test_fast_path_leaves_exactly_the_destinations_it_cannot_prove():
     assert c.good[:, np.arange(t.n_hosts) != 4].all()
 
 
-@pytest.mark.parametrize("topo", FABRICS, ids=lambda t: t.name)
-def test_hop_potential_is_the_min_hop_distance(topo):
-    """The potential is the hop count min-hop routes by (fat-trees, HyperX, a
-    HyperX through a circuit switch), every class; far apart words of the search too."""
-    from netsteer.routing._hops import MinHop
+def hops_by_scipy(topo, nbr, rows):
+    """Hops from each switch of ``rows`` to each host, over ``nbr`` between those
+    switches: scipy's breadth-first search from every switch a host is cabled to."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import shortest_path
 
-    hs = MinHop(topo)
-    for words in (_check.SPREAD_WORDS, 1):
-        (c,) = checkers(ecmp(topo), None, Checker)
-        old = _check.SPREAD_WORDS
-        _check.SPREAD_WORDS = words
+    R = len(rows)
+    rowof = np.full(topo.n_nodes + 1, -1, dtype=np.int64)
+    rowof[rows] = np.arange(R)
+    nb = rowof[nbr[rows]]
+    u, p = np.nonzero(nb >= 0)
+    back = csr_matrix((np.ones(len(u)), (nb[u, p], u)), shape=(R, R))
+    d = shortest_path(back, unweighted=True).T  # d[a, b]: hops from a to b
+    out = np.full((R, topo.n_hosts), np.inf)
+    for h, node in enumerate(topo.hosts.tolist()):
+        for leaf in rowof[nbr[node]]:
+            if leaf >= 0:
+                out[:, h] = np.minimum(out[:, h], d[:, leaf] + 1)
+    return out
+
+
+@pytest.mark.parametrize("topo", FABRICS, ids=lambda t: t.name)
+def test_class_distances_are_the_hops_to_every_host(topo):
+    """The distances the check settles by (and min-hop routes by) are scipy's hop
+    counts to every host of each class, over the switches the check walks (fat-trees,
+    HyperX, a HyperX through a circuit switch); far apart words of the search too.
+    Classes hold the hosts cabled to the same switches, and only those."""
+    from netsteer.routing import _hops
+
+    (c,) = checkers(ecmp(topo), None, Checker)
+    want = hops_by_scipy(topo, c.nbr, c.rows)
+    for words in (_hops.SPREAD_WORDS, 1):
+        old = _hops.SPREAD_WORDS
+        _hops.SPREAD_WORDS = words
         try:
-            host_class, pot = _check.hop_potential(topo, c.nbr, c.rows)
+            host_class, class_host, dist = _hops.class_distances(topo, c.nbr, c.rows)
         finally:
-            _check.SPREAD_WORDS = old
-        assert (host_class == hs.host_class).all()
-        want = hs.dist[hs.rowof[c.rows]].astype(np.int64)
-        got = pot[:-1].astype(np.int64)
-        assert ((want >= hs.INF) == (got >= np.iinfo(np.int32).max // 2)).all()
-        assert (want[want < hs.INF] == got[want < hs.INF]).all()
-        assert (pot[-1] >= np.iinfo(np.int32).max // 2).all()
+            _hops.SPREAD_WORDS = old
+        big = np.iinfo(np.int32).max // 2
+        got = dist[:-1, host_class].astype(np.float64)
+        got[got >= big] = np.inf
+        assert np.array_equal(got, want)
+        assert (dist[-1] >= big).all()
+        assert (host_class[class_host] == np.arange(len(class_host))).all()
+        cabled = [tuple(sorted(x for x in c.rowof[c.nbr[n]].tolist() if x >= 0)) for n in topo.hosts.tolist()]
+        same = np.array([[a == b for b in cabled] for a in cabled])
+        assert np.array_equal(same, host_class[:, None] == host_class[None, :])
 
 
 def test_spread_is_a_breadth_first_search():
@@ -430,6 +457,8 @@ def test_spread_is_a_breadth_first_search():
     graph with more sources than a machine word holds, gathered a few tails at a time."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import shortest_path
+
+    from netsteer.routing import _hops
 
     rng = np.random.default_rng(5)
     n, k = 60, 130
@@ -441,13 +470,13 @@ def test_spread_is_a_breadth_first_search():
     start[src, np.arange(k)] = True
     # hops from each node to each source along the edges u -> v
     d = shortest_path(csr_matrix((np.ones(len(u)), (v, u)), shape=(n, n)), unweighted=True, indices=src).T
-    for words in (_check.SPREAD_WORDS, 3):
-        old = _check.SPREAD_WORDS
-        _check.SPREAD_WORDS = words
+    for words in (_hops.SPREAD_WORDS, 3):
+        old = _hops.SPREAD_WORDS
+        _hops.SPREAD_WORDS = words
         try:
-            levels = list(_check.spread(start, u, v))
+            levels = list(_hops.spread(start, u, v))
         finally:
-            _check.SPREAD_WORDS = old
+            _hops.SPREAD_WORDS = old
         got = np.full((n, k), np.inf)
         for hops, reached in enumerate(levels):
             assert np.isinf(got[reached]).all()  # each pair reached once

@@ -11,15 +11,12 @@ import numpy as np
 from ..errors import RoutingError
 from ..topology.model import HOST
 from ._graph import dead_end_reason
-from ._hops import _row_keys
+from ._hops import class_distances
 
 #: (switch, destination) pairs, plus the ports of their ECMP groups, resolved in one
 #: pass of the propagation: bounds the pending pairs, group members and their targets
 #: (16 bytes each) whatever the table's size.
 PAIRS_PER_PASS = 1 << 21
-
-#: Bits of the breadth-first search gathered at once (:func:`spread`), 32 MiB.
-SPREAD_WORDS = 1 << 22
 
 #: Verdicts on a way out of a (switch, destination) pair (see :meth:`Checker.exit_verdicts`).
 FAIL, CLOSER, TO_HOST = 0, 1, 2
@@ -35,7 +32,7 @@ class Checker:
 
     First, :meth:`settle` marks good at once the destinations whose every exit leads
     strictly closer to them (all of a min-hop table's); only the others are
-    propagated. ``potential``: the :func:`hop_potential` of ``topo``, ``nbr`` and
+    propagated. ``potential``: the :attr:`potential` of ``topo``, ``nbr`` and
     ``rows`` if already found (then kept in ``hops``).
     """
 
@@ -93,9 +90,12 @@ class Checker:
 
     @property
     def potential(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(host_class, pot)`` of :func:`hop_potential`, found once."""
+        """``(host_class, pot)``: the hops from each switch checked to each class of
+        hosts, over ``nbr`` between the switches of ``rows`` only, as the check walks
+        (:func:`~netsteer.routing._hops.class_distances`); found once."""
         if self.hops is None:
-            self.hops = hop_potential(self.topo, self.nbr, self.rows)
+            host_class, _, pot = class_distances(self.topo, self.nbr, self.rows)
+            self.hops = host_class, pot
         return self.hops
 
     def settle(self, e: np.ndarray) -> np.ndarray:
@@ -480,76 +480,6 @@ class Checker:
             ok[grp] = all_ok
         if not ok.all():
             self.diagnose(node, int(d[np.flatnonzero(~ok)[0]]))
-
-
-def hop_potential(topo, nbr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Hops from each switch checked to each class of hosts.
-
-    Hosts cabled to the same switches share a class. Distances run over ``nbr``
-    between the switches of ``rows`` only, as the check walks.
-
-    Returns
-    -------
-    host_class : ndarray of int64, shape (n_hosts,)
-    pot : ndarray of int32, shape (len(rows) + 1, n_classes)
-        1 from a switch a class's hosts are cabled to, one more per hop; a large
-        value where there is no way, and in the last row (index -1: "no switch").
-    """
-    R = len(rows)
-    rowof = np.full(topo.n_nodes + 1, -1, dtype=np.int64)
-    rowof[rows] = np.arange(R)
-    att = np.sort(rowof[nbr[topo.hosts]], axis=1)
-    att = att[:, att.shape[1] - max(1, int((att >= 0).sum(axis=1).max(initial=0))) :]  # -1s sort first
-    _, rep, host_class = np.unique(_row_keys(att), return_index=True, return_inverse=True)
-    c, col = np.nonzero(att[rep] >= 0)
-    near = np.zeros((R, len(rep)), dtype=bool)
-    near[att[rep][c, col], c] = True
-    pot = np.full((R + 1, len(rep)), np.iinfo(np.int32).max // 2, dtype=np.int32)
-    nb = rowof[nbr[rows]]
-    u, p = np.nonzero(nb >= 0)
-    for hops, reached in enumerate(spread(near, u, nb[u, p]), start=1):
-        pot[:R][reached] = hops
-    return host_class.reshape(-1).astype(np.int64), pot
-
-
-def spread(start: np.ndarray, u: np.ndarray, v: np.ndarray):
-    """Breadth-first search from many sources at once, a bit per (node, source).
-
-    ``start[n, s]``: source ``s`` starts at node ``n``; edges ``u -> v``, sorted by
-    ``u``. Yields, level by level from ``start`` itself, the (node, source) pairs
-    first reached: a node reaches a source when a node it has an edge to does.
-    A fat-tree of 5,120 switches and 2,048 sources: 64 sources per machine word.
-    """
-    n, k = start.shape
-    yield start
-    if not len(u):
-        return
-    key = np.unique(u * n + v)  # parallel cables: one edge
-    u, v = key // n, key % n
-    first = np.flatnonzero(np.append(True, u[1:] != u[:-1]))
-    bounds = np.append(first, len(u))
-    tails = u[first]
-    words = -(-k // 64)
-    per = max(1, SPREAD_WORDS * len(first) // max(1, words * len(u)))  # tails per gather
-
-    def pack(b):
-        out = np.zeros((n, words * 8), dtype=np.uint8)
-        out[:, : -(-k // 8)] = np.packbits(b, axis=1, bitorder="little")
-        return out.view(np.uint64)
-
-    seen = frontier = pack(start)
-    while True:
-        new = np.zeros_like(frontier)
-        for a in range(0, len(first), per):
-            b = min(a + per, len(first))
-            e0, e1 = bounds[a], bounds[b]
-            new[tails[a:b]] = np.bitwise_or.reduceat(frontier[v[e0:e1]], bounds[a:b] - e0, axis=0)
-        new &= ~seen
-        if not new.any():
-            return
-        seen = seen | new
-        frontier = new
-        yield np.unpackbits(new.view(np.uint8), axis=1, count=k, bitorder="little").astype(bool)
 
 
 def columns(e: np.ndarray, dst: np.ndarray) -> np.ndarray:

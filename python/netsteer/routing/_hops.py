@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
+#: Bits of the breadth-first search gathered at once (:func:`spread`), 32 MiB.
+SPREAD_WORDS = 1 << 22
+
 from ..topology.model import HOST, Topology
 from ._graph import circuit_table, effective_neighbors, forwarding_nodes, routers
 
@@ -58,39 +61,7 @@ class MinHop:
         self.rowof = np.full(topo.n_nodes + 1, -1, dtype=np.int64)
         self.rowof[self.routers] = np.arange(R)
         self.host_index = np.append(topo.host_index, -1).astype(np.int64)
-        att = self.rowof[self.nbr[topo.hosts]]  # (H, slots), -1 where no switch
-        _, rep, cls = np.unique(_row_keys(np.sort(att, axis=1)), return_index=True, return_inverse=True)
-        self.class_host, self.host_class = rep.astype(np.int64), cls.reshape(-1).astype(np.int64)
-        att = att[self.class_host]
-        # distances to the switches hosts are cabled to (a fat-tree's leaves) only
-        leaves = np.unique(att[att >= 0])
-        sw = self._switch_distances(leaves)
-        # a class's distance is one more than its hosts' nearest attached switch's
-        dist = np.full((R + 1, len(att)), self.INF, dtype=self.dtype)
-        for p in np.flatnonzero((att >= 0).any(axis=0)):
-            m = att[:, p] >= 0
-            dist[:R, m] = np.minimum(dist[:R, m], sw[:, np.searchsorted(leaves, att[m, p])] + 1)
-        self.dist = dist
-
-    def _switch_distances(self, targets: np.ndarray) -> np.ndarray:
-        """Switch hops from every packet switch (rows) to switch rows ``targets``
-        (columns): one breadth-first search per target over the reversed links (a
-        scipy BFS; relaxing all pairs over the ports was 4x slower on a fat-tree of
-        5,120 switches, which has only 2,048 targets)."""
-        from scipy.sparse import csr_matrix
-        from scipy.sparse.csgraph import shortest_path
-
-        R = len(self.routers)
-        nb = self.rowof[self.nbr[self.routers]]  # (R, slots)
-        u, p = np.nonzero(nb >= 0)
-        back = csr_matrix((np.ones(len(u), dtype=np.int8), (nb[u, p], u)), shape=(R, R))
-        if not len(targets):
-            return np.zeros((R, 0), dtype=self.dtype)
-        d = shortest_path(back, method="D", unweighted=True, indices=targets)  # (targets, R)
-        out = np.full((R, len(targets)), self.INF, dtype=self.dtype)
-        reach = np.isfinite(d.T)
-        out[reach] = d.T[reach]
-        return out
+        self.host_class, self.class_host, self.dist = class_distances(topo, self.nbr, self.routers, self.dtype)
 
     def candidates(self, sources: np.ndarray | None = None, chunk_elems: int = 1 << 22):
         """Min-hop port sets for every (source, destination host).
@@ -186,6 +157,96 @@ class MinHop:
         is_host = topo.node_kind[sources] == HOST
         entry[np.flatnonzero(is_host), topo.host_index[sources[is_host]]] = -1
         return sources, entry, groups
+
+
+def class_distances(topo: Topology, nbr: np.ndarray, rows: np.ndarray, dtype=np.int32):
+    """Hops from each switch of ``rows`` to each class of hosts.
+
+    Hosts cabled to the same switches (by the same number of cables) share a class:
+    their distances from every switch are equal. Distances run over ``nbr``
+    between the switches of ``rows`` only; one bit-parallel search (:func:`spread`)
+    covers every class.
+
+    Returns
+    -------
+    host_class : ndarray of int64, shape (n_hosts,)
+        Classes are numbered in the sorted order of their switch sets.
+    class_host : ndarray of int64
+        The first host of each class.
+    dist : ndarray of ``dtype``, shape (len(rows) + 1, n_classes)
+        1 from a switch a class's hosts are cabled to, one more per hop;
+        ``iinfo(dtype).max // 2`` where there is no way, and in the last row
+        (index -1: "no switch").
+
+    Examples
+    --------
+    >>> from netsteer.topology.pgft import pgft
+    >>> t = pgft(2, [2, 2], [1, 2], link_bandwidth=1e9, link_latency_ns=0)
+    >>> from netsteer.routing._graph import circuit_table, effective_neighbors, routers
+    >>> nbr = effective_neighbors(t, circuit_table(t, None))
+    >>> host_class, class_host, dist = class_distances(t, nbr, routers(t))
+    >>> host_class.tolist(), class_host.tolist()
+    ([0, 0, 1, 1], [0, 2])
+    >>> dist[:-1].tolist()  # s1_0, s1_1 (the leaves), then s2_0, s2_1
+    [[1, 3], [3, 1], [2, 2], [2, 2]]
+    """
+    R = len(rows)
+    rowof = np.full(topo.n_nodes + 1, -1, dtype=np.int64)
+    rowof[rows] = np.arange(R)
+    att = np.sort(rowof[nbr[topo.hosts]], axis=1)
+    att = att[:, att.shape[1] - max(1, int((att >= 0).sum(axis=1).max(initial=0))) :]  # -1s sort first
+    _, rep, host_class = np.unique(_row_keys(att), return_index=True, return_inverse=True)
+    c, col = np.nonzero(att[rep] >= 0)
+    near = np.zeros((R, len(rep)), dtype=bool)
+    near[att[rep][c, col], c] = True
+    dist = np.full((R + 1, len(rep)), np.iinfo(dtype).max // 2, dtype=dtype)
+    nb = rowof[nbr[rows]]
+    u, p = np.nonzero(nb >= 0)
+    for hops, reached in enumerate(spread(near, u, nb[u, p]), start=1):
+        dist[:R][reached] = hops
+    return host_class.reshape(-1).astype(np.int64), rep.astype(np.int64), dist
+
+
+def spread(start: np.ndarray, u: np.ndarray, v: np.ndarray):
+    """Breadth-first search from many sources at once, a bit per (node, source).
+
+    ``start[n, s]``: source ``s`` starts at node ``n``; edges ``u -> v``, sorted by
+    ``u``. Yields, level by level from ``start`` itself, the (node, source) pairs
+    first reached: a node reaches a source when a node it has an edge to does.
+    A fat-tree of 5,120 switches and 2,048 sources: 64 sources per machine word.
+    """
+    n, k = start.shape
+    yield start
+    if not len(u):
+        return
+    key = np.unique(u * n + v)  # parallel cables: one edge
+    u, v = key // n, key % n
+    first = np.flatnonzero(np.append(True, u[1:] != u[:-1]))
+    bounds = np.append(first, len(u))
+    tails = u[first]
+    words = -(-k // 64)
+    per = max(1, SPREAD_WORDS * len(first) // max(1, words * len(u)))  # tails per gather
+
+    def pack(b):
+        out = np.zeros((n, words * 8), dtype=np.uint8)
+        out[:, : -(-k // 8)] = np.packbits(b, axis=1, bitorder="little")
+        return out.view(np.uint64)
+
+    seen = frontier = pack(start)
+    while True:
+        new = np.zeros_like(frontier)
+        for a in range(0, len(first), per):
+            b = min(a + per, len(first))
+            e0, e1 = bounds[a], bounds[b]
+            new[tails[a:b]] = np.bitwise_or.reduceat(frontier[v[e0:e1]], bounds[a:b] - e0, axis=0)
+        new &= ~seen
+        if not new.any():
+            return
+        seen = seen | new
+        frontier = new
+        yield np.unpackbits(new.view(np.uint8), axis=1, count=k, bitorder="little").astype(bool)
+
+
 
 
 def _unique_rows(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
