@@ -96,3 +96,16 @@ def test_an_unknown_channel_is_one_line_and_exit_2(args):
                        cwd=Path(__file__).parents[2], timeout=120)
     assert p.returncode == 2 and "--channel" in p.stderr and "osken, ofctl" in p.stderr
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("rate, reason", [("1Gbps", "outside 0.5 to 100 Mbit/s"), ("0.1Mbps", "outside"),
+                                          ("fast", "not a rate")])
+def test_a_max_rate_the_testbed_cannot_hold_is_one_line_and_exit_2(rate, reason):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    p = subprocess.run([sys.executable, "-m", "netsteer", "emulate", "scenarios/hybrid-congestion.yaml", "--max-rate", rate],
+                       capture_output=True, text=True, cwd=Path(__file__).parents[2], timeout=120)
+    assert p.returncode == 2 and "--max-rate" in p.stderr and reason in p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1

@@ -36,6 +36,15 @@ def _check_channel(channel: str) -> None:
         raise NetsteerError(f"{channel!r} is not a channel; there is {', '.join(CHANNELS)}", field="--channel")
 
 
+def _rate(text: str, field: str) -> float:
+    from ..units import parse_bandwidth
+
+    try:
+        return float(parse_bandwidth(text))
+    except (ValueError, TypeError) as exc:
+        raise NetsteerError(f"not a rate: {exc}", field=field) from None
+
+
 def _write(out: Path | None, rep: dict) -> None:
     if out is None:
         return
@@ -50,13 +59,14 @@ def emulate_cmd(
     time_scale: float = typer.Option(1.0, "--time-scale", help="Multiply every scenario time (durations, schedule)."),
     udp: Optional[str] = typer.Option(None, "--udp", help="Send UDP at this rate (e.g. 500Mbps): iperf3 counts lost packets."),
     channel: str = typer.Option("osken", "--channel", help="How the driver reaches the switches: osken (the os-ken application) or ofctl (ovs-ofctl)."),
+    max_rate: str = typer.Option("100Mbps", "--max-rate", help="The fastest link's emulated rate, every rate scaled alike "
+                                 "(0.5Mbps to 100Mbps); lower it on a busy machine."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the JSON report to this file."),
 ) -> None:
     """Run a scenario on real switches: namespaces, Open vSwitch, tc rates, iperf3."""
     from ..emulate.run import emulate
     from ..scenario import build_scenario, load_scenario
-    from ..units import parse_bandwidth
 
     if not time_scale > 0:
         raise NetsteerError(f"must be above 0, not {time_scale}", field="--time-scale")
@@ -65,14 +75,16 @@ def emulate_cmd(
         from ..report.atomic import check_writable
 
         check_writable(out, field="--out")
-    udp_bps = None
-    if udp is not None:
-        try:
-            udp_bps = float(parse_bandwidth(udp))
-        except (ValueError, TypeError) as exc:
-            raise NetsteerError(f"not a rate: {exc}", field="--udp") from None
+    udp_bps = None if udp is None else _rate(udp, "--udp")
+    max_rate_bps = _rate(max_rate, "--max-rate")
+    from ..emulate.testbed import MAX_RATE_BPS, MIN_RATE_BPS
+
+    if not MIN_RATE_BPS <= max_rate_bps <= MAX_RATE_BPS:
+        raise NetsteerError(f"{max_rate!r} is outside {MIN_RATE_BPS / 1e6:g} to {MAX_RATE_BPS / 1e6:g} Mbit/s",
+                            field="--max-rate")
     built = build_scenario(load_scenario(scenario))
-    rep = emulate(built, time_scale=time_scale, udp_bps=udp_bps, channel=channel, progress=_say(as_json))
+    rep = emulate(built, time_scale=time_scale, udp_bps=udp_bps, channel=channel, max_rate_bps=max_rate_bps,
+                  progress=_say(as_json))
     from ..emulate.run import compare, controller_share, predict
 
     _say(as_json)("the simulator's prediction for the same scenario")

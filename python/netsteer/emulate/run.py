@@ -23,7 +23,7 @@ from ..drivers.openflow import OpenFlowDriver, run_wall_loop
 from ..drivers.openflow.flows import HybridLayout
 from ..drivers.openflow.osken import OskenController, OskenSwitch
 from ..drivers.openflow.switch import OfctlSwitch
-from .testbed import Testbed, dpid_of, iperf_json, wait_port
+from .testbed import MAX_RATE_BPS, Testbed, dpid_of, iperf_json, wait_port
 
 MAX_RUN_S = 120.0  # one emulated run on a shared machine
 FIRST_PORT = 5201
@@ -101,7 +101,7 @@ def open_switches(tb: Testbed, channel: str = "osken", switch_factory: Callable[
 
 def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, controller=None,
             channel: str = "osken", switch_factory: Callable[[str], Any] | None = None,
-            progress=lambda msg: None) -> dict[str, Any]:
+            max_rate_bps: float = MAX_RATE_BPS, progress=lambda msg: None) -> dict[str, Any]:
     """Run ``built`` (a hybrid :class:`netsteer.scenario.BuiltScenario`) for real.
 
     Parameters
@@ -115,6 +115,10 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
         Default: the scenario's hybrid controller.
     channel : {"osken", "ofctl"}
         How the driver reaches the switches (:func:`open_switches`).
+    max_rate_bps : float
+        The fastest link's emulated rate; every rate is scaled alike
+        (:func:`~netsteer.emulate.testbed.check_machine`). Lower it on a busy
+        machine, so the userspace datapath carries every flow at its rate.
 
     Returns
     -------
@@ -130,7 +134,7 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
     topo = built.topology
     from .testbed import check_machine
 
-    scale = check_machine(topo)  # refused here, before anything starts
+    scale = check_machine(topo, max_rate_bps=max_rate_bps)  # refused here, before anything starts
     for f in flows:
         if f.bytes is not None:
             # a transfer's time at its NIC's rate, with room for a slower path
@@ -142,7 +146,8 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
     layout = HybridLayout.of(topo, built.routing)
     if channel not in CHANNELS:
         raise NetsteerError(f"{channel!r} is not a channel; there is {', '.join(CHANNELS)}", field="channel")
-    with Testbed(topo, progress=progress) as tb, open_switches(tb, channel, switch_factory) as switches:
+    with Testbed(topo, progress=progress, max_rate_bps=max_rate_bps) as tb, \
+            open_switches(tb, channel, switch_factory) as switches:
         progress(f"rates x {tb.scale:g}, times x {time_scale:g}, switches through {channel}")
         # counters back at the topology's rates: the controller's utilisation thresholds
         # compare them with the topology's bandwidths
