@@ -614,10 +614,11 @@ def _routing_factory(topo, model: RoutingModel, file, field, *, defer: bool = Fa
     return (DeferredRouting(first) if defer else first()), make
 
 
-def _expected_ns(topo: Topology, dag: FlowDag, streamed=()) -> float:
+def _expected_ns(topo: Topology, dag: FlowDag, streamed=(), stops=()) -> float:
     """A lower bound of the run's length: the busiest host sending at its link's rate
     after the last start (the run may well last longer under contention); a streamed
-    MPI job counts as its least time per rank (:func:`netsteer.sim.stream.least_time_ns`)."""
+    MPI job counts as its least time per rank (:func:`netsteer.sim.stream.least_time_ns`),
+    and bulk flows that run for a duration until they stop (``stops``, in ns)."""
     nic = topo.channel_bandwidth() / 8.0
     cols = dag.columns()
     sent = np.bincount(cols.src, weights=np.minimum(cols.bytes, 1e15), minlength=topo.n_hosts)
@@ -630,14 +631,14 @@ def _expected_ns(topo: Topology, dag: FlowDag, streamed=()) -> float:
         from .sim.stream import least_time_ns
 
         guess = max(guess, max(least_time_ns(mpi, float(host_cap.min())) for _, mpi in streamed))
-    return max(1_000.0, guess)
+    return max(1_000.0, guess, *(float(t) for t in stops))
 
 
-def _auto_interval(topo: Topology, dag: FlowDag, streamed=()) -> int:
+def _auto_interval(topo: Topology, dag: FlowDag, streamed=(), stops=()) -> int:
     """A sampling interval that gives about 200 samples over the expected run."""
     from .limits import current
 
-    guess_ns = _expected_ns(topo, dag, streamed)
+    guess_ns = _expected_ns(topo, dag, streamed, stops)
     raw = guess_ns / 200.0
     # keep channels x samples well inside the memory limit, even for a run 8x longer than expected
     raw = max(raw, guess_ns * topo.n_channels / max(current().max_sample_values // 8, 1))
@@ -749,13 +750,14 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
     if len(dag) and bg.all() and not streamed:
         raise NetsteerError("every flow is an endless bulk flow (no duration), so nothing would end the run; "
                             "give one a duration, or add flows or a program", file=file, field="jobs")
+    stops = [ev.at_ns for ev in events if isinstance(ev, StopFlows)]  # timed bulk flows run until then
     if m.sample_interval != "auto":
         interval = m.sample_interval
-        values = _expected_ns(topo, dag, streamed) / interval * topo.n_channels
+        values = _expected_ns(topo, dag, streamed, stops) / interval * topo.n_channels
         check(used + len(dag) * FLOW_BYTES + values * SAMPLE_VALUE_BYTES, "the port counters",
               detail=f"at least {values:.3g} samples x channels at this interval", file=file, field="sample_interval")
     else:
-        interval = _auto_interval(topo, dag, streamed)
+        interval = _auto_interval(topo, dag, streamed, stops)
     built = BuiltScenario(
         scenario=sc,
         topology=topo,

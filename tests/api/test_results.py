@@ -116,6 +116,16 @@ def test_mpi_operations_frame():
     assert r.jobs.set_index("job").loc["app", "completion_s"] == pytest.approx(r.makespan_s)
 
 
+def test_a_bulk_flow_running_past_the_other_traffic_is_sampled_over_its_duration():
+    """The automatic interval covers a bulk flow's whole duration, not only the
+    traffic with a size (which ends 1,000x sooner): about 200 samples, not a limit hit."""
+    topo = ns.pgft(2, [16, 16], [1, 8], link_bandwidth="10Gbps", link_latency="1us")
+    r = ns.simulate(topo, "dmodk", [ns.mpi_job(16, [ns.op.allreduce("1MiB")], name="app"),
+                                    ns.job(bulk=[ns.bulk(100, 200, duration="2s")], name="iperf")])
+    assert r.makespan_s == pytest.approx(2.0)
+    assert 100 <= r.counters["time_s"].nunique() <= 1000
+
+
 def test_an_unsampled_run_says_so():
     topo = ns.pgft(1, [2], [1], link_bandwidth="1Gbps")
     r = ns.simulate(topo, jobs=[ns.job([ns.flow(0, 1, "1MB")])], sample=False)
