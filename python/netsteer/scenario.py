@@ -637,6 +637,7 @@ def _expected_ns(topo: Topology, dag: FlowDag, streamed=(), stops=()) -> float:
 def _auto_interval(topo: Topology, dag: FlowDag, streamed=(), stops=()) -> int:
     """A sampling interval that gives about 200 samples over the expected run."""
     from .limits import current
+    from .units import MAX_DURATION_NS
 
     guess_ns = _expected_ns(topo, dag, streamed, stops)
     raw = guess_ns / 200.0
@@ -644,7 +645,9 @@ def _auto_interval(topo: Topology, dag: FlowDag, streamed=(), stops=()) -> int:
     raw = max(raw, guess_ns * topo.n_channels / max(current().max_sample_values // 8, 1))
     mag = 10 ** np.floor(np.log10(raw))
     step = next(m for m in (1, 2, 5, 10) if m * mag >= raw)
-    return int(step * mag)
+    # a run longer than the clock is refused when it runs; the interval must still
+    # fit the engine's int64 clock until then
+    return int(min(step * mag, MAX_DURATION_NS // 2))
 
 
 def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: str | None = None) -> BuiltScenario:

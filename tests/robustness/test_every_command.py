@@ -161,6 +161,9 @@ def test_a_run_past_the_clock_is_refused_not_reported_stalled(cli, tmp_path):
     slow = head.replace("link_bandwidth: 10Gbps", "link_bandwidth: 1bps")
     f.write_text(slow + "jobs:\n  - name: a\n    flows: [{src: 0, dst: 5, bytes: 1TiB}]\n")
     cli("run", f, "--json", "--no-progress").refused(str(f), "jobs.0", "clock", "'a'")
+    # the same with --out: its sampling interval, sized to the run, must not overflow first
+    cli("run", f, "--out", tmp_path / "o", "--no-progress").refused(str(f), "jobs.0", "clock", "'a'")
+    assert not (tmp_path / "o").exists()
     f.write_text(head + "jobs:\n  - name: ok\n    flows: [{src: 0, dst: 5, bytes: 1MiB}]\n"
                  "  - name: late\n    flows: [{src: 1, dst: 6, bytes: 1GiB, start: 6311390400s}]\n")
     cli("run", f, "--json", "--no-progress").refused("jobs.1", "'late'", "years")
