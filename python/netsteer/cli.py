@@ -161,7 +161,11 @@ def _print_result(result: dict) -> None:
             )
     if ops.row_count:
         out_console.print(ops)
-    out_console.print(f"makespan {result['makespan_s']:.6f} s   simulated in {result['wall_s']:.3f} s wall")
+    st = result.get("stalled")
+    span = "none: nothing finished" if result["makespan_s"] is None else f"{result['makespan_s']:.6f} s"
+    if st is not None and "at_s" in st:
+        span += f" (stalled at {st['at_s']:.6f} s)"
+    out_console.print(f"makespan {span}   simulated in {result['wall_s']:.3f} s wall")
     if pk is not None:
         from .commands.packet_report import print_packet
 

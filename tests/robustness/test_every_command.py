@@ -183,7 +183,13 @@ def test_a_run_past_the_clock_is_refused_not_reported_stalled(cli, tmp_path):
     # the bulk flow waits for a flow that never ends: it never ends either (it used to "finish"
     # after 25 years, its nominal size, and that was the makespan); nothing finished at all
     assert out["status"] == "stalled" and [j["completion_s"] for j in out["jobs"]] == [None, None]
-    assert out["makespan_s"] == 0.0
+    assert out["makespan_s"] is None  # not 0: there is no last completion
+    # when it stuck, and what the flows left had sent by then: 1 ms at 10 Gbit/s is 1.25 MB,
+    # of which the bulk flow's share of their common link took half
+    assert out["stalled"]["at_s"] == pytest.approx(1e-3)
+    assert 0.45 * 1.25e6 < out["stalled"]["bytes_sent"] <= 0.5 * 1.25e6
+    text = cli("run", f, "--no-progress")
+    assert "makespan none: nothing finished (stalled at 0.001000 s)" in text.out, text.out
     # with a foreground flow that does finish, the makespan is its end, not the bulk flow's
     f.write_text(head + "jobs:\n  - name: a\n    flows: [{src: 0, dst: 5, bytes: 1GiB}, {src: 3, dst: 4, bytes: 1MiB}]\n"
                  "  - name: bg\n    bulk: [{src: 2, dst: 7}]\n"

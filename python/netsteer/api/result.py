@@ -60,9 +60,10 @@ class Result:
         return str(self.summary["status"])
 
     @property
-    def makespan_s(self) -> float:
-        """When the last flow finished."""
-        return float(self.summary["makespan_s"])
+    def makespan_s(self) -> float | None:
+        """When the last flow finished; None when a stalled run finished none."""
+        m = self.summary["makespan_s"]
+        return None if m is None else float(m)
 
     @property
     def wall_s(self) -> float:
@@ -122,7 +123,8 @@ class Result:
             raise NetsteerError("the run sampled no port counters; run it with sample=True", field=what)
 
     def __repr__(self) -> str:
-        return (f"<Result {self.summary['scenario']!r}: {self.status}, makespan {self.makespan_s:.6g} s, "
+        m = "none" if self.makespan_s is None else f"{self.makespan_s:.6g} s"
+        return (f"<Result {self.summary['scenario']!r}: {self.status}, makespan {m}, "
                 f"{len(self.summary['jobs'])} jobs>")
 
 

@@ -106,6 +106,10 @@ def stalled_summary(built, res) -> dict[str, Any] | None:
     stuck = set(np.unique(built.job_of_flow[left]).tolist()) | set(ranks_left)
     out = {"flows": int(left.sum()), "jobs": [built.job_names[j] for j in sorted(stuck)],
            "first_flows": np.flatnonzero(left)[:10].tolist()}
+    if getattr(res, "end_ns", -1) >= 0:
+        out["at_s"] = res.end_ns * 1e-9  # when the last thing moved
+    if getattr(res, "sent_bytes", None) is not None:
+        out["bytes_sent"] = float(res.sent_bytes[left].sum())  # by the flows left, before they stuck
     if ranks_left:
         # streamed jobs have no flow ids: the ranks that never finished their program
         out["ranks_left"] = {built.job_names[j]: n for j, n in ranks_left.items()}
@@ -128,7 +132,7 @@ def result_dict(built, res) -> dict[str, Any]:
     out = {
         "scenario": built.name,
         "status": res.status,
-        "makespan_s": max(res.makespan_ns, 0) * 1e-9,  # 0 when nothing finished (a stalled run), never -1 ns
+        "makespan_s": max(res.makespan_ns, 0) * 1e-9,  # None below when a stalled run finished nothing
         "jobs": job_summaries(built, res),
         "wall_s": res.wall_s,
         "topology": built.topology.summary(),
@@ -158,4 +162,7 @@ def result_dict(built, res) -> dict[str, Any]:
     if stalled is not None:
         out["status"] = "stalled"  # never "done" with work left
         out["stalled"] = stalled
+        mpi = getattr(res, "mpi", None) or {"jobs": []}
+        if not (res.completion_ns >= 0).any() and not any(c >= 0 for c, _ in mpi["jobs"]):
+            out["makespan_s"] = None  # nothing finished: there is no last completion
     return out

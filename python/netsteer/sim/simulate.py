@@ -50,6 +50,9 @@ class SimResult:
         flight, ...), ``report`` (time per operation, per job name) and ``steps``
         (flows and bytes per job name). The per-flow arrays above cover the DAG only.
     packet : dict, the packet fidelity's measurements (``Engine.packet_report``), or None
+    end_ns : int
+        The engine's clock when the run ended: for a stalled run, when the last
+        thing moved (-1 when not known).
     """
 
     completion_ns: np.ndarray
@@ -67,6 +70,7 @@ class SimResult:
     past_clock: np.ndarray | None = None
     mpi: dict | None = None
     packet: dict | None = None
+    end_ns: int = -1
 
 
 def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
@@ -101,6 +105,7 @@ def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
         past_clock=_past_clock(eng, n) if status == "stalled" else None,
         mpi=mpi,
         packet=eng.packet_report(),
+        end_ns=int(eng.now),
     )
 
 
