@@ -340,9 +340,14 @@ def _job_flows(topo, job: JobModel, j: int, dag: FlowDag, file) -> tuple[list[in
     background, timed = [], []
     for i, b in enumerate(job.bulk):
         fld = f"{base}.bulk.{i}"
+        src, dst = _host(topo, b.src, file, f"{fld}.src"), _host(topo, b.dst, file, f"{fld}.dst")
+        if src == dst:
+            # a sized flow to its own host ends at once; a bulk flow has no size to end on
+            raise NetsteerError(f"src and dst are the same host ({b.src}): a bulk flow must cross the network",
+                                file=file, field=f"{fld}.dst")
         idx = dag.add(
-            _host(topo, b.src, file, f"{fld}.src"),
-            _host(topo, b.dst, file, f"{fld}.dst"),
+            src,
+            dst,
             # an iperf-like flow: effectively unlimited, ended by time or by the others
             10**18,
             start_ns=b.start,
