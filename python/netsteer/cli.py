@@ -128,6 +128,8 @@ def run(
         typer.echo(json.dumps(result))
         return
     _print_result(result)
+    for note in result.get("notes", []):
+        err_console.print(f"[yellow]note:[/] {note}")
     if result["status"] == "stalled":
         st = result["stalled"]
         err_console.print(

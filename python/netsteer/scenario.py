@@ -224,6 +224,7 @@ class BuiltScenario:
     steering: Any = None  # the bandwidth-steering controller (netsteer.control.steering), if any
     fidelity: str = "flow"
     packet: Any = None  # the packet fidelity's parameters (netsteer.sim.packet.PacketParams)
+    notes: list = dc_field(default_factory=list)  # what the run leaves out of the file, and why
 
     @property
     def name(self) -> str:
@@ -669,8 +670,9 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
     m, file = sc.model, sc.file
     fid = fidelity or m.fidelity
     sharing_name = m.sharing if isinstance(m.sharing, str) else m.sharing.model
+    notes: list[str] = []
     packet = check_fidelity(fid, m.packet, "sharing" in m.model_fields_set, sharing_name, file=file,
-                            override=fidelity is not None)
+                            override=fidelity is not None, notes=notes)
     topo = topology if topology is not None else build_topology(m.topology, file=file)
     in_engine = _routes_in_engine(m, topo, packet)
     if not in_engine:
@@ -792,6 +794,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
         qos=_qos(m, topo, dag, job_of_flow, file),
         fidelity=fid,
         packet=packet,
+        notes=notes,
     )
     if packet is not None and built.qos is not None:
         from .sim.packet import with_qos

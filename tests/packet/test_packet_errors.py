@@ -66,11 +66,27 @@ def test_bad_packet_input_is_one_line_with_file_field_and_reason(tmp_path, capsy
     assert reason in err
 
 
-def test_fidelity_flag_of_the_other_kind_names_the_parameter(tmp_path, capsys):
+def test_fidelity_flag_of_the_other_kind_leaves_the_parameter_out_and_says_so(tmp_path, capsys):
+    """``--fidelity`` runs a scenario the other way: the file's parameters of its own
+    fidelity are left out, with a note naming them (text on stderr, ``notes`` in JSON)."""
+    import json
+
     f = tmp_path / "s.yaml"
     f.write_text(BASE % ("sharing: cm02", 0))
-    assert run_cli(["run", str(f), "--fidelity", "packet", "--no-progress"]) == 2
+    assert run_cli(["run", str(f), "--fidelity", "packet", "--no-progress"]) == 0
     err = capsys.readouterr().err
-    assert "sharing" in err and "--fidelity packet" in err
+    assert "note: sharing: cm02 is a flow-level model; left out at --fidelity packet" in err
+    assert run_cli(["run", str(f), "--fidelity", "packet", "--no-progress", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["sharing"] == "packet" and len(out["notes"]) == 1 and "sharing" in out["notes"][0]
+    f.write_text(BASE % ("fidelity: packet\npacket: {mtu: 2KiB}", 0))
+    assert run_cli(["run", str(f), "--fidelity", "flow", "--no-progress", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["sharing"] == "maxmin" and "fidelity" not in out
+    assert out["notes"] == ["packet: its parameters apply to the packet fidelity; left out at --fidelity flow"]
+    # nothing left out, nothing said
+    f.write_text(BASE % ("", 0))
+    assert run_cli(["run", str(f), "--fidelity", "packet", "--no-progress", "--json"]) == 0
+    assert "notes" not in json.loads(capsys.readouterr().out)
     assert run_cli(["run", str(f), "--fidelity", "packets", "--no-progress"]) == 2
     assert "--fidelity" in capsys.readouterr().err

@@ -195,18 +195,30 @@ def parse_packet(data: Any, *, file: str | None = None, field: str = "packet") -
 
 
 def check_fidelity(fidelity: str, packet: Any, sharing_given: bool, sharing: str, *, file=None,
-                   override: bool = False) -> PacketParams | None:
-    """The packet parameters of a scenario at ``fidelity``; a parameter of the other
-    fidelity is an error that names it, never ignored."""
+                   override: bool = False, notes: list[str] | None = None) -> PacketParams | None:
+    """The packet parameters of a scenario at ``fidelity``.
+
+    A parameter of the other fidelity in the file is an error that names it. When
+    the fidelity is overridden (``--fidelity``: run this scenario the other way),
+    it is left out instead, and a note saying so is appended to ``notes``, never
+    ignored silently.
+    """
     how = "--fidelity" if override else "fidelity"
     if fidelity == "flow":
         if packet is not None:
+            if override and notes is not None:
+                notes.append("packet: its parameters apply to the packet fidelity; left out at --fidelity flow")
+                return None
             raise NetsteerError(f"packet parameters apply to the packet fidelity, and this run is at flow level "
                                 f"({how} flow): remove them or run with fidelity packet", file=file, field="packet")
         return None
     if sharing_given:
-        raise NetsteerError(f"sharing ({sharing}) is a flow-level model; the packet fidelity ({how} packet) shares "
-                            "links by credits and VL arbitration: remove it", file=file, field="sharing")
+        if override and notes is not None:
+            notes.append(f"sharing: {sharing} is a flow-level model; left out at --fidelity packet, which shares "
+                         "links by credits and VL arbitration")
+        else:
+            raise NetsteerError(f"sharing ({sharing}) is a flow-level model; the packet fidelity ({how} packet) "
+                                "shares links by credits and VL arbitration: remove it", file=file, field="sharing")
     return parse_packet(packet, file=file)
 
 
