@@ -796,6 +796,10 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
         packet=packet,
         notes=notes,
     )
+    if built.qos is not None:
+        from .qos.config import shared_vls
+
+        notes += shared_vls(built.qos.config)
     if packet is not None and built.qos is not None:
         from .sim.packet import with_qos
 

@@ -114,3 +114,34 @@ def test_shares_match_the_arbiter_for_any_tables(high, low, limit):
             assert ref[vl] == 0
         else:
             assert share == pytest.approx(ref[vl], abs=0.01), (vl, got, ref)
+
+
+@pytest.mark.parametrize("qos, shared", [
+    ("{classes: [{name: a, sl: 0, jobs: [a]}, {name: b, sl: 1, jobs: [b]}]}", True),  # max_vls 1 by default
+    ("{max_vls: 2, classes: [{name: a, sl: 0, jobs: [a]}, {name: b, sl: 1, jobs: [b]}]}", False),
+    ("{max_vls: 4, sl2vl: '0,0,2,3,0,0,0,0,0,0,0,0,0,0,0,0', classes: [{name: a, sl: 0, jobs: [a]}, "
+     "{name: b, sl: 1, jobs: [b]}]}", True),
+    ("{classes: [{name: a, sl: 3, jobs: [a]}, {name: b, sl: 3, jobs: [b]}]}", False),  # one SL: meant together
+])
+def test_classes_of_different_sls_on_one_vl_get_a_note(qos, shared):
+    """Two 400 MiB flows into one host: on one VL they finish together, and the run
+    says which classes share which VL; on VLs of their own, no note."""
+    from netsteer.report.result import result_dict
+
+    text = f"""
+name: q
+topology: {{kind: pgft, levels: 1, down: [4], up: [1], link_bandwidth: 10Gbps, link_latency: 1us}}
+routing: {{engine: dmodk}}
+jobs:
+  - {{name: a, flows: [{{src: 0, dst: 3, bytes: 400MiB}}]}}
+  - {{name: b, flows: [{{src: 1, dst: 3, bytes: 400MiB}}]}}
+qos: {qos}
+"""
+    b = build_scenario(parse_scenario(text, file="q.yaml"))
+    out = result_dict(b, run_scenario(b))
+    if shared:
+        (note,) = out["notes"]
+        assert note.startswith("classes a (SL 0) and b (SL 1) share VL 0")
+        assert out["jobs"][0]["completion_s"] == pytest.approx(out["jobs"][1]["completion_s"])
+    else:
+        assert "notes" not in out

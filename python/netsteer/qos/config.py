@@ -225,6 +225,33 @@ class _FieldError(ValueError):
         self.field = field
 
 
+def shared_vls(q: QosConfig) -> list[str]:
+    """Notes on classes with different SLs that the switch ports' SL2VL puts on one
+    VL (by default ``max_vls`` is 1: every SL on VL 0): they share that VL's
+    arbitration as if they were one class, which a user who gave them SLs of their
+    own rarely means, so a run says so.
+
+    >>> shared_vls(parse_qos({"classes": [{"name": "a", "sl": 0}, {"name": "b", "sl": 1}]}))
+    ['classes a (SL 0) and b (SL 1) share VL 0 (max_vls 1): set max_vls, or sl2vl, to give them VLs of their own']
+    >>> shared_vls(parse_qos({"max_vls": 2, "classes": [{"name": "a", "sl": 0}, {"name": "b", "sl": 1}]}))
+    []
+    """
+    p = q.port("swe")
+    by_vl: dict[int, list] = {}
+    for c in q.classes:
+        by_vl.setdefault(p.sl2vl[c.sl], []).append(c)
+    out = []
+    for vl, cs in sorted(by_vl.items()):
+        first = {}
+        for c in cs:
+            first.setdefault(c.sl, c)
+        if len(first) > 1:
+            names = " and ".join(f"{c.name} (SL {sl})" for sl, c in sorted(first.items()))
+            out.append(f"classes {names} share VL {vl} (max_vls {p.max_vls}): set max_vls, or sl2vl, to give them "
+                       "VLs of their own")
+    return out
+
+
 def parse_qos(data: Any, *, file: str | None = None, field: str = "qos") -> QosConfig:
     """Validate a ``qos:`` section; an error names the file and the field."""
     if not isinstance(data, dict):
@@ -246,4 +273,4 @@ def parse_qos(data: Any, *, file: str | None = None, field: str = "qos") -> QosC
 
 
 __all__ = ["Device", "KINDS", "PORT_TYPES", "PriorityChange", "QosConfig", "ResolvedPort", "TrafficClass",
-           "check_sl_served", "packet_keys", "parse_qos", "parse_sl2vl", "parse_vlarb"]
+           "check_sl_served", "packet_keys", "parse_qos", "parse_sl2vl", "parse_vlarb", "shared_vls"]
