@@ -109,3 +109,18 @@ def test_a_max_rate_the_testbed_cannot_hold_is_one_line_and_exit_2(rate, reason)
                        capture_output=True, text=True, cwd=Path(__file__).parents[2], timeout=120)
     assert p.returncode == 2 and "--max-rate" in p.stderr and reason in p.stderr
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args, option", [(["--json", "pftree", "--quick"], "--json"),
+                                          (["--out", "x.json", "pftree"], "--out"),
+                                          (["--rules", "5", "hybrid-shifting"], "--rules")])
+def test_emulate_options_before_a_reproduction_are_refused_not_dropped(args, option, tmp_path):
+    """``reproduce --json pftree`` printed the table and ``--out`` wrote nothing, exit 0."""
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "netsteer", "reproduce", *args], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=120)
+    assert p.returncode == 2 and f"{option}: applies with --emulate NAME only" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1 and p.stdout == ""
+    assert not (tmp_path / "x.json").exists()

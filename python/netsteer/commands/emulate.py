@@ -136,6 +136,13 @@ def reproduce_emulated(
 ) -> None:
     """Reproduce a source document's evaluation (``--emulate NAME``: on real switches)."""
     if emulate is None:
+        # these options belong to --emulate; before a subcommand they would be dropped
+        # (by name: typer's click may not be the click importable here)
+        given = [p.opts[0] for p in ctx.command.params
+                 if p.name != "emulate" and getattr(ctx.get_parameter_source(p.name), "name", "") == "COMMANDLINE"]
+        if given:
+            raise NetsteerError(f"applies with --emulate NAME only; a reproduction takes its own options after its "
+                                f"name (netsteer reproduce NAME --help)", field=given[0])
         if ctx.invoked_subcommand is None:
             typer.echo(ctx.get_help())
         return
