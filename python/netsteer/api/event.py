@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..errors import NetsteerError
 from ..scenario import EventModel
 from ._values import given, plain, validated
 
@@ -28,7 +29,17 @@ Port = tuple[str, int] | dict[str, Any]
 
 
 def _ports(links: Sequence[Port]) -> list[dict[str, Any]]:
-    return [dict(l) if isinstance(l, dict) else {"node": l[0], "port": plain(l[1])} for l in links]
+    def one(k: int, l) -> dict[str, Any]:
+        if isinstance(l, dict):
+            return dict(l)
+        if isinstance(l, (tuple, list)) and len(l) == 2:
+            return {"node": l[0], "port": plain(l[1])}
+        raise NetsteerError(f"expected a link end (node name, port) or {{'node': ..., 'port': ...}}, got {l!r}",
+                            field=f"links.{k}")
+
+    if isinstance(links, (str, bytes, dict)) or not isinstance(links, Sequence):
+        raise NetsteerError(f"expected a list of link ends [(node name, port), ...], got {links!r}", field="links")
+    return [one(k, l) for k, l in enumerate(links)]
 
 
 def _event(data: Event) -> Event:

@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..errors import NetsteerError
 from ..routing.table import Routing
 from ..topology.model import Topology
 from ._values import given, validated
@@ -52,6 +53,9 @@ def route(topo: Topology, engine: str = "dmodk", *, hash: str | None = None,
     """
     from ..scenario import RoutingModel, _routing_factory
 
+    if not isinstance(topo, Topology):
+        raise NetsteerError(f"expected a Topology (netsteer.pgft, netsteer.hyperx, ...), got {type(topo).__name__}",
+                            field="topo")
     spec: dict[str, Any] = {"engine": engine, **given(hash=hash)}
     if partitions is not None:
         spec["partitions"] = str(Path(partitions).resolve())

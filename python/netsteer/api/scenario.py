@@ -43,7 +43,7 @@ from __future__ import annotations
 import copy
 import os
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import yaml
 
@@ -148,6 +148,9 @@ class Scenario:
             if value is not None:
                 data[key] = plain(value)
         data["jobs"] = []
+        if isinstance(jobs, (dict, str)) or not isinstance(jobs, Iterable):
+            raise NetsteerError("expected a list of jobs ([netsteer.job(...), netsteer.mpi_job(...)]), got "
+                                + ("one job" if isinstance(jobs, dict) else type(jobs).__name__), field="jobs")
         for i, j in enumerate(jobs):
             if not isinstance(j, dict):
                 raise NetsteerError(f"expected a job (netsteer.job, netsteer.mpi_job), got {type(j).__name__}",
