@@ -334,6 +334,21 @@ def _after_writing(written: list) -> str:
     return " after writing " + ", ".join(str(p) for p in written) + " (whole, new)"
 
 
+def _pipe_closed_is_broken_pipe() -> None:
+    """rich ends a print to a pipe whose reader went away (``netsteer run ... | head``)
+    with ``SystemExit(1)``, the internal-error code; raise ``BrokenPipeError`` there
+    instead, so that it ends with 141 as every other write to a closed pipe does."""
+    from rich.console import Console
+
+    def on_broken_pipe(self) -> None:
+        if self.quiet:
+            return
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # as rich does: no more output
+        raise BrokenPipeError("the reader of stdout went away")
+
+    Console.on_broken_pipe = on_broken_pipe
+
+
 def run_cli(argv: list[str] | None = None) -> int:
     """Run the command line and return its exit code; every failure is one line on stderr.
 
@@ -341,6 +356,7 @@ def run_cli(argv: list[str] | None = None) -> int:
     usage errors); 130 interrupted (SIGINT); 143 terminated (SIGTERM); 1 an internal error.
     """
     _committed().clear()
+    _pipe_closed_is_broken_pipe()
     try:
         rc = app(args=argv, prog_name="netsteer", standalone_mode=False)
         if isinstance(rc, int) and rc == 130:  # typer's KeyboardInterrupt

@@ -204,6 +204,27 @@ def test_a_run_past_the_clock_is_refused_not_reported_stalled(cli, tmp_path):
 LONG = "a-name-long-enough-that-an-eighty-column-table-would-have-to-cut-it-" * 2
 
 
+def test_a_reader_that_goes_away_ends_the_run_with_the_pipes_code(tmp_path):
+    """``netsteer run ... | head -n1``: the tables' writer meets a closed pipe. That is
+    141 (SIGPIPE), as for any writer, with nothing on stderr; rich's own exit was 1,
+    the internal-error code."""
+    import subprocess
+    import sys
+
+    f = tmp_path / "s.yaml"
+    # 3,000 jobs: their table (over 200 KB) cannot sit whole in the pipe's buffer, so the
+    # writer is still writing when the reader goes away
+    head = GOOD.split("jobs:")[0]
+    f.write_text(head + "jobs:\n" + "".join(f"  - {{name: j{k}, flows: [{{src: 0, dst: 5, bytes: 1KiB}}]}}\n"
+                                            for k in range(3000)))
+    p = subprocess.Popen([sys.executable, "-m", "netsteer", "run", str(f), "--no-progress"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.readline()
+    p.stdout.close()  # before the rest of the tables is written
+    err = p.stderr.read()
+    assert p.wait(timeout=120) == 141 and err == b"", err
+
+
 def test_tables_are_whole_when_piped(tmp_path):
     f = tmp_path / "s.yaml"
     f.write_text(GOOD.replace("name: t\n", f"name: {LONG}\n", 1).replace("- name: j\n", f"- name: {LONG}j\n", 1))
