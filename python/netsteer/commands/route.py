@@ -50,25 +50,36 @@ def load_topology(spec: str):
 
 
 def with_guids(topo):
-    """``topo`` itself when it has GUIDs; else the same fabric as ibsim would number it
-    (``netsteer topo --export x.net``), so that its tables can be written as a dump."""
-    if int(topo.node_guid.max(initial=0)) != 0:
-        return topo
-    import tempfile
+    """``topo`` with the GUIDs its LFT dump names: its own, made up where it has none.
 
-    from ..topology.ibsim_net import read_ibsim_net, write_ibsim_net
+    ``route`` writes and ``route-eval`` reads with this one rule
+    (:func:`netsteer.topology.ibsim_net.fabric_guids`, what ``netsteer topo --export
+    x.net`` writes), so tables written for a generated fabric, a scenario or a JSON
+    export read back against the same source. Nothing else changes: names,
+    bandwidths and cables are the topology's own.
 
-    try:
-        with tempfile.TemporaryDirectory() as d:
-            p = Path(d) / "fabric.net"
-            write_ibsim_net(topo, p)
-            out = read_ibsim_net(p)
-    except NetsteerError as exc:
-        # the temporary file is gone: name the fabric instead
-        raise NetsteerError(f"cannot number this fabric as ibsim would: {exc.reason}",
-                            field="--topology") from None
-    out.meta = {**out.meta, **topo.meta}  # same nodes in the same order: keep the generator's labels
-    return out
+    Raises
+    ------
+    NetsteerError
+        On ``--topology``, for fabrics an LFT dump cannot describe: circuit switches,
+        ports above 255.
+    """
+    import numpy as np
+
+    from ..topology.ibsim_net import with_fabric_guids
+    from ..topology.model import CIRCUIT
+
+    circuits = [topo.node_names[i] for i in np.flatnonzero(topo.node_kind == CIRCUIT)]
+    if circuits:
+        raise NetsteerError(f"InfiniBand has no circuit switches, and this topology has {len(circuits)} "
+                            f"({', '.join(circuits[:3])}{' ...' if len(circuits) > 3 else ''})",
+                            field="--topology")
+    if topo.out_channel.shape[1] - 1 > 255:
+        # an LFT entry is one byte: ports 1..255 (0 is the switch itself)
+        node = int(np.flatnonzero((topo.out_channel[:, 256:] >= 0).any(axis=1))[0])
+        raise NetsteerError(f"InfiniBand switches have at most 255 ports; {topo.node_names[node]} uses port "
+                            f"{topo.out_channel.shape[1] - 1}", field="--topology")
+    return with_fabric_guids(topo)
 
 
 def route_topology(topo, engine: str, parts, *, topology_file: str | None = None, vls: int = 8):
@@ -251,7 +262,9 @@ def route_eval(
         raise NetsteerError(f"--vl-model must be shared or split, got {vl_model!r}", field="--vl-model")
     if pattern == "partition-local" and partitions is None:
         raise NetsteerError("the partition-local pattern needs --partitions", field="--pattern")
-    topo = load_topology(topology)
+    # route's tables name a fabric without GUIDs (spec, scenario, JSON export) by the
+    # GUIDs with_guids gives it: read them with the same ones
+    topo = with_guids(load_topology(topology))
     from ..limits import FLOW_BYTES, check
 
     n = topo.n_hosts
