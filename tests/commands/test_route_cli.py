@@ -192,3 +192,36 @@ def test_route_then_route_eval_on_every_topology_source(engine, tmp_path):
         assert rep["flows"] == 2 * 16, kind
         assert rep["max_link_load"] == reports["inline"]["max_link_load"], kind
         assert rep["throughput"] == pytest.approx(reports["inline"]["throughput"]), kind
+
+
+# -- engines whose tables cannot be an LFT ----------------------------------------------
+@pytest.mark.parametrize("check", ["--check", "--no-check"])
+def test_ecmp_groups_are_refused_naming_the_engine_option(check, tmp_path):
+    out = tmp_path / "x.dump"
+    rc, _, err = netsteer("route", "-t", SPEC, "-e", "ecmp", "-o", out, check)
+    bad(rc, err, "--engine", "one port per destination", "ECMP groups", "dmodk", "minhop")
+    assert len(err.strip().splitlines()) == 1, err
+    assert "deadlock" not in err, err  # the check is not what failed
+    assert not out.exists()
+
+
+def test_ecmp_without_groups_is_an_lft(tmp_path):
+    # the refusal is for groups, not for the name: on one switch every destination
+    # has one port, and ecmp's tables are plain LFTs
+    out = tmp_path / "x.dump"
+    rc, _, err = netsteer("route", "-t", "pgft:levels=1,down=4,up=1,link_bandwidth=1Gbps", "-e", "ecmp", "-o", out)
+    assert rc == 0, err
+    assert out.read_text().count("Unicast lids") == 1
+
+
+def test_route_help_names_the_engines_an_lft_can_hold():
+    rc, stdout, err = netsteer("route", "--help")
+    assert rc == 0, err
+    assert "any registered engine" not in stdout
+    text = " ".join(stdout.split())  # undo the help's line wrapping
+    for engine in ("minhop", "dmodk", "ftree", "pftree", "dor"):
+        assert engine in text, engine
+    from netsteer.commands.route import LFT_ENGINES
+    from netsteer.routing import ENGINES
+
+    assert set(LFT_ENGINES) <= set(ENGINES)  # the help and the refusal name real engines

@@ -82,6 +82,34 @@ def with_guids(topo):
     return with_fabric_guids(topo)
 
 
+# The registered engines whose tables hold one port per destination, as an LFT does
+# (ecmp's groups of ports cannot be written); named in --engine's help and refusals.
+LFT_ENGINES = ("minhop", "dmodk", "ftree", "pftree", "dor")
+
+
+def refuse_ecmp_groups(routing, engine: str) -> None:
+    """Refuse tables with ECMP groups, before the check and before any write.
+
+    Parameters
+    ----------
+    routing : Routing
+    engine : str
+        The ``--engine`` that computed ``routing``.
+
+    Raises
+    ------
+    NetsteerError
+        On ``--engine``, when an entry is a group of ports (``< -1``): an LFT entry
+        is one port, and neither the deadlock check nor the dump writer can take one.
+        On fabrics where ecmp finds one port per destination its tables pass.
+    """
+    if (routing.table < -1).any():
+        raise NetsteerError(
+            f"{engine} gives ECMP groups (several ports for one destination), but an LFT holds "
+            f"one port per destination; use an engine that picks one: {', '.join(LFT_ENGINES)}",
+            field="--engine")
+
+
 def route_topology(topo, engine: str, parts, *, topology_file: str | None = None, vls: int = 8):
     """Build the routing, passing partitions to engines that take them."""
     import inspect
@@ -158,7 +186,10 @@ def register(app: typer.Typer) -> None:
 
 def route(
     topology: str = typer.Option(..., "--topology", "-t", help="ibnetdiscover output, ibsim net file, spec file or inline spec."),
-    engine: str = typer.Option(..., "--engine", "-e", help="minhop, dmodk, ftree or pftree (any registered engine)."),
+    engine: str = typer.Option(
+        ..., "--engine", "-e",
+        help=f"{', '.join(LFT_ENGINES[:-1])} or {LFT_ENGINES[-1]}. An LFT holds one port per "
+             "destination, so ecmp's groups of ports cannot be written."),
     out: Path = typer.Option(..., "--out", "-o", help="LFT dump to write (opensm -R file -U loads it)."),
     partitions: Optional[Path] = typer.Option(None, "--partitions", "-p", help="OpenSM partitions.conf."),
     vls: int = typer.Option(8, "--vls", help="Data VLs pftree may give partitions that share links."),
@@ -193,6 +224,7 @@ def route(
     t0 = time.perf_counter()
     r = route_topology(topo, engine, parts, topology_file=topology, vls=vls)
     route_s = time.perf_counter() - t0
+    refuse_ecmp_groups(r, engine)
     t0 = time.perf_counter()
     if check:
         with progress_bar("checking", topo.n_hosts) as adv:
