@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from netsteer.drivers.opensm.lft_dump import read_lft_tables
-from netsteer.drivers.opensm.partitions import Partition, write_partitions_conf
+from netsteer.drivers.opensm.partitions import Partition, read_partitions_conf, write_partitions_conf
 from netsteer.routing import build_routing
 from netsteer.topology.hyperx import hyperx
 from netsteer.topology.ibsim_net import read_ibsim_net, write_ibsim_net
@@ -225,3 +226,37 @@ def test_route_help_names_the_engines_an_lft_can_hold():
     from netsteer.routing import ENGINES
 
     assert set(LFT_ENGINES) <= set(ENGINES)  # the help and the refusal name real engines
+
+
+# -- route-eval's virtual lanes come from partitions.conf's sl= -------------------------
+def test_route_eval_split_puts_partitions_on_their_sl(tmp_path):
+    # the documented pFTree workflow: route gives the partitions SLs and writes them as
+    # sl= flags; route-eval --vl-model split must put each partition on that lane
+    scen = Path(__file__).resolve().parents[2] / "scenarios"
+    net, dump, sl_conf = scen / "pftree-16.net", tmp_path / "l.dump", tmp_path / "p-sl.conf"
+    rc, stdout, err = netsteer("route", "-t", net, "-e", "pftree", "-p", scen / "pftree-victim-aggressor.conf",
+                               "-o", dump, "--sl-out", sl_conf, "--vls", 2, "--json")
+    assert rc == 0, err
+    sl = {int(k, 16): v for k, v in json.loads(stdout)["partition_sl"].items()}
+    assert len(set(sl.values())) == 2, sl  # two lanes, else split could not differ
+    conf_sl = {p.pkey: p.flags["sl"] for p in read_partitions_conf(sl_conf, read_ibsim_net(net))}
+    assert conf_sl == sl
+    def evaluate(conf, model):
+        rc, stdout, err = netsteer("route-eval", "-t", net, "-l", dump, "-p", conf, "--pattern",
+                                   "partition-local", "--vl-model", model, "--json")
+        assert rc == 0, err
+        return json.loads(stdout)
+
+    shared, split = evaluate(sl_conf, "shared"), evaluate(sl_conf, "split")
+    for rep in (shared, split):
+        assert {p["pkey"]: p["vl"] for p in rep["partitions"].values()} == sl  # SL2VL the identity
+    # lanes split the links the two partitions share, so both change
+    for name in ("victim", "aggressor"):
+        assert split["partitions"][name]["throughput"] != pytest.approx(shared["partitions"][name]["throughput"])
+    # the lanes come from sl=: the same tables with the partitions.conf route read (no
+    # sl=) put both on VL 0, where split is shared
+    plain = scen / "pftree-victim-aggressor.conf"
+    assert "sl=" not in plain.read_text()
+    plain_split = evaluate(plain, "split")
+    assert {p["vl"] for p in plain_split["partitions"].values()} == {0}
+    assert plain_split["partitions"] == evaluate(plain, "shared")["partitions"]

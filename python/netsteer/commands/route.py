@@ -277,7 +277,10 @@ def route_eval(
     pattern: str = typer.Option("bisect", "--pattern", help="all-to-all, shift, bisect, random-ring, gather, scatter, partition-local."),
     partitions: Optional[Path] = typer.Option(None, "--partitions", "-p", help="OpenSM partitions.conf."),
     seeds: int = typer.Option(10, "--seeds", help="Phases of random patterns and bisections for the EBB."),
-    vl_model: str = typer.Option("shared", "--vl-model", help="shared (plain max-min) or split (VLs share links evenly)."),
+    vl_model: str = typer.Option(
+        "shared", "--vl-model",
+        help="shared (plain max-min) or split (VLs share links evenly). A partition's VL is its sl= "
+             "in --partitions (SL2VL the identity, as pftree assumes; no sl=: VL 0)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
     """Evaluate a table set: link loads, throughput, effective bisection bandwidth."""
@@ -309,6 +312,13 @@ def route_eval(
     except NetsteerError as exc:
         raise NetsteerError(exc.reason, file=str(lfts)) from None
     parts = read_partitions_conf(partitions, topo) if partitions is not None else None
+    if parts is not None:
+        from ..drivers.opensm.qos import partition_vls
+
+        # a dump has no VLs: each partition's lane is its sl= (SL2VL the identity, as
+        # pftree assigns them and route --sl-out writes them); without this the split
+        # model saw every partition on VL 0
+        r.partition_vl = partition_vls(parts)
     phases = (1 if pattern in ("all-to-all", "partition-local") else seeds) + seeds
     with progress_bar("evaluating", phases) as adv:
         rep = evaluate(r, pattern, partitions=parts, seeds=seeds, vl_model=vl_model, progress=adv)
