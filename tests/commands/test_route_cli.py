@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from netsteer.drivers.opensm.lft_dump import read_lft_tables
-from netsteer.drivers.opensm.partitions import Partition, write_partitions_conf
+from netsteer.drivers.opensm.partitions import Partition, read_partitions_conf, write_partitions_conf
 from netsteer.routing import build_routing
 from netsteer.topology.hyperx import hyperx
 from netsteer.topology.ibsim_net import read_ibsim_net, write_ibsim_net
@@ -142,3 +143,120 @@ def test_unknown_pattern_and_engine(fabric, tmp_path):
     bad(rc, err, "unknown pattern 'rings'")
     rc, _, err = netsteer("route-eval", "-t", net, "-l", tmp_path / "none.dump", "--pattern", "shift")
     bad(rc, err, "none.dump", "cannot read LFT dump")
+
+
+# -- route -> route-eval on every kind of topology source ------------------------------
+SPEC = "pgft:levels=2,down=4;4,up=1;2,link_bandwidth=10Gbps,link_latency=1us"
+SOURCES = ("inline", "scenario", "json", "net")
+
+
+def topology_source(kind, tmp_path):
+    """The fabric of ``SPEC`` as ``--topology`` takes it: inline, a scenario, an export."""
+    if kind == "inline":
+        return SPEC
+    if kind == "scenario":
+        yaml = tmp_path / "scenario.yaml"
+        yaml.write_text("name: same-fabric\n"
+                        "topology: {kind: pgft, levels: 2, down: [4, 4], up: [1, 2],\n"
+                        "           link_bandwidth: 10Gbps, link_latency: 1us}\n")
+        return yaml
+    path = tmp_path / f"fabric.{kind}"
+    rc, _, err = netsteer("topo", SPEC, "--export", path)
+    assert rc == 0, err
+    return path
+
+
+@pytest.mark.parametrize("engine", ["minhop", "ftree", "dmodk"])
+def test_route_then_route_eval_on_every_topology_source(engine, tmp_path):
+    # route writes GUIDs for fabrics that have none (generated, JSON exports); route-eval
+    # must name the same nodes by the same GUIDs, or it refuses route's own tables
+    # (ftree also picks its roots by GUID). dmodk needs the PGFT parameters, which a
+    # .net file does not keep.
+    sources = [k for k in SOURCES if not (engine == "dmodk" and k == "net")]
+    dumps, reports = {}, {}
+    for kind in sources:
+        d = tmp_path / kind
+        d.mkdir()
+        topo = topology_source(kind, d)
+        out = d / "l.dump"
+        rc, _, err = netsteer("route", "-t", topo, "-e", engine, "-o", out)
+        assert rc == 0, f"{kind}: {err}"
+        rc, stdout, err = netsteer("route-eval", "-t", topo, "-l", out, "--pattern", "shift",
+                                   "--seeds", 2, "--json")
+        assert rc == 0, f"{kind}: {err}"
+        dumps[kind], reports[kind] = out.read_text(), json.loads(stdout)
+    # one fabric, one numbering: the same GUIDs and LIDs whatever the source, and so
+    # the same tables (the .net export is the file ibsim and OpenSM would run)
+    assert all(text == dumps["inline"] for text in dumps.values())
+    assert "guid 0x0000000000000000" not in dumps["inline"]
+    for kind, rep in reports.items():
+        assert rep["flows"] == 2 * 16, kind
+        assert rep["max_link_load"] == reports["inline"]["max_link_load"], kind
+        assert rep["throughput"] == pytest.approx(reports["inline"]["throughput"]), kind
+
+
+# -- engines whose tables cannot be an LFT ----------------------------------------------
+@pytest.mark.parametrize("check", ["--check", "--no-check"])
+def test_ecmp_groups_are_refused_naming_the_engine_option(check, tmp_path):
+    out = tmp_path / "x.dump"
+    rc, _, err = netsteer("route", "-t", SPEC, "-e", "ecmp", "-o", out, check)
+    bad(rc, err, "--engine", "one port per destination", "ECMP groups", "dmodk", "minhop")
+    assert len(err.strip().splitlines()) == 1, err
+    assert "deadlock" not in err, err  # the check is not what failed
+    assert not out.exists()
+
+
+def test_ecmp_without_groups_is_an_lft(tmp_path):
+    # the refusal is for groups, not for the name: on one switch every destination
+    # has one port, and ecmp's tables are plain LFTs
+    out = tmp_path / "x.dump"
+    rc, _, err = netsteer("route", "-t", "pgft:levels=1,down=4,up=1,link_bandwidth=1Gbps", "-e", "ecmp", "-o", out)
+    assert rc == 0, err
+    assert out.read_text().count("Unicast lids") == 1
+
+
+def test_route_help_names_the_engines_an_lft_can_hold():
+    rc, stdout, err = netsteer("route", "--help")
+    assert rc == 0, err
+    assert "any registered engine" not in stdout
+    text = " ".join(stdout.split())  # undo the help's line wrapping
+    for engine in ("minhop", "dmodk", "ftree", "pftree", "dor"):
+        assert engine in text, engine
+    from netsteer.commands.route import LFT_ENGINES
+    from netsteer.routing import ENGINES
+
+    assert set(LFT_ENGINES) <= set(ENGINES)  # the help and the refusal name real engines
+
+
+# -- route-eval's virtual lanes come from partitions.conf's sl= -------------------------
+def test_route_eval_split_puts_partitions_on_their_sl(tmp_path):
+    # the documented pFTree workflow: route gives the partitions SLs and writes them as
+    # sl= flags; route-eval --vl-model split must put each partition on that lane
+    scen = Path(__file__).resolve().parents[2] / "scenarios"
+    net, dump, sl_conf = scen / "pftree-16.net", tmp_path / "l.dump", tmp_path / "p-sl.conf"
+    rc, stdout, err = netsteer("route", "-t", net, "-e", "pftree", "-p", scen / "pftree-victim-aggressor.conf",
+                               "-o", dump, "--sl-out", sl_conf, "--vls", 2, "--json")
+    assert rc == 0, err
+    sl = {int(k, 16): v for k, v in json.loads(stdout)["partition_sl"].items()}
+    assert len(set(sl.values())) == 2, sl  # two lanes, else split could not differ
+    conf_sl = {p.pkey: p.flags["sl"] for p in read_partitions_conf(sl_conf, read_ibsim_net(net))}
+    assert conf_sl == sl
+    def evaluate(conf, model):
+        rc, stdout, err = netsteer("route-eval", "-t", net, "-l", dump, "-p", conf, "--pattern",
+                                   "partition-local", "--vl-model", model, "--json")
+        assert rc == 0, err
+        return json.loads(stdout)
+
+    shared, split = evaluate(sl_conf, "shared"), evaluate(sl_conf, "split")
+    for rep in (shared, split):
+        assert {p["pkey"]: p["vl"] for p in rep["partitions"].values()} == sl  # SL2VL the identity
+    # lanes split the links the two partitions share, so both change
+    for name in ("victim", "aggressor"):
+        assert split["partitions"][name]["throughput"] != pytest.approx(shared["partitions"][name]["throughput"])
+    # the lanes come from sl=: the same tables with the partitions.conf route read (no
+    # sl=) put both on VL 0, where split is shared
+    plain = scen / "pftree-victim-aggressor.conf"
+    assert "sl=" not in plain.read_text()
+    plain_split = evaluate(plain, "split")
+    assert {p["vl"] for p in plain_split["partitions"].values()} == {0}
+    assert plain_split["partitions"] == evaluate(plain, "shared")["partitions"]

@@ -50,25 +50,64 @@ def load_topology(spec: str):
 
 
 def with_guids(topo):
-    """``topo`` itself when it has GUIDs; else the same fabric as ibsim would number it
-    (``netsteer topo --export x.net``), so that its tables can be written as a dump."""
-    if int(topo.node_guid.max(initial=0)) != 0:
-        return topo
-    import tempfile
+    """``topo`` with the GUIDs its LFT dump names: its own, made up where it has none.
 
-    from ..topology.ibsim_net import read_ibsim_net, write_ibsim_net
+    ``route`` writes and ``route-eval`` reads with this one rule
+    (:func:`netsteer.topology.ibsim_net.fabric_guids`, what ``netsteer topo --export
+    x.net`` writes), so tables written for a generated fabric, a scenario or a JSON
+    export read back against the same source. Nothing else changes: names,
+    bandwidths and cables are the topology's own.
 
-    try:
-        with tempfile.TemporaryDirectory() as d:
-            p = Path(d) / "fabric.net"
-            write_ibsim_net(topo, p)
-            out = read_ibsim_net(p)
-    except NetsteerError as exc:
-        # the temporary file is gone: name the fabric instead
-        raise NetsteerError(f"cannot number this fabric as ibsim would: {exc.reason}",
-                            field="--topology") from None
-    out.meta = {**out.meta, **topo.meta}  # same nodes in the same order: keep the generator's labels
-    return out
+    Raises
+    ------
+    NetsteerError
+        On ``--topology``, for fabrics an LFT dump cannot describe: circuit switches,
+        ports above 255.
+    """
+    import numpy as np
+
+    from ..topology.ibsim_net import with_fabric_guids
+    from ..topology.model import CIRCUIT
+
+    circuits = [topo.node_names[i] for i in np.flatnonzero(topo.node_kind == CIRCUIT)]
+    if circuits:
+        raise NetsteerError(f"InfiniBand has no circuit switches, and this topology has {len(circuits)} "
+                            f"({', '.join(circuits[:3])}{' ...' if len(circuits) > 3 else ''})",
+                            field="--topology")
+    if topo.out_channel.shape[1] - 1 > 255:
+        # an LFT entry is one byte: ports 1..255 (0 is the switch itself)
+        node = int(np.flatnonzero((topo.out_channel[:, 256:] >= 0).any(axis=1))[0])
+        raise NetsteerError(f"InfiniBand switches have at most 255 ports; {topo.node_names[node]} uses port "
+                            f"{topo.out_channel.shape[1] - 1}", field="--topology")
+    return with_fabric_guids(topo)
+
+
+# The registered engines whose tables hold one port per destination, as an LFT does
+# (ecmp's groups of ports cannot be written); named in --engine's help and refusals.
+LFT_ENGINES = ("minhop", "dmodk", "ftree", "pftree", "dor")
+
+
+def refuse_ecmp_groups(routing, engine: str) -> None:
+    """Refuse tables with ECMP groups, before the check and before any write.
+
+    Parameters
+    ----------
+    routing : Routing
+    engine : str
+        The ``--engine`` that computed ``routing``.
+
+    Raises
+    ------
+    NetsteerError
+        On ``--engine``, when an entry is a group of ports (``< -1``): an LFT entry
+        is one port, and neither the deadlock check nor the dump writer can take one.
+        On fabrics where ecmp finds one port per destination its tables pass.
+    """
+    if (routing.table < -1).any():
+        raise NetsteerError(
+            f"{engine} gives ECMP groups (several ports for one destination), but an LFT holds "
+            f"one port per destination; use an engine that picks one: {', '.join(LFT_ENGINES)}",
+            field="--engine")
 
 
 def route_topology(topo, engine: str, parts, *, topology_file: str | None = None, vls: int = 8):
@@ -147,7 +186,10 @@ def register(app: typer.Typer) -> None:
 
 def route(
     topology: str = typer.Option(..., "--topology", "-t", help="ibnetdiscover output, ibsim net file, spec file or inline spec."),
-    engine: str = typer.Option(..., "--engine", "-e", help="minhop, dmodk, ftree or pftree (any registered engine)."),
+    engine: str = typer.Option(
+        ..., "--engine", "-e",
+        help=f"{', '.join(LFT_ENGINES[:-1])} or {LFT_ENGINES[-1]}. An LFT holds one port per "
+             "destination, so ecmp's groups of ports cannot be written."),
     out: Path = typer.Option(..., "--out", "-o", help="LFT dump to write (opensm -R file -U loads it)."),
     partitions: Optional[Path] = typer.Option(None, "--partitions", "-p", help="OpenSM partitions.conf."),
     vls: int = typer.Option(8, "--vls", help="Data VLs pftree may give partitions that share links."),
@@ -182,6 +224,7 @@ def route(
     t0 = time.perf_counter()
     r = route_topology(topo, engine, parts, topology_file=topology, vls=vls)
     route_s = time.perf_counter() - t0
+    refuse_ecmp_groups(r, engine)
     t0 = time.perf_counter()
     if check:
         with progress_bar("checking", topo.n_hosts) as adv:
@@ -234,7 +277,10 @@ def route_eval(
     pattern: str = typer.Option("bisect", "--pattern", help="all-to-all, shift, bisect, random-ring, gather, scatter, partition-local."),
     partitions: Optional[Path] = typer.Option(None, "--partitions", "-p", help="OpenSM partitions.conf."),
     seeds: int = typer.Option(10, "--seeds", help="Phases of random patterns and bisections for the EBB."),
-    vl_model: str = typer.Option("shared", "--vl-model", help="shared (plain max-min) or split (VLs share links evenly)."),
+    vl_model: str = typer.Option(
+        "shared", "--vl-model",
+        help="shared (plain max-min) or split (VLs share links evenly). A partition's VL is its sl= "
+             "in --partitions (SL2VL the identity, as pftree assumes; no sl=: VL 0)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
     """Evaluate a table set: link loads, throughput, effective bisection bandwidth."""
@@ -251,7 +297,9 @@ def route_eval(
         raise NetsteerError(f"--vl-model must be shared or split, got {vl_model!r}", field="--vl-model")
     if pattern == "partition-local" and partitions is None:
         raise NetsteerError("the partition-local pattern needs --partitions", field="--pattern")
-    topo = load_topology(topology)
+    # route's tables name a fabric without GUIDs (spec, scenario, JSON export) by the
+    # GUIDs with_guids gives it: read them with the same ones
+    topo = with_guids(load_topology(topology))
     from ..limits import FLOW_BYTES, check
 
     n = topo.n_hosts
@@ -264,6 +312,13 @@ def route_eval(
     except NetsteerError as exc:
         raise NetsteerError(exc.reason, file=str(lfts)) from None
     parts = read_partitions_conf(partitions, topo) if partitions is not None else None
+    if parts is not None:
+        from ..drivers.opensm.qos import partition_vls
+
+        # a dump has no VLs: each partition's lane is its sl= (SL2VL the identity, as
+        # pftree assigns them and route --sl-out writes them); without this the split
+        # model saw every partition on VL 0
+        r.partition_vl = partition_vls(parts)
     phases = (1 if pattern in ("all-to-all", "partition-local") else seeds) + seeds
     with progress_bar("evaluating", phases) as adv:
         rep = evaluate(r, pattern, partitions=parts, seeds=seeds, vl_model=vl_model, progress=adv)

@@ -56,8 +56,11 @@ True
 
 from __future__ import annotations
 
+import copy
 import re
 from pathlib import Path
+
+import numpy as np
 
 from ..errors import NetsteerError
 from .ibnetdiscover import (
@@ -379,7 +382,7 @@ def write_ibsim_net(topo: Topology, path: str | Path) -> None:
         raise NetsteerError(f"ibsim nodes have at most 255 ports; {bad[0]} uses port "
                             f"{maxport}", file=file)
     nports = _nports(topo)
-    guids = _guids(topo, nports)
+    guids = fabric_guids(topo)  # the numbering netsteer route gives this fabric too
     descs = [_clean(n)[:64] for n in topo.node_names]
     ids = []
     for i, nm in enumerate(topo.node_names):
@@ -443,6 +446,66 @@ def _nports(topo: Topology) -> list[int]:
     used = topo.out_channel >= 0
     last = used.shape[1] - 1 - used[:, ::-1].argmax(axis=1)
     return [int(x) if used[i].any() else 1 for i, x in enumerate(last)]
+
+
+def fabric_guids(topo: Topology) -> list[int]:
+    """The node GUIDs ``topo`` has as an InfiniBand fabric: its own, made up where unknown.
+
+    This is the one numbering of a fabric without GUIDs (generated, a JSON export,
+    whose ``"guid"`` is ``"0x0"``): :func:`write_ibsim_net` writes it (so ibsim and
+    OpenSM see it), and ``netsteer route`` and ``route-eval`` use it through
+    :func:`with_fabric_guids`, so that the tables ``route`` writes for a spec name
+    the nodes ``route-eval`` finds in that spec, or in its ``.net``/``.json`` export.
+
+    Parameters
+    ----------
+    topo : Topology
+
+    Returns
+    -------
+    list of int
+        Per node, in node order: the node's own GUID when it has one that does not
+        repeat an earlier node's GUIDs; else the next free number from
+        ``0x0002c90300000000`` (Mellanox's OUI). A channel adapter also takes
+        ``guid + port`` for each port up to its highest cabled one (its port GUIDs, the
+        rule of ibsim and of :mod:`netsteer.drivers.opensm.guids`), so no two
+        nodes' GUIDs overlap.
+
+    Examples
+    --------
+    >>> from netsteer.topology.pgft import pgft
+    >>> t = pgft(1, [2], [1], link_bandwidth=1e9, link_latency_ns=0)
+    >>> t.node_names, [hex(g) for g in fabric_guids(t)]
+    (['h0', 'h1', 's1_0'], ['0x2c90300000000', '0x2c90300000002', '0x2c90300000004'])
+    """
+    return _guids(topo, _nports(topo))
+
+
+def with_fabric_guids(topo: Topology) -> Topology:
+    """``topo`` with the GUIDs of :func:`fabric_guids`: a copy where it lacks some.
+
+    A topology in which every node has a GUID (ibnetdiscover output, a net file) is
+    returned as it is, even if two of its nodes' GUIDs overlap under the node + port
+    rule: those are the GUIDs the running fabric, and OpenSM, use. Otherwise the
+    copy shares everything else with ``topo`` (names, cables, ``meta``, the port
+    table); only ``node_guid`` differs, so routing it routes the same fabric.
+
+    Parameters
+    ----------
+    topo : Topology
+
+    Returns
+    -------
+    Topology
+    """
+    if topo.node_guid.all():
+        return topo
+    guids = np.array(fabric_guids(topo), dtype=np.uint64)
+    if np.array_equal(guids, topo.node_guid):
+        return topo
+    out = copy.copy(topo)  # shallow: a topology is immutable by convention
+    out.node_guid = guids
+    return out
 
 
 def _guids(topo: Topology, nports: list[int]) -> list[int]:

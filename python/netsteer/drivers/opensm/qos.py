@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from netsteer.topology.partitions import Partition
 
-__all__ = ["opensm_qos_conf", "partitions_with_sl", "qos_conf_lines", "parse_qos_conf"]
+__all__ = ["opensm_qos_conf", "partition_vls", "partitions_with_sl", "qos_conf_lines", "parse_qos_conf"]
 
 
 def partitions_with_sl(partitions: Sequence[Partition], sl: dict[int, int]) -> list[Partition]:
@@ -26,6 +26,32 @@ def partitions_with_sl(partitions: Sequence[Partition], sl: dict[int, int]) -> l
             q.flags["sl"] = int(sl[p.pkey])
         out.append(q)
     return out
+
+
+def partition_vls(partitions: Sequence[Partition]) -> dict[int, int]:
+    """Each partition's VL, read back from its ``sl`` flag: the inverse of :func:`partitions_with_sl`.
+
+    SL2VL is taken to be the identity, as pFTree assigns lanes and
+    :func:`opensm_qos_conf` maps them (SL *i* on VL *i*); a partition without ``sl``
+    is on SL 0, OpenSM's default, so VL 0.
+
+    Parameters
+    ----------
+    partitions : sequence of Partition
+
+    Returns
+    -------
+    dict of int to int
+        PKey -> VL, for the partitions that have an ``sl`` flag.
+
+    Examples
+    --------
+    >>> parts = [Partition("victim", 0x10, flags={"sl": 0}), Partition("aggressor", 0x11, flags={"sl": 1}),
+    ...          Partition("other", 0x12)]
+    >>> partition_vls(parts)
+    {16: 0, 17: 1}
+    """
+    return {p.pkey: int(p.flags["sl"]) for p in partitions if "sl" in p.flags}  # type: ignore[call-overload]
 
 
 def opensm_qos_conf(vls: int) -> str:
