@@ -128,3 +128,34 @@ def test_circuit_events_are_checked():
         assert words in err.reason and err.field.startswith("events.0.circuit.pairs")
     err = error_of(HYBRID.replace("switch: ocs0", "switch: tor0"))
     assert "not a circuit switch" in err.reason and err.field == "events.0.circuit.switch"
+
+
+def cli_error(tmp_path: Path, text: str, name: str = "bad.yaml") -> str:
+    """``netsteer run`` on ``text``: asserts a one-line bad-input error (exit 2, no
+    traceback, no internal error) naming the file, and returns that line."""
+    f = tmp_path / name
+    f.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "netsteer", "run", str(f), "--no-progress"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    assert lines[0].startswith(f"netsteer: error: {f}: "), lines[0]
+    return lines[0]
+
+
+def hybrid_with(section: str) -> str:
+    """HYBRID (4 racks, circuit switch ocs0) with ``section`` instead of its events."""
+    events = "events:\n  - {at: 1ms, circuit: {switch: ocs0, pairs: [[1, 2]]}}\n"
+    assert events in HYBRID
+    return HYBRID.replace(events, section + "\n")
+
+
+def test_a_ragged_demand_matrix_names_the_row(tmp_path: Path):
+    # rows of unequal length were an internal error (numpy's "inhomogeneous" array), exit 1
+    text = hybrid_with("controller: {hybrid: {requests: [{at: 0s, demand: "
+                       "[[0, 8, 0, 0], [8, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]}]}}")
+    err = error_of(text)
+    assert err.field == "controller.hybrid.requests.0.demand.1", err.message()
+    assert err.reason == "demand row 1 has 3 entries, the network has 4 racks (demand is racks x racks)"
+    assert "controller.hybrid.requests.0.demand.1: demand row 1" in cli_error(tmp_path, text)
