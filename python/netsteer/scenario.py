@@ -126,11 +126,16 @@ class SharingModel(_Strict):
     merge_window: Duration | None = Field(None, description="events due less than this after one happen with it")
     ticks_per_ns: Annotated[int, Strict(), Field(ge=1, le=1000)] | None = None
 
-    @model_validator(mode="after")
-    def _gamma_for_cm02(self) -> "SharingModel":
-        if self.tcp_gamma is not None and self.model != "cm02":
-            raise ValueError(f"tcp_gamma applies to the cm02 model only; {self.model} has no TCP window")
-        return self
+    # a field check, not a model check: its error is then at sharing.tcp_gamma, deeper
+    # than the sibling branch's "Input should be 'maxmin' or 'cm02'" at sharing, which
+    # the message would otherwise give for {model: maxmin, tcp_gamma: 1MiB}
+    @field_validator("tcp_gamma")
+    @classmethod
+    def _gamma_for_cm02(cls, v, info):
+        model = info.data.get("model")  # absent when the model itself is bad: that error stands
+        if v is not None and model is not None and model != "cm02":
+            raise ValueError(f"tcp_gamma applies to the cm02 model only; {model} has no TCP window")
+        return v
 
 
 class LinkRef(_Strict):

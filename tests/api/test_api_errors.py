@@ -42,6 +42,8 @@ BAD_CALLS = [
     (lambda: ns.Scenario(_topo(), "dmodk", [ns.job([ns.flow(0, 1, 1)])], sharing="fair"), "sharing", ""),
     (lambda: ns.Scenario(_topo(), "dmodk", [ns.job([ns.flow(0, 1, 1)])],
                          sharing={"model": "cm02", "ticks_per_ns": 0}), "sharing.ticks_per_ns", "greater than"),
+    (lambda: ns.Scenario(_topo(), "dmodk", [ns.job([ns.flow(0, 1, 1)])], sharing="maxmin", tcp_gamma="1MiB"),
+     "sharing.tcp_gamma", "tcp_gamma applies to the cm02 model only"),
     (lambda: ns.Scenario(_topo(), "dmodk", ["job"]), "jobs.0", "expected a job"),
     (lambda: ns.Scenario(_topo(), "dmodk", [ns.job([ns.flow(0, 99, 1)])]).build(), "jobs.0.flows.0.dst",
      "host 99 does not exist"),

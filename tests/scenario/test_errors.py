@@ -159,3 +159,16 @@ def test_a_ragged_demand_matrix_names_the_row(tmp_path: Path):
     assert err.field == "controller.hybrid.requests.0.demand.1", err.message()
     assert err.reason == "demand row 1 has 3 entries, the network has 4 racks (demand is racks x racks)"
     assert "controller.hybrid.requests.0.demand.1: demand row 1" in cli_error(tmp_path, text)
+
+
+def test_tcp_gamma_with_maxmin_names_tcp_gamma(tmp_path: Path):
+    # it said "sharing: Input should be 'maxmin' or 'cm02'" although the model was maxmin
+    text = GOOD.replace("routing: {engine: dmodk}", "routing: {engine: dmodk}\nsharing: {model: maxmin, tcp_gamma: 1MiB}")
+    err = error_of(text)
+    assert err.field == "sharing.tcp_gamma", err.message()
+    assert err.reason == "tcp_gamma applies to the cm02 model only; maxmin has no TCP window"
+    assert "sharing.tcp_gamma: tcp_gamma applies to the cm02 model only" in cli_error(tmp_path, text)
+    # the same key is fine with cm02, and a bad model is still named as such
+    build(text.replace("model: maxmin", "model: cm02"))
+    err = error_of(text.replace("model: maxmin", "model: fair"))
+    assert err.field == "sharing.model" and "'maxmin' or 'cm02'" in err.reason
