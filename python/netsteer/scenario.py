@@ -26,7 +26,6 @@ Examples
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
@@ -35,7 +34,7 @@ from typing import Annotated, Any, Callable, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator, model_validator
 
-from .errors import LimitError, NetsteerError, key_loc
+from .errors import LimitError, NetsteerError, pydantic_error
 from .limits import FLOW_BYTES, SAMPLE_VALUE_BYTES, check, routing_bytes, topology_bytes
 from .limits import current as current_limits
 from .schema import Duration, Size
@@ -235,29 +234,9 @@ class BuiltScenario:
         return self.scenario.model.name
 
 
-_UNION_TAG = re.compile(r"^(function-|literal\[|json-or-python|lax-or-strict|constrained-)|^[A-Z]\w*Model$|^(int|str|float|bool|list|dict|tuple|none)$")
-
-
-def _clean_loc(loc) -> list:
-    """The field path without the union branches pydantic inserts (``sharing.SharingModel``)."""
-    return [p for p in loc if not (isinstance(p, str) and _UNION_TAG.search(p))]
-
-
 def _pydantic_error(exc: ValidationError, file: str | None) -> NetsteerError:
-    errors = exc.errors()
-    # of a union's failed branches, the one that got furthest names the real problem
-    # (sharing: {model: cm02, tcp_gamma: -4MiB} is about tcp_gamma, not the literal)
-    e = max(errors, key=lambda x: len(_clean_loc(x["loc"])))
-    e = dict(e, loc=tuple(_clean_loc(e["loc"])))
-    field = ".".join(str(p) for p in e["loc"])
-    if e["type"] == "extra_forbidden":
-        reason = f"unknown key {e['loc'][-1]!r}"
-        field = ".".join(str(p) for p in e["loc"][:-1]) or None
-        return NetsteerError(reason, file=file, field=field)
-    if e["type"] == "missing":
-        return NetsteerError("required key is missing", file=file, field=field)
-    loc, msg = key_loc(e["loc"], e["msg"].removeprefix("Value error, "))
-    return NetsteerError(msg, file=file, field=".".join(str(p) for p in loc) or None)
+    """``exc`` as a :class:`NetsteerError` naming ``file`` (:func:`netsteer.errors.pydantic_error`)."""
+    return pydantic_error(exc.errors(), file=file)
 
 
 def parse_scenario(text: str, *, file: str | None = None) -> Scenario:

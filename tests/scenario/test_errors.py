@@ -172,3 +172,32 @@ def test_tcp_gamma_with_maxmin_names_tcp_gamma(tmp_path: Path):
     build(text.replace("model: maxmin", "model: cm02"))
     err = error_of(text.replace("model: maxmin", "model: fair"))
     assert err.field == "sharing.model" and "'maxmin' or 'cm02'" in err.reason
+
+
+@pytest.mark.parametrize(
+    "old,new,field,reason",
+    [
+        # a misspelt required key: it said "jobs.0.flows.0.bytes: required key is missing"
+        ("bytes: 1MiB", "byts: 1MiB", "jobs.0.flows.0", "unknown key 'byts'; did you mean 'bytes'?"),
+        ("routing: {engine: dmodk}", "routng: {engine: dmodk}", None, "unknown key 'routng'; did you mean 'routing'?"),
+        # nothing close: both keys named
+        ("bytes: 1MiB", "colour: 1MiB", "jobs.0.flows.0", "unknown key 'colour'; required key 'bytes' is missing"),
+        # only missing, or only unknown: as before
+        ("dst: 5, bytes: 1MiB", "dst: 5", "jobs.0.flows.0.bytes", "required key is missing"),
+        ("bytes: 1MiB}", "bytes: 1MiB, byts: 1}", "jobs.0.flows.0", "unknown key 'byts'"),
+    ],
+)
+def test_a_misspelt_required_key_is_named(tmp_path: Path, old, new, field, reason):
+    assert old in GOOD
+    text = GOOD.replace(old, new, 1)
+    err = error_of(text)
+    assert (err.field, err.reason) == (field, reason), err.message()
+    assert cli_error(tmp_path, text).endswith(f"{field + ': ' if field else ''}{reason}")
+
+
+def test_a_short_list_entry_is_not_a_missing_key(tmp_path: Path):
+    # [1] for a [port, port] pair said "events.0.circuit.pairs.0.1: required key is missing"
+    text = HYBRID.replace("pairs: [[1, 2]]", "pairs: [[1]]")
+    err = error_of(text)
+    assert (err.field, err.reason) == ("events.0.circuit.pairs.0", "[1] has too few entries"), err.message()
+    assert cli_error(tmp_path, text).endswith("events.0.circuit.pairs.0: [1] has too few entries")
