@@ -72,26 +72,44 @@ def unknown_key_reason(unknown, missing=()) -> str:
 
 
 #: Names pydantic puts in an error's location for the branches of a union
-#: (``sharing.SharingModel``, ``placement.literal['linear','random']``): not
-#: fields a user wrote.
+#: (``sharing.SharingModel``, ``placement.literal['linear','random']``,
+#: ``placement.list[int].1``): not fields a user wrote.
 _UNION_TAG = re.compile(r"^(function-|literal\[|json-or-python|lax-or-strict|constrained-)|^[A-Z]\w*Model$"
-                        r"|^(int|str|float|bool|list|dict|tuple|none)$")
+                        r"|^(int|str|float|bool|list|dict|tuple|none)(\[.*\])?$")
+
+#: A value that must be a mapping, by the key that holds it: an example the message shows.
+MAPPING_EXAMPLES = {
+    "routing": "{engine: dmodk}",
+    "topology": "{kind: pgft, levels: 1, down: [4], up: [1], link_bandwidth: 10Gbps}",
+    "jobs": "{name: a, flows: [{src: 0, dst: 1, bytes: 1MiB}]}",
+    "flows": "{src: 0, dst: 1, bytes: 1MiB}",
+    "bulk": "{src: 0, dst: 1, duration: 1s}",
+    "events": "{at: 1ms, link_down: [{node: s1_0, port: 5}]}",
+    "link_down": "{node: s1_0, port: 5}",
+    "link_up": "{node: s1_0, port: 5}",
+    "circuit": "{switch: ocs0, pairs: [[1, 9]]}",
+    "program": "{op: allreduce, bytes: 1MiB}",
+}
 
 
-def clean_loc(loc) -> tuple:
+def clean_loc(loc, tags=()) -> tuple:
     """A pydantic error location as the field path a user wrote: without the union
-    branches pydantic inserts.
+    branches pydantic inserts, nor, after a list index, the tag of a discriminated
+    union (``program.0.bcast.root``; ``tags`` are the tags' values).
 
-    >>> clean_loc(("sharing", "SharingModel", "tcp_gamma"))
-    ('sharing', 'tcp_gamma')
+    >>> clean_loc(("sharing", "SharingModel", "tcp_gamma")), clean_loc(("program", 0, "bcast", "root"), {"bcast"})
+    (('sharing', 'tcp_gamma'), ('program', 0, 'root'))
     """
-    return tuple(p for p in loc if not (isinstance(p, str) and _UNION_TAG.search(p)))
+    return tuple(p for i, p in enumerate(loc)
+                 if not (isinstance(p, str) and (_UNION_TAG.search(p)
+                                                 or (p in tags and i > 0 and isinstance(loc[i - 1], int)))))
 
 
-def pydantic_error(errors, *, file: str | None = None) -> "NetsteerError":
+def pydantic_error(errors, *, file: str | None = None, tags=()) -> "NetsteerError":
     """The errors of a pydantic ``ValidationError`` (``exc.errors()``) as one
     :class:`NetsteerError` in the house words: the field path without pydantic's
-    union branches, ``unknown key 'x'`` at the mapping that holds it.
+    union branches, ``unknown key 'x'`` at the mapping that holds it, ``must be a
+    mapping`` for a value that is not one, no model class names.
 
     >>> pydantic_error([{"type": "missing", "loc": ("bytes",), "msg": "Field required", "input": {}},
     ...                 {"type": "extra_forbidden", "loc": ("byts",), "msg": "Extra inputs are not permitted",
@@ -99,7 +117,7 @@ def pydantic_error(errors, *, file: str | None = None) -> "NetsteerError":
     "s.yaml: unknown key 'byts'; did you mean 'bytes'?"
     """
     def at(x):
-        return clean_loc(x["loc"])
+        return clean_loc(x["loc"], tags)
 
     # of a union's failed branches, the one that got furthest names the real problem
     # (sharing: {model: cm02, tcp_gamma: -4MiB} is about tcp_gamma, not the literal)
@@ -118,6 +136,14 @@ def pydantic_error(errors, *, file: str | None = None) -> "NetsteerError":
         if unknown:
             return NetsteerError(unknown_key_reason(unknown, missing), file=file, field=parent)
         return NetsteerError("required key is missing", file=file, field=field)
+    if e["type"] in ("model_type", "model_attributes_type", "dict_type"):
+        # pydantic says "a valid dictionary or instance of RoutingModel": name the
+        # key and show what a mapping there looks like
+        holder = next((p for p in reversed(loc) if isinstance(p, str)), None)
+        what = loc[-1] if loc and isinstance(loc[-1], str) else f"each entry of {holder}" if holder else "this"
+        such = f" such as {MAPPING_EXAMPLES[holder]}" if holder in MAPPING_EXAMPLES else ""
+        return NetsteerError(f"{what} must be a mapping{such}, got {short_repr(e.get('input'))}",
+                             file=file, field=field)
     where, msg = key_loc(loc, e["msg"].removeprefix("Value error, "))
     return NetsteerError(msg, file=file, field=".".join(str(p) for p in where) or None)
 

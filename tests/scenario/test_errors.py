@@ -201,3 +201,24 @@ def test_a_short_list_entry_is_not_a_missing_key(tmp_path: Path):
     err = error_of(text)
     assert (err.field, err.reason) == ("events.0.circuit.pairs.0", "[1] has too few entries"), err.message()
     assert cli_error(tmp_path, text).endswith("events.0.circuit.pairs.0: [1] has too few entries")
+
+
+@pytest.mark.parametrize(
+    "old,new,field,reason",
+    [
+        # it said "Input should be a valid dictionary or instance of RoutingModel"
+        ("routing: {engine: dmodk}", "routing: dmodk", "routing",
+         "routing must be a mapping such as {engine: dmodk}, got 'dmodk'"),
+        ("routing: {engine: dmodk}", "routing: {engine: dmodk}\nevents: [{at: 1ms, link_down: [s1_0]}]",
+         "events.0.link_down.0", "each entry of link_down must be a mapping such as {node: s1_0, port: 5}, got 's1_0'"),
+        (GOOD[GOOD.index("topology:"):GOOD.index("routing:")], "topology: pgft\n", "topology",
+         "topology must be a mapping such as {kind: pgft, levels: 1, down: [4], up: [1], link_bandwidth: 10Gbps}, "
+         "got 'pgft'"),
+    ],
+)
+def test_a_value_that_is_not_a_mapping_says_so_plainly(tmp_path: Path, old, new, field, reason):
+    assert old in GOOD
+    text = GOOD.replace(old, new, 1)
+    err = error_of(text)
+    assert (err.field, err.reason) == (field, reason), err.message()
+    assert cli_error(tmp_path, text).endswith(f"{field}: {reason}")
