@@ -711,6 +711,9 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
                 raise NetsteerError(f"{ev.circuit.switch} is not a circuit switch", file=file, field=f"{fld}.circuit.switch")
             seen: set[int] = set()
             for k, pair in enumerate(ev.circuit.pairs):
+                if pair[0] == pair[1]:  # else the loop below calls it "paired twice"
+                    raise NetsteerError(f"port {pair[0]} cannot be paired with itself", file=file,
+                                        field=f"{fld}.circuit.pairs.{k}")
                 for port in pair:
                     if not 0 < port < topo.out_channel.shape[1] or topo.out_channel[sw, port] < 0:
                         raise NetsteerError(f"{ev.circuit.switch} has no cabled port {port}", file=file,

@@ -222,3 +222,30 @@ def test_a_value_that_is_not_a_mapping_says_so_plainly(tmp_path: Path, old, new,
     err = error_of(text)
     assert (err.field, err.reason) == (field, reason), err.message()
     assert cli_error(tmp_path, text).endswith(f"{field}: {reason}")
+
+
+@pytest.mark.parametrize(
+    "section,field,reason",
+    [
+        # it said "port 1 is paired twice"
+        ("events:\n  - {at: 1ms, circuit: {switch: ocs0, pairs: [[1, 1]]}}", "events.0.circuit.pairs.0",
+         "port 1 cannot be paired with itself"),
+        ("events:\n  - {at: 1ms, circuit: {switch: ocs0, pairs: [[2, 3], [1, 1]]}}", "events.0.circuit.pairs.1",
+         "port 1 cannot be paired with itself"),
+        # it said "circuit [0, 1, 1] is not plane, rack, other rack of this network"
+        ("controller: {hybrid: {initial: [[0, 1, 1]]}}", "controller.hybrid.initial",
+         "circuit [0, 1, 1] joins rack 1 to itself; a circuit joins two racks"),
+        ("controller: {hybrid: {schedule: [{at: 1s, circuits: [[0, 2, 2]]}]}}", "controller.hybrid.schedule.0.circuits",
+         "circuit [0, 2, 2] joins rack 2 to itself; a circuit joins two racks"),
+        # control rows: a port used by two pairs, a rack that does not exist
+        ("events:\n  - {at: 1ms, circuit: {switch: ocs0, pairs: [[1, 2], [2, 3]]}}", "events.0.circuit.pairs.1",
+         "port 2 is paired twice"),
+        ("controller: {hybrid: {initial: [[0, 9, 9]]}}", "controller.hybrid.initial",
+         "circuit [0, 9, 9] is not plane, rack, other rack of this network"),
+    ],
+)
+def test_a_port_paired_with_itself_says_so(tmp_path: Path, section, field, reason):
+    text = hybrid_with(section)
+    err = error_of(text)
+    assert (err.field, err.reason) == (field, reason), err.message()
+    assert cli_error(tmp_path, text).endswith(f"{field}: {reason}")
