@@ -48,6 +48,8 @@ BAD = [
     dict(ranks=4, program=[{"op": "compute", "duration": "-1us"}]),
     dict(ranks=4, program=[{"op": "barrier", "bytes": 8}]),
     dict(ranks=4, program=[{"op": "allreduce", "byts": 8}]),
+    dict(ranks=4, program=[{"op": None}]),
+    dict(ranks=4, program=[{"op": ["allreduce"]}]),  # the spec raised TypeError (unhashable)
     dict(rank=4, program=[{"op": "barrier"}]),
     dict(ranks=4, placement="block", program=[{"op": "barrier"}]),
     dict(ranks=4, placement=3, program=[{"op": "barrier"}]),

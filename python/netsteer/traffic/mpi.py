@@ -195,7 +195,8 @@ def _step_error(errors) -> NetsteerError | None:
             return NetsteerError(NO_OP, field=".".join(map(str, loc)))
         if loc and isinstance(loc[-1], int) and kind == "union_tag_invalid":
             op = x["input"].get("op") if isinstance(x.get("input"), dict) else x["ctx"]["tag"]
-            return NetsteerError(unknown_op(op), field=".".join(map(str, loc)))
+            # {op: null} is a step without an op, as the streamed path's check says
+            return NetsteerError(NO_OP if op is None else unknown_op(op), field=".".join(map(str, loc)))
         # ("program", 0, "alltoall", "root"): the op's tag after the step's index
         if kind == "extra_forbidden" and len(loc) >= 3 and isinstance(loc[-3], int) and loc[-2] in _TAGS:
             return NetsteerError(unknown_step_key(loc[-2], loc[-1]), field=".".join(map(str, loc[:-2])))

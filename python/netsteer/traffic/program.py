@@ -82,7 +82,7 @@ def unknown_op(op: Any) -> str:
     "unknown op 'alltoal'; did you mean 'alltoall'?"
     """
     hint = did_you_mean(op, STEP_FIELDS) if isinstance(op, str) else ""
-    return f"unknown op {op!r}" + (hint or "; ops: " + ", ".join(STEP_FIELDS))
+    return f"unknown op {short_repr(op)}" + (hint or "; ops: " + ", ".join(STEP_FIELDS))
 
 
 def unknown_step_key(op: str, key: Any) -> str:
@@ -147,7 +147,7 @@ def parse_step(raw: Any, field: str = "step") -> Step:
     op = raw.get("op")
     if op is None:
         raise NetsteerError(NO_OP, field=field)
-    if op not in STEP_FIELDS:
+    if not isinstance(op, str) or op not in STEP_FIELDS:  # a list is no key of STEP_FIELDS: a TypeError
         raise NetsteerError(unknown_op(op), field=field)
     allowed = STEP_FIELDS[op]
     for k in raw:
