@@ -26,7 +26,6 @@ Examples
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
@@ -35,7 +34,7 @@ from typing import Annotated, Any, Callable, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator, model_validator
 
-from .errors import LimitError, NetsteerError, key_loc
+from .errors import LimitError, NetsteerError, pydantic_error
 from .limits import FLOW_BYTES, SAMPLE_VALUE_BYTES, check, routing_bytes, topology_bytes
 from .limits import current as current_limits
 from .schema import Duration, Size
@@ -126,11 +125,16 @@ class SharingModel(_Strict):
     merge_window: Duration | None = Field(None, description="events due less than this after one happen with it")
     ticks_per_ns: Annotated[int, Strict(), Field(ge=1, le=1000)] | None = None
 
-    @model_validator(mode="after")
-    def _gamma_for_cm02(self) -> "SharingModel":
-        if self.tcp_gamma is not None and self.model != "cm02":
-            raise ValueError(f"tcp_gamma applies to the cm02 model only; {self.model} has no TCP window")
-        return self
+    # a field check, not a model check: its error is then at sharing.tcp_gamma, deeper
+    # than the sibling branch's "Input should be 'maxmin' or 'cm02'" at sharing, which
+    # the message would otherwise give for {model: maxmin, tcp_gamma: 1MiB}
+    @field_validator("tcp_gamma")
+    @classmethod
+    def _gamma_for_cm02(cls, v, info):
+        model = info.data.get("model")  # absent when the model itself is bad: that error stands
+        if v is not None and model is not None and model != "cm02":
+            raise ValueError(f"tcp_gamma applies to the cm02 model only; {model} has no TCP window")
+        return v
 
 
 class LinkRef(_Strict):
@@ -231,29 +235,9 @@ class BuiltScenario:
         return self.scenario.model.name
 
 
-_UNION_TAG = re.compile(r"^(function-|literal\[|json-or-python|lax-or-strict|constrained-)|^[A-Z]\w*Model$|^(int|str|float|bool|list|dict|tuple|none)$")
-
-
-def _clean_loc(loc) -> list:
-    """The field path without the union branches pydantic inserts (``sharing.SharingModel``)."""
-    return [p for p in loc if not (isinstance(p, str) and _UNION_TAG.search(p))]
-
-
 def _pydantic_error(exc: ValidationError, file: str | None) -> NetsteerError:
-    errors = exc.errors()
-    # of a union's failed branches, the one that got furthest names the real problem
-    # (sharing: {model: cm02, tcp_gamma: -4MiB} is about tcp_gamma, not the literal)
-    e = max(errors, key=lambda x: len(_clean_loc(x["loc"])))
-    e = dict(e, loc=tuple(_clean_loc(e["loc"])))
-    field = ".".join(str(p) for p in e["loc"])
-    if e["type"] == "extra_forbidden":
-        reason = f"unknown key {e['loc'][-1]!r}"
-        field = ".".join(str(p) for p in e["loc"][:-1]) or None
-        return NetsteerError(reason, file=file, field=field)
-    if e["type"] == "missing":
-        return NetsteerError("required key is missing", file=file, field=field)
-    loc, msg = key_loc(e["loc"], e["msg"].removeprefix("Value error, "))
-    return NetsteerError(msg, file=file, field=".".join(str(p) for p in loc) or None)
+    """``exc`` as a :class:`NetsteerError` naming ``file`` (:func:`netsteer.errors.pydantic_error`)."""
+    return pydantic_error(exc.errors(), file=file)
 
 
 def parse_scenario(text: str, *, file: str | None = None) -> Scenario:
@@ -737,6 +721,9 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
                 raise NetsteerError(f"{ev.circuit.switch} is not a circuit switch", file=file, field=f"{fld}.circuit.switch")
             seen: set[int] = set()
             for k, pair in enumerate(ev.circuit.pairs):
+                if pair[0] == pair[1]:  # else the loop below calls it "paired twice"
+                    raise NetsteerError(f"port {pair[0]} cannot be paired with itself", file=file,
+                                        field=f"{fld}.circuit.pairs.{k}")
                 for port in pair:
                     if not 0 < port < topo.out_channel.shape[1] or topo.out_channel[sw, port] < 0:
                         raise NetsteerError(f"{ev.circuit.switch} has no cabled port {port}", file=file,

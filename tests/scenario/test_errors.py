@@ -128,3 +128,124 @@ def test_circuit_events_are_checked():
         assert words in err.reason and err.field.startswith("events.0.circuit.pairs")
     err = error_of(HYBRID.replace("switch: ocs0", "switch: tor0"))
     assert "not a circuit switch" in err.reason and err.field == "events.0.circuit.switch"
+
+
+def cli_error(tmp_path: Path, text: str, name: str = "bad.yaml") -> str:
+    """``netsteer run`` on ``text``: asserts a one-line bad-input error (exit 2, no
+    traceback, no internal error) naming the file, and returns that line."""
+    f = tmp_path / name
+    f.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "netsteer", "run", str(f), "--no-progress"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    assert lines[0].startswith(f"netsteer: error: {f}: "), lines[0]
+    return lines[0]
+
+
+def hybrid_with(section: str) -> str:
+    """HYBRID (4 racks, circuit switch ocs0) with ``section`` instead of its events."""
+    events = "events:\n  - {at: 1ms, circuit: {switch: ocs0, pairs: [[1, 2]]}}\n"
+    assert events in HYBRID
+    return HYBRID.replace(events, section + "\n")
+
+
+def test_a_ragged_demand_matrix_names_the_row(tmp_path: Path):
+    # rows of unequal length were an internal error (numpy's "inhomogeneous" array), exit 1
+    text = hybrid_with("controller: {hybrid: {requests: [{at: 0s, demand: "
+                       "[[0, 8, 0, 0], [8, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]}]}}")
+    err = error_of(text)
+    assert err.field == "controller.hybrid.requests.0.demand.1", err.message()
+    assert err.reason == "demand row 1 has 3 entries, the network has 4 racks (demand is racks x racks)"
+    assert "controller.hybrid.requests.0.demand.1: demand row 1" in cli_error(tmp_path, text)
+
+
+def test_tcp_gamma_with_maxmin_names_tcp_gamma(tmp_path: Path):
+    # it said "sharing: Input should be 'maxmin' or 'cm02'" although the model was maxmin
+    text = GOOD.replace("routing: {engine: dmodk}", "routing: {engine: dmodk}\nsharing: {model: maxmin, tcp_gamma: 1MiB}")
+    err = error_of(text)
+    assert err.field == "sharing.tcp_gamma", err.message()
+    assert err.reason == "tcp_gamma applies to the cm02 model only; maxmin has no TCP window"
+    assert "sharing.tcp_gamma: tcp_gamma applies to the cm02 model only" in cli_error(tmp_path, text)
+    # the same key is fine with cm02, and a bad model is still named as such
+    build(text.replace("model: maxmin", "model: cm02"))
+    err = error_of(text.replace("model: maxmin", "model: fair"))
+    assert err.field == "sharing.model" and "'maxmin' or 'cm02'" in err.reason
+
+
+@pytest.mark.parametrize(
+    "old,new,field,reason",
+    [
+        # a misspelt required key: it said "jobs.0.flows.0.bytes: required key is missing"
+        ("bytes: 1MiB", "byts: 1MiB", "jobs.0.flows.0", "unknown key 'byts'; did you mean 'bytes'?"),
+        ("routing: {engine: dmodk}", "routng: {engine: dmodk}", None, "unknown key 'routng'; did you mean 'routing'?"),
+        # nothing close: both keys named
+        ("bytes: 1MiB", "colour: 1MiB", "jobs.0.flows.0", "unknown key 'colour'; required key 'bytes' is missing"),
+        # only missing, or only unknown: as before
+        ("dst: 5, bytes: 1MiB", "dst: 5", "jobs.0.flows.0.bytes", "required key is missing"),
+        ("bytes: 1MiB}", "bytes: 1MiB, byts: 1}", "jobs.0.flows.0", "unknown key 'byts'"),
+    ],
+)
+def test_a_misspelt_required_key_is_named(tmp_path: Path, old, new, field, reason):
+    assert old in GOOD
+    text = GOOD.replace(old, new, 1)
+    err = error_of(text)
+    assert (err.field, err.reason) == (field, reason), err.message()
+    assert cli_error(tmp_path, text).endswith(f"{field + ': ' if field else ''}{reason}")
+
+
+def test_a_short_list_entry_is_not_a_missing_key(tmp_path: Path):
+    # [1] for a [port, port] pair said "events.0.circuit.pairs.0.1: required key is missing"
+    text = HYBRID.replace("pairs: [[1, 2]]", "pairs: [[1]]")
+    err = error_of(text)
+    assert (err.field, err.reason) == ("events.0.circuit.pairs.0", "[1] has too few entries"), err.message()
+    assert cli_error(tmp_path, text).endswith("events.0.circuit.pairs.0: [1] has too few entries")
+
+
+@pytest.mark.parametrize(
+    "old,new,field,reason",
+    [
+        # it said "Input should be a valid dictionary or instance of RoutingModel"
+        ("routing: {engine: dmodk}", "routing: dmodk", "routing",
+         "routing must be a mapping such as {engine: dmodk}, got 'dmodk'"),
+        ("routing: {engine: dmodk}", "routing: {engine: dmodk}\nevents: [{at: 1ms, link_down: [s1_0]}]",
+         "events.0.link_down.0", "each entry of link_down must be a mapping such as {node: s1_0, port: 5}, got 's1_0'"),
+        (GOOD[GOOD.index("topology:"):GOOD.index("routing:")], "topology: pgft\n", "topology",
+         "topology must be a mapping such as {kind: pgft, levels: 1, down: [4], up: [1], link_bandwidth: 10Gbps}, "
+         "got 'pgft'"),
+    ],
+)
+def test_a_value_that_is_not_a_mapping_says_so_plainly(tmp_path: Path, old, new, field, reason):
+    assert old in GOOD
+    text = GOOD.replace(old, new, 1)
+    err = error_of(text)
+    assert (err.field, err.reason) == (field, reason), err.message()
+    assert cli_error(tmp_path, text).endswith(f"{field}: {reason}")
+
+
+@pytest.mark.parametrize(
+    "section,field,reason",
+    [
+        # it said "port 1 is paired twice"
+        ("events:\n  - {at: 1ms, circuit: {switch: ocs0, pairs: [[1, 1]]}}", "events.0.circuit.pairs.0",
+         "port 1 cannot be paired with itself"),
+        ("events:\n  - {at: 1ms, circuit: {switch: ocs0, pairs: [[2, 3], [1, 1]]}}", "events.0.circuit.pairs.1",
+         "port 1 cannot be paired with itself"),
+        # it said "circuit [0, 1, 1] is not plane, rack, other rack of this network"
+        ("controller: {hybrid: {initial: [[0, 1, 1]]}}", "controller.hybrid.initial",
+         "circuit [0, 1, 1] joins rack 1 to itself; a circuit joins two racks"),
+        ("controller: {hybrid: {schedule: [{at: 1s, circuits: [[0, 2, 2]]}]}}", "controller.hybrid.schedule.0.circuits",
+         "circuit [0, 2, 2] joins rack 2 to itself; a circuit joins two racks"),
+        # control rows: a port used by two pairs, a rack that does not exist
+        ("events:\n  - {at: 1ms, circuit: {switch: ocs0, pairs: [[1, 2], [2, 3]]}}", "events.0.circuit.pairs.1",
+         "port 2 is paired twice"),
+        ("controller: {hybrid: {initial: [[0, 9, 9]]}}", "controller.hybrid.initial",
+         "circuit [0, 9, 9] is not plane, rack, other rack of this network"),
+    ],
+)
+def test_a_port_paired_with_itself_says_so(tmp_path: Path, section, field, reason):
+    text = hybrid_with(section)
+    err = error_of(text)
+    assert (err.field, err.reason) == (field, reason), err.message()
+    assert cli_error(tmp_path, text).endswith(f"{field}: {reason}")

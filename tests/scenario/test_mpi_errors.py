@@ -79,3 +79,40 @@ def test_pairwise_alltoall_refuses_non_power_of_two():
     with pytest.raises(NetsteerError) as info:
         build_scenario(parse_scenario(text, file="m.yaml"))
     assert "power-of-two" in info.value.reason and info.value.field.startswith("jobs.0.program.0")
+
+
+@pytest.mark.parametrize(
+    "old,new,field,reason",
+    [
+        # each said "Extra inputs are not permitted" at jobs.0.program.0.<key>
+        ("{op: compute, duration: 1ms}", "{op: alltoall, bytes: 1KiB, root: 0}", "jobs.0.program.1",
+         "unknown key 'root' for op alltoall; alltoall takes bytes, algorithm, elem_bytes"),
+        ("{op: compute, duration: 1ms}", "{op: send, src: 0, dst: 1, bytes: 1KiB, root: 0}", "jobs.0.program.1",
+         "unknown key 'root' for op send; send takes src, dst, bytes"),
+        ("{op: compute, duration: 1ms}", "{op: barrier, bytes: 1KiB}", "jobs.0.program.1",
+         "unknown key 'bytes' for op barrier; barrier takes algorithm, elem_bytes"),
+        ("{op: compute, duration: 1ms}", "{op: compute, duration: 1ms, bytes: 1KiB}", "jobs.0.program.1",
+         "unknown key 'bytes' for op compute; compute takes duration"),
+        # a misspelt required key (it said "jobs.0.program.0.bytes: Field required")
+        ("bytes: 1MiB, algorithm: ring", "byts: 1MiB, algorithm: ring", "jobs.0.program.0",
+         "unknown key 'byts' for op allreduce; did you mean 'bytes'?"),
+        ("bytes: 1MiB, algorithm: ring", "algorithm: ring", "jobs.0.program.0.bytes", "required key is missing"),
+        # it said "Input tag 'alltoal' found using 'op' does not match any of the expected tags: ..."
+        ("op: allreduce", "op: allreduc", "jobs.0.program.0", "unknown op 'allreduc'; did you mean 'allreduce'?"),
+        # it said jobs.0.placement.literal['linear','random']: Input should be 'linear' or 'random'
+        ("placement: linear", "placement: block", "jobs.0.placement",
+         "placement must be linear, random or a list of host indices, got 'block'"),
+        ("placement: linear", "placement: [0, 1, x, 3, 4, 5, 6, 7]", "jobs.0.placement.2", "valid integer"),
+    ],
+)
+def test_mpi_key_errors_are_plain(tmp_path: Path, old, new, field, reason):
+    text = MPI.replace(old, new, 1)
+    assert text != MPI
+    with pytest.raises(NetsteerError) as info:
+        build_scenario(parse_scenario(text, file="m.yaml"))
+    err = info.value
+    assert err.field == field and reason in err.reason, err.message()
+    f = tmp_path / "bad.yaml"
+    f.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "netsteer", "run", str(f)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip() == f"netsteer: error: {f}: {err.field}: {err.reason}"

@@ -229,8 +229,11 @@ class HybridController(Controller):
                     for c in circuits]
         seen: dict[tuple[int, int], int] = {}
         for c in circuits:
-            if not (0 <= c.ocs < self.planes and 0 <= c.a < self.racks and 0 <= c.b < self.racks and c.a != c.b):
+            if not (0 <= c.ocs < self.planes and 0 <= c.a < self.racks and 0 <= c.b < self.racks):
                 raise NetsteerError(f"circuit {[c.ocs, c.a, c.b]} is not plane, rack, other rack of this network",
+                                    field="controller.hybrid")
+            if c.a == c.b:  # a port paired with itself: say so, not "not plane, rack, other rack"
+                raise NetsteerError(f"circuit {[c.ocs, c.a, c.b]} joins rack {c.a} to itself; a circuit joins two racks",
                                     field="controller.hybrid")
             for r in (c.a, c.b):
                 if (c.ocs, r) in seen:

@@ -202,6 +202,13 @@ def build_hybrid_controller(data: dict | None, topo, file=None, host_ref=None):
     for i, r in enumerate(h.requests):
         fld = f"{key}.requests.{i}"
         if r.demand is not None:
+            # rows of unequal length make np.asarray raise (an "inhomogeneous" array, an
+            # internal error): name the first row that is not one entry per rack
+            if len({len(row) for row in r.demand}) > 1:
+                k, row = next((k, row) for k, row in enumerate(r.demand) if len(row) != racks)
+                raise NetsteerError(f"demand row {k} has {len(row)} {'entry' if len(row) == 1 else 'entries'}, "
+                                    f"the network has {racks} racks (demand is racks x racks)",
+                                    file=file, field=f"{fld}.demand.{k}")
             d = np.asarray(r.demand, dtype=float)
             if d.shape != (racks, racks):
                 raise NetsteerError(f"demand is {d.shape[0]} x {d.shape[1] if d.ndim > 1 else 0}, "

@@ -30,15 +30,16 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Iterable, Literal, Sequence, Union
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
-from ..errors import NetsteerError
+from ..errors import NetsteerError, pydantic_error
 from ..schema import Duration, Size
 from . import collectives as coll
 from .algorithms import job_choices
 from .dag import FlowDag
 from .placement import error_field, place
 from .program import OpSpan, aggregate_ops  # noqa: F401  (defined there: the streamed path shares them)
+from .program import NO_OP, bad_placement, unknown_op, unknown_step_key  # the same words on both paths
 
 
 
@@ -138,6 +139,16 @@ class MpiJob(BaseModel):
     traffic_class: int = Field(0, ge=0)
     priority: int = Field(0, ge=0)
 
+    @field_validator("placement", mode="before")
+    @classmethod
+    def _policy_or_hosts(cls, v):
+        # one message for both branches of the union; pydantic's would name one branch
+        # and put its tag in the field path (placement.literal['linear','random'])
+        ok = v in ("linear", "random") if isinstance(v, str) else isinstance(v, (list, tuple))
+        if not ok:
+            raise ValueError(bad_placement(v))
+        return v
+
 
 @dataclass
 class JobExpansion:
@@ -166,18 +177,30 @@ def parse_program(program: Sequence[Any], *, field_prefix: str = "program") -> l
 
 
 def validation_error(e: ValidationError, prefix: str | None = None) -> NetsteerError:
-    """The first error of a pydantic ``ValidationError`` as a :class:`NetsteerError`."""
-    err = e.errors()[0]
-    parts = list(err["loc"])
-    # drop the union's tag that pydantic inserts after a step index (program.0.bcast.root)
-    parts = [x for i, x in enumerate(parts)
-             if not (i > 0 and isinstance(parts[i - 1], int) and x in _TAGS)]
-    loc = ".".join(str(x) for x in parts)
-    where = f"{prefix}.{loc}" if prefix and loc else (prefix or loc)
-    msg = err["msg"]
-    if msg.startswith("Value error, "):
-        msg = msg[len("Value error, "):]
-    return NetsteerError(msg, field=where or None)
+    """A pydantic ``ValidationError`` of an MPI job or program as a :class:`NetsteerError`,
+    in the words of the streamed path's checks (:mod:`netsteer.traffic.program`): a
+    step's op or unknown key, else as any scenario field (:func:`netsteer.errors.pydantic_error`)."""
+    errors = e.errors()
+    err = _step_error(errors) or pydantic_error(errors, tags=_TAGS)
+    return err.located(prefix=prefix) if prefix else err
+
+
+def _step_error(errors) -> NetsteerError | None:
+    """A step without an op, with an unknown op, or with a key its op does not take
+    (pydantic: "Unable to extract tag", "Input tag ... does not match", "Extra inputs
+    are not permitted")."""
+    for x in errors:
+        loc, kind = tuple(x["loc"]), x["type"]
+        if loc and isinstance(loc[-1], int) and kind == "union_tag_not_found":
+            return NetsteerError(NO_OP, field=".".join(map(str, loc)))
+        if loc and isinstance(loc[-1], int) and kind == "union_tag_invalid":
+            op = x["input"].get("op") if isinstance(x.get("input"), dict) else x["ctx"]["tag"]
+            # {op: null} is a step without an op, as the streamed path's check says
+            return NetsteerError(NO_OP if op is None else unknown_op(op), field=".".join(map(str, loc)))
+        # ("program", 0, "alltoall", "root"): the op's tag after the step's index
+        if kind == "extra_forbidden" and len(loc) >= 3 and isinstance(loc[-3], int) and loc[-2] in _TAGS:
+            return NetsteerError(unknown_step_key(loc[-2], loc[-1]), field=".".join(map(str, loc[:-2])))
+    return None
 
 
 def build_job(

@@ -32,7 +32,7 @@ import operator
 from dataclasses import dataclass, fields
 from typing import Any, Iterable, Sequence
 
-from ..errors import NetsteerError
+from ..errors import NetsteerError, did_you_mean, short_repr, unknown_key_reason
 from .algorithms import canonical
 
 #: :data:`netsteer.units.MAX_BYTES`, for the shortcut of :func:`_size` (a test checks both agree)
@@ -69,6 +69,39 @@ STEP_FIELDS: dict[str, tuple[str, ...]] = {
 }
 _REQUIRED = {**{op: ("bytes",) for op in ROOTED + UNROOTED}, "barrier": (),
              "compute": ("duration",), "send": ("src", "dst", "bytes")}
+
+
+#: The reason for a step without an op (as :func:`netsteer.traffic.mpi.validation_error` words it too).
+NO_OP = "a step needs an op: " + ", ".join(STEP_FIELDS)
+
+
+def unknown_op(op: Any) -> str:
+    """The reason for a step whose op is not one: the closest op, or the list of them.
+
+    >>> unknown_op("alltoal")
+    "unknown op 'alltoal'; did you mean 'alltoall'?"
+    """
+    hint = did_you_mean(op, STEP_FIELDS) if isinstance(op, str) else ""
+    return f"unknown op {short_repr(op)}" + (hint or "; ops: " + ", ".join(STEP_FIELDS))
+
+
+def unknown_step_key(op: str, key: Any) -> str:
+    """The reason for a key that step kind ``op`` does not take: the closest key it
+    takes, or the keys it takes.
+
+    >>> unknown_step_key("alltoall", "root")
+    "unknown key 'root' for op alltoall; alltoall takes bytes, algorithm, elem_bytes"
+    >>> unknown_step_key("allreduce", "byts")
+    "unknown key 'byts' for op allreduce; did you mean 'bytes'?"
+    """
+    takes = STEP_FIELDS[op]
+    return f"unknown key {key!r} for op {op}" + (did_you_mean(key, takes) or f"; {op} takes {', '.join(takes)}")
+
+
+def bad_placement(placement: Any) -> str:
+    """The reason for a placement that is neither a policy nor a host list (as
+    :class:`netsteer.traffic.mpi.MpiJob` words it too)."""
+    return f"placement must be linear, random or a list of host indices, got {short_repr(placement)}"
 
 
 @dataclass(frozen=True)
@@ -113,18 +146,16 @@ def parse_step(raw: Any, field: str = "step") -> Step:
             raw["duration"] = f"{raw['duration']}ns"  # parsed already: integer ns
     op = raw.get("op")
     if op is None:
-        raise NetsteerError("Unable to extract tag using discriminator 'op'", field=field)
-    if op not in STEP_FIELDS:
-        known = ", ".join(repr(k) for k in STEP_FIELDS)
-        raise NetsteerError(f"Input tag {op!r} found using 'op' does not match any of the "
-                            f"expected tags: {known}", field=field)
+        raise NetsteerError(NO_OP, field=field)
+    if not isinstance(op, str) or op not in STEP_FIELDS:  # a list is no key of STEP_FIELDS: a TypeError
+        raise NetsteerError(unknown_op(op), field=field)
     allowed = STEP_FIELDS[op]
     for k in raw:
         if k != "op" and k not in allowed:
-            raise NetsteerError("Extra inputs are not permitted", field=f"{field}.{k}")
+            raise NetsteerError(unknown_step_key(op, k), field=field)
     for k in _REQUIRED[op]:
         if k not in raw:
-            raise NetsteerError("Field required", field=f"{field}.{k}")
+            raise NetsteerError("required key is missing", field=f"{field}.{k}")
     out: dict[str, Any] = {"op": op}
     for k in allowed:
         if k not in raw:
@@ -197,12 +228,11 @@ class MpiJobSpec:
         pl = self.placement
         if isinstance(pl, str):
             if pl not in ("linear", "random"):
-                raise NetsteerError(f"Input should be 'linear' or 'random', got {pl!r}", field="placement")
+                raise NetsteerError(bad_placement(pl), field="placement")
         elif isinstance(pl, Iterable) and not isinstance(pl, (bytes, dict)):
             set_(self, "placement", tuple(_int(h, f"placement.{i}") for i, h in enumerate(pl)))
         else:
-            raise NetsteerError("Input should be 'linear', 'random' or a list of host indices",
-                                field="placement")
+            raise NetsteerError(bad_placement(pl), field="placement")
         set_(self, "seed", _int(self.seed, "seed"))
         set_(self, "program", parse_steps(self.program))
         set_(self, "repeat", _int(self.repeat, "repeat", ge=1))
@@ -226,16 +256,18 @@ def as_spec(job: Any) -> MpiJobSpec:
     >>> as_spec({"ranks": 4, "program": [{"op": "barrier"}], "size": 3})
     Traceback (most recent call last):
     ...
-    netsteer.errors.NetsteerError: size: Extra inputs are not permitted
+    netsteer.errors.NetsteerError: unknown key 'size'
     """
     if isinstance(job, MpiJobSpec):
         return job
     if isinstance(job, dict):
-        for k in job:
-            if k not in _JOB_FIELDS:
-                raise NetsteerError("Extra inputs are not permitted", field=str(k))
-        if "ranks" not in job or "program" not in job:
-            raise NetsteerError("Field required", field="ranks" if "ranks" not in job else "program")
+        # as the model's message: an unknown key first, with the required key it may misspell
+        unknown = [k for k in job if k not in _JOB_FIELDS]
+        missing = [k for k in ("ranks", "program") if k not in job]
+        if unknown:
+            raise NetsteerError(unknown_key_reason(unknown, missing))
+        if missing:
+            raise NetsteerError("required key is missing", field=missing[0])
         return MpiJobSpec(**job)
     if not all(hasattr(job, k) for k in _JOB_FIELDS):
         raise NetsteerError(f"expected an MPI job (MpiJobSpec, MpiJob or dict), got "
