@@ -77,11 +77,9 @@ def emulate_cmd(
         check_writable(out, field="--out")
     udp_bps = None if udp is None else _rate(udp, "--udp")
     max_rate_bps = _rate(max_rate, "--max-rate")
-    from ..emulate.testbed import MAX_RATE_BPS, MIN_RATE_BPS
+    from ..emulate.testbed import check_rate
 
-    if not MIN_RATE_BPS <= max_rate_bps <= MAX_RATE_BPS:
-        raise NetsteerError(f"{max_rate!r} is outside {MIN_RATE_BPS / 1e6:g} to {MAX_RATE_BPS / 1e6:g} Mbit/s",
-                            field="--max-rate")
+    check_rate(max_rate_bps, field="--max-rate")  # before the scenario is built
     built = build_scenario(load_scenario(scenario))
     rep = emulate(built, time_scale=time_scale, udp_bps=udp_bps, channel=channel, max_rate_bps=max_rate_bps,
                   progress=_say(as_json))

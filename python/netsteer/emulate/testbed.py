@@ -76,6 +76,14 @@ def _stop_ovs() -> None:
     _run(OVS_CTL, "stop", check=False)
 
 
+def check_rate(max_rate_bps: float, field: str = "rate") -> None:
+    """Refuse a fastest-link rate that the testbed cannot hold (``field`` names it:
+    ``--max-rate`` on the command line)."""
+    if not MIN_RATE_BPS <= max_rate_bps <= MAX_RATE_BPS:
+        raise NetsteerError(f"the fastest emulated link's rate, {max_rate_bps / 1e6:g} Mbit/s, is outside "
+                            f"{MIN_RATE_BPS / 1e6:g} to {MAX_RATE_BPS / 1e6:g} Mbit/s", field=field)
+
+
 def check_machine(topo, max_hosts: int = MAX_HOSTS, max_rate_bps: float = MAX_RATE_BPS) -> float:
     """Refuse, before anything starts, what this machine cannot emulate; returns
     the rate scale (every link's bandwidth is multiplied by it): the fastest link
@@ -90,9 +98,7 @@ def check_machine(topo, max_hosts: int = MAX_HOSTS, max_rate_bps: float = MAX_RA
         raise NetsteerError(f"{topo.name} has {topo.n_hosts} hosts; this machine emulates at most {max_hosts} "
                             "namespaces", field="topology")
     bw = topo.link_bandwidth
-    if not MIN_RATE_BPS <= max_rate_bps <= MAX_RATE_BPS:
-        raise NetsteerError(f"the fastest emulated link must get {MIN_RATE_BPS / 1e6:g} to {MAX_RATE_BPS / 1e6:g} Mbit/s, "
-                            f"not {max_rate_bps / 1e6:g}", field="rate")
+    check_rate(max_rate_bps)
     scale = min(1.0, max_rate_bps / float(bw.max()))
     if float(bw.min()) * scale < MIN_RATE_BPS:
         raise NetsteerError(f"link rates from {bw.min() / 1e9:g} to {bw.max() / 1e9:g} Gbit/s cannot all be emulated: "
