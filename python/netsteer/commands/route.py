@@ -64,21 +64,11 @@ def with_guids(topo):
         On ``--topology``, for fabrics an LFT dump cannot describe: circuit switches,
         ports above 255.
     """
-    import numpy as np
+    from ..topology.ibsim_net import not_infiniband, with_fabric_guids
 
-    from ..topology.ibsim_net import with_fabric_guids
-    from ..topology.model import CIRCUIT
-
-    circuits = [topo.node_names[i] for i in np.flatnonzero(topo.node_kind == CIRCUIT)]
-    if circuits:
-        raise NetsteerError(f"InfiniBand has no circuit switches, and this topology has {len(circuits)} "
-                            f"({', '.join(circuits[:3])}{' ...' if len(circuits) > 3 else ''})",
-                            field="--topology")
-    if topo.out_channel.shape[1] - 1 > 255:
-        # an LFT entry is one byte: ports 1..255 (0 is the switch itself)
-        node = int(np.flatnonzero((topo.out_channel[:, 256:] >= 0).any(axis=1))[0])
-        raise NetsteerError(f"InfiniBand switches have at most 255 ports; {topo.node_names[node]} uses port "
-                            f"{topo.out_channel.shape[1] - 1}", field="--topology")
+    reason = not_infiniband(topo)
+    if reason:
+        raise NetsteerError(reason, field="--topology")
     return with_fabric_guids(topo)
 
 

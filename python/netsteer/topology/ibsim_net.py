@@ -370,17 +370,9 @@ def write_ibsim_net(topo: Topology, path: str | Path) -> None:
         For circuit switches (ibsim has none) and for nodes with ports above 255.
     """
     file = str(path)
-    circuits = [topo.node_names[i] for i in range(topo.n_nodes) if topo.node_kind[i] == CIRCUIT]
-    if circuits:
-        raise NetsteerError(
-            f"ibsim has no circuit switches, and this topology has {len(circuits)} "
-            f"({', '.join(circuits[:3])}{' ...' if len(circuits) > 3 else ''})", file=file)
-    maxport = topo.out_channel.shape[1] - 1
-    if maxport > 255:
-        bad = [topo.node_names[i] for i in range(topo.n_nodes)
-               if (topo.out_channel[i, 256:] >= 0).any()]
-        raise NetsteerError(f"ibsim nodes have at most 255 ports; {bad[0]} uses port "
-                            f"{maxport}", file=file)
+    reason = not_infiniband(topo, "ibsim")
+    if reason:
+        raise NetsteerError(reason, file=file)
     nports = _nports(topo)
     guids = fabric_guids(topo)  # the numbering netsteer route gives this fabric too
     descs = [_clean(n)[:64] for n in topo.node_names]
@@ -446,6 +438,26 @@ def _nports(topo: Topology) -> list[int]:
     used = topo.out_channel >= 0
     last = used.shape[1] - 1 - used[:, ::-1].argmax(axis=1)
     return [int(x) if used[i].any() else 1 for i, x in enumerate(last)]
+
+
+def not_infiniband(topo: Topology, what: str = "InfiniBand") -> str | None:
+    """Why ``topo`` cannot be an InfiniBand fabric (``what``: "ibsim" for a net file),
+    or None: a circuit switch, or a port above 255 (an LFT entry is one byte, and
+    port 0 is the switch itself).
+
+    >>> from netsteer.topology.pgft import pgft
+    >>> not_infiniband(pgft(1, [2], [1], link_bandwidth=1e9, link_latency_ns=0)) is None
+    True
+    """
+    circuits = [topo.node_names[i] for i in np.flatnonzero(topo.node_kind == CIRCUIT)]
+    if circuits:
+        return (f"{what} has no circuit switches, and this topology has {len(circuits)} "
+                f"({', '.join(circuits[:3])}{' ...' if len(circuits) > 3 else ''})")
+    maxport = topo.out_channel.shape[1] - 1
+    if maxport > 255:
+        node = int(np.flatnonzero((topo.out_channel[:, 256:] >= 0).any(axis=1))[0])
+        return f"{what} nodes have at most 255 ports; {topo.node_names[node]} uses port {maxport}"
+    return None
 
 
 def fabric_guids(topo: Topology) -> list[int]:
