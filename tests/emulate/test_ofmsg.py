@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("os_ken")
@@ -85,30 +89,31 @@ def test_what_the_channel_does_not_understand_is_named(line, word):
         Encoder().encode(line, 1)
 
 
+ROOT = Path(__file__).parents[2]
+
+
+def refused(*args, cwd=ROOT) -> subprocess.CompletedProcess:
+    """``netsteer ARGS`` in a fresh process, asserted refused: exit 2, one line on
+    stderr, no traceback."""
+    p = subprocess.run([sys.executable, "-m", "netsteer", *args], capture_output=True, text=True, cwd=cwd,
+                       timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    return p
+
+
 @pytest.mark.parametrize("args", [["emulate", "scenarios/hybrid-congestion.yaml", "--channel", "netconf"],
                                   ["reproduce", "--emulate", "hybrid-reconfig", "--channel", "netconf"]])
 def test_an_unknown_channel_is_one_line_and_exit_2(args):
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    p = subprocess.run([sys.executable, "-m", "netsteer", *args], capture_output=True, text=True,
-                       cwd=Path(__file__).parents[2], timeout=120)
-    assert p.returncode == 2 and "--channel" in p.stderr and "osken, ofctl" in p.stderr
-    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    p = refused(*args)
+    assert "--channel" in p.stderr and "osken, ofctl" in p.stderr
 
 
 @pytest.mark.parametrize("rate, reason", [("1Gbps", "outside 0.5 to 100 Mbit/s"), ("0.1Mbps", "outside"),
                                           ("fast", "not a rate")])
 def test_a_max_rate_the_testbed_cannot_hold_is_one_line_and_exit_2(rate, reason):
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    p = subprocess.run([sys.executable, "-m", "netsteer", "emulate", "scenarios/hybrid-congestion.yaml", "--max-rate", rate],
-                       capture_output=True, text=True, cwd=Path(__file__).parents[2], timeout=120)
-    assert p.returncode == 2 and "--max-rate" in p.stderr and reason in p.stderr
-    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    p = refused("emulate", "scenarios/hybrid-congestion.yaml", "--max-rate", rate)
+    assert "--max-rate" in p.stderr and reason in p.stderr
 
 
 @pytest.mark.parametrize("args, option", [(["--json", "pftree", "--quick"], "--json"),
@@ -116,11 +121,7 @@ def test_a_max_rate_the_testbed_cannot_hold_is_one_line_and_exit_2(rate, reason)
                                           (["--rules", "5", "hybrid-shifting"], "--rules")])
 def test_emulate_options_before_a_reproduction_are_refused_not_dropped(args, option, tmp_path):
     """``reproduce --json pftree`` printed the table and ``--out`` wrote nothing, exit 0."""
-    import subprocess
-    import sys
-
-    p = subprocess.run([sys.executable, "-m", "netsteer", "reproduce", *args], capture_output=True, text=True,
-                       cwd=tmp_path, timeout=120)
-    assert p.returncode == 2 and f"{option}: applies with --emulate NAME only" in p.stderr, p.stderr
-    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1 and p.stdout == ""
+    p = refused("reproduce", *args, cwd=tmp_path)
+    assert f"{option}: applies with --emulate NAME only" in p.stderr, p.stderr
+    assert p.stdout == ""
     assert not (tmp_path / "x.json").exists()
