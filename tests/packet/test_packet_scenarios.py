@@ -164,3 +164,31 @@ def test_a_streamed_mpi_job_runs_packet_by_packet_as_its_dag_does():
     assert streamed.status == dag.status == "done"
     assert streamed.makespan_ns == dag.makespan_ns
     assert streamed.stats["packet_hops"] == dag.stats["packet_hops"]
+
+
+@pytest.mark.parametrize("servers, circuit_gbps", [(4, 40), (3, 25)])
+def test_a_circuit_faster_than_the_servers_carries_their_sum_as_at_flow_level(servers, circuit_gbps):
+    # a rack's servers send over one fast circuit into the partner rack's servers:
+    # each packet goes onto the circuit once its tail is in, and the circuit's input
+    # at the far ToR feeds every server's port at once (no input held at a server's
+    # rate), so each server gets its line rate as max-min says
+    flows = "\n".join(f"      - {{src: {i}, dst: {servers + i}, bytes: 4MiB, start: 2ms}}"
+                      for i in range(servers))
+    text = textwrap.dedent(
+        f"""
+        name: circuit
+        topology: {{kind: hybrid, racks: 2, servers_per_rack: {servers},
+                   server_bandwidth: 10Gbps, tor_uplinks: 1, core_bandwidth: 10Gbps,
+                   circuit_ports: 2, circuit_uplinks: 1, circuit_bandwidth: {circuit_gbps}Gbps,
+                   switching_time: 1ms, link_latency: 1us}}
+        routing: {{engine: minhop}}
+        jobs:
+          - name: over-the-circuit
+            flows:
+        """
+    ) + flows + "\nevents:\n  - {at: 0ms, circuit: {switch: ocs0, pairs: [[1, 2]]}}\n"
+    spans = {}
+    for fidelity in ("flow", "packet"):
+        built, res = run(text, fidelity)
+        spans[fidelity] = (res.completion_ns[:servers] - res.release_ns[:servers]).max()
+    assert spans["packet"] / spans["flow"] == pytest.approx(1 + 26 / 2048, rel=0.01)

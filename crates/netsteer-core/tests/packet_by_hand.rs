@@ -71,6 +71,54 @@ fn store_and_forward_pays_each_hop_serialisation_once_more() {
     assert_eq!(e.completion(0), (want_ps + 999) / 1000);
 }
 
+fn mixed_engine(caps: Vec<f64>) -> Engine {
+    let n = caps.len();
+    let p = Packets::new(n, PacketConfig::default()).expect("a valid configuration");
+    Engine::with_physics(caps, vec![LAT; n], Box::new(p))
+}
+
+#[test]
+fn onto_a_faster_link_a_packet_goes_once_its_tail_is_in() {
+    // host -(CAP)-> switch -(2 CAP)-> host: cut-through cannot send faster than the
+    // packet comes in, so the switch stores each packet; the last one pays its
+    // serialisation on the fast link once more
+    let cfg = PacketConfig::default();
+    let (wire, sw) = (cfg.mtu + cfg.header, cfg.switch_latency);
+    let mut e = mixed_engine(vec![CAP, 2.0 * CAP]);
+    e.add_flows(&[FlowSpec::new(2048.0 * 10.0, vec![0, 1])]).unwrap();
+    assert_eq!(e.run_to_end(), RunStatus::Done);
+    let fast = (wire as f64 * 1e12 / (2.0 * CAP)).ceil() as i64;
+    let want_ps = 2 * LAT * 1000 + sw * 1000 + 10 * ser_ps(wire) + fast;
+    assert_eq!(e.completion(0), (want_ps + 999) / 1000);
+    // alone on the fabric: its time is its ideal one, no queueing
+    let p = e.physics().as_any().downcast_ref::<Packets>().unwrap();
+    let (start, done, ideal) = p.message_times(1);
+    assert_eq!(done[0] - start[0], ideal[0]);
+}
+
+#[test]
+fn a_fast_link_between_slow_ones_carries_their_sum() {
+    // four hosts -(CAP)-> s0 -(4 CAP)-> s1 -(CAP)-> four hosts, one flow each: the
+    // fast link's input at s1 feeds four slower outputs at once, and s0's output
+    // takes four slower inputs, so each flow runs at CAP as at flow level
+    let mut caps = vec![CAP; 9];
+    caps[4] = 4.0 * CAP;
+    let specs: Vec<FlowSpec> = (0..4u32)
+        .map(|i| FlowSpec::new(4e6, vec![i, 4, 5 + i]))
+        .collect();
+    let mut p = mixed_engine(caps.clone());
+    p.add_flows(&specs).unwrap();
+    assert_eq!(p.run_to_end(), RunStatus::Done);
+    let mut f = Engine::new(caps, vec![LAT; 9], Box::new(MaxMin));
+    f.add_flows(&specs).unwrap();
+    f.run_to_end();
+    let hdr = 1.0 + 26.0 / 2048.0;
+    for i in 0..4 {
+        let (pt, ft) = (p.completion(i) as f64, f.completion(i) as f64);
+        assert!(close(pt / hdr, ft, 0.02), "flow {i}: packet {pt} flow {ft}");
+    }
+}
+
 #[test]
 fn n_flows_into_one_host_get_one_nth_each_as_at_flow_level() {
     // three hosts -> switch -> one host: channels 0,1,2 in, 3 out

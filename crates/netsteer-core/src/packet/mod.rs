@@ -63,6 +63,8 @@ const DELIVER: u8 = 2;
 const CREDIT: u8 = 3;
 // a flow's retransmission timer (`a`: the flow, `b`: its version)
 const TIMER: u8 = 4;
+// a packet read out of input buffer `a` into a slower output (`b`: its credits)
+const READ_DONE: u8 = 5;
 const VER_MASK: u32 = (1 << 30) - 1;
 // a flow with no packet lost and not yet taken
 const NO_HOLE: u64 = u64::MAX;
@@ -468,7 +470,14 @@ impl Packets {
         if rest > 0 {
             ser += worst(last_wire);
         }
-        if !self.cfg.cut_through {
+        if self.cfg.cut_through {
+            // onto a faster link the last packet goes only once its tail is in
+            ser += route
+                .windows(2)
+                .filter(|w| self.base[w[1] as usize] > self.base[w[0] as usize])
+                .map(|w| ser_up(w[1], last_wire))
+                .sum::<i64>();
+        } else {
             let all: i64 = route.iter().map(|&c| ser_up(c, last_wire)).sum();
             ser += all - worst(last_wire);
         }
@@ -798,6 +807,15 @@ impl Packets {
         self.busy[c] = true;
         self.tx_credit[c] = cost;
         self.push(end, TX_DONE, c as u32, 0);
+        let b = self.tx_from[c];
+        if b != NONE && self.cap[b as usize / nv] > self.cap[c] {
+            // a faster input into a slower output: the packet is read out of its
+            // buffer at the input's rate (into the output's staging), so the input
+            // can feed another output while this one sends
+            let read = (now + self.ser_ps(b as usize / nv, pk.wire)).max(pk.tail);
+            self.tx_from[c] = NONE;
+            self.push(read, READ_DONE, b, cost);
+        }
         self.chan_bytes[c] += pk.wire as f64;
         self.vl_bytes[k] += pk.wire as f64;
         self.packet_hops += 1;
@@ -809,13 +827,27 @@ impl Packets {
             self.push(end + lat, DELIVER, p, 0);
         } else {
             let sw = self.cfg.switch_latency * 1000;
-            let at = if self.cfg.cut_through {
+            // a packet goes on to a faster link only once its tail is in (it cannot
+            // leave faster than it comes): store-and-forward there, cut-through or not
+            let next = self.routes[(q.route + q.hop as u32) as usize] as usize;
+            let at = if self.cfg.cut_through && self.cap[next] <= self.cap[c] {
                 now + lat + sw
             } else {
                 end + lat + sw
             };
             self.push(at, ARRIVE, p, 0);
         }
+    }
+
+    /// The head packet of input buffer `b` has been read out: its `cost` in
+    /// credits goes back upstream, and the next head asks for its output.
+    fn read_out(&mut self, b: usize, cost: u32) {
+        self.fifo[b].pop_front();
+        self.reading[b] = false;
+        self.occ[b] -= cost;
+        let up = b / self.nv;
+        self.push(self.now + self.lat_ps[up], CREDIT, b as u32, cost);
+        self.request_front(b);
     }
 
     fn handle(&mut self, ev: Ev, done: &mut Vec<u32>) {
@@ -825,18 +857,11 @@ impl Packets {
                 self.busy[c] = false;
                 let b = self.tx_from[c];
                 if b != NONE {
-                    // the packet has left input buffer b: its credits go back upstream
-                    let b = b as usize;
-                    self.fifo[b].pop_front();
-                    self.reading[b] = false;
-                    let cost = self.tx_credit[c];
-                    self.occ[b] -= cost;
-                    let up = b / self.nv;
-                    self.push(self.now + self.lat_ps[up], CREDIT, b as u32, cost);
-                    self.request_front(b);
+                    self.read_out(b as usize, self.tx_credit[c]);
                 }
                 self.kick(c);
             }
+            READ_DONE => self.read_out(ev.a as usize, ev.b),
             ARRIVE => {
                 let p = ev.a;
                 let pk = self.pkts[p as usize];
