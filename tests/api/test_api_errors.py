@@ -3,6 +3,7 @@ field and the reason: the same checks and messages as the command line."""
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import netsteer as ns
+from netsteer.api.topology import from_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,6 +27,14 @@ BAD_CALLS = [
      "duration"),
     (lambda: ns.hyperx([4, 4], 0, link_bandwidth="10Gbps"), "topology.T", "T"),
     (lambda: ns.read_topology("pgft:levels=2,down=4"), "topology.up", "missing"),
+    (lambda: ns.hyperx([8, 8], 4, K=2, link_bandwidth="10Gbps", radix=24), "topology.radix", "need 32 ports"),
+    (lambda: ns.hyperx([4], 1, link_bandwidth="10Gbps", radix=0), "topology.radix", "positive integer"),
+    (lambda: ns.hyperx([2, 4], 1, link_bandwidth="10Gbps", circuits=[{"dim": 0}]), "topology.circuits",
+     "circuits[0]: missing key 'switching_time'"),
+    (lambda: ns.hyperx([2, 4], 1, link_bandwidth="10Gbps", circuits=[{"dim": 0, "switching_time": "10 parsecs"}]),
+     "topology.circuits", "circuits[0]:"),
+    (lambda: ns.read_topology(ROOT / "pyproject.toml", default_bandwidth="1Gbps"), "topology.default_bandwidth",
+     "unknown key 'default_bandwidth' for kind ibsim"),
     (lambda: ns.route(_topo(), engine="updn"), "routing", "unknown routing engine"),
     (lambda: ns.route(_topo(), engine="ecmp", hash="crc"), "routing.hash", "dst"),
     (lambda: ns.route("notatopo", engine="dmodk"), "topo", "expected a Topology"),
@@ -79,6 +89,44 @@ def test_bad_input_is_a_netsteer_error_with_field_and_reason(call, field, reason
     assert err.field == field or (field is not None and (err.field or "").startswith(field)), err.message()
     assert reason in err.reason
     assert "\n" not in err.message()
+
+
+def test_topology_builders_take_the_keys_their_spec_kind_takes():
+    # the API builds the spec: a key the spec accepts but the builder lacks cannot be given
+    from netsteer.topology.spec import _SCHEMA
+
+    def params(f):
+        return set(inspect.signature(f).parameters)
+
+    for kind in ("pgft", "hyperx", "hybrid"):
+        assert params(getattr(ns, kind)) == set(_SCHEMA[kind]), kind
+    files = set().union(*(_SCHEMA[k] for k in ("ibnetdiscover", "ibsim", "json"))) - {"path"}
+    assert params(ns.read_topology) == files | {"source"}
+
+
+def test_hyperx_radix_and_circuits_as_in_a_spec(tmp_path):
+    circuits = [{"links": [("x0_0", "x1_0"), ("x0_1", "x1_1")], "switching_time": "10us", "name": "ocs"}]
+    t = ns.hyperx([2, 4], 2, link_bandwidth="10Gbps", radix=6, circuits=circuits)
+    spec = {"kind": "hyperx", "S": [2, 4], "T": 2, "link_bandwidth": "10Gbps", "radix": 6,
+            "circuits": [{"links": [["x0_0", "x1_0"], ["x0_1", "x1_1"]], "switching_time": "10us", "name": "ocs"}]}
+    assert t.meta["spec"] == spec  # what a scenario file writes back
+    f = from_spec(spec)
+    plain = ns.hyperx([2, 4], 2, link_bandwidth="10Gbps")
+    assert t.node_names == f.node_names and t.n_links == f.n_links == plain.n_links + 2  # 2 cables cut in two
+    assert t.switching_time_ns == {t.node("ocs"): 10_000}
+    assert [t.node_names[p] for _, p, _ in t.neighbors(t.node("ocs"))] == ["x0_0", "x1_0", "x0_1", "x1_1"]
+
+
+def test_read_topology_reads_an_export(tmp_path):
+    t = ns.hyperx([3, 3], 1, link_bandwidth="10Gbps")
+    out = tmp_path / "x.json"
+    subprocess.run([sys.executable, "-m", "netsteer", "topo", "hyperx:S=3;3,T=1,link_bandwidth=10Gbps",
+                    "--export", str(out)], capture_output=True, check=True)
+    back = ns.read_topology(out, name="mine")
+    assert (back.name, back.node_names, back.n_links) == ("mine", t.node_names, t.n_links)
+    with pytest.raises(ns.NetsteerError) as info:
+        ns.read_topology(out, link_latency="1us")  # an export has its own latencies
+    assert info.value.field == "topology.link_latency" and "for kind json" in info.value.reason
 
 
 def test_the_routing_and_limit_errors_are_netsteer_errors():

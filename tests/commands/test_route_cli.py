@@ -195,6 +195,30 @@ def test_route_then_route_eval_on_every_topology_source(engine, tmp_path):
         assert rep["throughput"] == pytest.approx(reports["inline"]["throughput"]), kind
 
 
+def test_an_export_carries_the_guids_route_numbers_the_spec_by(tmp_path):
+    # export -> import -> route-eval: the JSON shows the GUIDs route writes for the spec,
+    # so a partitions.conf can be written from it, and they stay with their nodes when
+    # the export is edited (here its nodes listed in reverse: made-up GUIDs follow order)
+    path = topology_source("json", tmp_path)
+    data = json.loads(path.read_text())
+    guids = {n["name"]: int(n["guid"], 16) for n in data["nodes"]}
+    hosts = [guids[f"h{i}"] for i in range(16)]
+    assert 0 not in guids.values() and len(set(guids.values())) == len(guids)
+    conf = tmp_path / "p.conf"
+    conf.write_text(f"a=0x10: {', '.join(f'{g:#x}=full' for g in hosts[:4])};\n"
+                    f"b=0x11: {', '.join(f'{g:#x}=full' for g in hosts[4:])};\n")
+    out = tmp_path / "l.dump"
+    rc, _, err = netsteer("route", "-t", SPEC, "-e", "pftree", "-p", conf, "-o", out)
+    assert rc == 0, err
+    assert all(f"guid 0x{g:016x}" in out.read_text() for n, g in guids.items() if n.startswith("s"))
+    data["nodes"].reverse()
+    path.write_text(json.dumps(data))
+    rc, stdout, err = netsteer("route-eval", "-t", path, "-l", out, "-p", conf, "--pattern", "shift", "--json")
+    assert rc == 0, err
+    rep = json.loads(stdout)
+    assert {k: v["hosts"] for k, v in rep["partitions"].items()} == {"a": 4, "b": 12}
+
+
 # -- engines whose tables cannot be an LFT ----------------------------------------------
 @pytest.mark.parametrize("check", ["--check", "--no-check"])
 def test_ecmp_groups_are_refused_naming_the_engine_option(check, tmp_path):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from ib_samples import NET_EXAMPLES
 
+from netsteer.drivers.opensm.guids import endpoint_guid
 from netsteer.drivers.opensm.lft_dump import (
     format_lft_dump,
     parse_lft_tables,
@@ -138,6 +139,16 @@ def test_netsteer_routing_is_installed_as_written(tmp_path):
     assert not np.array_equal(ftree.hosts[sw], got.hosts[sw])
 
 
+def assert_pkey_tables(fab, topo, parts, engine_lids):
+    """Each host port's P_Key table, read with smpquery, holds what ``parts`` give it."""
+    for h in (int(x) for x in topo.hosts):
+        out = fab.run(["smpquery", "pkeys", str(int(engine_lids.lid[h]))])
+        table = {int(w, 16) for line in out.splitlines() if ":" in line
+                 for w in line.split(":", 1)[1].split() if w.startswith("0x")} - {0}
+        want = {p.pkey | (0x8000 if p.members[h] != "limited" else 0) for p in parts if h in p.members}
+        assert table == want, topo.node_names[h]
+
+
 def test_partitions_reach_the_port_pkey_tables(tmp_path):
     net = tmp_path / "fabric.net"
     write_ibsim_net(pgft(2, [4, 4], [1, 2], link_bandwidth=32e9, link_latency_ns=100), net)
@@ -151,14 +162,27 @@ def test_partitions_reach_the_port_pkey_tables(tmp_path):
     conf = tmp_path / "partitions.conf"
     write_partitions_conf(parts, topo, conf)
     assert parse_partitions_conf(conf.read_text(), topo) == parts
-    lids = opensm_lids(topo, sm_node=0)
     with IbFabric(net, tmp_path / "run", engine="ftree", partitions=conf) as fab:
-        for h in hosts:
-            out = fab.run(["smpquery", "pkeys", str(int(lids.lid[h]))])
-            table = {int(w, 16) for line in out.splitlines() if ":" in line
-                     for w in line.split(":", 1)[1].split() if w.startswith("0x")} - {0}
-            want = {p.pkey | (0x8000 if p.members[h] != "limited" else 0) for p in parts if h in p.members}
-            assert table == want, topo.node_names[h]
+        assert_pkey_tables(fab, topo, parts, opensm_lids(topo, sm_node=0))
+
+
+def test_unterminated_last_partition_and_shared_pkey_read_as_opensm_applies_them(tmp_path):
+    # OpenSM applies a last definition without ';' and merges two names for one PKey;
+    # netsteer's reading of the file must give the P_Key tables OpenSM installs
+    net = tmp_path / "fabric.net"
+    write_ibsim_net(pgft(1, [4], [1], link_bandwidth=32e9, link_latency_ns=100), net)
+    topo = read_ibsim_net(net)
+    g = [endpoint_guid(topo, int(h)) for h in topo.hosts]
+    conf = tmp_path / "partitions.conf"
+    conf.write_text(f"Default=0x7fff : ALL=limited, SELF=full ;\n"
+                    f"a=0x10 : {g[0]:#x}=full, {g[1]:#x} ;\n"
+                    f"b=0x10 : {g[2]:#x}=full ;\n"
+                    f"c=0x11 : {g[3]:#x}=full\n")
+    parts = parse_partitions_conf(conf.read_text(), topo, sm_node=0)
+    assert [(p.name, p.pkey, len(p.members)) for p in parts] == [
+        ("Default", 0x7FFF, topo.n_nodes), ("a", 0x10, 3), ("c", 0x11, 1)]
+    with IbFabric(net, tmp_path / "run", engine="minhop", partitions=conf) as fab:
+        assert_pkey_tables(fab, topo, parts, opensm_lids(topo, sm_node=0))
 
 
 def test_ibnetdiscover_sees_the_fabric_ibsim_was_given(tmp_path):

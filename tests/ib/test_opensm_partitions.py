@@ -66,6 +66,30 @@ def test_definitions_share_lines_and_span_lines(fabric):
     assert names(fabric, parts[2].members) == {"Hca3": "full", "Hca4": "limited"}
 
 
+def test_last_definition_may_lack_its_semicolon_as_in_opensm(fabric):
+    # OpenSM adds members as it reads them: an unterminated last definition applies
+    # (checked against OpenSM on ibsim in test_opensm_fabric.py)
+    parts = parse_partitions_conf(f"a=1: {G1:#x}=full;\nb=2 :\n  {G2:#x}=full,\n  {G3:#x}\n", fabric)
+    assert [(p.name, p.pkey) for p in parts] == [("a", 1), ("b", 2)]
+    assert names(fabric, parts[1].members) == {"Hca2": "full", "Hca3": "limited"}
+    assert parse_partitions_conf("a=1:", fabric)[0].members == {}
+    # a ';' missing before another definition: OpenSM reads the header as a port and
+    # refuses it ("bad PortGUID"); netsteer says which ';' is missing
+    for text in (f"a=1: {G1:#x}\nb=2: {G2:#x};", f"a=1: {G1:#x}\n b : {G2:#x};"):
+        with pytest.raises(NetsteerError) as e:
+            parse_partitions_conf(text, fabric, file="p.conf")
+        assert e.value.message().startswith("p.conf: line 2: ")
+        assert "inside the definition of 'a': the ';' that ends that definition is missing" in e.value.reason
+
+
+def test_one_pkey_under_two_names_merges_as_in_opensm(fabric):
+    parts = parse_partitions_conf(f"a=0x10,ipoib: {G1:#x}=full; b=0x10,sl=3: {G2:#x}, {G1:#x}=limited;", fabric)
+    assert len(parts) == 1
+    p = parts[0]
+    assert (p.name, p.pkey, p.ipoib, p.flags) == ("a", 0x10, True, {"sl": 3})
+    assert names(fabric, p.members) == {"Hca1": "full", "Hca2": "limited"}
+
+
 def test_keywords_and_abbreviations_follow_opensm(fabric):
     # OpenSM compares keywords with strncmp(name, KEYWORD, strlen(name))
     parts = parse_partitions_conf("p=5: ALL_C=f, ALL_S=lim, N, ALL_ROUTERS=full;", fabric)

@@ -12,6 +12,7 @@ import pytest
 from netsteer.errors import NetsteerError
 from netsteer.topology import hybrid, hyperx, pgft, read_json, to_json
 from netsteer.topology.hyperx import CircuitSpec
+from netsteer.topology.ibsim_net import fabric_guids
 from netsteer.topology.spec import build_topology, parse_topo_arg
 
 FABRICS = {
@@ -63,10 +64,15 @@ def test_an_export_reads_back_as_the_same_topology(kind, tmp_path):
     t = FABRICS[kind]()
     back = read_json(str(export(t, tmp_path / "t.json")))
     assert back.name == t.name and back.node_names == t.node_names
-    for col in ("node_kind", "node_level", "node_guid", "link_a", "link_a_port", "link_b", "link_b_port",
+    for col in ("node_kind", "node_level", "link_a", "link_a_port", "link_b", "link_b_port",
                 "link_bandwidth", "link_latency_ns"):
         x, y = getattr(t, col), getattr(back, col)
         assert x.dtype == y.dtype and np.array_equal(x, y), col
+    # a generated fabric has no GUIDs; the export holds the ones route and .net give it
+    assert not t.node_guid.any()
+    assert back.node_guid.dtype == t.node_guid.dtype
+    assert back.node_guid.tolist() == fabric_guids(t) and back.node_guid.all()
+    assert read_json(str(export(back, tmp_path / "again.json"))).node_guid.tolist() == fabric_guids(t)
     assert back.switching_time_ns == t.switching_time_ns
     assert same(t.meta, back.meta)
 

@@ -88,11 +88,46 @@ def test_cli_encode_decode(capsys):
     (["tag", "decode", "0a:04:00:00:00:05", "--size", "4"], "rank 5 is outside the communicator of 4 ranks"),
     (["tag", "encode", "-p", "bcast", "-j", "64", "-c", "0", "-s", "0", "-d", "1"], "job: 64 does not fit"),
     (["tag", "decode", "nonsense"], "is not a MAC address"),
+    # a size the 15-bit ranks cannot hold, or no size at all, is named as --size
+    *[([*cmd, "--size", n], f"--size: communicator size must be 1..32768 (the tag's ranks have 15 bits), got {n}")
+      for n in ("32769", "0", "-1")
+      for cmd in (["tag", "encode", "-p", "send", "-j", "0", "-c", "0", "-s", "0", "-d", "1"],
+                  ["tag", "decode", "06:00:00:00:00:01"])],
 ])
 def test_cli_refusals_are_one_line_and_exit_2(capsys, argv, words):
     assert run_cli(argv) == 2
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_comm_size_is_refused_past_the_ranks_the_tag_holds():
+    t = Tag("send", 0, 0, 0, tags.MAX_RANKS - 1)
+    assert decode(encode(t, tags.MAX_RANKS), tags.MAX_RANKS) == t  # the largest size fits
+    for bad in (tags.MAX_RANKS + 1, 0, True, 2.5):
+        with pytest.raises(TagError) as e:
+            encode(Tag("send", 0, 0, 0, 0), bad)
+        assert e.value.field == "comm_size"
+        with pytest.raises(TagError):
+            decode(encode(Tag("send", 0, 0, 0, 0)), bad)
+
+
+def test_layout_ranges_are_the_values_a_tag_carries():
+    # each range's ends are accepted and the values just past them refused, by the codec itself
+    for row in tags.layout_table():
+        if row["field"] not in tags.LAYOUT:
+            continue
+        lo, hi = (int(x) for x in row["range"].split()[0].split(".."))
+        assert hi == (1 << row["width"]) - 1
+        shift = tags.LAYOUT[row["field"]][0]
+        if row["field"] == "primitive":
+            assert is_tag(lo << shift | tags.LOCAL_BIT) and not is_tag((lo - 1) << shift | tags.LOCAL_BIT)
+            continue
+        base = dict(primitive="send", job=0, comm=0, src=0, dst=0)
+        for ok in (lo, hi):
+            assert decode(encode(Tag(**base | {row["field"]: ok}))).as_dict()[row["field"]] == ok
+        for bad in (lo - 1, hi + 1):
+            with pytest.raises(TagError):
+                encode(Tag(**base | {row["field"]: bad}))
 
 
 def test_reproduce_refuses_more_iterations_than_memory_allows():

@@ -123,6 +123,8 @@ def hyperx(
     link_bandwidth: Bandwidth,
     host_bandwidth: Bandwidth | None = None,
     link_latency: Duration | None = None,
+    radix: int | None = None,
+    circuits: Sequence[dict[str, Any]] | None = None,
     name: str | None = None,
 ) -> Topology:
     """A HyperX: switches on a lattice, all-to-all within each dimension.
@@ -139,6 +141,13 @@ def hyperx(
     host_bandwidth : str, optional
         Host links; default ``link_bandwidth``.
     link_latency : str, optional
+    radix : int, optional
+        Ports per packet switch: a shape that needs more is refused.
+    circuits : list of dict, optional
+        Circuit switches inserted into cables, as the spec writes them: each
+        ``{"links": [["x0_0", "x1_0"], ...]}`` or ``{"dim": 0}``, with
+        ``"switching_time": "10us"`` and optionally ``"name"``
+        (:mod:`netsteer.topology.hyperx`).
     name : str, optional
 
     Examples
@@ -146,9 +155,18 @@ def hyperx(
     >>> t = hyperx([3, 3], 1, K=2, link_bandwidth="25Gbps")
     >>> t.n_switches, t.n_links
     (9, 45)
+    >>> f = hyperx([2, 4], 2, link_bandwidth="10Gbps", radix=6,
+    ...            circuits=[{"dim": 0, "switching_time": "10us"}])
+    >>> f.summary()["circuit_switches"], f.meta["spec"]["circuits"]
+    (1, [{'dim': 0, 'switching_time': '10us'}])
+    >>> hyperx([8, 8], 4, K=2, link_bandwidth="10Gbps", radix=24)
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.NetsteerError: topology.radix: radix is 24 but S=[8, 8], K=[2, 2], T=4 need 32 ports per switch (T + sum(K*(S-1)) = 4 + 28); use fewer terminals, less trunking or smaller dimensions
     """
     spec = {"kind": "hyperx", **given(S=S, K=K, T=T, link_bandwidth=link_bandwidth,
-                                      host_bandwidth=host_bandwidth, link_latency=link_latency, name=name)}
+                                      host_bandwidth=host_bandwidth, link_latency=link_latency,
+                                      radix=radix, circuits=circuits, name=name)}
     return from_spec(spec)
 
 
@@ -189,7 +207,7 @@ def hybrid(
 
 
 def read_topology(source: str | os.PathLike, *, link_latency: Duration | None = None,
-                  name: str | None = None) -> Topology:
+                  default_bandwidth: Bandwidth | None = None, name: str | None = None) -> Topology:
     """A topology from a file or an inline spec, as ``netsteer topo SPEC`` reads it.
 
     Parameters
@@ -197,9 +215,12 @@ def read_topology(source: str | os.PathLike, *, link_latency: Duration | None = 
     source : str or path
         An ibnetdiscover output or ibsim net file (told apart by their content), a
         YAML/JSON file holding a topology spec (or a scenario with a ``topology:``),
-        or an inline spec ``"pgft:levels=2,down=16;16,up=1;8,link_bandwidth=10Gbps"``.
+        what ``netsteer topo --export x.json`` wrote, or an inline spec
+        ``"pgft:levels=2,down=16;16,up=1;8,link_bandwidth=10Gbps"``.
     link_latency : str, optional
-        Per cable, for imported fabrics; default 100 ns.
+        Per cable, for imported fabrics; default 100 ns. An export has its own.
+    default_bandwidth : str, optional
+        For ibnetdiscover output: the bandwidth of cables whose rate it does not print.
     name : str, optional
 
     Examples
@@ -213,11 +234,15 @@ def read_topology(source: str | os.PathLike, *, link_latency: Duration | None = 
     """
     from ..topology import spec as specs
 
+    from ..topology.json_io import is_export
+
     s = os.fspath(source)
-    extra = given(link_latency=link_latency, name=name)
+    extra = given(link_latency=link_latency, default_bandwidth=default_bandwidth, name=name)
     if os.path.isfile(s):
         if Path(s).suffix.lower() in (".yaml", ".yml", ".json"):
             data = specs._load(s)
+            if is_export(data):
+                return from_spec({"kind": "json", "path": str(Path(s).resolve()), **extra})
             if extra:
                 data = {**data, **extra}
             return from_spec(data, file=s)

@@ -287,7 +287,7 @@ def route_eval(
         raise NetsteerError(f"--vl-model must be shared or split, got {vl_model!r}", field="--vl-model")
     if pattern == "partition-local" and partitions is None:
         raise NetsteerError("the partition-local pattern needs --partitions", field="--pattern")
-    # route's tables name a fabric without GUIDs (spec, scenario, JSON export) by the
+    # route's tables name a fabric without GUIDs (spec, scenario) by the
     # GUIDs with_guids gives it: read them with the same ones
     topo = with_guids(load_topology(topology))
     from ..limits import FLOW_BYTES, check

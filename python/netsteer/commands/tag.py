@@ -23,12 +23,13 @@ def encode_cmd(
     comm: int = typer.Option(..., "--comm", "-c", help="Communicator number within the job (0..15)."),
     src: int = typer.Option(..., "--src", "-s", help="Source rank in the communicator."),
     dst: int = typer.Option(..., "--dst", "-d", help="Destination rank in the communicator."),
-    size: Optional[int] = typer.Option(None, "--size", help="Communicator size: refuse ranks outside it."),
+    size: Optional[int] = typer.Option(None, "--size", help="Communicator size (1..32768): refuse ranks outside it."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Print the tag (a destination MAC) of one message's MPI context."""
-    from ..unisonflow.tags import Tag, encode, format_mac
+    from ..unisonflow.tags import Tag, check_comm_size, encode, format_mac
 
+    check_comm_size(size, field="--size")
     tag = Tag(primitive, job, comm, src, dst)
     mac = format_mac(encode(tag, size))
     typer.echo(json.dumps({"mac": mac, **tag.as_dict()}) if as_json else mac)
@@ -37,12 +38,13 @@ def encode_cmd(
 @tag_app.command("decode")
 def decode_cmd(
     mac: str = typer.Argument(..., help="A tag: aa:bb:cc:dd:ee:ff (or with -, or 12 hex digits)."),
-    size: Optional[int] = typer.Option(None, "--size", help="Communicator size: refuse ranks outside it."),
+    size: Optional[int] = typer.Option(None, "--size", help="Communicator size (1..32768): refuse ranks outside it."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Print the MPI context in a tag: primitive, job, comm, src, dst."""
-    from ..unisonflow.tags import decode
+    from ..unisonflow.tags import check_comm_size, decode
 
+    check_comm_size(size, field="--size")
     tag = decode(mac, size)
     if as_json:
         typer.echo(json.dumps(tag.as_dict()))

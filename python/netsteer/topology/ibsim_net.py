@@ -463,8 +463,9 @@ def not_infiniband(topo: Topology, what: str = "InfiniBand") -> str | None:
 def fabric_guids(topo: Topology) -> list[int]:
     """The node GUIDs ``topo`` has as an InfiniBand fabric: its own, made up where unknown.
 
-    This is the one numbering of a fabric without GUIDs (generated, a JSON export,
-    whose ``"guid"`` is ``"0x0"``): :func:`write_ibsim_net` writes it (so ibsim and
+    This is the one numbering of a fabric without GUIDs (generated, a JSON file
+    whose ``"guid"`` is ``"0x0"``): :func:`write_ibsim_net` and
+    :func:`~netsteer.topology.json_io.to_json` write it (so ibsim and
     OpenSM see it), and ``netsteer route`` and ``route-eval`` use it through
     :func:`with_fabric_guids`, so that the tables ``route`` writes for a spec name
     the nodes ``route-eval`` finds in that spec, or in its ``.net``/``.json`` export.

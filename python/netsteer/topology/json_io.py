@@ -9,6 +9,14 @@ scenario names it as ``topology: {kind: json, path: x.json}``, a command as
 ``meta`` then still describes the generator's shape, which routing that relies on it
 assumes.
 
+The GUIDs are the ones the rest of netsteer gives the fabric
+(:func:`netsteer.topology.ibsim_net.with_fabric_guids`: the topology's own, made up
+by one rule where it has none), the GUIDs ``netsteer route`` writes into its dump and
+``--export x.net`` into the net file. So a partitions.conf can name the hosts by
+the GUIDs the export shows, and tables routed for the spec read back against the
+export even after its nodes or cables are edited. A file whose nodes say
+``"guid": "0x0"`` (or none) still reads: those nodes get GUIDs by that rule.
+
 Examples
 --------
 >>> import json, os, tempfile
@@ -43,15 +51,18 @@ def to_json(topo: Topology) -> dict[str, Any]:
     >>> from netsteer.topology import pgft
     >>> d = to_json(pgft(1, [2], [1], link_bandwidth=1e9, link_latency_ns=5))
     >>> d["nodes"][2], d["links"][0]
-    ({'name': 's1_0', 'kind': 'switch', 'level': 1, 'guid': '0x0'}, {'a': 'h0', 'a_port': 1, 'b': 's1_0', 'b_port': 1, 'bandwidth_bps': 1000000000.0, 'latency_ns': 5})
+    ({'name': 's1_0', 'kind': 'switch', 'level': 1, 'guid': '0x2c90300000004'}, {'a': 'h0', 'a_port': 1, 'b': 's1_0', 'b_port': 1, 'bandwidth_bps': 1000000000.0, 'latency_ns': 5})
     """
+    from .ibsim_net import with_fabric_guids
+
     names = topo.node_names
+    guids = with_fabric_guids(topo).node_guid  # the GUIDs route, route-eval and .net use
     return {
         "format": FORMAT,
         "name": topo.name,
         "nodes": [
             {"name": names[i], "kind": KIND_NAMES[int(topo.node_kind[i])], "level": int(topo.node_level[i]),
-             "guid": f"{int(topo.node_guid[i]):#x}"}
+             "guid": f"{int(guids[i]):#x}"}
             for i in range(topo.n_nodes)
         ],
         "links": [

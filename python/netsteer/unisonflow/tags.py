@@ -132,9 +132,28 @@ def encode(tag: Tag, comm_size: int | None = None) -> int:
     return v
 
 
+def check_comm_size(comm_size: int | None, field: str = "comm_size") -> None:
+    """Refuse a communicator size the tag cannot carry: ranks have 15 bits, so
+    1..:data:`MAX_RANKS` ranks (None: no size given).
+
+    >>> check_comm_size(40000, field="--size")
+    Traceback (most recent call last):
+    ...
+    netsteer.unisonflow.tags.TagError: --size: communicator size must be 1..32768 (the tag's ranks have 15 bits), got 40000
+    """
+    if comm_size is None:
+        return
+    if isinstance(comm_size, bool) or not isinstance(comm_size, int):
+        raise TagError(f"must be an integer, got {comm_size!r}", field=field)
+    if not 1 <= comm_size <= MAX_RANKS:
+        raise TagError(f"communicator size must be 1..{MAX_RANKS} (the tag's ranks have {LAYOUT['src'][1]} bits), "
+                       f"got {comm_size}", field=field)
+
+
 def _check_ranks(src: int, dst: int, comm_size: int | None) -> None:
     if comm_size is None:
         return
+    check_comm_size(comm_size)
     for name, r in (("src", src), ("dst", dst)):
         if not 0 <= r < comm_size:
             raise TagError(f"rank {r} is outside the communicator of {comm_size} ranks", field=name)
@@ -197,8 +216,8 @@ def decode(mac: str | int, comm_size: int | None = None) -> Tag:
     if name is None:
         raise TagError(f"unknown primitive code {code} in {format_mac(v)}", field="primitive")
     src, dst = (v >> 15) & 0x7FFF, v & 0x7FFF
-    if comm_size is not None and (src >= comm_size or dst >= comm_size):
-        _check_ranks(src, dst, comm_size)
+    if comm_size is not None and not (type(comm_size) is int and src < comm_size and dst < comm_size <= MAX_RANKS):
+        _check_ranks(src, dst, comm_size)  # raises: the size or a rank is out of range
     # built without the dataclass's __init__: decoding is on the controller's hot path
     t = object.__new__(Tag)
     t.__dict__.update(primitive=name, job=(v >> 34) & 0x3F, comm=(v >> 30) & 0xF, src=src, dst=dst, _v=v)
@@ -218,8 +237,16 @@ def host_mac(host: int) -> int:
 
 
 def layout_table() -> list[dict]:
-    """The layout as rows (field, first bit, bits, range), for docs and ``tag layout``."""
-    rows = [{"field": n, "bits": f"{s + b - 1}..{s}", "width": b, "range": f"0..{(1 << b) - 1}"} for n, (s, b) in LAYOUT.items()]
+    """The layout as rows (field, bits, width, range), for docs and ``tag layout``:
+    the values a tag carries, so primitive codes start at 1 (0 is a host's address).
+
+    >>> [(r["field"], r["range"]) for r in layout_table()][:2]
+    [('primitive', '1..63 (0: host address)'), ('U/L (1)', '1')]
+    """
+    low = {"primitive": 1}
+    rows = [{"field": n, "bits": f"{s + b - 1}..{s}", "width": b, "range": f"{low.get(n, 0)}..{(1 << b) - 1}"}
+            for n, (s, b) in LAYOUT.items()]
+    rows[0]["range"] += " (0: host address)"
     rows.insert(1, {"field": "U/L (1)", "bits": "41", "width": 1, "range": "1"})
     rows.insert(2, {"field": "I/G (0)", "bits": "40", "width": 1, "range": "0"})
     return rows

@@ -7,13 +7,17 @@ parser (``osm_prtn_config.c``) reads it::
     Name=PKey[,flag[=value]]... : member[=full|limited|both], ... ;
 
 - A definition runs to ``;`` and may span lines, but its header (up to ``:``)
-  must be on its first line; several definitions may share a line.
+  must be on its first line; several definitions may share a line. The file's
+  last definition may end without ``;``: OpenSM adds members as it reads them, so
+  it applies that definition too (seen with OpenSM 3.3.23 on ibsim). A missing
+  ``;`` before another definition is an error: the next header reads as a member.
 - ``PKey`` is C-style (``0x`` hex, leading-0 octal, decimal); only the low 15
   bits count, and they must not be 0 (``0x0000`` and ``0x8000`` are refused: OpenSM
   would silently generate another PKey). Omitted, it is taken from an earlier partition of the same name,
   else generated as OpenSM does (the next unused value counting from 1). A bare
-  number as the name is the PKey. The same PKey twice merges the member lists and
-  keeps the first name.
+  number as the name is the PKey. The same PKey twice, under any name, merges the
+  member lists and flags and keeps the first name, as OpenSM does (it logs
+  "Duplicated partition definition ... Will use it" and does not refuse it).
 - Flags: ``ipoib``, ``indx0``, ``defmember=full|limited|both`` (membership of
   members given without one; default ``limited``), and the multicast flags
   ``mtu``, ``rate``, ``sl``, ``scope``, ``Q_Key``, ``TClass``, ``FlowLabel``.
@@ -211,6 +215,11 @@ class _Reader:
                 # a multicast group takes the rest of the line, flags and all
                 self.cur.mgroups.append(",".join(t.strip() for t in tokens[i:]))  # type: ignore[union-attr]
                 return
+            if ":" in tok:
+                # OpenSM reads it as a port and refuses it ("bad PortGUID"); say why
+                raise self.err(f"{tok.strip()!r} is a partition header inside the definition of "
+                               f"{self.cur.name or hex(self.cur.pkey)!r}: "  # type: ignore[union-attr]
+                               "the ';' that ends that definition is missing", line)
             self.member(name, flag if eq else None, line)
 
     def member(self, name: str, flag: str | None, line: int) -> None:
