@@ -1,6 +1,7 @@
 """A link that goes down under packets: the packets waiting for it are dropped and
-the RC senders send again after their timeout (go-back-N), so a run that ends done
-at flow level ends done at packet level too, later by the timeout.
+the RC senders send again (go-back-N) when the destination NAKs the hole (packets
+behind it come in by the new path), or after their timeout when none follow it, so
+a run that ends done at flow level ends done at packet level too.
 
 Before, the packets queued for a dead port never left and such a run ended stalled
 at packet fidelity (the reproducer below)."""
@@ -74,9 +75,10 @@ def test_the_reproducer_ends_done_as_at_flow_level_every_byte_delivered_once():
     assert sum(pk["dropped_per_flow"]) == pk["dropped"]
     dead = [c for c in range(built.topology.n_channels) if built.topology.channel_name(c) == "s1_0[5]->s2_0"]
     assert pk["xmit_discards"].sum() == pk["xmit_discards"][dead[0]].sum() == pk["dropped"]
-    # each sender timed out once and went back: what it sent again was dropped,
-    # thrown away behind the loss at the destination, or taken there exactly once
-    assert pk["timeouts"] == 2
+    # each sender went back once, on its destination's NAK (packets behind the hole
+    # came in by the new path): what it sent again was dropped, thrown away behind
+    # the loss at the destination, or taken there exactly once
+    assert (pk["naks"], pk["timeouts"]) == (2, 0)
     assert pk["retransmitted"] == sum(pk["retransmitted_per_flow"]) > pk["dropped"]
     unique = 3 * MIB // MTU
     assert pk["packets"] == unique + pk["retransmitted"]
@@ -84,16 +86,21 @@ def test_the_reproducer_ends_done_as_at_flow_level_every_byte_delivered_once():
 
 
 @pytest.mark.parametrize("rc_timeout", ["10us", "100us", "1ms", None])
-def test_a_flow_that_lost_packets_ends_at_least_the_timeout_later(rc_timeout):
+def test_a_flow_that_lost_packets_mid_flow_goes_back_on_the_nak_not_the_timeout(rc_timeout):
     _, base = run(scenario(rc_timeout, fault=False))
     _, res = run(scenario(rc_timeout))
     assert base.status == res.status == "done"
     t = RC_TIMEOUT_NS if rc_timeout is None else PacketParams.model_validate({"rc_timeout": rc_timeout}).rc_timeout
     lost = res.packet["dropped_per_flow"] > 0
     assert lost.tolist() == [True, True, False]
-    # go-back-N: nothing after the first lost packet counts until the timeout
-    assert (res.completion_ns[lost] - base.completion_ns[lost] >= t).all()
-    assert base.packet["dropped"] == base.packet["retransmitted"] == base.packet["timeouts"] == 0
+    late = res.completion_ns[lost] - base.completion_ns[lost]
+    # later by what was lost and sent again, a few round trips: under the shortest
+    # timeout, and the same whatever the timeout (none went off)
+    assert (late > 0).all() and (late < min(t, 10_000)).all()
+    _, default = run(scenario())
+    assert res.completion_ns.tolist() == default.completion_ns.tolist()
+    assert (res.packet["naks"], res.packet["timeouts"]) == (2, 0)
+    assert base.packet["dropped"] == base.packet["retransmitted"] == base.packet["naks"] == 0
 
 
 def test_a_flow_away_from_the_dead_link_is_not_affected():
@@ -105,7 +112,7 @@ def test_a_flow_away_from_the_dead_link_is_not_affected():
 
 
 def test_the_same_scenario_gives_the_same_result_to_the_ns():
-    keys = ("packets", "dropped", "retransmitted", "timeouts", "discarded")
+    keys = ("packets", "dropped", "retransmitted", "timeouts", "naks", "discarded")
     runs = [run(scenario("10us"))[1] for _ in range(2)]
     assert runs[0].completion_ns.tolist() == runs[1].completion_ns.tolist()
     assert [runs[0].packet[k] for k in keys] == [runs[1].packet[k] for k in keys]

@@ -518,3 +518,29 @@ fn the_rc_timeout_is_positive_and_at_most_infinibands_longest() {
     // the default: UCX's 1 s as the HCA takes it, 4.096 us x 2^18
     assert_eq!(PacketConfig::default().rc_timeout, 4096 << 18);
 }
+
+#[test]
+fn packets_behind_a_loss_have_the_destination_nak_and_the_sender_goes_back_at_once() {
+    // host -(0)-> switch -(1 or 2)-> switch -(3)-> host; channel 1 dies under the
+    // flow and the flow moves to 2 at once: the packets queued for 1 are lost, the
+    // next ones come in by 2 behind the hole, and the destination NAKs it. The
+    // sender goes back about a path's latency later, not after rc_timeout (1.07 s)
+    let p = Packets::new(4, PacketConfig::default()).unwrap();
+    let mut e = Engine::with_physics(vec![16e9, CAP, CAP, CAP], vec![LAT; 4], Box::new(p));
+    let bytes = 64.0 * 2048.0;
+    e.add_flows(&[FlowSpec::new(bytes, vec![0, 1, 3])]).unwrap();
+    assert_eq!(e.run(2_000, u64::MAX), RunStatus::Until);
+    e.set_channels_up(&[1], false);
+    e.reroute(0, &[0, 2, 3]).unwrap();
+    assert_eq!(e.run_to_end(), RunStatus::Done);
+    assert_eq!(e.sent(0), bytes);
+    let p = e.physics().as_any().downcast_ref::<Packets>().unwrap();
+    assert!(p.dropped() > 0);
+    assert_eq!((p.naks(), p.timeouts()), (1, 0));
+    assert!(p.discarded() > 0, "packets behind the hole were thrown away");
+    assert_eq!(p.retransmitted() + 64, p.packets());
+    // 64 packets and the ones sent again at line rate, a few latencies besides
+    let wire = ser_ps(2048 + 26);
+    let bound = 2_000 + ((64 + p.retransmitted() as i64) * wire + 20 * LAT * 1000) / 1000;
+    assert!(e.completion(0) < bound, "{} >= {bound}", e.completion(0));
+}

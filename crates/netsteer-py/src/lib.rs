@@ -588,7 +588,7 @@ impl Engine {
     /// (its time alone on an idle fabric); ``packets`` (retransmissions included);
     /// ``xmit_discards`` [channels, vls] (packets dropped there, the link down);
     /// per run ``dropped``, ``retransmitted``, ``timeouts`` (retransmission timeouts
-    /// that fired) and ``discarded`` (packets destinations threw away: duplicates,
+    /// that fired), ``naks`` (NAKs that sent a flow back) and ``discarded`` (packets destinations threw away: duplicates,
     /// or behind a lost one); per flow ``dropped_per_flow`` and
     /// ``retransmitted_per_flow``.
     fn packet_report<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
@@ -623,6 +623,7 @@ impl Engine {
         d.set_item("dropped", p.dropped())?;
         d.set_item("retransmitted", p.retransmitted())?;
         d.set_item("timeouts", p.timeouts())?;
+        d.set_item("naks", p.naks())?;
         d.set_item("discarded", p.discarded())?;
         let (lost, resent) = p.flow_losses(self.inner.n_flows());
         d.set_item("dropped_per_flow", lost.into_pyarray(py))?;

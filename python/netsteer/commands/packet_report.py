@@ -12,8 +12,8 @@ def print_packet(pk: dict, console) -> None:
     console.print(f"packet fidelity: MTU {p['mtu']} B, {p['vls']} VL(s), buffer {p['buffer']} B per port and VL, "
                   f"{p['switching']}; {pk['packets']} packets, PortXmitWait total {pk['xmit_wait_s_total']:.6f} s")
     if pk.get("dropped") or pk.get("timeouts"):
-        console.print(f"links down: {pk['dropped']} packets dropped, {pk['timeouts']} retransmission timeouts "
-                      f"(rc_timeout {p['rc_timeout'] * 1e-9:.6g} s), {pk['retransmitted']} packets sent again, "
+        console.print(f"packets lost: {pk['dropped']} dropped, {pk['naks']} NAKs, {pk['timeouts']} retransmission "
+                      f"timeouts (rc_timeout {p['rc_timeout'] * 1e-9:.6g} s), {pk['retransmitted']} packets sent again, "
                       f"{pk['discarded']} thrown away at destinations (duplicates, or behind a lost one)")
     if pk["ports_waiting_most"]:
         t = Table(title="ports waiting for credits (PortXmitWait)")

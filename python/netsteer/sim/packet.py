@@ -281,7 +281,7 @@ def packet_summary(built, res, top: int = 10) -> dict:
     """The packet fidelity's part of a run's result: its parameters, the ports that
     waited longest for credits (PortXmitWait), per job the messages' latency and how
     much of it was queueing, and what links that went down cost: packets dropped
-    (and the ports that dropped them, PortXmitDiscards), retransmission timeouts,
+    (and the ports that dropped them, PortXmitDiscards), retransmission timeouts and NAKs,
     packets sent again, packets their destinations threw away (go-back-N)."""
     rep = res.packet
     topo = built.topology
@@ -314,7 +314,7 @@ def packet_summary(built, res, top: int = 10) -> dict:
                           "queueing_max_s": float(queue[m].max()) * 1e-9}
     return {"parameters": built.packet.model_dump(), "packets": int(rep["packets"]),
             "xmit_wait_s_total": float(wait.sum()) * 1e-9, "ports_waiting_most": ports, "messages": jobs,
-            "dropped": int(rep["dropped"]), "timeouts": int(rep["timeouts"]),
+            "dropped": int(rep["dropped"]), "timeouts": int(rep["timeouts"]), "naks": int(rep["naks"]),
             "retransmitted": int(rep["retransmitted"]), "discarded": int(rep["discarded"]),
             "ports_dropping": drops}
 

@@ -65,6 +65,8 @@ const CREDIT: u8 = 3;
 const TIMER: u8 = 4;
 // a packet read out of input buffer `a` into a slower output (`b`: its credits)
 const READ_DONE: u8 = 5;
+// a destination's NAK reaches flow `a`'s sender (`b`: the flow's version)
+const NAK: u8 = 6;
 const VER_MASK: u32 = (1 << 30) - 1;
 // a flow with no packet lost and not yet taken
 const NO_HOLE: u64 = u64::MAX;
@@ -160,6 +162,8 @@ struct Recovery {
     high: u64,
     // the retransmission timer is running
     armed: bool,
+    // the destination has NAKed the hole (once per hole, as RC's responder does)
+    naked: bool,
     // PSN ranges [a, b) above `expected` taken out of order (a re-route's reordering)
     ooo: Vec<(u64, u64)>,
     // its packets dropped, and sent again
@@ -235,6 +239,7 @@ pub struct Packets {
     dropped: u64,
     retransmitted: u64,
     timeouts: u64,
+    naks: u64,
     discarded: u64,
     rec: std::collections::HashMap<u32, Recovery>,
     // capacity and latency as last seen (the engine's Net), for ser times; a
@@ -286,6 +291,7 @@ impl Packets {
             dropped: 0,
             retransmitted: 0,
             timeouts: 0,
+            naks: 0,
             discarded: 0,
             rec: std::collections::HashMap::new(),
             cap: vec![],
@@ -345,6 +351,11 @@ impl Packets {
     pub fn timeouts(&self) -> u64 {
         self.timeouts
     }
+
+    /// NAKs that sent a flow back to the packet its destination lacks.
+    pub fn naks(&self) -> u64 {
+        self.naks
+    }
     /// Packets that reached their destination and were thrown away: duplicates,
     /// or behind a lost packet (RC takes packets in order).
     pub fn discarded(&self) -> u64 {
@@ -388,10 +399,12 @@ impl Packets {
         self.n_down = (0..self.cap.len()).filter(|&c| self.is_down(c)).count();
     }
 
-    /// Channel `c`'s link is down (not merely of no capacity: such a channel holds
-    /// its packets, as the hybrid fabric's path to nowhere does).
+    /// Channel `c` carries nothing: its link is down, or it is a path to nowhere (the
+    /// hybrid fabric's, where no rule matches). A packet that wants it is dropped,
+    /// as a switch drops what it cannot forward; held, it would block its input
+    /// buffer, and every packet behind it, for good.
     fn is_down(&self, c: usize) -> bool {
-        !(self.cap[c] > 0.0) && self.base[c] > 0.0
+        !(self.cap[c] > 0.0)
     }
 
     /// Every channel of flow `f`'s path is up.
@@ -599,12 +612,25 @@ impl Packets {
             let now = self.now;
             let r = self.recovery(f);
             if p < fl.expected || r.has(p) || p > r.hole {
-                // a duplicate, or behind a lost packet: RC takes packets in order
+                // a duplicate, or behind a lost packet: RC takes packets in order;
+                // the first behind a hole has the destination NAK it (PSN sequence
+                // error), and the sender goes back on the NAK's arrival, about the
+                // path's latency later (the NAK's way back is not modelled)
+                let nak = p > r.hole && !r.naked;
+                r.naked |= nak;
                 self.discarded += 1;
+                if nak {
+                    let back: i64 = self.routes[fl.route as usize..fl.route as usize + fl.route_len as usize]
+                        .iter()
+                        .map(|&c| self.lat_ps[c as usize])
+                        .sum();
+                    self.push(now + back, NAK, f as u32, fl.ver & VER_MASK);
+                }
                 return;
             }
             if p == r.hole {
                 r.hole = NO_HOLE;
+                r.naked = false;
             }
             let mut expected = fl.expected;
             if p == expected {
@@ -656,9 +682,29 @@ impl Packets {
         if fl.expected >= next || fl.delivered >= fl.bytes {
             return; // nothing is owed
         }
-        // go back N: send again from the first packet the destination has not taken
-        r.high = r.high.max(next);
         self.timeouts += 1;
+        self.go_back(f);
+    }
+
+    /// A NAK for flow `f` (`ver`: the flow's version then) reached its sender.
+    fn nak(&mut self, f: usize, ver: u32) {
+        let fl = self.flows[f];
+        if fl.ver & VER_MASK != ver || !fl.active || !fl.rec {
+            return;
+        }
+        if fl.expected >= self.next_psn(f) || fl.delivered >= fl.bytes {
+            return; // the hole was filled meanwhile
+        }
+        self.naks += 1;
+        self.go_back(f);
+    }
+
+    /// Go back N: send flow `f` again from the first packet its destination has not
+    /// taken.
+    fn go_back(&mut self, f: usize) {
+        let next = self.next_psn(f);
+        let r = self.recovery(f);
+        r.high = r.high.max(next);
         let mtu = self.cfg.mtu as u64;
         let fl = &mut self.flows[f];
         fl.left = fl.bytes - (fl.expected * mtu).min(fl.bytes);
@@ -895,6 +941,7 @@ impl Packets {
                 self.free_pkts.push(p);
             }
             TIMER => self.timeout(ev.a as usize, ev.b),
+            NAK => self.nak(ev.a as usize, ev.b),
             _ => {
                 let k = ev.a as usize;
                 self.credits[k] += ev.b as i64;
