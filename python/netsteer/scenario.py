@@ -806,7 +806,16 @@ def _qos(m: ScenarioModel, topo, dag, job_of_flow, file):
 def _hybrid(m: ScenarioModel, topo, file):
     from .control.scenario import build_hybrid_controller
 
-    return build_hybrid_controller(m.controller, topo, file, host_ref=_host)
+    ctl = build_hybrid_controller(m.controller, topo, file, host_ref=_host)
+    for i, ev in enumerate(m.events if ctl is not None else ()):
+        # the controller forwards over the circuits it made and reads no circuit
+        # change it did not make: a scripted one would strand its VLAN paths
+        if ev.circuit is not None and topo.node(ev.circuit.switch) in ctl.ocs_nodes:
+            raise NetsteerError(f"{ev.circuit.switch} is driven by controller.hybrid, which does not re-plan "
+                                "for circuit changes it did not make (its VLAN paths would lead nowhere); "
+                                "give the change as controller.hybrid.schedule [plane, rack, rack] circuits instead",
+                                file=file, field=f"events.{i}.circuit")
+    return ctl
 
 
 def _steering(m: ScenarioModel, topo, dag, job_of_flow, file):

@@ -235,3 +235,22 @@ def test_more_than_4094_vlans_is_refused():
     HybridController(t, initial=matchings(31))  # 1984 circuits, 3968 directed paths
     with pytest.raises(NetsteerError, match="4094"):
         HybridController(t, initial=matchings(33))  # 2112 circuits, 4224 paths
+
+
+def test_a_scripted_circuit_change_on_a_switch_the_controller_drives_is_refused(tmp_path):
+    # it was accepted, and the run stalled: the controller's VLAN paths led over
+    # circuits the event had moved, and it does not re-plan for changes it did not make
+    data = iperf()
+    data["events"] = [{"at": "1s", "circuit": {"switch": "ocs0", "pairs": [[1, 4]]}}]
+    with pytest.raises(NetsteerError) as e:
+        build(data)
+    assert e.value.field == "events.0.circuit"
+    assert "ocs0 is driven by controller.hybrid" in e.value.reason and "controller.hybrid.schedule" in e.value.reason
+    f = tmp_path / "hc.json"
+    f.write_text(json.dumps(data))
+    out = subprocess.run([sys.executable, "-m", "netsteer", "run", str(f), "--no-progress"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert f"{f}: events.0.circuit: ocs0 is driven by controller.hybrid" in out.stderr
+    del data["controller"]  # the same event without the controller is the scenario's to make
+    assert [type(ev).__name__ for ev in build(data).events].count("CircuitChange") == 1
