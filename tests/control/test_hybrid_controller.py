@@ -254,3 +254,20 @@ def test_a_scripted_circuit_change_on_a_switch_the_controller_drives_is_refused(
     assert f"{f}: events.0.circuit: ocs0 is driven by controller.hybrid" in out.stderr
     del data["controller"]  # the same event without the controller is the scenario's to make
     assert [type(ev).__name__ for ev in build(data).events].count("CircuitChange") == 1
+
+
+def test_a_hybrid_network_without_electrical_uplinks_says_why_it_has_no_route():
+    # it said "routing: switch tor0 has no route to h1", though initial circuits joined the racks
+    data = iperf()
+    data["topology"]["tor_uplinks"] = 0
+    with pytest.raises(NetsteerError) as e:
+        build(data)
+    assert e.value.field == "topology.tor_uplinks", e.value.message()
+    assert "no electrical uplinks" in e.value.reason and "give tor_uplinks >= 1" in e.value.reason
+    assert "controller.hybrid.initial circuits are made by the controller after routing" in e.value.reason
+    del data["controller"]
+    with pytest.raises(NetsteerError) as e:
+        build(data)
+    assert e.value.field == "topology.tor_uplinks" and "at time 0 no rack reaches another" in e.value.reason
+    data["topology"].update(racks=1, servers_per_rack=2)  # one rack needs no uplink
+    build(data)
