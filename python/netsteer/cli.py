@@ -180,10 +180,10 @@ def _print_result(result: dict) -> None:
         if "failed" in e:
             line += f"  [red]FAILED[/]: {escape(e['failed'])}"
         out_console.print(line)
-    for r in (result.get("controller") or {}).get("hybrid", {}).get("reconfigurations", []):
-        end = "-" if r["end_s"] is None else f"{r['end_s']:.6f}"
-        out_console.print(f"  reconfiguration {r['id']} ({r['trigger']}, {r['method']}): "
-                          f"{r['start_s']:.6f}-{end} s, {r['status']}")
+    from .report.controllers import controller_lines
+
+    for line in controller_lines(result.get("controller")):
+        out_console.print(escape(line))
 
 
 @app.command()

@@ -563,6 +563,27 @@ def _routes_in_engine(m: ScenarioModel, topo: Topology, packet) -> bool:
         job.program is not None and not job.flows and not job.bulk and _streams(job, None) for job in m.jobs)
 
 
+def _check_electrical(m: ScenarioModel, topo: Topology, file) -> None:
+    """Refuse a hybrid network of several racks without electrical uplinks: routing
+    forwards over the electrical network alone, so it would find no route between
+    racks (circuits carry traffic once made, by the hybrid controller's VLAN rules on
+    top of that routing, or by a circuit event that re-routes)."""
+    if topo.meta.get("kind") != "hybrid" or int(topo.meta["racks"]) < 2:
+        return
+    cores = {int(c) for c in topo.meta["cores"]}
+    if any(int(d) in cores for d in topo.channel_dst()):
+        return
+    hybrid = (m.controller or {}).get("hybrid")
+    if isinstance(hybrid, dict) and hybrid.get("initial"):
+        why = ("the controller.hybrid.initial circuits are made by the controller after routing, and the rack "
+               "pairs without a circuit, and each reconfiguration's detour, need the electrical network")
+    else:
+        why = "circuits carry traffic only once made, so at time 0 no rack reaches another"
+    raise NetsteerError(f"the racks have no electrical uplinks (tor_uplinks: 0) and routing ({m.routing.engine}) "
+                        f"routes over the electrical network only: {why}; give tor_uplinks >= 1",
+                        file=file, field="topology.tor_uplinks" if "tor_uplinks" in m.topology else "topology")
+
+
 def _routing_factory(topo, model: RoutingModel, file, field, *, defer: bool = False):
     """The routing now (a :class:`DeferredRouting` with ``defer``: built on first
     read), and a function that rebuilds it for a changed network."""
@@ -658,6 +679,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
     packet = check_fidelity(fid, m.packet, "sharing" in m.model_fields_set, sharing_name, file=file,
                             override=fidelity is not None, notes=notes)
     topo = topology if topology is not None else build_topology(m.topology, file=file)
+    _check_electrical(m, topo, file)
     in_engine = _routes_in_engine(m, topo, packet)
     if not in_engine:
         _check_jobs_early(m, topo, file)
@@ -806,7 +828,16 @@ def _qos(m: ScenarioModel, topo, dag, job_of_flow, file):
 def _hybrid(m: ScenarioModel, topo, file):
     from .control.scenario import build_hybrid_controller
 
-    return build_hybrid_controller(m.controller, topo, file, host_ref=_host)
+    ctl = build_hybrid_controller(m.controller, topo, file, host_ref=_host)
+    for i, ev in enumerate(m.events if ctl is not None else ()):
+        # the controller forwards over the circuits it made and reads no circuit
+        # change it did not make: a scripted one would strand its VLAN paths
+        if ev.circuit is not None and topo.node(ev.circuit.switch) in ctl.ocs_nodes:
+            raise NetsteerError(f"{ev.circuit.switch} is driven by controller.hybrid, which does not re-plan "
+                                "for circuit changes it did not make (its VLAN paths would lead nowhere); "
+                                "give the change as controller.hybrid.schedule [plane, rack, rack] circuits instead",
+                                file=file, field=f"events.{i}.circuit")
+    return ctl
 
 
 def _steering(m: ScenarioModel, topo, dag, job_of_flow, file):

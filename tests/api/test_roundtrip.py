@@ -93,3 +93,62 @@ def test_python_scenarios_round_trip_to_the_same_result(sc, tmp_path):
     back = ns.Scenario.from_yaml(path)
     assert back.to_dict() == sc.to_dict()
     _same(sc.run(sample=False), back.run(sample=False))
+
+
+QOS_FILE = """
+name: q
+topology: {kind: pgft, levels: 1, down: [4], up: [1], link_bandwidth: 10Gbps, link_latency: 1us}
+routing: {engine: dmodk}
+%s
+jobs:
+  - name: a
+    flows: [{src: 0, dst: 2, bytes: 1MB}]
+  - name: b
+    flows: [{src: 1, dst: 2, bytes: 1MB}]
+qos:
+  max_vls: 2
+  vlarb_low: "0:255,1:34"
+  sl2vl: [0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1]
+  classes:
+    - {name: ca, sl: 0, jobs: [a]}
+    - {name: cb, sl: 1, jobs: [b]}
+"""
+
+
+@pytest.mark.parametrize("kw, keys", [
+    ({}, ""),
+    ({"fidelity": "packet", "packet": {"mtu": "2KiB", "buffer": "16KiB"}},
+     "fidelity: packet\npacket: {mtu: 2KiB, buffer: 16KiB}"),
+])
+def test_qos_fidelity_and_packet_in_python_are_the_file_keys(kw, keys, tmp_path):
+    # Scenario(qos=, fidelity=, packet=) was a TypeError: a file's scenario had no Python form
+    f = tmp_path / "q.yaml"
+    f.write_text(QOS_FILE % keys)
+    from_file = ns.Scenario.from_yaml(f)
+    topo = ns.pgft(levels=1, down=[4], up=[1], link_bandwidth="10Gbps", link_latency="1us")
+    jobs = [ns.job([ns.flow(0, 2, "1MB")], name="a"), ns.job([ns.flow(1, 2, "1MB")], name="b")]
+    qos = yaml.safe_load(QOS_FILE % "")["qos"]
+    sc = ns.Scenario(topo, "dmodk", jobs, name="q", qos=qos, **kw)
+    assert sc.to_dict() == from_file.to_dict()
+    r = sc.run(sample=False)
+    _same(r, from_file.run(sample=False))
+    assert r.status == "done" and r.to_dict().get("fidelity", "flow") == kw.get("fidelity", "flow")
+    # the QoS is in force: b's VL gets 34 of every 289 arbitration units while a sends
+    assert r.jobs.completion_s.iloc[0] < r.jobs.completion_s.iloc[1]
+
+
+def test_simulate_takes_the_fidelity_and_its_errors_are_the_files(tmp_path):
+    topo = ns.pgft(levels=1, down=[4], up=[1], link_bandwidth="10Gbps", link_latency="1us")
+    jobs = [ns.job([ns.flow(0, 2, "1MB"), ns.flow(1, 2, "1MB")], name="a")]
+    r = ns.simulate(topo, "dmodk", jobs, fidelity="packet", packet={"mtu": "2KiB"}, name="p")
+    f = tmp_path / "p.yaml"
+    r.scenario.to_yaml(f)
+    assert yaml.safe_load(f.read_text())["fidelity"] == "packet"
+    _same(r, ns.Scenario.from_yaml(f).run())
+    assert r.to_dict()["fidelity"] == "packet"
+    with pytest.raises(ns.NetsteerError) as e:
+        ns.simulate(topo, "dmodk", jobs, packet={"mtu": "2KiB"})
+    assert e.value.field == "packet" and "apply to the packet fidelity" in e.value.reason
+    with pytest.raises(ns.NetsteerError) as e:
+        ns.Scenario(topo, "dmodk", jobs, qos={"max_vls": 99}).build()  # checked at build, as a file's
+    assert e.value.field == "qos.max_vls"

@@ -235,3 +235,39 @@ def test_more_than_4094_vlans_is_refused():
     HybridController(t, initial=matchings(31))  # 1984 circuits, 3968 directed paths
     with pytest.raises(NetsteerError, match="4094"):
         HybridController(t, initial=matchings(33))  # 2112 circuits, 4224 paths
+
+
+def test_a_scripted_circuit_change_on_a_switch_the_controller_drives_is_refused(tmp_path):
+    # it was accepted, and the run stalled: the controller's VLAN paths led over
+    # circuits the event had moved, and it does not re-plan for changes it did not make
+    data = iperf()
+    data["events"] = [{"at": "1s", "circuit": {"switch": "ocs0", "pairs": [[1, 4]]}}]
+    with pytest.raises(NetsteerError) as e:
+        build(data)
+    assert e.value.field == "events.0.circuit"
+    assert "ocs0 is driven by controller.hybrid" in e.value.reason and "controller.hybrid.schedule" in e.value.reason
+    f = tmp_path / "hc.json"
+    f.write_text(json.dumps(data))
+    out = subprocess.run([sys.executable, "-m", "netsteer", "run", str(f), "--no-progress"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert f"{f}: events.0.circuit: ocs0 is driven by controller.hybrid" in out.stderr
+    del data["controller"]  # the same event without the controller is the scenario's to make
+    assert [type(ev).__name__ for ev in build(data).events].count("CircuitChange") == 1
+
+
+def test_a_hybrid_network_without_electrical_uplinks_says_why_it_has_no_route():
+    # it said "routing: switch tor0 has no route to h1", though initial circuits joined the racks
+    data = iperf()
+    data["topology"]["tor_uplinks"] = 0
+    with pytest.raises(NetsteerError) as e:
+        build(data)
+    assert e.value.field == "topology.tor_uplinks", e.value.message()
+    assert "no electrical uplinks" in e.value.reason and "give tor_uplinks >= 1" in e.value.reason
+    assert "controller.hybrid.initial circuits are made by the controller after routing" in e.value.reason
+    del data["controller"]
+    with pytest.raises(NetsteerError) as e:
+        build(data)
+    assert e.value.field == "topology.tor_uplinks" and "at time 0 no rack reaches another" in e.value.reason
+    data["topology"].update(racks=1, servers_per_rack=2)  # one rack needs no uplink
+    build(data)

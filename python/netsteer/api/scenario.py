@@ -78,6 +78,12 @@ class Scenario:
         instead of SimGrid's timing; ``docs/scenarios.md``).
     tcp_gamma : str, optional
         The TCP window of ``cm02`` (default 4 MiB).
+    fidelity : {"flow", "packet"}, optional
+        Flow level (max-min, the default) or packet level (credits, VLs,
+        arbitration; ``docs/model.md``, Fidelities).
+    packet : dict, optional
+        The ``packet:`` mapping of the packet fidelity, e.g. ``{"mtu": "2KiB",
+        "buffer": "16KiB"}``; checked when the scenario is built, as a file's is.
     sample_interval : str, optional
         Port-counter interval; default ``auto`` (about 200 samples).
     reroute_on_change : bool, optional
@@ -85,11 +91,33 @@ class Scenario:
         From :mod:`netsteer.event`.
     controller, driver : dict, optional
         The ``controller:`` and ``driver:`` mappings (``docs/control.md``).
+    qos : dict, optional
+        The ``qos:`` mapping: InfiniBand service levels, SL2VL, VL arbitration and
+        traffic classes (``docs/qos.md``).
 
     Raises
     ------
     NetsteerError
         Any value a scenario file could not hold, with its field.
+
+    Examples
+    --------
+    Two jobs into one host, at packet level, with job ``b`` on a VL of its own that
+    the arbitration serves second:
+
+    >>> import netsteer as ns
+    >>> topo = ns.pgft(levels=1, down=[4], up=[1], link_bandwidth="10Gbps", link_latency="1us")
+    >>> jobs = [ns.job([ns.flow(0, 2, "1MB")], name="a"), ns.job([ns.flow(1, 2, "1MB")], name="b")]
+    >>> qos = {"max_vls": 2, "vlarb_low": "0:255,1:34", "sl2vl": [0, 1] * 8,
+    ...        "classes": [{"name": "ca", "sl": 0, "jobs": ["a"]}, {"name": "cb", "sl": 1, "jobs": ["b"]}]}
+    >>> sc = ns.Scenario(topo, "dmodk", jobs, fidelity="packet", packet={"mtu": "2KiB"}, qos=qos)
+    >>> r = sc.run(sample=False)
+    >>> r.status, bool(r.jobs.completion_s.iloc[0] < r.jobs.completion_s.iloc[1])
+    ('done', True)
+    >>> ns.Scenario(topo, "dmodk", jobs, fidelity="packets")
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.NetsteerError: fidelity: Input should be 'flow' or 'packet'
     """
 
     def __init__(
@@ -102,11 +130,14 @@ class Scenario:
         description: str | None = None,
         sharing: str | dict[str, Any] | None = None,
         tcp_gamma: str | int | None = None,
+        fidelity: str | None = None,
+        packet: dict[str, Any] | None = None,
         sample_interval: str | int | None = None,
         reroute_on_change: bool | None = None,
         events: Sequence[dict[str, Any]] = (),
         controller: dict[str, Any] | None = None,
         driver: dict[str, Any] | None = None,
+        qos: dict[str, Any] | None = None,
     ) -> None:
         from ..routing.table import Routing
         from . import routing as api_routing
@@ -144,7 +175,9 @@ class Scenario:
             data["sharing"] = {"model": sharing or "cm02", "tcp_gamma": plain(tcp_gamma)}
         elif sharing is not None:
             data["sharing"] = sharing
-        for key, value in (("sample_interval", sample_interval), ("reroute_on_change", reroute_on_change)):
+        # in a file's order (ScenarioModel's), so to_yaml reads as one
+        for key, value in (("fidelity", fidelity), ("packet", packet), ("sample_interval", sample_interval),
+                           ("reroute_on_change", reroute_on_change)):
             if value is not None:
                 data[key] = plain(value)
         data["jobs"] = []
@@ -163,6 +196,8 @@ class Scenario:
             data["controller"] = plain(controller)
         if driver is not None:
             data["driver"] = plain(driver)
+        if qos is not None:
+            data["qos"] = plain(qos)
         self._init(data, file=None, topology=topo)
 
     def _init(self, data: dict[str, Any], *, file: str | None, topology: Topology | None) -> None:
@@ -293,6 +328,8 @@ def simulate(
     *,
     sharing: str | dict[str, Any] | None = None,
     tcp_gamma: str | int | None = None,
+    fidelity: str | None = None,
+    packet: dict[str, Any] | None = None,
     events: Sequence[dict[str, Any]] = (),
     sample_interval: str | int | None = None,
     name: str = "scenario",
@@ -301,7 +338,8 @@ def simulate(
     progress: Progress = None,
 ) -> Result:
     """Simulate ``jobs`` on ``topology`` routed by ``routing``: a :class:`Scenario`
-    made and run at once (``result.scenario.to_yaml()`` writes it as a file).
+    made and run at once (``result.scenario.to_yaml()`` writes it as a file). The
+    keyword arguments are those of :class:`Scenario`.
 
     Examples
     --------
@@ -311,9 +349,11 @@ def simulate(
     >>> r = ns.simulate(topo, "dmodk", [job], sharing="cm02")
     >>> r.status, list(r.operations[["job", "op", "count"]].itertuples(index=False, name=None))
     ('done', [('job0', 'allreduce', 1)])
+    >>> ns.simulate(topo, "dmodk", [ns.job([ns.flow(0, 5, "64KiB")])], fidelity="packet").status
+    'done'
     """
-    sc = Scenario(topology, routing, jobs, name=name, sharing=sharing, tcp_gamma=tcp_gamma, events=events,
-                  sample_interval=sample_interval)
+    sc = Scenario(topology, routing, jobs, name=name, sharing=sharing, tcp_gamma=tcp_gamma, fidelity=fidelity,
+                  packet=packet, events=events, sample_interval=sample_interval)
     return sc.run(controller=controller, sample=sample, progress=progress)
 
 

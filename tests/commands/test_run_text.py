@@ -1,0 +1,79 @@
+"""``netsteer run`` text output: each controller's summary, as ``--json`` has it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+UNISONFLOW = """
+name: uf
+topology: {kind: pgft, levels: 2, down: [4, 4], up: [1, 2], parallel: [1, 2], link_bandwidth: 1Gbps, link_latency: 1us}
+routing: {engine: ecmp}
+jobs:
+  - name: app
+    ranks: 16
+    program:
+      - {op: allreduce, bytes: 64KiB, algorithm: recursive_doubling}
+      - {op: bcast, bytes: 64KiB, root: 0, algorithm: binomial}
+controller:
+  unisonflow:
+    jobs:
+      app: [{module: allreduce-disjoint, algorithm: recursive_doubling}, {module: bcast-multicast}]
+    controller_rtt: 1ms
+    table_capacity: 5
+"""
+
+STEERING = """
+name: hx
+topology: {kind: hyperx, S: [2, 3], T: 2, link_bandwidth: 10Gbps, link_latency: 1us,
+           circuits: [{dim: 0, switching_time: 10us, name: sip}]}
+routing: {engine: dor}
+jobs:
+  - name: skew
+    flows:
+      - {src: 0, dst: 8, bytes: 100MB}
+      - {src: 1, dst: 9, bytes: 100MB}
+      - {src: 2, dst: 10, bytes: 100MB}
+      - {src: 3, dst: 11, bytes: 100MB}
+controller:
+  steering: {at: [0s]}
+"""
+
+
+def run(tmp_path, text, *args):
+    f = tmp_path / "s.yaml"
+    f.write_text(text)
+    p = subprocess.run([sys.executable, "-m", "netsteer", "run", str(f), "--no-progress", *args],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+@pytest.fixture
+def both(tmp_path):
+    def go(text):
+        return run(tmp_path, text), json.loads(run(tmp_path, text, "--json"))["controller"]
+    return go
+
+
+def test_unisonflow_packet_ins_rules_and_tables_are_printed(both):
+    # the text output had none of it; the hybrid controller's reconfigurations were there
+    text, ctl = both(UNISONFLOW)
+    uf, t = ctl["unisonflow"], ctl["unisonflow"]["tables"]
+    mods = ", ".join(f"{m} {n}" for m, n in uf["by_module"].items())
+    assert f"unisonflow: {uf['packet_ins']} packet-ins ({mods}), {uf['rules']} rules, 0 failures\n" in text
+    assert t["refused"] > 0 and t["evicted"] > 0  # a small table: both show
+    assert (f"unisonflow tables: {t['installed_tags']} tags installed, at most 5 rules per switch, "
+            f"0 expired, {t['evicted']} evicted, {t['refused']} refused") in text
+    assert f"first refusal at {uf['refusals'][0]['at_s']:.6f} s: table full at " in text
+
+
+def test_each_steering_plan_is_printed(both):
+    text, ctl = both(STEERING)
+    (p,) = ctl["steering"]["plans"]
+    assert p["moved_ports"] > 0
+    assert (f"steering at 0.000000 s ({p['method']}, {p['evaluated']} configurations): {p['moved_ports']} ports moved, "
+            f"max utilization {p['before']['max_utilization']:.3g} -> {p['after']['max_utilization']:.3g}\n") in text
