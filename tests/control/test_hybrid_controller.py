@@ -145,6 +145,25 @@ def test_periodic_mode_reconfigures_once_for_a_lasting_shift_and_not_for_noise()
     assert 3.9 < rc[0]["start_s"] <= 4.5
 
 
+def test_periodic_mode_decides_first_at_one_period():
+    # the first period's bytes are known at t=period: counters read 0 at the start
+    data = {
+        "name": "first-period",
+        "topology": {"kind": "hybrid", "racks": 2, "servers_per_rack": 1, "server_bandwidth": "10Gbps",
+                     "tor_uplinks": 1, "core_bandwidth": "1Gbps", "circuit_switches": 1, "circuit_ports": 2,
+                     "circuit_uplinks": 1, "circuit_bandwidth": "10Gbps", "switching_time": "10ms",
+                     "link_latency": "1us"},
+        "routing": {"engine": "minhop"},
+        "jobs": [{"name": "a", "bulk": [{"src": 0, "dst": 1, "duration": "2s"}]}],
+        "controller": {"hybrid": {"periodic": {"period": "500ms", "threshold": 0.1, "hold": 1}}},
+    }
+    res = run_scenario(build(data), sample=False)
+    decisions = res.controller["hybrid"]["decisions"]
+    assert decisions[0]["at_s"] == 0.5 and decisions[0]["served_now_gbps"] == 0.0
+    rc = reconfigs(res)
+    assert rc[0]["trigger"] == "periodic" and rc[0]["start_s"] == 0.5 and rc[0]["circuits_after"] == [[0, 0, 1]]
+
+
 def test_an_application_request_pins_its_circuit_against_the_periodic_mode():
     data = {
         "name": "api",

@@ -41,6 +41,25 @@ def test_the_controller_steers_as_well_as_the_scripted_pairing_and_beats_none():
     assert steered.makespan_ns <= by_hand.makespan_ns
 
 
+def test_a_plan_reports_the_busiest_channel_in_seconds():
+    # two 100 MB flows from x0_0 to x0_2 share one 10 Gbit/s channel: 0.16 s busy;
+    # steered, a circuit splits them over two paths: 0.08 s each
+    data = {
+        "name": "busy",
+        "topology": {"kind": "hyperx", "S": [2, 3], "T": 2, "link_bandwidth": "10Gbps", "link_latency": "1us",
+                     "circuits": [{"dim": 0, "switching_time": "10us"}]},
+        "routing": {"engine": "dor"},
+        "jobs": [{"name": "a", "flows": [{"src": 0, "dst": 8, "bytes": "100MB"},
+                                         {"src": 1, "dst": 9, "bytes": "100MB"}]}],
+        "controller": {"steering": {"at": ["0s"]}},
+    }
+    _, res = _run(data)
+    (plan,) = res.controller["steering"]["plans"]
+    assert plan["before"]["max_channel_busy_s"] == pytest.approx(0.16)
+    assert plan["after"]["max_channel_busy_s"] == pytest.approx(0.08)
+    assert plan["after"]["total_channel_busy_s"] >= plan["after"]["max_channel_busy_s"]
+
+
 def test_steering_needs_circuit_switches_and_known_jobs(tmp_path):
     base = yaml.safe_load((ROOT / "scenarios/hyperx-steering-controller.yaml").read_text())
     no_sip = copy.deepcopy(base)

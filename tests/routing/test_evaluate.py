@@ -33,14 +33,24 @@ def test_single_switch_is_a_crossbar():
     rep = evaluate(build_routing(t, "ftree"), "random-ring", seeds=3)
     assert rep["effective_bisection_bandwidth"] == pytest.approx(1.0)
     assert rep["throughput"] == pytest.approx(1.0)
-    assert rep["max_link_load"] == 1
+    assert rep["max_link_load"] == 0  # no switch-to-switch channel: the host links are not the routing's
 
 
 def test_gather_is_limited_by_the_root_link():
     t = pgft(2, [4, 4], [1, 4], link_bandwidth=8e9, link_latency_ns=0)
     rep = evaluate(build_routing(t, "ftree"), "gather", seeds=2)
     assert rep["throughput"] == pytest.approx(1 / 15)
-    assert rep["max_link_load"] == 15
+    assert rep["max_link_load"] == 12  # the other leaves' 12 hosts share the root's down link
+
+
+def test_link_loads_are_all_over_switch_to_switch_channels():
+    from netsteer.topology.hyperx import hyperx
+
+    # DOR all-to-all on a 3x3 HyperX loads every switch link the same (12 flows);
+    # a host link carries 17: a maximum over it would sit above a mean with std 0
+    t = hyperx([3, 3], 1, 2, link_bandwidth=10e9, link_latency_ns=0)
+    rep = evaluate(build_routing(t, "dor"), "all-to-all")
+    assert (rep["max_link_load"], rep["mean_link_load"], rep["std_link_load"]) == (12, 12.0, 0.0)
 
 
 def test_oversubscription_lowers_ebb():

@@ -125,3 +125,20 @@ def test_an_interrupted_rewrite_keeps_the_old_results_and_leaves_no_temporary_fi
         results.add("new", {"routing.engine": "minhop", "jobs.0.ranks": 16, "seed": 1}, _result(9.0))
     assert [p.name for p in results.path.parent.iterdir()] == ["results.parquet"]
     assert pq.read_table(results.path).to_pylist() == before
+
+
+def test_values_with_units_sort_and_plot_by_value(tmp_path):
+    from netsteer.sweep.report import _positions, plot_against
+
+    store = ResultStore(tmp_path / "results.parquet")
+    for bw, ms in (("10Gbps", 1.0), ("1Gbps", 4.0), ("2Gbps", 3.0), ("5Gbps", 2.0)):
+        for t in ("1s", "10ms", "200ms"):
+            store.add(bw + t, {"topology.core_bandwidth": bw, "driver.delay.vlan_tag_time": t}, _result(ms))
+    s = summarize(store)
+    order = [(g["topology.core_bandwidth"], g["driver.delay.vlan_tag_time"]) for g in s["groups"]]
+    assert order[:4] == [("1Gbps", "10ms"), ("1Gbps", "200ms"), ("1Gbps", "1s"), ("2Gbps", "10ms")]
+    assert order[-1] == ("10Gbps", "1s")
+    assert _positions(["1Gbps", "2Gbps", "10Gbps"]) == ({"1Gbps": 1e9, "2Gbps": 2e9, "10Gbps": 1e10}, True)
+    assert _positions(["10ms", "1s"]) == ({"10ms": 1e7, "1s": 1e9}, True)
+    assert _positions(["1Gbps", "10ms", "ecmp"]) == ({"1Gbps": 0, "10ms": 1, "ecmp": 2}, False)
+    assert plot_against(s, "topology.core_bandwidth", tmp_path / "bw.png").stat().st_size > 5000

@@ -61,6 +61,36 @@ def test_a_refused_point_is_a_result_not_an_exception(write_sweep):
     assert "99 ranks do not fit on 16 hosts" in r["error"]
 
 
+HYBRID = """\
+name: hy
+topology: {kind: hybrid, racks: 2, servers_per_rack: 1, server_bandwidth: 10Gbps, tor_uplinks: 1,
+           core_bandwidth: 1Gbps, circuit_switches: 1, circuit_ports: 2, circuit_uplinks: 1,
+           circuit_bandwidth: 10Gbps, switching_time: 1ms, link_latency: 1us}
+routing: {engine: minhop}
+jobs: [{name: a, flows: [{src: 0, dst: 1, bytes: 1MB}]}]
+controller: {hybrid: {periodic: {period: 1ms}}}
+driver: {delay: {rule_time: 1ms}}
+"""
+
+
+def test_schema_keys_of_controller_and_driver_left_at_their_defaults_can_be_swept(write_sweep, tmp_path):
+    (tmp_path / "hy.yaml").write_text(HYBRID)
+    sw = load_sweep(write_sweep("""
+        base: hy.yaml
+        grid:
+          controller.hybrid.method: [make-before-break, break-before-make]
+          controller.hybrid.periodic.hold: [1]
+          driver.delay.circuit_command: [1ms]
+    """))
+    sc = yaml.safe_load(point_scenario_text(sw.base_raw, sw.points[1].overrides, sw.points[1].seed))
+    assert sc["controller"]["hybrid"] == {"periodic": {"period": "1ms", "hold": 1}, "method": "break-before-make"}
+    assert sc["driver"]["delay"] == {"rule_time": "1ms", "circuit_command": "1ms"}
+    with pytest.raises(NetsteerError, match="no key 'methd' under controller.hybrid"):
+        load_sweep(write_sweep("base: hy.yaml\ngrid: {controller.hybrid.methd: [break-before-make]}\n"))
+    with pytest.raises(NetsteerError, match="no key 'period' under driver.delay"):
+        load_sweep(write_sweep("base: hy.yaml\ngrid: {driver.delay.period: [1ms]}\n"))
+
+
 @pytest.mark.parametrize("text, field, reason", [
     ("base: base.yaml\ngrid: {routing.engin: [dmodk]}\n", "grid.routing.engin", "no key 'engin' under routing"),
     ("base: base.yaml\ngrid: {}\n", "grid", "the grid is empty"),

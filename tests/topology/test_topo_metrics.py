@@ -105,6 +105,28 @@ def test_draw_writes_png(tmp_path):
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
 
 
+def test_draw_counts_circuit_switches_apart_and_shows_what_line_width_means(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    seen = {}
+    save = Figure.savefig
+
+    def record(fig, *args, **kw):
+        ax = fig.axes[0]
+        seen["title"] = ax.get_title()
+        seen["legend"] = [t.get_text() for t in ax.get_legend().get_texts()]
+        return save(fig, *args, **kw)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    t = hybrid(4, 2, server_bandwidth=10e9, tor_uplinks=1, core_bandwidth=2e9, circuit_switches=1,
+               circuit_ports=4, circuit_uplinks=1, circuit_bandwidth=10e9, switching_time_ns=1, link_latency_ns=0)
+    draw(t, tmp_path / "h.png")
+    assert seen["title"] == f"{t.name}: 8 hosts, 5 switches, 1 circuit switches, 16 links"
+    assert seen["legend"][-2:] == ["2Gbps link", "10Gbps link"]  # line width = bandwidth
+    draw(pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=0), tmp_path / "p.png")
+    assert "circuit" not in seen["title"] and not any("link" in x for x in seen["legend"])  # one rate: no key
+
+
 def test_draw_refuses_large(tmp_path):
     t = hyperx([8, 8], 1, 8, link_bandwidth=1e9, link_latency_ns=0)  # 576 nodes
     with pytest.raises(NetsteerError, match="576 nodes; draw handles at most 512"):

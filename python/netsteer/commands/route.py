@@ -315,7 +315,8 @@ def route_eval(
     if as_json:
         typer.echo(json.dumps(rep))
         return
-    t = Table(title=f"{pattern} on {lfts.name} ({rep['flows']} flows, {rep['phases']} phases)", show_header=False)
+    t = Table(title=f"{pattern} on {lfts.name} ({rep['flows']} flows, {rep['phases']} phases)", show_header=False,
+              caption="loads: flows per switch-to-switch channel")
     for k in ("max_link_load", "mean_link_load", "std_link_load", "throughput", "effective_bisection_bandwidth"):
         v = rep[k]
         t.add_row(k, f"{v:.4f}" if isinstance(v, float) else str(v))

@@ -124,7 +124,8 @@ class HybridController(Controller):
     requests : list of dict
         ``{"at": ns, "until": ns or None, "demand": ndarray racks x racks (Gbps)}``.
     periodic : dict, optional
-        ``{"period": ns, "threshold": relative gain, "hold": periods}``.
+        ``{"period": ns, "threshold": relative gain, "hold": periods}``: every
+        ``period`` (the first at ``period``), plan for the bytes since the last one.
     congestion : dict, optional
         ``{"poll": ns, "utilization": fraction, "hold": polls}``.
     extra_rules : int
@@ -167,6 +168,7 @@ class HybridController(Controller):
         self._next_period = periodic["period"] if periodic else None
         self._next_poll = congestion["poll"] if congestion else None
         self._last_counters = None  # (time, pair bytes) of the last periodic estimate
+        self._started = False  # decide() has run once: the first period's window is open
         self._last_ports = None  # (time, port bytes) of the last congestion poll
         self._gain_streak = 0
         self._hot_streak = 0
@@ -338,6 +340,12 @@ class HybridController(Controller):
     def decide(self, inp: Inputs) -> list:
         now = inp.now
         out: list = []
+        if not self._started:
+            self._started = True
+            if self.periodic:
+                # the first period measures from the start (counters at 0), so its
+                # decision comes at t=period, not one period later
+                self._last_counters = self._pair_snapshot(inp)
         if self.current is not None:
             mine = [a for a in inp.applied if any(a.intent is i for i in self.current.pending)]
             self.current.step_applied += mine

@@ -2,16 +2,17 @@
 minimal routing (Hung et al., "A Flexible HyperX Topology using Silicon Photonic
 Switching for Bandwidth Steering").
 
-Given switch-to-switch demand (what the jobs, placed, will send), a configuration is
-scored by routing the demand over it with minimal routing
+Given switch-to-switch demand (the bytes the jobs, placed, will send), a configuration
+is scored by routing the demand over it with minimal routing
 (:class:`netsteer.routing.dor.MinimalRoutes`, each pair's demand split evenly over
-equal next hops) and reading the channel loads over their capacities. Configurations
-are compared by, in order:
+equal next hops) and reading each channel's *busy time*: its bytes at its rate, in
+seconds (how long the demand keeps it busy; a bound on the transfer's time).
+Configurations are compared by, in order:
 
-1. the highest utilisation of any channel (the bottleneck a ring all-reduce runs at);
-2. how many channels are at that utilisation (fewer bottlenecks: the way down a
-   plateau, step by step);
-3. the total of all utilisations (traffic times hops: shorter paths first);
+1. the longest busy time of any channel (the bottleneck a ring all-reduce runs at);
+2. how many channels are at that time (fewer bottlenecks: the way down a plateau,
+   step by step);
+3. the total of all busy times (traffic times hops: shorter paths first);
 4. the number of circuit ports that move (each one is dark while its switch moves).
 
 A circuit switch's configuration is a perfect matching of its cabled ports (a port
@@ -49,7 +50,7 @@ through one SiP switch), with two streams that both cross one mesh link:
 ...            circuits=[CircuitSpec(dim=0, switching_time_ns=10_000)])
 >>> d = switch_demand(t, [0, 2], [14, 14], [1.0, 1.0])  # x0_0 -> x1_3 (by x1_0), x1_0 -> x1_3
 >>> plan = plan_steering(t, d)
->>> plan.method, plan.before["max_utilization"] > plan.after["max_utilization"]
+>>> plan.method, plan.before["max_channel_busy_s"] > plan.after["max_channel_busy_s"]
 ('exhaustive', True)
 >>> sorted(plan.circuits(t))
 [('x0_0', 'x1_3'), ('x0_1', 'x1_1'), ('x0_2', 'x1_2'), ('x0_3', 'x1_0')]
@@ -77,8 +78,10 @@ class SteeringPlan:
     """A chosen configuration and what it changes.
 
     ``pairings`` maps each circuit switch node to its whole pairing (port pairs);
-    ``before``/``after`` hold ``max_utilization`` and ``total_utilization`` of the
-    demand under minimal routing; ``evaluated`` counts configurations scored.
+    ``before``/``after`` hold ``max_channel_busy_s`` (the busiest channel's bytes at
+    its rate, seconds), ``channels_at_max`` and ``total_channel_busy_s`` (summed over
+    the channels) of the demand under minimal routing; ``evaluated`` counts
+    configurations scored.
     """
 
     pairings: dict[int, tuple[tuple[int, int], ...]]
@@ -129,16 +132,17 @@ def switch_demand(topo: Topology, src_hosts, dst_hosts, nbytes) -> np.ndarray:
 
 
 def score(topo: Topology, demand: np.ndarray, circuits: dict | None, down_links=()) -> tuple[float, float, float]:
-    """``(max utilisation, channels at the max, total utilisation)`` of ``demand``
-    (bits per second, or any unit: only comparisons matter) under minimal routing
-    over ``circuits``; infinite when some demand cannot be routed at all."""
+    """``(busiest channel's busy time, channels at it, total busy time)`` of
+    ``demand`` (bytes) under minimal routing over ``circuits``: a channel's busy time
+    is its bytes at its rate, in seconds. Infinite when some demand cannot be routed
+    at all."""
     routes = MinimalRoutes(topo, circuits, down_links)
     if ((np.asarray(demand) > 0) & (routes.dist[:, routes.host_switch] < 0)).any():
         return float("inf"), float("inf"), float("inf")
     load = routes.channel_load(demand)
-    util = load / topo.channel_bandwidth()
-    mx = float(util.max(initial=0.0))
-    return mx, float((util >= mx * (1 - 1e-9)).sum()) if mx > 0 else 0.0, float(util.sum())
+    busy = load * 8 / topo.channel_bandwidth()
+    mx = float(busy.max(initial=0.0))
+    return mx, float((busy >= mx * (1 - 1e-9)).sum()) if mx > 0 else 0.0, float(busy.sum())
 
 
 def plan_steering(
@@ -215,10 +219,15 @@ def plan_steering(
     changed = tuple(n for n in nodes if set(best[n]) != set(cur[n]))
     return SteeringPlan(
         pairings={n: tuple(sorted(best[n])) for n in nodes},
-        before={"max_utilization": base[0], "channels_at_max": base[1], "total_utilization": base[2]},
-        after={"max_utilization": best_s[0], "channels_at_max": best_s[1], "total_utilization": best_s[2]},
+        before=_summary(base),
+        after=_summary(best_s),
         method=used, evaluated=n_eval, moved_ports=best_s[3], changed=changed,
     )
+
+
+def _summary(s: tuple) -> dict[str, float]:
+    """A :func:`score` as the plan reports it."""
+    return {"max_channel_busy_s": s[0], "channels_at_max": s[1], "total_channel_busy_s": s[2]}
 
 
 def _local_search(topo, demand, cur, base, ends, evaluate, k, max_rounds, down):

@@ -204,8 +204,8 @@ def run(iterations: int = 10_000, sim_iterations: int = 3, *, beyond: bool = Tru
         "improvement": round(1 - st["job_s"] / std["job_s"], 4),
         "controller_plan": {
             "circuits": [[names.get(a, a), names.get(b, b)] for a, b in plan.get("circuits", [])],
-            "before_max_utilization": plan.get("before", {}).get("max_utilization"),
-            "after_max_utilization": plan.get("after", {}).get("max_utilization"),
+            "before_max_channel_busy_s": plan.get("before", {}).get("max_channel_busy_s"),
+            "after_max_channel_busy_s": plan.get("after", {}).get("max_channel_busy_s"),
             "ring_gbps": planned["ring_gbps"], "job_s": planned["job_s"],
         },
         "source": SOURCE,
@@ -276,8 +276,8 @@ def beyond_source(S=(8, 8), T=4, jobs=4, ranks=64, model_bytes=MOBILENETV2_BYTES
     out = {"topology": {"S": list(S), "T": T, "circuit_switches": len(specs), "hosts": topo.n_hosts},
            "jobs": jobs, "ranks": ranks, "iterations": iterations, "compute_ms": compute_ns / 1e6,
            "steering": {"method": plan.method, "evaluated": plan.evaluated,
-                        "max_utilization_before": plan.before["max_utilization"],
-                        "max_utilization_after": plan.after["max_utilization"]},
+                        "max_channel_busy_s_before": plan.before["max_channel_busy_s"],
+                        "max_channel_busy_s_after": plan.after["max_channel_busy_s"]},
            "runs": {}}
     for name, (routing, circ) in variants.items():
         state = CircuitState.initial(topo)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 _MISSING = object()
 
@@ -70,14 +70,26 @@ def set_path(raw: dict, path: str, value: Any) -> dict:
     return out
 
 
+def _sub_schemas() -> dict[tuple[str, ...], type[BaseModel]]:
+    """The schemas of mappings the scenario model keeps free-form (``controller``,
+    ``driver``): their builders check them, and know their defaults."""
+    from ..control.scenario import ControllerModel, DriverModel
+    from ..unisonflow.scenario import UnisonFlowModel
+
+    return {("controller",): ControllerModel, ("driver",): DriverModel,
+            ("controller", "unisonflow"): UnisonFlowModel}
+
+
 def _schema_knows(model: BaseModel, segs: list[str], name: str) -> bool:
     """Whether the validated scenario has a schema field ``name`` at ``segs``.
 
     Fields left at their defaults are absent from the file but still settable
-    (``jobs.0.seed``); free-form mappings (``topology``) only take keys they have.
+    (``jobs.0.seed``, ``controller.hybrid.method``); free-form mappings
+    (``topology``) only take keys they have.
     """
     obj: Any = model
-    for seg in segs:
+    schemas = _sub_schemas()
+    for i, seg in enumerate(segs):
         if isinstance(obj, BaseModel):
             fields = type(obj).model_fields
             attr = next((n for n, f in fields.items() if seg in (n, f.alias)), None)
@@ -90,6 +102,12 @@ def _schema_knows(model: BaseModel, segs: list[str], name: str) -> bool:
             obj = obj[seg]
         else:
             return False
+        schema = schemas.get(tuple(segs[:i + 1]))
+        if schema is not None and isinstance(obj, dict):
+            try:
+                obj = schema.model_validate(obj)
+            except ValidationError:
+                return False  # the run refuses the base scenario itself, naming the field
     if not isinstance(obj, BaseModel):
         return False
     return any(name in (n, f.alias) for n, f in type(obj).model_fields.items())

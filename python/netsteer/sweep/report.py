@@ -14,6 +14,7 @@ from statistics import mean
 from typing import Any
 
 from ..errors import NetsteerError
+from ..units import UnitError, parse_bandwidth, parse_duration, parse_size
 from .results import FIXED, ResultStore
 
 OK = ("done",)
@@ -28,13 +29,46 @@ def metric_columns(store: ResultStore) -> list[str]:
     return ["makespan_s", *sorted(c for c in store.columns if c.startswith("job."))]
 
 
+#: Units a text value may carry, in the order they sort: bandwidths, durations, sizes.
+_QUANTITIES = (parse_bandwidth, parse_duration, parse_size)
+
+
+def _quantity(v: Any) -> tuple[int, float] | None:
+    """The kind (index in :data:`_QUANTITIES`) and SI value of a text with a unit
+    (``10Gbps``, ``200ms``, ``16MiB``); None for anything else."""
+    if not isinstance(v, str):
+        return None
+    for kind, parse in enumerate(_QUANTITIES):
+        try:
+            return kind, float(parse(v))
+        except UnitError:
+            pass
+    return None
+
+
 def _sort_key(v: Any) -> tuple:
-    """Numbers in numeric order, before strings; None last."""
+    """Numbers in numeric order; then texts with a unit, by kind and by value
+    (``1Gbps`` before ``10Gbps``, ``10ms`` before ``1s``); then other texts; None last."""
     if v is None:
-        return (2, "")
+        return (3, 0, 0.0, "")
     if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return (0, float(v), "")
-    return (1, 0.0, str(v))
+        return (0, 0, float(v), "")
+    q = _quantity(v)
+    if q is not None:
+        return (1, q[0], q[1], str(v))
+    return (2, 0, 0.0, str(v))
+
+
+def _positions(xs: list) -> tuple[dict, bool]:
+    """Where each x value (sorted) goes on the axis, and whether the axis is by value.
+
+    Numbers, or texts with units of one kind, go at their value; anything else at
+    its rank, one tick per value.
+    """
+    keys = [_sort_key(x) for x in xs]
+    if all(k[0] == 0 for k in keys) or (all(k[0] == 1 for k in keys) and len({k[1] for k in keys}) == 1):
+        return {x: k[2] for x, k in zip(xs, keys)}, True
+    return {x: i for i, x in enumerate(xs)}, False
 
 
 def summarize(store: ResultStore, metric: str = "makespan_s") -> dict[str, Any]:
@@ -83,8 +117,7 @@ def plot_against(summary: dict[str, Any], param: str, path: str | Path, *, title
     path = Path(path)
     others = [p for p in summary["params"] if p != param]
     xs = sorted({g[param] for g in summary["groups"]}, key=_sort_key)
-    numeric = all(_sort_key(x)[0] == 0 for x in xs)
-    pos = {x: (float(x) if numeric else i) for i, x in enumerate(xs)}
+    pos, by_value = _positions(xs)
     lines: dict[tuple, list[dict]] = {}
     for g in summary["groups"]:
         if g["mean"] is not None:
@@ -98,8 +131,8 @@ def plot_against(summary: dict[str, Any], param: str, path: str | Path, *, title
         err = [[g["mean"] - g["min"] for g in gs], [g["max"] - g["mean"] for g in gs]]
         label = ", ".join(f"{o}={v}" for o, v in zip(others, key)) or summary["metric"]
         ax.errorbar(x, y, yerr=err, marker="os^vD"[n % 5], linestyle=styles[n % 4], capsize=3, label=label)
-    if not numeric:
-        ax.set_xticks(range(len(xs)), [str(x) for x in xs])
+    if not by_value or not all(isinstance(x, (int, float)) for x in xs):  # texts: one tick per value, as written
+        ax.set_xticks([pos[x] for x in xs], [str(x) for x in xs])
     ax.set_xlabel(param)
     m = summary["metric"]
     ax.set_ylabel(f"{m.removesuffix('_s')} (s)" if m.endswith("_s") else m)

@@ -347,10 +347,40 @@ def layers(topo: Topology) -> np.ndarray:
     return lv
 
 
+def counts_title(topo: Topology) -> str:
+    """``name: N hosts, N switches[, N circuit switches], N links`` (packet and
+    circuit switches apart, as ``netsteer topo`` counts them).
+
+    >>> from netsteer.topology.pgft import pgft
+    >>> counts_title(pgft(1, [2], [1], link_bandwidth=10e9, link_latency_ns=1000))
+    'pgft-1;[2];[1];[1]: 2 hosts, 1 switches, 2 links'
+    """
+    s = topo.summary()
+    circuits = f", {s['circuit_switches']} circuit switches" if s["circuit_switches"] else ""
+    return f"{topo.name}: {s['hosts']} hosts, {s['switches']} switches{circuits}, {s['links']} links"
+
+
+def _width_legend(bw: np.ndarray) -> list[tuple[float, float]]:
+    """``(bandwidth, line width)`` pairs a legend shows when the width encodes the
+    bandwidth (links of more than one rate): every rate, or the extremes of more than four.
+
+    >>> _width_legend(np.array([1e9, 10e9, 10e9]))
+    [(1000000000.0, 0.5), (10000000000.0, 2.5)]
+    >>> _width_legend(np.array([10e9, 10e9]))
+    []
+    """
+    rates = np.unique(bw)
+    if len(rates) < 2:
+        return []
+    shown = rates if len(rates) <= 4 else rates[[0, -1]]
+    return [(float(r), float(0.5 + 2.0 * (r - rates[0]) / (rates[-1] - rates[0]))) for r in shown]
+
+
 def draw(topo: Topology, path: str | Path, *, title: str | None = None) -> None:
     """Draw ``topo`` to a PNG, layered by level (hosts at the bottom).
 
-    Same-layer cables (HyperX dimensions) are drawn as arcs. Refuses topologies of
+    Same-layer cables (HyperX dimensions) are drawn as arcs; a line's width grows with
+    its link's bandwidth (shown in the legend when rates differ). Refuses topologies of
     more than 512 nodes, which no picture makes readable.
 
     Raises
@@ -399,9 +429,10 @@ def draw(topo: Topology, path: str | Path, *, title: str | None = None) -> None:
         for i, nm in enumerate(topo.node_names):
             ax.annotate(nm, xy[i], textcoords="offset points", xytext=(0, -12),
                         ha="center", fontsize=7)
+    for rate, lw in _width_legend(bw):
+        ax.plot([], [], lw=lw, color="0.6", alpha=0.6, label=f"{format_bandwidth(rate)} link")
     ax.legend(loc="upper right", fontsize=8)
-    ax.set_title(title or f"{topo.name}: {topo.n_hosts} hosts, {topo.n_switches} switches, "
-                 f"{topo.n_links} links", fontsize=10)
+    ax.set_title(title or counts_title(topo), fontsize=10)
     from ..report.atomic import atomic_file
 
     try:
