@@ -76,4 +76,4 @@ def test_each_steering_plan_is_printed(both):
     (p,) = ctl["steering"]["plans"]
     assert p["moved_ports"] > 0
     assert (f"steering at 0.000000 s ({p['method']}, {p['evaluated']} configurations): {p['moved_ports']} ports moved, "
-            f"max utilization {p['before']['max_utilization']:.3g} -> {p['after']['max_utilization']:.3g}\n") in text
+            f"busiest channel {p['before']['max_channel_busy_s']:.3g} -> {p['after']['max_channel_busy_s']:.3g} s\n") in text

@@ -26,11 +26,11 @@ def controller_lines(controller: dict[str, Any] | None) -> list[str]:
     ...       "tables": {"installed_tags": 3, "max_rules_per_switch": 4, "expired": 0, "evicted": 0,
     ...                  "table_full": 0, "refused": 0}, "refusals": []}
     >>> st = {"plans": [{"at_s": 0.0, "method": "exhaustive", "evaluated": 16, "moved_ports": 4,
-    ...                  "before": {"max_utilization": 0.2}, "after": {"max_utilization": 0.1}}]}
+    ...                  "before": {"max_channel_busy_s": 0.2}, "after": {"max_channel_busy_s": 0.1}}]}
     >>> print("\\n".join(controller_lines({"unisonflow": uf, "steering": st})))
       unisonflow: 3 packet-ins (bcast-multicast 3), 7 rules, 0 failures
       unisonflow tables: 3 tags installed, at most 4 rules per switch, 0 expired, 0 evicted, 0 refused
-      steering at 0.000000 s (exhaustive, 16 configurations): 4 ports moved, max utilization 0.2 -> 0.1
+      steering at 0.000000 s (exhaustive, 16 configurations): 4 ports moved, busiest channel 0.2 -> 0.1 s
     >>> controller_lines(None)
     []
     """
@@ -60,5 +60,5 @@ def controller_lines(controller: dict[str, Any] | None) -> list[str]:
     for p in (c.get("steering") or {}).get("plans", []):
         moved = f"{p['moved_ports']} ports moved" if p["moved_ports"] else "no circuit moved"
         out.append(f"  steering at {p['at_s']:.6f} s ({p['method']}, {p['evaluated']} configurations): {moved}, "
-                   f"max utilization {p['before']['max_utilization']:.3g} -> {p['after']['max_utilization']:.3g}")
+                   f"busiest channel {p['before']['max_channel_busy_s']:.3g} -> {p['after']['max_channel_busy_s']:.3g} s")
     return out
