@@ -66,6 +66,8 @@ def _split(value: str | int | float, kind: str, table: dict) -> tuple[Decimal, s
     if not m:
         raise UnitError(f"expected a {kind} such as {_example(kind)}, got {_show(value)}")
     unit = m.group("unit")
+    if kind == "size" and unit == "":
+        unit = "B"  # a bare number is bytes, written as text ("1000", a CLI option) or not
     if unit not in table:
         raise UnitError(
             f"unknown {kind} unit {_show(unit)} in {_show(value)}; use one of {', '.join(table)}"
@@ -100,8 +102,8 @@ def parse_size(value: str | int) -> int:
 
     >>> parse_size("16MiB")
     16777216
-    >>> parse_size(512)
-    512
+    >>> parse_size(512), parse_size("512")
+    (512, 512)
     """
     num, unit = _split(value, "size", _SIZE)
     n = num * _SIZE[unit]

@@ -28,3 +28,14 @@ def test_a_sized_flow_to_its_own_host_still_ends_at_once():
     text = HEAD + "jobs:\n  - {name: k, flows: [{src: 1, dst: 1, bytes: 1MB}, {src: 2, dst: 3, bytes: 1MB}]}\n"
     b = build_scenario(parse_scenario(text, file="s.yaml"))
     assert len(b.dag) == 2
+
+
+def test_a_size_written_as_a_bare_number_in_text_is_bytes():
+    # a CLI option, or a quoted YAML value, arrives as text: "1000" is 1000 bytes, as
+    # the bare integer 1000 is
+    from netsteer.units import checked_size, parse_size
+
+    assert parse_size("1000") == parse_size(1000) == 1000
+    assert checked_size("0") == 0
+    with pytest.raises(ValueError, match="not a whole number of bytes"):
+        checked_size("1.5")
