@@ -134,7 +134,9 @@ def run(
         st = result["stalled"]
         err_console.print(
             f"[yellow]warning:[/] {st['flows']} flows never finished (jobs: {', '.join(st['jobs'])}): "
-            "stuck on links that stayed down, or starved by higher-priority traffic that never ended"
+            "their paths carry nothing (a link that stayed down, a circuit not made, a hybrid path whose rules "
+            "or tags were never in place), or higher-priority traffic that never ended starved them, or MPI "
+            "ranks wait on each other; the run exits 0: a stalled network is a result"
         )
 
 

@@ -95,8 +95,9 @@ def _job_bytes(nbytes: np.ndarray, sel: np.ndarray, res) -> float:
 def stalled_summary(built, res) -> dict[str, Any] | None:
     """The flows a stalled run left unfinished, by job, or None if none were left.
 
-    A run stalls when flows remain and no event could finish them: links that
-    stayed down, or flows starved by higher-priority traffic that never ends.
+    A run stalls when flows remain and no event could finish them: paths that carry
+    nothing (links that stayed down, circuits not made, hybrid paths whose rules or
+    tags never came), or flows starved by higher-priority traffic that never ends.
     """
     left = (res.completion_ns < 0) & ~built.background
     mpi = getattr(res, "mpi", None) or {"jobs": []}
