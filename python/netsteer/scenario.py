@@ -656,7 +656,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
     sharing_name = m.sharing if isinstance(m.sharing, str) else m.sharing.model
     notes: list[str] = []
     packet = check_fidelity(fid, m.packet, "sharing" in m.model_fields_set, sharing_name, file=file,
-                            override=fidelity is not None, notes=notes)
+                            override=fidelity is not None, notes=notes, jobs=m.jobs)
     topo = topology if topology is not None else build_topology(m.topology, file=file)
     in_engine = _routes_in_engine(m, topo, packet)
     if not in_engine:
