@@ -98,14 +98,22 @@ class JobModel(_Strict):
     # default: streamed when large and nothing in the scenario needs per-flow context
     stream: Annotated[bool, Strict()] | None = None
 
+    # a field check, so that the error names the key (jobs.0.priority); declared after
+    # program, so info.data holds it (absent only when the program itself is bad)
+    @field_validator("start", "traffic_class", "priority")
+    @classmethod
+    def _for_program(cls, v, info):
+        if "program" in info.data and info.data["program"] is None:
+            key = "class" if info.field_name == "traffic_class" else info.field_name
+            raise ValueError(f"{key} applies to an MPI job's program; give flows and bulk flows their own {key}")
+        return v
+
     @model_validator(mode="after")
     def _has_work(self) -> "JobModel":
         if not (self.flows or self.bulk or self.program):
             raise ValueError("a job needs flows, bulk or a program")
         if (self.program is None) != (self.ranks is None):
             raise ValueError("an MPI job needs both ranks and program")
-        if self.program is None and "start" in self.model_fields_set:
-            raise ValueError("start applies to an MPI job's program; give flows and bulk flows their own start")
         if self.program is None and self.stream is not None:
             raise ValueError("stream applies to an MPI job's program (ranks and program)")
         return self

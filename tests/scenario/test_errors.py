@@ -249,3 +249,23 @@ def test_a_port_paired_with_itself_says_so(tmp_path: Path, section, field, reaso
     err = error_of(text)
     assert (err.field, err.reason) == (field, reason), err.message()
     assert cli_error(tmp_path, text).endswith(f"{field}: {reason}")
+
+
+@pytest.mark.parametrize("key", ["priority: 1", "class: 2", "start: 1ms"])
+def test_a_program_key_on_a_job_of_flows_is_refused_at_its_field(key):
+    """A job's own priority, class and start go to its MPI program; on a job of flows
+    and bulk flows they reached no flow (the flows kept priority 0, class 0): refused,
+    naming the key, where each flow takes its own."""
+    text = GOOD.replace("  - name: j\n", f"  - name: j\n    {key}\n")
+    err = error_of(text)
+    name = key.split(":")[0]
+    assert err.field == f"jobs.0.{name}", err.message()
+    assert err.reason == f"{name} applies to an MPI job's program; give flows and bulk flows their own {name}"
+    mpi = GOOD.replace("    flows:\n      - {src: 0, dst: 5, bytes: 1MiB}\n",
+                       f"    {key}\n    ranks: 4\n    program: [{{op: allreduce, bytes: 1MiB}}]\n")
+    built = build(mpi)  # an MPI job's messages take them
+    cols = built.dag.columns()
+    if name == "priority":
+        assert set(cols.priority.tolist()) == {1}
+    if name == "class":
+        assert set(cols.traffic_class.tolist()) == {2}
