@@ -77,7 +77,8 @@ class Scenario:
         "merge_window": "0ns", "ticks_per_ns": 1}`` (CM02 on the exact ns clock
         instead of SimGrid's timing; ``docs/scenarios.md``).
     tcp_gamma : str, optional
-        The TCP window of ``cm02`` (default 4 MiB).
+        The TCP window of ``cm02`` (default 4 MiB; ``0``: no window bound, as SimGrid's
+        ``network/TCP-gamma:0``).
     sample_interval : str, optional
         Port-counter interval; default ``auto`` (about 200 samples).
     reroute_on_change : bool, optional
