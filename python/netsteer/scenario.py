@@ -243,9 +243,10 @@ class BuiltScenario:
         return self.scenario.model.name
 
 
-def _pydantic_error(exc: ValidationError, file: str | None) -> NetsteerError:
-    """``exc`` as a :class:`NetsteerError` naming ``file`` (:func:`netsteer.errors.pydantic_error`)."""
-    return pydantic_error(exc.errors(), file=file)
+def _pydantic_error(exc: ValidationError, file: str | None, model=None) -> NetsteerError:
+    """``exc`` as a :class:`NetsteerError` naming ``file`` (:func:`netsteer.errors.pydantic_error`;
+    ``model``, the one validated, gives a misspelt key's hint)."""
+    return pydantic_error(exc.errors(), file=file, model=model)
 
 
 def parse_scenario(text: str, *, file: str | None = None) -> Scenario:
@@ -258,7 +259,7 @@ def parse_scenario(text: str, *, file: str | None = None) -> Scenario:
     try:
         model = ScenarioModel.model_validate(data)
     except ValidationError as exc:
-        raise _pydantic_error(exc, file) from None
+        raise _pydantic_error(exc, file, ScenarioModel) from None
     return Scenario(model=model, file=file)
 
 

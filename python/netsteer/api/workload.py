@@ -17,7 +17,7 @@ Examples
 >>> flow(0, 1, "1GiB", weight=0)
 Traceback (most recent call last):
 ...
-netsteer.errors.NetsteerError: weight: Input should be greater than 0
+netsteer.errors.NetsteerError: weight: must be > 0, got 0
 """
 
 from __future__ import annotations

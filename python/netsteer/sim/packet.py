@@ -50,7 +50,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError, model_validator
 
-from ..errors import NetsteerError
+from ..errors import NetsteerError, did_you_mean, plain_words
 from ..schema import Duration, Size
 
 Int = Annotated[int, Strict()]
@@ -189,9 +189,10 @@ def parse_packet(data: Any, *, file: str | None = None, field: str = "packet") -
             return_field = f"{field}.{ctx['error'].field}"
             raise NetsteerError(str(ctx["error"]), file=file, field=return_field) from None
         if e["type"] == "extra_forbidden":
-            raise NetsteerError(f"unknown packet parameter {e['loc'][-1]!r}", file=file, field=field) from None
-        msg = e["msg"].removeprefix("Value error, ")
-        raise NetsteerError(msg, file=file, field=f"{field}.{loc}" if loc else field) from None
+            key = e["loc"][-1]
+            raise NetsteerError(f"unknown packet parameter {key!r}{did_you_mean(key, PacketParams.model_fields)}",
+                                file=file, field=field) from None
+        raise NetsteerError(plain_words(e), file=file, field=f"{field}.{loc}" if loc else field) from None
 
 
 #: A flow's share at flow level, by key: what it is, and what gives traffic its
