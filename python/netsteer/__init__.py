@@ -16,7 +16,7 @@ Examples
 >>> ns.mpi_job(16, [ns.op.allreduce("1MiB")], repeat=0)
 Traceback (most recent call last):
 ...
-netsteer.errors.NetsteerError: repeat: Input should be greater than or equal to 1
+netsteer.errors.NetsteerError: repeat: must be >= 1, got 0
 """
 
 from __future__ import annotations

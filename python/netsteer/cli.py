@@ -305,6 +305,18 @@ def _click_exceptions():
     return classes
 
 
+def _plain_option_error(exc, mod) -> None:
+    """typer checks an option's value with pydantic: its reason in plain words
+    (``must be an integer, got 'x'``, not ``Input should be a valid integer, unable to
+    parse string as an integer``), as a scenario's errors read."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, getattr(mod, "BadParameter", ())) and isinstance(exc.__cause__, ValidationError):
+        from .errors import plain_words
+
+        exc.message = plain_words(exc.__cause__.errors()[0])
+
+
 def _usage_error(exc) -> int | None:
     """Exit code for a click/typer usage error (printed as one line), or None if ``exc`` is not one."""
     for mod in _click_exceptions():
@@ -314,6 +326,7 @@ def _usage_error(exc) -> int | None:
                 typer.echo(ctx.get_help())
             return 2
         if isinstance(exc, mod.ClickException):
+            _plain_option_error(exc, mod)
             ctx = getattr(exc, "ctx", None)
             where = ctx.command_path if ctx is not None else "netsteer"
             hint = f" (see {where} --help)" if isinstance(exc, mod.UsageError) else ""

@@ -56,19 +56,92 @@ def did_you_mean(word, choices) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-def unknown_key_reason(unknown, missing=()) -> str:
-    """The reason for unknown keys found where required keys are ``missing``: a
-    misspelt key is both, and the message names the key the user wrote (with the
-    missing key it is close to), not only the one the schema wants.
+def unknown_key_reason(unknown, missing=(), known=()) -> str:
+    """The reason for unknown keys found where required keys are ``missing`` and
+    ``known`` keys are taken: a misspelt key is both unknown and missing, or close to
+    an optional key; the message names the key the user wrote, and the one it is
+    close to (a missing one first), not only the one the schema wants.
 
     >>> unknown_key_reason(["byts"], ["bytes"]), unknown_key_reason(["colour"], ["bytes"])
     ("unknown key 'byts'; did you mean 'bytes'?", "unknown key 'colour'; required key 'bytes' is missing")
+    >>> unknown_key_reason(["wieght"], known=["src", "dst", "bytes", "weight"])
+    "unknown key 'wieght'; did you mean 'weight'?"
     """
-    for k in unknown:
-        hint = did_you_mean(k, missing)
-        if hint:
-            return f"unknown key {k!r}{hint}"
+    for choices in (missing, known):
+        for k in unknown:
+            hint = did_you_mean(k, choices)
+            if hint:
+                return f"unknown key {k!r}{hint}"
     return f"unknown key {unknown[0]!r}" + (f"; required key {missing[0]!r} is missing" if missing else "")
+
+
+def keys_at(model, loc) -> list[str]:
+    """The keys (as written: aliases) of the mapping at ``loc`` (a field path without
+    union branches, :func:`clean_loc`) in pydantic ``model``, for a misspelt key's
+    hint; ``[]`` where no model says (a free mapping, no model).
+
+    >>> from netsteer.scenario import ScenarioModel
+    >>> keys_at(ScenarioModel, ("sharing",)), "class" in keys_at(ScenarioModel, ("jobs", 0, "flows", 3))
+    (['model', 'tcp_gamma', 'merge_window', 'ticks_per_ns'], True)
+    """
+    from typing import get_args
+
+    from pydantic import BaseModel
+
+    def models(tp) -> list:
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            return [tp]
+        return [m for a in get_args(tp) for m in models(a)]  # Optional, list, union, Annotated
+
+    here = [model] if model is not None else []
+    for part in loc:
+        if isinstance(part, int):  # a list's entry: the list's type already gave its model
+            continue
+        here = [m for h in here for n, f in h.model_fields.items() if part in (n, f.alias)
+                for m in models(f.annotation)]
+    return [f.alias or n for h in here for n, f in h.model_fields.items()]
+
+
+#: pydantic's comparisons, by error type, as the house writes them.
+_COMPARE = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
+#: What a value must be, by pydantic's error type for a value of the wrong type.
+_MUST_BE = {
+    "int_type": "an integer", "int_parsing": "an integer", "int_from_float": "a whole number",
+    "float_type": "a number", "float_parsing": "a number", "finite_number": "a finite number",
+    "bool_type": "true or false", "bool_parsing": "true or false", "string_type": "a string",
+    "list_type": "a list", "tuple_type": "a list", "set_type": "a list", "none_required": "null",
+}
+
+
+def plain_words(e: dict) -> str:
+    """A pydantic error (an entry of ``exc.errors()``) as a reason in plain words, not
+    pydantic's ("Input should be greater than or equal to 0"); a check's own message
+    (a ``ValueError``'s) as it is.
+
+    >>> plain_words({"type": "greater_than_equal", "msg": "Input should be greater than or equal to 0",
+    ...              "ctx": {"ge": 0}, "input": -2})
+    'must be >= 0, got -2'
+    >>> plain_words({"type": "too_short", "msg": "List should have at least 1 item after validation, not 0",
+    ...              "ctx": {"field_type": "List", "min_length": 1, "actual_length": 0}, "input": []})
+    'must not be empty'
+    """
+    t, ctx, got = e["type"], e.get("ctx") or {}, short_repr(e.get("input"))
+    if t in _COMPARE:
+        limit = next(iter(ctx.values()))  # {"ge": 0}; a float field's 0.0 reads as 0
+        return f"must be {_COMPARE[t]} {int(limit) if float(limit).is_integer() else limit}, got {got}"
+    if t in ("too_short", "string_too_short"):
+        n, what = ctx.get("min_length"), "characters" if t.startswith("string") else "entries"
+        return "must not be empty" if n == 1 else f"must have at least {n} {what}, got {got}"
+    if t in ("too_long", "string_too_long"):
+        return f"must have at most {ctx.get('max_length')} " + ("characters" if t.startswith("string") else
+                                                                 f"entries, got {ctx.get('actual_length')}")
+    if t == "literal_error":
+        return f"must be {ctx.get('expected')}, got {got}"
+    if t == "multiple_of":
+        return f"must be a multiple of {ctx.get('multiple_of')}, got {got}"
+    if t in _MUST_BE:
+        return f"must be {_MUST_BE[t]}, got {got}"
+    return e["msg"].removeprefix("Value error, ")
 
 
 #: Names pydantic puts in an error's location for the branches of a union
@@ -105,11 +178,13 @@ def clean_loc(loc, tags=()) -> tuple:
                                                  or (p in tags and i > 0 and isinstance(loc[i - 1], int)))))
 
 
-def pydantic_error(errors, *, file: str | None = None, tags=()) -> "NetsteerError":
+def pydantic_error(errors, *, file: str | None = None, tags=(), model=None) -> "NetsteerError":
     """The errors of a pydantic ``ValidationError`` (``exc.errors()``) as one
     :class:`NetsteerError` in the house words: the field path without pydantic's
-    union branches, ``unknown key 'x'`` at the mapping that holds it, ``must be a
-    mapping`` for a value that is not one, no model class names.
+    union branches, ``unknown key 'x'`` at the mapping that holds it (with the key of
+    ``model`` there it is close to, if any, :func:`keys_at`), ``must be a mapping``
+    for a value that is not one, the rest in plain words (:func:`plain_words`), no
+    model class names.
 
     >>> pydantic_error([{"type": "missing", "loc": ("bytes",), "msg": "Field required", "input": {}},
     ...                 {"type": "extra_forbidden", "loc": ("byts",), "msg": "Extra inputs are not permitted",
@@ -134,7 +209,8 @@ def pydantic_error(errors, *, file: str | None = None, tags=()) -> "NetsteerErro
         unknown = [k for t, k in here if t == "extra_forbidden"]
         missing = [k for t, k in here if t == "missing" and isinstance(k, str)]
         if unknown:
-            return NetsteerError(unknown_key_reason(unknown, missing), file=file, field=parent)
+            return NetsteerError(unknown_key_reason(unknown, missing, keys_at(model, loc[:-1])), file=file,
+                                 field=parent)
         return NetsteerError("required key is missing", file=file, field=field)
     if e["type"] in ("model_type", "model_attributes_type", "dict_type"):
         # pydantic says "a valid dictionary or instance of RoutingModel": name the
@@ -144,7 +220,7 @@ def pydantic_error(errors, *, file: str | None = None, tags=()) -> "NetsteerErro
         such = f" such as {MAPPING_EXAMPLES[holder]}" if holder in MAPPING_EXAMPLES else ""
         return NetsteerError(f"{what} must be a mapping{such}, got {short_repr(e.get('input'))}",
                              file=file, field=field)
-    where, msg = key_loc(loc, e["msg"].removeprefix("Value error, "))
+    where, msg = key_loc(loc, plain_words(e))
     return NetsteerError(msg, file=file, field=".".join(str(p) for p in where) or None)
 
 

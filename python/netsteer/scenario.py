@@ -98,14 +98,22 @@ class JobModel(_Strict):
     # default: streamed when large and nothing in the scenario needs per-flow context
     stream: Annotated[bool, Strict()] | None = None
 
+    # a field check, so that the error names the key (jobs.0.priority); declared after
+    # program, so info.data holds it (absent only when the program itself is bad)
+    @field_validator("start", "traffic_class", "priority")
+    @classmethod
+    def _for_program(cls, v, info):
+        if "program" in info.data and info.data["program"] is None:
+            key = "class" if info.field_name == "traffic_class" else info.field_name
+            raise ValueError(f"{key} applies to an MPI job's program; give flows and bulk flows their own {key}")
+        return v
+
     @model_validator(mode="after")
     def _has_work(self) -> "JobModel":
         if not (self.flows or self.bulk or self.program):
             raise ValueError("a job needs flows, bulk or a program")
         if (self.program is None) != (self.ranks is None):
             raise ValueError("an MPI job needs both ranks and program")
-        if self.program is None and "start" in self.model_fields_set:
-            raise ValueError("start applies to an MPI job's program; give flows and bulk flows their own start")
         if self.program is None and self.stream is not None:
             raise ValueError("stream applies to an MPI job's program (ranks and program)")
         return self
@@ -235,9 +243,10 @@ class BuiltScenario:
         return self.scenario.model.name
 
 
-def _pydantic_error(exc: ValidationError, file: str | None) -> NetsteerError:
-    """``exc`` as a :class:`NetsteerError` naming ``file`` (:func:`netsteer.errors.pydantic_error`)."""
-    return pydantic_error(exc.errors(), file=file)
+def _pydantic_error(exc: ValidationError, file: str | None, model=None) -> NetsteerError:
+    """``exc`` as a :class:`NetsteerError` naming ``file`` (:func:`netsteer.errors.pydantic_error`;
+    ``model``, the one validated, gives a misspelt key's hint)."""
+    return pydantic_error(exc.errors(), file=file, model=model)
 
 
 def parse_scenario(text: str, *, file: str | None = None) -> Scenario:
@@ -250,7 +259,7 @@ def parse_scenario(text: str, *, file: str | None = None) -> Scenario:
     try:
         model = ScenarioModel.model_validate(data)
     except ValidationError as exc:
-        raise _pydantic_error(exc, file) from None
+        raise _pydantic_error(exc, file, ScenarioModel) from None
     return Scenario(model=model, file=file)
 
 
@@ -677,7 +686,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
     sharing_name = m.sharing if isinstance(m.sharing, str) else m.sharing.model
     notes: list[str] = []
     packet = check_fidelity(fid, m.packet, "sharing" in m.model_fields_set, sharing_name, file=file,
-                            override=fidelity is not None, notes=notes)
+                            override=fidelity is not None, notes=notes, jobs=m.jobs)
     topo = topology if topology is not None else build_topology(m.topology, file=file)
     _check_electrical(m, topo, file)
     in_engine = _routes_in_engine(m, topo, packet)

@@ -70,3 +70,38 @@ def test_impossible_studies_are_refused_naming_the_parameter(field, kw):
     with pytest.raises(NetsteerError) as e:
         scenario(Study(**kw), "periodic")
     assert e.value.field == field
+
+
+@pytest.mark.parametrize("field,kw", [("seed", {"seed": -1}), ("circuit_switches", {"circuit_switches": 257}),
+                                      ("racks", {"racks": 70_000}),
+                                      ("racks, servers_per_rack, phases", {"servers_per_rack": 10**5})])
+def test_studies_the_run_would_fail_on_are_refused_first(field, kw):
+    """A negative seed (numpy's error), more circuit switches than the planner takes,
+    and studies far above the memory limit (a 70,000-rack demand matrix is 36 GiB)
+    are refused by check(), before anything is built, naming the parameters."""
+    with pytest.raises(NetsteerError) as e:
+        Study(**kw).check()
+    assert e.value.field == field
+
+
+@pytest.mark.parametrize("args,option,reason", [
+    (["--racks", "1"], "--racks", "1 racks cannot give 8 jobs two racks each"),
+    (["--servers-per-rack", "0"], "--servers-per-rack", "must be an integer >= 1"),
+    (["--circuit-switches", "1000"], "--circuit-switches", "must be at most 256"),
+    (["--jobs", "0"], "--jobs", "must be an integer >= 1"),
+    (["--phases", "0"], "--phases", "must be an integer >= 1"),
+    (["--bytes", "1Mibs"], "--bytes", "unknown size unit 'Mibs'"),
+    (["--core-bandwidth", "0Gbps"], "--core-bandwidth", "bandwidth must be positive"),
+    (["--period", "0s"], "--period", "must be longer than 0"),
+    (["--poll", "5"], "--poll", "unknown duration unit"),
+    (["--seed", "-1"], "--seed", "must be an integer >= 0"),
+    (["--racks", "70000"], "--racks", "demand matrices would need about 146 GiB"),
+    (["--phases", "100000"], "--racks, --servers-per-rack, --phases", "the study's transfers would need"),
+])
+def test_the_command_names_the_option_typed(capsys, args, option, reason):
+    from netsteer.cli import run_cli
+
+    assert run_cli(["reproduce", "hybrid-shifting", *args, "--json"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert err.startswith(f"netsteer: error: {option}: ") and reason in err, err

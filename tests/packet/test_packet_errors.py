@@ -90,3 +90,77 @@ def test_fidelity_flag_of_the_other_kind_leaves_the_parameter_out_and_says_so(tm
     assert "notes" not in json.loads(capsys.readouterr().out)
     assert run_cli(["run", str(f), "--fidelity", "packets", "--no-progress"]) == 2
     assert "--fidelity" in capsys.readouterr().err
+
+
+
+SHARES = textwrap.dedent(
+    """
+    name: t
+    topology: {kind: pgft, levels: 1, down: [4], up: [1], parallel: [1],
+               link_bandwidth: 32Gbps, link_latency: 100ns}
+    routing: {engine: dmodk}
+    %s
+    jobs:
+      - {name: a, flows: [{src: 0, dst: 3, bytes: 1MiB}]}
+      - {name: b, %s}
+    """
+)
+
+SHARE_CASES = [
+    ("flows: [{src: 1, dst: 3, bytes: 1MiB, priority: 1}]", "jobs.1.flows.0.priority", "vlarb_high"),
+    ("bulk: [{src: 1, dst: 3, duration: 1ms, weight: 3}]", "jobs.1.bulk.0.weight", "vlarb_low"),
+    ("ranks: 2, priority: 2, program: [{op: barrier}]", "jobs.1.priority", "vlarb_high"),
+]
+
+
+@pytest.mark.parametrize("job,field,table", SHARE_CASES)
+def test_a_flow_level_share_at_packet_fidelity_is_refused_with_what_to_use_instead(tmp_path, capsys, job, field,
+                                                                                   table):
+    """A priority or weight means nothing to credits and VL arbitration: a scenario
+    at packet fidelity that sets one is refused, naming it and the packet-level way
+    (a service level, and its VL's place in the arbitration tables)."""
+    f = tmp_path / "s.yaml"
+    f.write_text(SHARES % ("fidelity: packet", job))
+    assert run_cli(["run", str(f), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert f"{f}: {field}: " in err
+    assert "packet fidelity (fidelity packet)" in err and "service level" in err and table in err
+    # the default value is no share of its own: nothing to refuse
+    f.write_text(SHARES % ("fidelity: packet", job.replace("priority: 1", "priority: 0")
+                           .replace("weight: 3", "weight: 1").replace("priority: 2", "priority: 0")))
+    assert run_cli(["run", str(f), "--no-progress", "--json"]) == 0
+
+
+def test_fidelity_flag_packet_leaves_flow_level_shares_out_with_a_note(tmp_path, capsys):
+    """``--fidelity packet`` on a flow scenario with priorities and weights runs it
+    packet by packet without them (as it does ``sharing:``), and the notes name them."""
+    import json
+
+    f = tmp_path / "s.yaml"
+    f.write_text(SHARES % ("", "flows: [" + ", ".join(
+        f"{{src: {s}, dst: 3, bytes: 64KiB, priority: 1, weight: 2}}" for s in (1, 2, 1, 2, 1)) + "]"))
+    assert run_cli(["run", str(f), "--fidelity", "packet", "--no-progress", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["fidelity"] == "packet" and out["status"] == "done"
+    assert out["notes"] == [
+        "jobs.1.flows.0.priority, jobs.1.flows.1.priority, jobs.1.flows.2.priority and 2 more: priority is a "
+        "flow-level strict-priority class; left out at --fidelity packet, which shares links by credits and VL "
+        "arbitration",
+        "jobs.1.flows.0.weight, jobs.1.flows.1.weight, jobs.1.flows.2.weight and 2 more: weight is a flow-level "
+        "max-min weight; left out at --fidelity packet, which shares links by credits and VL arbitration"]
+    assert run_cli(["run", str(f), "--fidelity", "packet", "--no-progress"]) == 0
+    assert "note: jobs.1.flows.0.priority" in capsys.readouterr().err
+
+
+def test_the_python_api_refuses_a_flow_level_share_at_packet_fidelity_as_the_cli_does():
+    import netsteer as ns
+    from netsteer.errors import NetsteerError
+
+    topo = ns.pgft(levels=1, down=[4], up=[1], link_bandwidth="32Gbps", link_latency="100ns")
+    data = ns.Scenario(topo, "dmodk", [ns.job([ns.flow(0, 3, "1MiB")]),
+                                       ns.job([ns.flow(1, 3, "1MiB", priority=1)])]).to_dict()
+    with pytest.raises(NetsteerError) as exc:
+        ns.Scenario.from_dict({**data, "fidelity": "packet"}).run()
+    assert exc.value.field == "jobs.1.flows.0.priority" and "vlarb_high" in exc.value.reason
+    assert ns.Scenario.from_dict(data).run().status == "done"  # at flow level it is a share

@@ -182,9 +182,10 @@ def test_tcp_gamma_with_maxmin_names_tcp_gamma(tmp_path: Path):
         ("routing: {engine: dmodk}", "routng: {engine: dmodk}", None, "unknown key 'routng'; did you mean 'routing'?"),
         # nothing close: both keys named
         ("bytes: 1MiB", "colour: 1MiB", "jobs.0.flows.0", "unknown key 'colour'; required key 'bytes' is missing"),
-        # only missing, or only unknown: as before
+        # only missing: as before; only unknown: the closest key it takes there, if any
         ("dst: 5, bytes: 1MiB", "dst: 5", "jobs.0.flows.0.bytes", "required key is missing"),
-        ("bytes: 1MiB}", "bytes: 1MiB, byts: 1}", "jobs.0.flows.0", "unknown key 'byts'"),
+        ("bytes: 1MiB}", "bytes: 1MiB, byts: 1}", "jobs.0.flows.0", "unknown key 'byts'; did you mean 'bytes'?"),
+        ("bytes: 1MiB}", "bytes: 1MiB, colour: 1}", "jobs.0.flows.0", "unknown key 'colour'"),
     ],
 )
 def test_a_misspelt_required_key_is_named(tmp_path: Path, old, new, field, reason):
@@ -249,3 +250,78 @@ def test_a_port_paired_with_itself_says_so(tmp_path: Path, section, field, reaso
     err = error_of(text)
     assert (err.field, err.reason) == (field, reason), err.message()
     assert cli_error(tmp_path, text).endswith(f"{field}: {reason}")
+
+
+@pytest.mark.parametrize("key", ["priority: 1", "class: 2", "start: 1ms"])
+def test_a_program_key_on_a_job_of_flows_is_refused_at_its_field(key):
+    """A job's own priority, class and start go to its MPI program; on a job of flows
+    and bulk flows they reached no flow (the flows kept priority 0, class 0): refused,
+    naming the key, where each flow takes its own."""
+    text = GOOD.replace("  - name: j\n", f"  - name: j\n    {key}\n")
+    err = error_of(text)
+    name = key.split(":")[0]
+    assert err.field == f"jobs.0.{name}", err.message()
+    assert err.reason == f"{name} applies to an MPI job's program; give flows and bulk flows their own {name}"
+    mpi = GOOD.replace("    flows:\n      - {src: 0, dst: 5, bytes: 1MiB}\n",
+                       f"    {key}\n    ranks: 4\n    program: [{{op: allreduce, bytes: 1MiB}}]\n")
+    built = build(mpi)  # an MPI job's messages take them
+    cols = built.dag.columns()
+    if name == "priority":
+        assert set(cols.priority.tolist()) == {1}
+    if name == "class":
+        assert set(cols.traffic_class.tolist()) == {2}
+
+
+@pytest.mark.parametrize("old,new,field,reason", [
+    ("routing: {engine: dmodk}", "routing: {engine: dmodk}\nsharng: cm02", None, "'sharng'; did you mean 'sharing'?"),
+    ("name: t", "name: t\ndescripton: x", None, "'descripton'; did you mean 'description'?"),
+    ("bytes: 1MiB}", "bytes: 1MiB, wieght: 2}", "jobs.0.flows.0", "'wieght'; did you mean 'weight'?"),
+    ("bytes: 1MiB}", "bytes: 1MiB, strat: 1ms}", "jobs.0.flows.0", "'strat'; did you mean 'start'?"),
+    ("    flows:", "    bulkk: []\n    flows:", "jobs.0", "'bulkk'; did you mean 'bulk'?"),
+    ("{engine: dmodk}", "{engine: dmodk, hsah: dst}", "routing", "'hsah'; did you mean 'hash'?"),
+    ("routing: {engine: dmodk}", "routing: {engine: dmodk}\nsharing: {model: cm02, tcp_gama: 1MiB}", "sharing",
+     "'tcp_gama'; did you mean 'tcp_gamma'?"),
+    ("routing: {engine: dmodk}", "routing: {engine: dmodk}\nevents: [{at: 1ms, link_dwn: [{node: s1_0, port: 5}]}]",
+     "events.0", "'link_dwn'; did you mean 'link_down'?"),
+    ("routing: {engine: dmodk}", "routing: {engine: dmodk}\ndriver: {dealy: {}}", "driver",
+     "'dealy'; did you mean 'delay'?"),
+    ("routing: {engine: dmodk}", "routing: {engine: dmodk}\nqos: {max_vl: 4}", "qos.max_vl",
+     "'max_vl'; did you mean 'max_vls'?"),
+    ("routing: {engine: dmodk}", "routing: {engine: dmodk}\nfidelity: packet\npacket: {mtuu: 2KiB}", "packet",
+     "'mtuu'; did you mean 'mtu'?"),
+    ("link_latency: 1us}", "link_latency: 1us, paralel: [1, 1]}", "topology.paralel",
+     "'paralel' for kind pgft; did you mean 'parallel'?"),
+])
+def test_a_misspelt_optional_key_gets_a_did_you_mean(tmp_path: Path, old, new, field, reason):
+    """Misspelt required keys were named with the key they are close to; a misspelt
+    optional key (all required keys given) only said "unknown key 'wieght'"."""
+    assert old in GOOD
+    text = GOOD.replace(old, new, 1)
+    err = error_of(text)
+    assert err.field == field and err.reason.endswith(reason), err.message()
+    assert cli_error(tmp_path, text).endswith(f"{field + ': ' if field else ''}{err.reason}")
+
+
+@pytest.mark.parametrize("old,new,field,reason", [
+    ("bytes: 1MiB}", "bytes: 1MiB, priority: -1}", "jobs.0.flows.0.priority", "must be >= 0, got -1"),
+    ("bytes: 1MiB}", "bytes: 1MiB, priority: 256}", "jobs.0.flows.0.priority", "must be <= 255, got 256"),
+    ("bytes: 1MiB}", "bytes: 1MiB, priority: x}", "jobs.0.flows.0.priority", "must be an integer, got 'x'"),
+    ("bytes: 1MiB}", "bytes: 1MiB, weight: 0}", "jobs.0.flows.0.weight", "must be > 0, got 0"),
+    ("bytes: 1MiB}", "bytes: 1MiB, weight: .inf}", "jobs.0.flows.0.weight", "must be a finite number, got inf"),
+    ("bytes: 1MiB}", "bytes: 1MiB, after: 3}", "jobs.0.flows.0.after", "must be a list, got 3"),
+    ("{engine: dmodk}", "{engine: dmodk, hash: foo}", "routing.hash", "must be 'dst', 'src-dst' or 'flow', got 'foo'"),
+    ("jobs:\n  - name: j\n    flows:\n      - {src: 0, dst: 5, bytes: 1MiB}", "jobs: []", "jobs", "must not be empty"),
+    ("name: t", "name: t\nreroute_on_change: 3", "reroute_on_change", "must be true or false, got 3"),
+    ("name: t", "name: t\nfidelity: packets", "fidelity", "must be 'flow' or 'packet', got 'packets'"),
+    ("routing: {engine: dmodk}", "routing: {engine: dmodk}\nfidelity: packet\npacket: {vls: 16}", "packet.vls",
+     "must be <= 15, got 16"),
+    ("routing: {engine: dmodk}", "routing: {engine: dmodk}\nqos: {max_vls: 44}", "qos.max_vls",
+     "must be <= 15, got 44"),
+])
+def test_pydantic_wording_is_turned_into_plain_words(old, new, field, reason):
+    """It said "Input should be greater than or equal to 0", "List should have at
+    least 1 item after validation, not 0", "Input should be a valid integer, unable
+    to parse string as an integer"."""
+    assert old in GOOD
+    err = error_of(GOOD.replace(old, new, 1))
+    assert (err.field, err.reason) == (field, reason), err.message()

@@ -102,7 +102,7 @@ def test_pairwise_alltoall_refuses_non_power_of_two():
         # it said jobs.0.placement.literal['linear','random']: Input should be 'linear' or 'random'
         ("placement: linear", "placement: block", "jobs.0.placement",
          "placement must be linear, random or a list of host indices, got 'block'"),
-        ("placement: linear", "placement: [0, 1, x, 3, 4, 5, 6, 7]", "jobs.0.placement.2", "valid integer"),
+        ("placement: linear", "placement: [0, 1, x, 3, 4, 5, 6, 7]", "jobs.0.placement.2", "must be an integer, got 'x'"),
     ],
 )
 def test_mpi_key_errors_are_plain(tmp_path: Path, old, new, field, reason):

@@ -172,3 +172,23 @@ def test_failed_reconfiguration_keeps_the_last_good_routing():
     assert any("reconfiguration failed, last good routing kept" in f and "h0" in f for f in failed)
     assert res.status == "done"
     assert res.completion_ns[0] == 130_000_000  # stalled for the 30 ms the cable was down
+
+
+@pytest.mark.parametrize("gamma,rate_Bps", [("4MiB", 2**22 / 4e-3), ("0", GBPS10), ("1MiB", 2**20 / 4e-3)])
+def test_cm02_tcp_gamma_bounds_a_flow_by_its_window_and_zero_means_no_bound(gamma, rate_Bps):
+    """CM02 caps a flow at tcp_gamma / (2 x path latency); ``tcp_gamma: 0`` is no cap,
+    the link's rate alone, as SimGrid's ``network/TCP-gamma:0`` (its teshsuite
+    models/cm02-tcpgamma: "since gamma=0, the physical bandwidth is still used")."""
+    from netsteer.scenario import parse_scenario
+
+    text = f"""
+name: g
+topology: {{kind: pgft, levels: 1, down: [2], up: [1], link_bandwidth: 10Gbps, link_latency: 1ms}}
+routing: {{engine: dmodk}}
+sharing: {{model: cm02, tcp_gamma: {gamma}, merge_window: 0ns, ticks_per_ns: 1}}
+jobs: [{{name: a, flows: [{{src: 0, dst: 1, bytes: 100MB}}]}}]
+"""
+    b = build_scenario(parse_scenario(text, file="g.yaml"))
+    res = simulate(b.topology, b.routing, b.dag, sharing=b.sharing, tcp_gamma=b.tcp_gamma)
+    # two 1 ms cables: 2 ms of latency first, then the bytes at the rate
+    assert res.makespan_ns == pytest.approx(2e6 + 1e8 / rate_Bps * 1e9, abs=1)

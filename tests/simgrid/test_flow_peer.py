@@ -89,3 +89,18 @@ def test_random_flows_match_simgrid_full_update():
     lazy = run_simgrid_flows(xml, named, CM02)["makespan_s"]
     assert lazy == pytest.approx(0.038404, abs=1e-12)
     assert lazy < bound
+
+
+@pytest.mark.parametrize("gamma", [None, 0.0])
+def test_tcp_gamma_zero_is_no_window_bound_in_both(gamma):
+    # two 1 ms cables: SimGrid's default window (4 MiB / 4 ms) holds a 10 Gb/s flow to
+    # 1.05 GB/s; network/TCP-gamma:0 makes the bound 0, which its max-min solver takes
+    # as no bound (maxmin.cpp: var.bound_ > 0), so the cable's 1.25 GB/s is used
+    topo = pgft(1, [2], [1], link_bandwidth=10e9, link_latency_ns=1_000_000)
+    dag = FlowDag()
+    dag.add(0, 1, 100_000_000)
+    mine = simulate(topo, dmodk(topo), dag, sharing="cm02", tcp_gamma=gamma).makespan_ns * 1e-9
+    cfg = CM02 + FULL + ([] if gamma is None else ["--cfg=network/TCP-gamma:0"])
+    theirs = run_simgrid_flows(platform_from_topology(topo), [("h0", "h1", 100_000_000)], cfg)["makespan_s"]
+    assert mine == pytest.approx(0.002 + (1e8 / 1.25e9 if gamma == 0.0 else 1e8 * 4e-3 / 2**22), abs=1e-9)
+    assert theirs == pytest.approx(mine, abs=1e-9)

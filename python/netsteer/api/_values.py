@@ -46,7 +46,7 @@ def validated(model: type[M], data: dict[str, Any], where: str | None = None) ->
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        err = _pydantic_error(exc, None)
+        err = _pydantic_error(exc, None, model)
         raise err.located(prefix=where) from None
 
 

@@ -7,8 +7,8 @@ Examples
 >>> topo = ns.pgft(1, [4], [1], link_bandwidth="8Gbps", link_latency="0us")
 >>> r = ns.simulate(topo, "dmodk", [ns.job([ns.flow(0, 3, "1GB"), ns.flow(1, 3, "1GB")], name="two")])
 >>> r.jobs
-   job  completion_s  flows         bytes
-0  two           2.0      2  2.000000e+09
+   job  completion_s  flows       bytes
+0  two           2.0      2  2000000000
 >>> c = r.counters
 >>> round(float(c[c.to_node == "h3"].gbps.max()), 6)  # the shared host link, full
 8.0

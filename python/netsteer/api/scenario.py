@@ -77,7 +77,8 @@ class Scenario:
         "merge_window": "0ns", "ticks_per_ns": 1}`` (CM02 on the exact ns clock
         instead of SimGrid's timing; ``docs/scenarios.md``).
     tcp_gamma : str, optional
-        The TCP window of ``cm02`` (default 4 MiB).
+        The TCP window of ``cm02`` (default 4 MiB; ``0``: no window bound, as SimGrid's
+        ``network/TCP-gamma:0``).
     fidelity : {"flow", "packet"}, optional
         Flow level (max-min, the default) or packet level (credits, VLs,
         arbitration; ``docs/model.md``, Fidelities).
@@ -117,7 +118,7 @@ class Scenario:
     >>> ns.Scenario(topo, "dmodk", jobs, fidelity="packets")
     Traceback (most recent call last):
     ...
-    netsteer.errors.NetsteerError: fidelity: Input should be 'flow' or 'packet'
+    netsteer.errors.NetsteerError: fidelity: must be 'flow' or 'packet', got 'packets'
     """
 
     def __init__(

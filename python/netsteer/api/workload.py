@@ -17,7 +17,7 @@ Examples
 >>> flow(0, 1, "1GiB", weight=0)
 Traceback (most recent call last):
 ...
-netsteer.errors.NetsteerError: weight: Input should be greater than 0
+netsteer.errors.NetsteerError: weight: must be > 0, got 0
 """
 
 from __future__ import annotations
@@ -62,7 +62,11 @@ def flow(
     weight : float, optional
         Max-min share weight (default 1).
     traffic_class, priority : int, optional
-        Class for routing overrides and QoS; strict priority (0 first).
+        Class for routing overrides and QoS (the SL at packet level); strict priority
+        (0 first).
+
+    A weight and a priority are flow-fidelity shares: a scenario run at packet
+    fidelity refuses them (its traffic takes its share from its class's VL).
     """
     data = given(id=id, src=src, dst=dst, bytes=bytes, start=start, after=after, delay=delay,
                  weight=weight, priority=priority)
@@ -83,7 +87,8 @@ def bulk(
     priority: int | None = None,
 ) -> dict[str, Any]:
     """An iperf-like flow: sends as fast as it can from ``start`` for ``duration``,
-    or, without one, until every other flow of the scenario is done."""
+    or, without one, until every other flow of the scenario is done. ``weight`` and
+    ``priority`` are flow-fidelity shares, as :func:`flow`'s."""
     data = given(src=src, dst=dst, start=start, duration=duration, weight=weight, priority=priority)
     if traffic_class is not None:
         data["class"] = traffic_class
@@ -138,6 +143,8 @@ def mpi_job(
     start : str, optional
         When the ranks start.
     traffic_class, priority : int, optional
+        The class of its messages (the SL at packet level); strict priority (0 first),
+        a flow-fidelity share as :func:`flow`'s.
     stream : bool, optional
         Run streamed through the engine (True) or as a flow DAG (False); default:
         streamed from 128 ranks when the scenario allows it (docs/streaming.md).

@@ -85,7 +85,11 @@ def reproduce_shifting(
     st = Study(racks=racks, servers_per_rack=servers_per_rack, circuit_switches=circuit_switches, jobs=jobs,
                phases=phases, bytes=block, core_bandwidth=core_bandwidth, period=period, poll=poll, seed=seed,
                delay={"rule_time": "0.44ms", "vlan_tag_time": "0.6s", "push": push, "tag": "parallel"})
-    st.check()
+    try:
+        st.check()
+    except NetsteerError as exc:  # the study's parameters are this command's options: racks is --racks
+        options = ", ".join("--" + f.strip().replace("_", "-") for f in (exc.field or "").split(","))
+        raise type(exc)(exc.reason, field=options) from None
     if out is not None:
         from ..report.outdir import check_out_path
 

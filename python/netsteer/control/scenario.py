@@ -145,7 +145,7 @@ def _validate(model, data, file, key):
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        err = _pydantic_error(exc, file)
+        err = _pydantic_error(exc, file, model)
         raise NetsteerError(err.reason, file=file, field=f"{key}.{err.field}" if err.field else key) from None
 
 

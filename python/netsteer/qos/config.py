@@ -43,7 +43,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
 
-from ..errors import NetsteerError, key_loc
+from ..errors import NetsteerError, clean_loc, key_loc, keys_at, plain_words, unknown_key_reason
 from ..schema import Duration
 from ..sim.packet import _sl2vl as _packet_sl2vl
 from ..sim.packet import _table as _packet_table
@@ -264,10 +264,12 @@ def parse_qos(data: Any, *, file: str | None = None, field: str = "qos") -> QosC
         raise NetsteerError(str(exc), file=file, field=f"{field}.{exc.field}") from None
     except ValidationError as exc:
         e = exc.errors()[0]
-        where, msg = key_loc(e["loc"], e["msg"].removeprefix("Value error, "))
+        where, msg = key_loc(e["loc"], plain_words(e))
         loc = ".".join(str(p) for p in where if not (isinstance(p, str) and p[:1].isupper()))
         if e["type"] == "extra_forbidden":
-            raise NetsteerError(f"unknown key {e['loc'][-1]!r}", file=file, field=f"{field}.{loc}") from None
+            known = keys_at(QosConfig, clean_loc(e["loc"])[:-1])
+            raise NetsteerError(unknown_key_reason([e["loc"][-1]], known=known), file=file,
+                                field=f"{field}.{loc}") from None
         raise NetsteerError(msg, file=file, field=f"{field}.{loc}" if loc else field) from None
     return q
 

@@ -14,7 +14,7 @@ def job_summaries(built, res) -> list[dict[str, Any]]:
     rel = res.release_ns
     cols = built.dag.columns()
     labels = cols.label
-    nbytes = cols.bytes.astype(np.float64)
+    nbytes = cols.bytes
     mpi_ops = {}
     if built.spans and (comp >= 0).all():
         from ..traffic.mpi import op_report
@@ -80,15 +80,30 @@ def _streamed_jobs(built, res) -> dict[int, dict[str, Any]]:
     return out
 
 
-def _job_bytes(nbytes: np.ndarray, sel: np.ndarray, res) -> float:
+def byte_total(values) -> int:
+    """Byte counts summed as a whole number of bytes: sizes (integers) exactly, also
+    beyond int64; bytes a flow sent at flow level (floats: a fluid's share of a
+    byte) rounded to the nearest byte.
+
+    >>> byte_total(np.array([2**60] * 16, dtype=np.int64)), byte_total(np.array([0.25, 1048575.5]))
+    (18446744073709551616, 1048576)
+    """
+    a = np.asarray(values)
+    if a.dtype.kind == "f":
+        return round(float(a.sum()))
+    # numpy's sum while it cannot overflow int64 (2**60 bytes a flow at most), else Python's
+    return int(a.sum()) if a.size == 0 or int(a.max()) <= (2**63 - 1) // a.size else sum(a.tolist())
+
+
+def _job_bytes(nbytes: np.ndarray, sel: np.ndarray, res) -> int:
     """Bytes a job's flows carry: the sizes of sized flows, plus what its timed bulk
     flows (sent until stopped, sized as "unlimited") actually sent, when the run
     reports per-flow sent bytes; never the bulk flows' nominal size."""
-    bulk = nbytes >= 1e18
-    total = float(nbytes[sel & ~bulk].sum())
+    bulk = nbytes >= 10**18
+    total = byte_total(nbytes[sel & ~bulk])
     sent = getattr(res, "sent_bytes", None)
     if sent is not None and (sel & bulk).any():
-        total += float(np.asarray(sent, dtype=np.float64)[sel & bulk].sum())
+        total += byte_total(np.asarray(sent, dtype=np.float64)[sel & bulk])
     return total
 
 
@@ -110,7 +125,7 @@ def stalled_summary(built, res) -> dict[str, Any] | None:
     if getattr(res, "end_ns", -1) >= 0:
         out["at_s"] = res.end_ns * 1e-9  # when the last thing moved
     if getattr(res, "sent_bytes", None) is not None:
-        out["bytes_sent"] = float(res.sent_bytes[left].sum())  # by the flows left, before they stuck
+        out["bytes_sent"] = byte_total(np.asarray(res.sent_bytes, dtype=np.float64)[left])  # before they stuck
     if ranks_left:
         # streamed jobs have no flow ids: the ranks that never finished their program
         out["ranks_left"] = {built.job_names[j]: n for j, n in ranks_left.items()}

@@ -50,7 +50,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError, model_validator
 
-from ..errors import NetsteerError
+from ..errors import NetsteerError, did_you_mean, plain_words
 from ..schema import Duration, Size
 
 Int = Annotated[int, Strict()]
@@ -189,19 +189,50 @@ def parse_packet(data: Any, *, file: str | None = None, field: str = "packet") -
             return_field = f"{field}.{ctx['error'].field}"
             raise NetsteerError(str(ctx["error"]), file=file, field=return_field) from None
         if e["type"] == "extra_forbidden":
-            raise NetsteerError(f"unknown packet parameter {e['loc'][-1]!r}", file=file, field=field) from None
-        msg = e["msg"].removeprefix("Value error, ")
-        raise NetsteerError(msg, file=file, field=f"{field}.{loc}" if loc else field) from None
+            key = e["loc"][-1]
+            raise NetsteerError(f"unknown packet parameter {key!r}{did_you_mean(key, PacketParams.model_fields)}",
+                                file=file, field=field) from None
+        raise NetsteerError(plain_words(e), file=file, field=f"{field}.{loc}" if loc else field) from None
+
+
+#: A flow's share at flow level, by key: what it is, and what gives traffic its
+#: share at packet level instead (a flow's SL is its ``class``, or its qos class).
+FLOW_SHARES = {
+    "priority": ("a flow-level strict-priority class", "its VL in vlarb_high"),
+    "weight": ("a flow-level max-min weight", "its VL a weight in vlarb_low"),
+}
+
+
+def flow_shares(jobs) -> dict[str, list[str]]:
+    """The fields of a scenario's jobs (``JobModel``) that set a share the packet
+    fidelity has no use for (a priority or a weight other than the default), by key.
+
+    >>> from netsteer.scenario import JobModel
+    >>> flow_shares([JobModel(name="a", flows=[{"src": 0, "dst": 1, "bytes": 1, "weight": 2.0}]),
+    ...              JobModel(name="b", bulk=[{"src": 0, "dst": 1, "priority": 1}])])
+    {'weight': ['jobs.0.flows.0.weight'], 'priority': ['jobs.1.bulk.0.priority']}
+    """
+    out: dict[str, list[str]] = {}
+    for j, job in enumerate(jobs):
+        holders = [(f"jobs.{j}", job)] + [(f"jobs.{j}.{kind}.{i}", f) for kind in ("flows", "bulk")
+                                          for i, f in enumerate(getattr(job, kind))]
+        for base, m in holders:
+            for key in FLOW_SHARES:
+                if key in type(m).model_fields and getattr(m, key) != type(m).model_fields[key].default:
+                    out.setdefault(key, []).append(f"{base}.{key}")
+    return out
 
 
 def check_fidelity(fidelity: str, packet: Any, sharing_given: bool, sharing: str, *, file=None,
-                   override: bool = False, notes: list[str] | None = None) -> PacketParams | None:
+                   override: bool = False, notes: list[str] | None = None, jobs=()) -> PacketParams | None:
     """The packet parameters of a scenario at ``fidelity``.
 
-    A parameter of the other fidelity in the file is an error that names it. When
-    the fidelity is overridden (``--fidelity``: run this scenario the other way),
-    it is left out instead, and a note saying so is appended to ``notes``, never
-    ignored silently.
+    A parameter of the other fidelity in the file (``packet:`` at flow level; at
+    packet level ``sharing:``, and a job's, flow's or bulk flow's ``priority`` or
+    ``weight``: see :func:`flow_shares`) is an error that names it. When the
+    fidelity is overridden (``--fidelity``: run this scenario the other way), it is
+    left out instead, and a note saying so is appended to ``notes``, never ignored
+    silently.
     """
     how = "--fidelity" if override else "fidelity"
     if fidelity == "flow":
@@ -219,6 +250,16 @@ def check_fidelity(fidelity: str, packet: Any, sharing_given: bool, sharing: str
         else:
             raise NetsteerError(f"sharing ({sharing}) is a flow-level model; the packet fidelity ({how} packet) "
                                 "shares links by credits and VL arbitration: remove it", file=file, field="sharing")
+    for key, fields in flow_shares(jobs).items():
+        what, instead = FLOW_SHARES[key]
+        if override and notes is not None:
+            more = f" and {len(fields) - 3} more" if len(fields) > 3 else ""
+            notes.append(f"{', '.join(fields[:3])}{more}: {key} is {what}; left out at --fidelity packet, which "
+                         "shares links by credits and VL arbitration")
+        else:
+            raise NetsteerError(f"{key} is {what}, and the packet fidelity ({how} packet) shares links by credits "
+                                f"and VL arbitration: give the traffic a service level of its own instead (class, "
+                                f"or a qos class) and {instead}, or remove it", file=file, field=fields[0])
     return parse_packet(packet, file=file)
 
 
@@ -334,4 +375,4 @@ def message_times(res) -> tuple[np.ndarray, np.ndarray]:
     return lat, queue
 
 
-__all__ = ["PacketParams", "check_fidelity", "flow_sls", "message_times", "packet_summary", "parse_packet"]
+__all__ = ["PacketParams", "check_fidelity", "flow_shares", "flow_sls", "message_times", "packet_summary", "parse_packet"]

@@ -120,7 +120,7 @@ def _streamed(eng, streamed) -> dict:
         # the DAG holds a job's start as one delay flow per rank: counted as it would be
         starts = sj.job.ranks if sj.job.start else 0
         steps[sj.job.name] = {"flows": int(cols["flows"][sel].sum()) + starts,
-                              "bytes": float(cols["bytes"][sel].sum())}
+                              "bytes": round(float(cols["bytes"][sel].sum()))}  # whole messages
     return {"jobs": [(int(c), int(left)) for c, left in eng.mpi_jobs()],
             "progress": dict(eng.mpi_progress()), "report": stream_report(eng, streamed), "steps": steps}
 

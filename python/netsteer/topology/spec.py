@@ -48,7 +48,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import NetsteerError
+from ..errors import NetsteerError, did_you_mean
 from ..units import UnitError, parse_bandwidth, parse_duration
 from ..limits import check_topology, estimate_hybrid, estimate_hyperx, estimate_pgft
 from .hybrid import check_hybrid, hybrid
@@ -210,8 +210,8 @@ def build_topology(spec: dict, *, file: str | None = None) -> Topology:
         if key == "kind":
             continue
         if key not in schema:
-            raise NetsteerError(f"unknown key {key!r} for kind {kind}; known keys: "
-                                f"{', '.join(schema)}", file=file, field=f"topology.{key}")
+            raise NetsteerError(f"unknown key {key!r} for kind {kind}" + (did_you_mean(key, schema) or
+                                f"; known keys: {', '.join(schema)}"), file=file, field=f"topology.{key}")
         try:
             args[key] = schema[key][0](value)
         except _Bad as e:

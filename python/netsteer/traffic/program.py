@@ -19,7 +19,7 @@ Examples
 >>> MpiJobSpec(ranks=16, program=[{"op": "bcast", "bytes": "1MiB", "root": -1}])
 Traceback (most recent call last):
 ...
-netsteer.errors.NetsteerError: program.0.root: Input should be greater than or equal to 0
+netsteer.errors.NetsteerError: program.0.root: must be >= 0, got -1
 >>> MpiJobSpec(ranks=16, program=[{"op": "send", "src": 1, "dst": 1, "bytes": 8}])
 Traceback (most recent call last):
 ...
@@ -119,14 +119,15 @@ class Step:
 
 
 def _int(value: Any, field: str, ge: int | None = None) -> int:
+    # the words of netsteer.errors.plain_words, as the pydantic model's errors read
     if isinstance(value, bool):
-        raise NetsteerError("Input should be a valid integer", field=field)
+        raise NetsteerError(f"must be an integer, got {short_repr(value)}", field=field)
     try:
         n = operator.index(value)
     except TypeError:
-        raise NetsteerError("Input should be a valid integer", field=field) from None
+        raise NetsteerError(f"must be an integer, got {short_repr(value)}", field=field) from None
     if ge is not None and n < ge:
-        raise NetsteerError(f"Input should be greater than or equal to {ge}", field=field)
+        raise NetsteerError(f"must be >= {ge}, got {n}", field=field)
     return int(n)
 
 
@@ -168,7 +169,7 @@ def parse_step(raw: Any, field: str = "step") -> Step:
                 out[k] = _duration(v)
             elif k == "algorithm":
                 if v is not None and not isinstance(v, str):
-                    raise NetsteerError("Input should be a valid string", field=where)
+                    raise NetsteerError(f"must be a string, got {short_repr(v)}", field=where)
                 out[k] = v
             else:
                 out[k] = _int(v, where, ge=1 if k == "elem_bytes" else 0)
@@ -195,10 +196,10 @@ def parse_steps(program: Any, field: str = "program") -> tuple[Step, ...]:
     netsteer.errors.NetsteerError: program.0.bytes: size must not be negative, got '-1MiB'
     """
     if isinstance(program, (str, bytes, dict)) or not isinstance(program, Iterable):
-        raise NetsteerError("Input should be a valid list", field=field)
+        raise NetsteerError(f"must be a list, got {short_repr(program)}", field=field)
     steps = tuple(parse_step(s, f"{field}.{i}") for i, s in enumerate(program))
     if not steps:
-        raise NetsteerError("List should have at least 1 item after validation, not 0", field=field)
+        raise NetsteerError("must not be empty", field=field)
     return steps
 
 
@@ -223,7 +224,7 @@ class MpiJobSpec:
     def __post_init__(self) -> None:
         set_ = object.__setattr__
         if not isinstance(self.name, str):
-            raise NetsteerError("Input should be a valid string", field="name")
+            raise NetsteerError(f"must be a string, got {short_repr(self.name)}", field="name")
         set_(self, "ranks", _int(self.ranks, "ranks", ge=1))
         pl = self.placement
         if isinstance(pl, str):
