@@ -284,3 +284,15 @@ def test_route_eval_split_puts_partitions_on_their_sl(tmp_path):
     plain_split = evaluate(plain, "split")
     assert {p["vl"] for p in plain_split["partitions"].values()} == {0}
     assert plain_split["partitions"] == evaluate(plain, "shared")["partitions"]
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["reproduce", "pftree", "--seeds", "0"], "--seeds"),
+    (["route-eval", "-t", "pgft:levels=1,down=4,up=1,link_bandwidth=10Gbps", "--lfts", "x.dump",
+      "--vl-model", "both"], "--vl-model"),
+])
+def test_an_option_error_names_the_option_once(argv, option, tmp_path):
+    p = subprocess.run([sys.executable, "-m", "netsteer", *argv], capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode == 2
+    line = p.stderr.strip()
+    assert "\n" not in line and line.count(option) == 1, line

@@ -200,7 +200,7 @@ def route(
     from ..report.atomic import atomic_write, check_writable
 
     if not 1 <= vls <= 15:
-        raise NetsteerError(f"--vls must be 1..15 (InfiniBand has at most 15 data VLs), got {vls}", field="--vls")
+        raise NetsteerError(f"must be 1..15 (InfiniBand has at most 15 data VLs), got {vls}", field="--vls")
     # every output is checked before any work, and every refusal comes before any write
     check_writable(out, field="--out")
     for path, flag in ((sl_out, "--sl-out"), (qos_out, "--qos-out")):
@@ -282,9 +282,9 @@ def route_eval(
     if pattern not in PATTERNS:
         raise NetsteerError(f"unknown pattern {pattern!r}; use one of {', '.join(PATTERNS)}", field="--pattern")
     if not 1 <= seeds <= 10_000:
-        raise NetsteerError(f"--seeds must be 1..10000, got {seeds}", field="--seeds")
+        raise NetsteerError(f"must be 1..10000, got {seeds}", field="--seeds")
     if vl_model not in ("shared", "split"):
-        raise NetsteerError(f"--vl-model must be shared or split, got {vl_model!r}", field="--vl-model")
+        raise NetsteerError(f"must be shared or split, got {vl_model!r}", field="--vl-model")
     if pattern == "partition-local" and partitions is None:
         raise NetsteerError("the partition-local pattern needs --partitions", field="--pattern")
     # route's tables name a fabric without GUIDs (spec, scenario) by the
@@ -342,7 +342,7 @@ def reproduce_pftree(
     from ..reproduce.pftree import print_report, run
 
     if not 1 <= seeds <= 1000:
-        raise NetsteerError(f"--seeds must be 1..1000, got {seeds}", field="--seeds")
+        raise NetsteerError(f"must be 1..1000, got {seeds}", field="--seeds")
     if fidelity not in ("flow", "packet"):
         raise NetsteerError(f"unknown fidelity {fidelity!r}; use flow or packet", field="--fidelity")
     if fidelity == "packet":
