@@ -63,6 +63,8 @@ def _split(value: str | int | float, kind: str, table: dict) -> tuple[Decimal, s
     if not isinstance(value, str) or len(value) > 100:
         raise UnitError(f"expected a {kind} such as {_example(kind)}, got {_show(value)}")
     m = _RE.match(value)
+    if not m and _RE.match(value.strip().removeprefix("-")):
+        raise UnitError(f"{kind} must not be negative, got {_show(value)}")
     if not m:
         raise UnitError(f"expected a {kind} such as {_example(kind)}, got {_show(value)}")
     unit = m.group("unit")

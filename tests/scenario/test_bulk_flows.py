@@ -39,3 +39,12 @@ def test_a_size_written_as_a_bare_number_in_text_is_bytes():
     assert checked_size("0") == 0
     with pytest.raises(ValueError, match="not a whole number of bytes"):
         checked_size("1.5")
+
+
+@pytest.mark.parametrize("value, kind", [("-1GiB", "size"), ("-10Gbps", "bandwidth"), ("-1us", "duration")])
+def test_a_negative_value_is_called_negative(value, kind):
+    from netsteer.units import UnitError, parse_bandwidth, parse_duration, parse_size
+
+    parse = {"size": parse_size, "bandwidth": parse_bandwidth, "duration": parse_duration}[kind]
+    with pytest.raises(UnitError, match=f"{kind} must not be negative"):
+        parse(value)
