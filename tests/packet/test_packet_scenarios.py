@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from types import SimpleNamespace
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -13,6 +14,7 @@ import pytest
 from netsteer.cli import run_cli
 from netsteer.scenario import build_scenario, parse_scenario
 from netsteer.sim import run_scenario
+from netsteer.sim.packet import message_times, packet_summary
 
 CAP = 4e9  # 32 Gbit/s in bytes/s
 WIRE = 2048 + 26
@@ -228,3 +230,95 @@ def test_a_hybrid_reconfiguration_at_packet_level_ends_done(method):
     # losses, if any, are recovered on a NAK: no flow waits out the 1.07 s timeout
     assert res.packet["timeouts"] == 0
     assert res.completion_ns.max() < 50e6
+
+
+def lone(topology: str, packet: str, nbytes: str) -> str:
+    return textwrap.dedent(
+        f"""
+        name: lone
+        topology: {topology}
+        routing: {{engine: dmodk}}
+        fidelity: packet
+        packet: {packet}
+        jobs:
+          - name: one
+            flows:
+              - {{src: 0, dst: 1, bytes: {nbytes}}}
+        """
+    )
+
+
+PGFT1 = "{kind: pgft, levels: 1, down: [2], up: [1], parallel: [1], link_bandwidth: 32Gbps, link_latency: %s}"
+
+
+@pytest.mark.parametrize("text, done_ns", [
+    # slow -> fast -> slow, cut-through: the last packet is serialised at 10 Gbit/s
+    # twice (4 wires, 3 switches, 33 packet times of 1,659.2 ns: 55,453.6 ns)
+    (lone("{kind: pgft, levels: 2, down: [1, 2], up: [1, 1], parallel: [1, 1], "
+          "link_bandwidth: [10Gbps, 40Gbps], link_latency: 100ns}", "{}", "64KiB"), 55454),
+    # store-and-forward, a short last packet that waits for the one before it
+    (lone(PGFT1 % "100ns", "{switching: store-and-forward}", "5000"), 2088),
+    # 10 us links, 16 KiB buffers: 7 packets per credit loop of 20,618.5 ns
+    (lone(PGFT1 % "10us", "{}", "1MiB"), 1525769),
+])
+def test_a_message_alone_shows_no_queueing(text, done_ns):
+    # crates/netsteer-core/tests/packet_by_hand.rs works these out by hand
+    built, res = run(text)
+    assert list(res.completion_ns) == [done_ns]
+    assert res.packet["ideal_ns"][0] == done_ns - res.packet["start_ns"][0]
+    lat, queue = message_times(res, built.dag.columns().bytes)
+    assert (lat[0], queue[0]) == (done_ns, 0)
+    assert packet_summary(built, res)["messages"]["one"]["queueing_max_s"] == 0.0
+
+
+BULK = textwrap.dedent(
+    """
+    name: bulk
+    topology: {kind: pgft, levels: 1, down: [4], up: [1], parallel: [1],
+               link_bandwidth: 32Gbps, link_latency: 100ns}
+    routing: {engine: dmodk}
+    fidelity: packet
+    jobs:
+      - name: mix
+        flows:
+          - {src: 0, dst: 1, bytes: 64KiB}
+        bulk:
+          - {src: 2, dst: 3, duration: 50us}
+      - name: iperf
+        bulk:
+          - {src: 3, dst: 2, duration: 30us}
+    """
+)
+
+
+def test_bulk_flows_stopped_by_their_duration_have_no_queueing(tmp_path, capsys):
+    # a bulk flow's nominal size (10^18 B) has no time alone within the clock, and a
+    # flow stopped short has none to measure against: it is left out of the queueing
+    # figures (it used to show its whole latency plus a ns as queueing)
+    built, res = run(BULK)
+    lat, queue = message_times(res, built.dag.columns().bytes)
+    assert list(lat) == [res.completion_ns[0], 50_000, 30_000]
+    assert list(queue[1:]) == [-1, -1] and 0 <= queue[0] <= lat[0]
+    msgs = packet_summary(built, res)["messages"]
+    assert msgs["mix"]["messages"] == 2 and msgs["mix"]["latency_max_s"] == pytest.approx(50e-6)
+    assert msgs["mix"]["queueing_max_s"] == queue[0] * 1e-9  # the sized flow's only
+    assert msgs["iperf"]["queueing_mean_s"] is None and msgs["iperf"]["queueing_max_s"] is None
+    f = tmp_path / "s.yaml"
+    f.write_text(BULK)
+    assert run_cli(["run", str(f), "--no-progress", "--out", str(tmp_path / "out")]) == 0
+    assert "iperf" in capsys.readouterr().out
+    m = pq.read_table(tmp_path / "out" / "messages.parquet").to_pydict()
+    assert m["queueing_s"][0] >= 0 and np.isnan(m["queueing_s"][1:]).all()
+
+
+def test_message_times_leave_out_what_has_no_time_alone():
+    # per flow: done; its time alone beyond the clock (-1); stopped at half its bytes
+    # though its time alone is known; never done
+    res = SimpleNamespace(completion_ns=np.array([500, 900, 700, -1]), release_ns=np.array([100, 0, 0, 0]),
+                          sent_bytes=np.array([1e6, 5e5, 5e5, 0.0]),
+                          packet={"start_ns": np.array([150, 0, 0, 0]), "ideal_ns": np.array([300, -1, 400, 10])})
+    lat, queue = message_times(res, np.array([1e6, 1e18, 1e6, 1e6]))
+    assert list(lat) == [400, 900, 700, -1]
+    assert list(queue) == [50, -1, -1, -1]
+    # without the sizes, only the time alone decides
+    assert list(message_times(res)[1]) == [50, -1, 300, -1]

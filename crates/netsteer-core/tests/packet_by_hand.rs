@@ -544,3 +544,70 @@ fn packets_behind_a_loss_have_the_destination_nak_and_the_sender_goes_back_at_on
     let bound = 2_000 + ((64 + p.retransmitted() as i64) * wire + 20 * LAT * 1000) / 1000;
     assert!(e.completion(0) < bound, "{} >= {bound}", e.completion(0));
 }
+
+/// One flow alone on `caps` (one channel each, in order) with latencies `lats`:
+/// its completion (ns), and its time alone as the fabric measured it and as
+/// `Packets` expects it (`ideal`, ps).
+fn alone(caps: Vec<f64>, lats: Vec<Ns>, cfg: PacketConfig, bytes: u64) -> (Ns, i64, i64) {
+    let n = caps.len();
+    let p = Packets::new(n, cfg).expect("a valid configuration");
+    let mut e = Engine::with_physics(caps, lats, Box::new(p));
+    e.add_flows(&[FlowSpec::new(bytes as f64, (0..n as u32).collect())])
+        .unwrap();
+    assert_eq!(e.run_to_end(), RunStatus::Done);
+    let p = e.physics().as_any().downcast_ref::<Packets>().unwrap();
+    let (start, done, ideal) = p.message_times(1);
+    (e.completion(0), done[0] - start[0], ideal[0])
+}
+
+#[test]
+fn alone_slow_fast_slow_pays_the_slow_serialisation_once_more() {
+    // pgft link_bandwidth [10Gbps, 40Gbps], host -> leaf -> spine -> leaf -> host,
+    // 64 KiB, cut-through: onto the fast uplink each packet is stored (its tail must
+    // be in); from the fast link onto the slow one it is cut through, so the last
+    // packet is serialised at 10 Gbit/s twice: 4 wires + 3 switches + 32 packets at
+    // 10 Gbit/s + the last one again at 10 Gbit/s (the fast hops hide under it)
+    let (slow, fast) = (10e9 / 8.0, 40e9 / 8.0);
+    let (t, took, ideal) = alone(
+        vec![slow, fast, fast, slow],
+        vec![LAT; 4],
+        PacketConfig::default(),
+        64 * 1024,
+    );
+    let ser10 = 1_659_200; // 2,074 B at 10 Gbit/s, ps
+    let want = 4 * 100_000 + 3 * 100_000 + 32 * ser10 + ser10;
+    assert_eq!(want, 55_453_600);
+    assert_eq!(took, want);
+    assert_eq!(ideal, want, "no queueing alone");
+    assert_eq!(t, 55_454);
+}
+
+#[test]
+fn alone_store_and_forward_short_last_packet_waits_for_the_one_before() {
+    // 5,000 B = 2,048 + 2,048 + 904: the short last packet is in at the switch before
+    // the second one has left it, and waits: done at the switch's second packet end
+    // (100 + 518.5 x 2 + 100 + 100 + 518.5) plus its own 232.5 and the wire
+    let cfg = PacketConfig {
+        cut_through: false,
+        ..Default::default()
+    };
+    let (t, took, ideal) = alone(vec![CAP; 2], vec![LAT; 2], cfg, 5000);
+    let want = 518_500 + 100_000 + 100_000 + 2 * 518_500 + ser_ps(904 + 26) + 100_000;
+    assert_eq!(want, 2_088_000);
+    assert_eq!((took, ideal, t), (want, want, 2088));
+}
+
+#[test]
+fn alone_credits_hold_a_long_link() {
+    // 10 us links, 16 KiB buffers (7 packets of 2,112 credit bytes), 1 MiB: the host
+    // sends 7 packets per credit loop (10 us out, 100 ns switch, 518.5 ns on, 10 us
+    // back: 20,618.5 ns); the 512th packet starts after 73 loops and takes 20,618.5 ns
+    // more to the destination
+    let cfg = PacketConfig::default();
+    assert_eq!(cfg.buffer / credit_bytes(cfg.mtu + cfg.header), 7);
+    let (t, took, ideal) = alone(vec![CAP; 2], vec![10_000; 2], cfg, 1 << 20);
+    let lp = 20_000_000 + 100_000 + 518_500;
+    let want = 73 * lp + lp;
+    assert_eq!(want, 1_525_769_000);
+    assert_eq!((took, ideal, t), (want, want, 1_525_769));
+}

@@ -26,7 +26,10 @@ def print_packet(pk: dict, console) -> None:
         t = Table(title="message latency and queueing")
         for c in ("job", "messages", "latency mean (s)", "max (s)", "queueing mean (s)", "max (s)"):
             t.add_column(c, justify="left" if c == "job" else "right")
+        def s(x):  # no queueing figure: only bulk flows stopped by their duration
+            return "-" if x is None else f"{x:.6g}"
+
         for name, m in pk["messages"].items():
-            t.add_row(name, str(m["messages"]), f"{m['latency_mean_s']:.6g}", f"{m['latency_max_s']:.6g}",
-                      f"{m['queueing_mean_s']:.6g}", f"{m['queueing_max_s']:.6g}")
+            t.add_row(name, str(m["messages"]), s(m["latency_mean_s"]), s(m["latency_max_s"]),
+                      s(m["queueing_mean_s"]), s(m["queueing_max_s"]))
         console.print(t)

@@ -8,7 +8,8 @@
 * ``queue_occupancy.parquet``: per counter sample, the occupancy of every buffer
   that ever held a packet (long table: ``time_s``, ``channel``, ``vl``, ``bytes``);
 * ``messages.parquet``: per flow, ``latency_s`` (release to last byte),
-  ``queueing_s`` (the part beyond its time alone on an idle fabric), and its
+  ``queueing_s`` (the part beyond its time alone on an idle fabric; empty where
+  there is none, as for a bulk flow stopped by its duration), and its
   packets ``dropped`` (a link down on its way) and ``retransmitted``;
 * ``queue_occupancy.png``: occupancy over time of the buffers that waited most.
 """
@@ -55,7 +56,7 @@ def write_packet_files(d: Path, built, res) -> list[str]:
                      "vl": np.tile(used[:, 1], k).astype(np.int32),
                      "bytes": occ[:, used[:, 0], used[:, 1]].reshape(-1) if len(used) else np.zeros(0)}),
            d / "queue_occupancy.parquet")
-    lat, queue = message_times(res)
+    lat, queue = message_times(res, built.dag.columns().bytes)
     cols = built.dag.columns()
     _write(pa.table({"flow": np.arange(len(lat), dtype=np.int64), "job": np.asarray(built.job_of_flow, np.int32),
                      "src": cols.src.astype(np.int64), "dst": cols.dst.astype(np.int64),

@@ -344,15 +344,18 @@ def packet_summary(built, res, top: int = 10) -> dict:
         if disc[c, v] <= 0:
             break
         drops.append({"port": topo.channel_name(c), "channel": c, "vl": v, "xmit_discards": int(disc[c, v])})
-    lat, queue = message_times(res)
+    lat, queue = message_times(res, built.dag.columns().bytes)
     jobs = {}
     for j, name in enumerate(built.job_names):
         m = (built.job_of_flow == j) & ~built.background & (lat >= 0)
         if m.any():
+            # queueing over the messages that have a time alone to measure it against
+            # (not bulk flows stopped by their duration): None when none has
+            q = m & (queue >= 0)
             jobs[name] = {"messages": int(m.sum()), "latency_mean_s": float(lat[m].mean()) * 1e-9,
                           "latency_max_s": float(lat[m].max()) * 1e-9,
-                          "queueing_mean_s": float(queue[m].mean()) * 1e-9,
-                          "queueing_max_s": float(queue[m].max()) * 1e-9}
+                          "queueing_mean_s": float(queue[q].mean()) * 1e-9 if q.any() else None,
+                          "queueing_max_s": float(queue[q].max()) * 1e-9 if q.any() else None}
     return {"parameters": built.packet.model_dump(), "packets": int(rep["packets"]),
             "xmit_wait_s_total": float(wait.sum()) * 1e-9, "ports_waiting_most": ports, "messages": jobs,
             "dropped": int(rep["dropped"]), "timeouts": int(rep["timeouts"]), "naks": int(rep["naks"]),
@@ -360,10 +363,14 @@ def packet_summary(built, res, top: int = 10) -> dict:
             "ports_dropping": drops}
 
 
-def message_times(res) -> tuple[np.ndarray, np.ndarray]:
+def message_times(res, nbytes=None) -> tuple[np.ndarray, np.ndarray]:
     """Per flow: latency (release to last byte, ns) and the part of it spent
     queueing (its time beyond what it takes alone on an idle fabric); -1 where the
-    flow did not finish or has no packets."""
+    flow did not finish or has no packets. Queueing is -1 too where there is no time
+    alone to measure it against: a flow stopped before its last byte (an iperf-like
+    bulk flow ended by its duration: its bytes, ``nbytes``, against what it sent),
+    and one whose time alone is none (``ideal_ns`` -1: beyond the clock, as a bulk
+    flow's nominal size is)."""
     rep = res.packet
     comp, rel = res.completion_ns, res.release_ns
     start, ideal = rep["start_ns"], rep["ideal_ns"]
@@ -371,7 +378,11 @@ def message_times(res) -> tuple[np.ndarray, np.ndarray]:
     start, ideal = start[:n], ideal[:n]
     ok = (comp >= 0) & (start >= 0)
     lat = np.where(ok, comp - rel, -1)
-    queue = np.where(ok, np.maximum(comp - start - ideal, 0), -1)
+    alone = ok & (ideal >= 0)
+    sent = getattr(res, "sent_bytes", None)
+    if nbytes is not None and sent is not None:
+        alone &= np.asarray(sent, dtype=np.float64)[:n] >= np.asarray(nbytes, dtype=np.float64)[:n] * (1 - 1e-9)
+    queue = np.where(alone, np.maximum(comp - start - ideal, 0), -1)
     return lat, queue
 
 

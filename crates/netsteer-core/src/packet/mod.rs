@@ -42,6 +42,7 @@
 //! minus what it would take alone on an idle fabric).
 
 pub mod config;
+pub mod ideal;
 pub mod vlarb;
 
 use std::any::Any;
@@ -373,7 +374,8 @@ impl Packets {
         };
         (0..n).map(get).unzip()
     }
-    /// Per flow: (start, done, ideal) in ps, -1 where it never got there.
+    /// Per flow: (start, done, ideal) in ps, -1 where it never got there (ideal: its
+    /// time alone on its route, -1 where it has none; see [`ideal::lone_message`]).
     pub fn message_times(&self, n: usize) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
         let get = |f: usize, pick: fn(&PFlow) -> i64| self.flows.get(f).map_or(-1, pick);
         (
@@ -441,7 +443,7 @@ impl Packets {
     }
 
     fn ser_ps(&self, c: usize, wire: u32) -> i64 {
-        (wire as f64 * 1e12 / self.cap[c]).ceil() as i64
+        ideal::ser_ps(self.cap[c], wire)
     }
 
     fn wire_of(&self, payload: u64) -> u32 {
@@ -457,44 +459,21 @@ impl Packets {
         }
     }
 
-    /// The time a message of `bytes` takes alone from its first packet's start to
-    /// its last byte's arrival, on `route`, its links up (a channel of no capacity
-    /// even then, which never delivers, adds no serialisation).
+    /// The time a message of `bytes` takes alone on `route` from its first packet's
+    /// start to its last byte's arrival, its links up, with this fabric's rules
+    /// (pipelining, cut-through or not, links of other rates, credits): exact, and
+    /// cheap for any size ([`ideal::lone_message`]). -1 when there is none: beyond
+    /// the clock (a bulk flow's nominal size), or a channel of no capacity on the
+    /// route (a path to nowhere, where a lone flow never arrives).
     fn ideal(&self, route: &[u32], bytes: u64) -> i64 {
-        if route.is_empty() {
-            return 0;
-        }
-        let h = route.len() as i64;
-        let lat: i64 = route.iter().map(|&c| self.lat_ps[c as usize]).sum();
-        let sw = self.cfg.switch_latency * 1000 * (h - 1);
-        let mtu = self.cfg.mtu as u64;
-        let (full, rest) = (bytes / mtu, bytes % mtu);
-        let ser_up = |c: u32, wire: u32| {
-            let cap = self.base[c as usize];
-            if cap > 0.0 {
-                (wire as f64 * 1e12 / cap).ceil() as i64
-            } else {
-                0
-            }
-        };
-        let worst = |wire: u32| route.iter().map(|&c| ser_up(c, wire)).max().unwrap();
-        let mut ser = full as i64 * worst(self.wire_of(mtu));
-        let last_wire = self.wire_of(if rest > 0 { rest } else { mtu });
-        if rest > 0 {
-            ser += worst(last_wire);
-        }
-        if self.cfg.cut_through {
-            // onto a faster link the last packet goes only once its tail is in
-            ser += route
-                .windows(2)
-                .filter(|w| self.base[w[1] as usize] > self.base[w[0] as usize])
-                .map(|w| ser_up(w[1], last_wire))
-                .sum::<i64>();
-        } else {
-            let all: i64 = route.iter().map(|&c| ser_up(c, last_wire)).sum();
-            ser += all - worst(last_wire);
-        }
-        lat + sw + ser
+        let hops: Vec<ideal::Hop> = route
+            .iter()
+            .map(|&c| ideal::Hop {
+                cap: self.base[c as usize],
+                lat_ps: self.lat_ps[c as usize],
+            })
+            .collect();
+        ideal::lone_message(&self.cfg, &hops, bytes).ps()
     }
 
     fn copy_route(&mut self, f: usize, path: &[u32]) {
@@ -1015,6 +994,10 @@ impl Physics for Packets {
         self.flows[f].active = true;
         let path = net.path(f);
         self.copy_route(f, path);
+        if self.flows[f].ideal_ps < 0 {
+            // it started on a path to nowhere: its time alone is the new path's
+            self.flows[f].ideal_ps = self.ideal(path, self.flows[f].bytes);
+        }
         self.enqueue_host(f);
         self.flush();
     }
