@@ -64,7 +64,7 @@ const DELIVER: u8 = 2;
 const CREDIT: u8 = 3;
 // a flow's retransmission timer (`a`: the flow, `b`: its version)
 const TIMER: u8 = 4;
-// a packet read out of input buffer `a` into a slower output (`b`: its credits)
+// a packet read out of input buffer `a` into a slower output
 const READ_DONE: u8 = 5;
 // a destination's NAK reaches flow `a`'s sender (`b`: the flow's version)
 const NAK: u8 = 6;
@@ -207,7 +207,6 @@ pub struct Packets {
     // per channel
     busy: Vec<bool>,
     tx_from: Vec<u32>,
-    tx_credit: Vec<u32>,
     arb_state: Vec<ArbState>,
     chan_bytes: Vec<f64>,
     // per channel and VL (index c * nv + v)
@@ -269,7 +268,6 @@ impl Packets {
             routes: vec![],
             busy: vec![false; n_channels],
             tx_from: vec![NONE; n_channels],
-            tx_credit: vec![0; n_channels],
             arb_state: vec![ArbState::default(); n_channels],
             chan_bytes: vec![0.0; n_channels],
             credits: vec![cfg.buffer as i64; k],
@@ -541,12 +539,8 @@ impl Packets {
     /// Drop the head packet of input buffer `b`, which wants output `out` (down):
     /// its buffer space is free and its credits go back upstream, as if it had left.
     fn drop_head(&mut self, b: usize, out: usize) {
-        let p = self.fifo[b].pop_front().expect("a head to drop");
+        let p = self.pop_head(b);
         let pk = self.pkts[p as usize];
-        let cost = credit_bytes(pk.wire);
-        self.occ[b] -= cost;
-        let up = b / self.nv;
-        self.push(self.now + self.lat_ps[up], CREDIT, b as u32, cost);
         self.discards[out * self.nv + pk.vl as usize] += 1;
         self.dropped += 1;
         self.free_pkts.push(p);
@@ -830,7 +824,6 @@ impl Packets {
         let ser = self.ser_ps(c, pk.wire);
         let end = (now + ser).max(pk.tail);
         self.busy[c] = true;
-        self.tx_credit[c] = cost;
         self.push(end, TX_DONE, c as u32, 0);
         let b = self.tx_from[c];
         if b != NONE && self.cap[b as usize / nv] > self.cap[c] {
@@ -839,7 +832,7 @@ impl Packets {
             // can feed another output while this one sends
             let read = (now + self.ser_ps(b as usize / nv, pk.wire)).max(pk.tail);
             self.tx_from[c] = NONE;
-            self.push(read, READ_DONE, b, cost);
+            self.push(read, READ_DONE, b, 0);
         }
         self.chan_bytes[c] += pk.wire as f64;
         self.vl_bytes[k] += pk.wire as f64;
@@ -864,14 +857,21 @@ impl Packets {
         }
     }
 
-    /// The head packet of input buffer `b` has been read out: its `cost` in
-    /// credits goes back upstream, and the next head asks for its output.
-    fn read_out(&mut self, b: usize, cost: u32) {
-        self.fifo[b].pop_front();
-        self.reading[b] = false;
+    /// Take the head packet out of input buffer `b`: its space is free, and its
+    /// credits go back upstream one link latency later.
+    fn pop_head(&mut self, b: usize) -> u32 {
+        let p = self.fifo[b].pop_front().expect("a head to take");
+        let cost = credit_bytes(self.pkts[p as usize].wire);
         self.occ[b] -= cost;
-        let up = b / self.nv;
-        self.push(self.now + self.lat_ps[up], CREDIT, b as u32, cost);
+        self.push(self.now + self.lat_ps[b / self.nv], CREDIT, b as u32, cost);
+        p
+    }
+
+    /// The head packet of input buffer `b` has been read out: it leaves the buffer,
+    /// and the next head asks for its output.
+    fn read_out(&mut self, b: usize) {
+        self.pop_head(b);
+        self.reading[b] = false;
         self.request_front(b);
     }
 
@@ -882,11 +882,11 @@ impl Packets {
                 self.busy[c] = false;
                 let b = self.tx_from[c];
                 if b != NONE {
-                    self.read_out(b as usize, self.tx_credit[c]);
+                    self.read_out(b as usize);
                 }
                 self.kick(c);
             }
-            READ_DONE => self.read_out(ev.a as usize, ev.b),
+            READ_DONE => self.read_out(ev.a as usize),
             ARRIVE => {
                 let p = ev.a;
                 let pk = self.pkts[p as usize];
