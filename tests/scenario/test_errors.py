@@ -144,6 +144,14 @@ def cli_error(tmp_path: Path, text: str, name: str = "bad.yaml") -> str:
     return lines[0]
 
 
+def assert_refused(tmp_path: Path, text: str, field: str | None, reason: str) -> None:
+    """``text`` is refused with exactly ``field`` and ``reason``, in Python and by
+    ``netsteer run`` (one line, ending with them)."""
+    err = error_of(text)
+    assert (err.field, err.reason) == (field, reason), err.message()
+    assert cli_error(tmp_path, text).endswith(f"{field + ': ' if field else ''}{reason}")
+
+
 def hybrid_with(section: str) -> str:
     """HYBRID (4 racks, circuit switch ocs0) with ``section`` instead of its events."""
     events = "events:\n  - {at: 1ms, circuit: {switch: ocs0, pairs: [[1, 2]]}}\n"
@@ -190,18 +198,13 @@ def test_tcp_gamma_with_maxmin_names_tcp_gamma(tmp_path: Path):
 )
 def test_a_misspelt_required_key_is_named(tmp_path: Path, old, new, field, reason):
     assert old in GOOD
-    text = GOOD.replace(old, new, 1)
-    err = error_of(text)
-    assert (err.field, err.reason) == (field, reason), err.message()
-    assert cli_error(tmp_path, text).endswith(f"{field + ': ' if field else ''}{reason}")
+    assert_refused(tmp_path, GOOD.replace(old, new, 1), field, reason)
 
 
 def test_a_short_list_entry_is_not_a_missing_key(tmp_path: Path):
     # [1] for a [port, port] pair said "events.0.circuit.pairs.0.1: required key is missing"
     text = HYBRID.replace("pairs: [[1, 2]]", "pairs: [[1]]")
-    err = error_of(text)
-    assert (err.field, err.reason) == ("events.0.circuit.pairs.0", "[1] has too few entries"), err.message()
-    assert cli_error(tmp_path, text).endswith("events.0.circuit.pairs.0: [1] has too few entries")
+    assert_refused(tmp_path, text, "events.0.circuit.pairs.0", "[1] has too few entries")
 
 
 @pytest.mark.parametrize(
@@ -219,10 +222,7 @@ def test_a_short_list_entry_is_not_a_missing_key(tmp_path: Path):
 )
 def test_a_value_that_is_not_a_mapping_says_so_plainly(tmp_path: Path, old, new, field, reason):
     assert old in GOOD
-    text = GOOD.replace(old, new, 1)
-    err = error_of(text)
-    assert (err.field, err.reason) == (field, reason), err.message()
-    assert cli_error(tmp_path, text).endswith(f"{field}: {reason}")
+    assert_refused(tmp_path, GOOD.replace(old, new, 1), field, reason)
 
 
 @pytest.mark.parametrize(
@@ -246,10 +246,7 @@ def test_a_value_that_is_not_a_mapping_says_so_plainly(tmp_path: Path, old, new,
     ],
 )
 def test_a_port_paired_with_itself_says_so(tmp_path: Path, section, field, reason):
-    text = hybrid_with(section)
-    err = error_of(text)
-    assert (err.field, err.reason) == (field, reason), err.message()
-    assert cli_error(tmp_path, text).endswith(f"{field}: {reason}")
+    assert_refused(tmp_path, hybrid_with(section), field, reason)
 
 
 @pytest.mark.parametrize("key", ["priority: 1", "class: 2", "start: 1ms"])
