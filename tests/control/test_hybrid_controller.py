@@ -24,6 +24,14 @@ def iperf(**hybrid) -> dict:
     return data
 
 
+def one_plane(racks: int) -> dict:
+    """A hybrid network of ``racks`` one-server racks, one circuit switch with a port
+    per rack (one plane), a 1 Gbit/s electrical core."""
+    return {"kind": "hybrid", "racks": racks, "servers_per_rack": 1, "server_bandwidth": "10Gbps",
+            "tor_uplinks": 1, "core_bandwidth": "1Gbps", "circuit_switches": 1, "circuit_ports": racks,
+            "circuit_uplinks": 1, "circuit_bandwidth": "10Gbps", "switching_time": "10ms", "link_latency": "1us"}
+
+
 def build(data):
     return build_scenario(Scenario(ScenarioModel.model_validate(data), "t.yaml"))
 
@@ -126,10 +134,7 @@ def test_periodic_mode_reconfigures_once_for_a_lasting_shift_and_not_for_noise()
     # three racks, one plane; demand 0->1 first, then 0->2 for good
     data = {
         "name": "periodic",
-        "topology": {"kind": "hybrid", "racks": 3, "servers_per_rack": 1, "server_bandwidth": "10Gbps",
-                     "tor_uplinks": 1, "core_bandwidth": "1Gbps", "circuit_switches": 1, "circuit_ports": 3,
-                     "circuit_uplinks": 1, "circuit_bandwidth": "10Gbps", "switching_time": "10ms",
-                     "link_latency": "1us"},
+        "topology": one_plane(3),
         "routing": {"engine": "minhop"},
         "jobs": [{"name": "a", "bulk": [{"src": 0, "dst": 1, "duration": "3s"}]},
                  {"name": "b", "bulk": [{"src": 0, "dst": 2, "start": "3s", "duration": "6s"}]}],
@@ -149,10 +154,7 @@ def test_periodic_mode_decides_first_at_one_period():
     # the first period's bytes are known at t=period: counters read 0 at the start
     data = {
         "name": "first-period",
-        "topology": {"kind": "hybrid", "racks": 2, "servers_per_rack": 1, "server_bandwidth": "10Gbps",
-                     "tor_uplinks": 1, "core_bandwidth": "1Gbps", "circuit_switches": 1, "circuit_ports": 2,
-                     "circuit_uplinks": 1, "circuit_bandwidth": "10Gbps", "switching_time": "10ms",
-                     "link_latency": "1us"},
+        "topology": one_plane(2),
         "routing": {"engine": "minhop"},
         "jobs": [{"name": "a", "bulk": [{"src": 0, "dst": 1, "duration": "2s"}]}],
         "controller": {"hybrid": {"periodic": {"period": "500ms", "threshold": 0.1, "hold": 1}}},
@@ -167,10 +169,7 @@ def test_periodic_mode_decides_first_at_one_period():
 def test_an_application_request_pins_its_circuit_against_the_periodic_mode():
     data = {
         "name": "api",
-        "topology": {"kind": "hybrid", "racks": 3, "servers_per_rack": 1, "server_bandwidth": "10Gbps",
-                     "tor_uplinks": 1, "core_bandwidth": "1Gbps", "circuit_switches": 1, "circuit_ports": 3,
-                     "circuit_uplinks": 1, "circuit_bandwidth": "10Gbps", "switching_time": "10ms",
-                     "link_latency": "1us"},
+        "topology": one_plane(3),
         "routing": {"engine": "minhop"},
         # heavy 0->1 traffic, but a job asked for 1->2 until 4 s
         "jobs": [{"name": "heavy", "bulk": [{"src": 0, "dst": 1, "duration": "6s"}]}],
