@@ -9,7 +9,8 @@ import pytest
 
 from netsteer.cli import run_cli
 
-BASE = textwrap.dedent(
+# one switch of four hosts; %s: the scenario's fidelity keys
+HEAD = textwrap.dedent(
     """
     name: t
     topology: {kind: pgft, levels: 1, down: [4], up: [1], parallel: [1],
@@ -17,11 +18,9 @@ BASE = textwrap.dedent(
     routing: {engine: dmodk}
     %s
     jobs:
-      - name: j
-        flows:
-          - {src: 0, dst: 3, bytes: 1MiB, class: %d}
     """
 )
+BASE = HEAD + "  - name: j\n    flows:\n      - {src: 0, dst: 3, bytes: 1MiB, class: %d}\n"
 
 CASES = [
     ("fidelity: packet\npacket: {mtu: 3000}", 0, "packet.mtu", "power of two from 256 B to 4 KiB"),
@@ -93,18 +92,7 @@ def test_fidelity_flag_of_the_other_kind_leaves_the_parameter_out_and_says_so(tm
 
 
 
-SHARES = textwrap.dedent(
-    """
-    name: t
-    topology: {kind: pgft, levels: 1, down: [4], up: [1], parallel: [1],
-               link_bandwidth: 32Gbps, link_latency: 100ns}
-    routing: {engine: dmodk}
-    %s
-    jobs:
-      - {name: a, flows: [{src: 0, dst: 3, bytes: 1MiB}]}
-      - {name: b, %s}
-    """
-)
+SHARES = HEAD + "  - {name: a, flows: [{src: 0, dst: 3, bytes: 1MiB}]}\n  - {name: b, %s}\n"
 
 SHARE_CASES = [
     ("flows: [{src: 1, dst: 3, bytes: 1MiB, priority: 1}]", "jobs.1.flows.0.priority", "vlarb_high"),
