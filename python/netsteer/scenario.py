@@ -40,6 +40,7 @@ from .limits import current as current_limits
 from .schema import Duration, Size
 from .topology.model import CIRCUIT, Topology
 from .traffic.dag import FlowDag
+from .units import BULK_BYTES
 
 Int = Annotated[int, Strict()]
 """An integer: not a boolean (``true`` is not host 1), not a float."""
@@ -343,7 +344,7 @@ def _job_flows(topo, job: JobModel, j: int, dag: FlowDag, file) -> tuple[list[in
             src,
             dst,
             # an iperf-like flow: effectively unlimited, ended by time or by the others
-            10**18,
+            BULK_BYTES,
             start_ns=b.start,
             weight=b.weight,
             traffic_class=b.traffic_class,

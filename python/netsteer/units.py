@@ -172,6 +172,9 @@ def format_duration(ns: float) -> str:
 
 #: The largest flow or message: 1 EiB (the engine counts bytes in f64).
 MAX_BYTES = 2**60
+#: An iperf-like (bulk) flow's nominal size: it sends until stopped (its duration, or
+#: the end of the others), and a flow of this size or more is counted as one.
+BULK_BYTES = 10**18
 
 
 def _not_negative(value, what: str) -> None:

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..routing import build_routing  # noqa: F401  (doctest)
 from ..sim.driver import SimDriver
+from ..units import BULK_BYTES
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class Staging:
         background so they end with the rest)."""
         out = []
         for h in hosts:
-            f = dag.add(int(h), int(staging), 10**18, start_ns=int(at_ns), label=f"{job}:bulk")
+            f = dag.add(int(h), int(staging), BULK_BYTES, start_ns=int(at_ns), label=f"{job}:bulk")
             paths[f] = f"{path}/{int(h)}"
             out.append(f)
         return out

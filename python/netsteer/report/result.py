@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from ..units import BULK_BYTES
+
 
 def job_summaries(built, res) -> list[dict[str, Any]]:
     """Per job: completion time, flows, bytes, and time per operation label."""
@@ -99,7 +101,7 @@ def _job_bytes(nbytes: np.ndarray, sel: np.ndarray, res) -> int:
     """Bytes a job's flows carry: the sizes of sized flows, plus what its timed bulk
     flows (sent until stopped, sized as "unlimited") actually sent, when the run
     reports per-flow sent bytes; never the bulk flows' nominal size."""
-    bulk = nbytes >= 10**18
+    bulk = nbytes >= BULK_BYTES
     total = byte_total(nbytes[sel & ~bulk])
     sent = getattr(res, "sent_bytes", None)
     if sent is not None and (sel & bulk).any():

@@ -33,6 +33,7 @@ from ..routing.pftree import shared_channels
 from ..sim.driver import SimDriver
 from ..sim.packet import PacketParams
 from ..sim.simulate import legacy_controller, run_driver
+from ..units import BULK_BYTES
 from ..traffic import FlowDag
 from .pftree import BANDWIDTH, TOPOLOGIES, VICTIM_PATTERNS, _placement, _tree
 
@@ -51,7 +52,7 @@ def _case(topo, routing, sl_of, victim, aggressor, pattern, seed, message, vls) 
     n_v = len(vs)
     if len(aggressor):
         a_s, a_d = pattern_flows("all-to-all", aggressor, rng)
-        dag.add_block(a_s, a_d, np.full(len(a_s), 10**18))
+        dag.add_block(a_s, a_d, np.full(len(a_s), BULK_BYTES))
     bg = np.zeros(len(dag), dtype=bool)
     bg[n_v:] = True
     sl = np.zeros(len(dag), dtype=np.int64)

@@ -10,6 +10,7 @@ import numpy as np
 from ..control.core import Controller, ControllerStack, ReroutePolicy
 from .driver import SimDriver
 from .network import CircuitState
+from ..units import BULK_BYTES
 from .simulate import SimResult, legacy_controller, run_driver
 
 
@@ -111,7 +112,7 @@ def _endless_bulk_never_ended(built, res) -> None:
     makespan is the last completion of the others."""
     nbytes = np.asarray(built.dag.columns().bytes, dtype=np.float64)
     sent = res.sent_bytes if res.sent_bytes is not None else np.zeros_like(nbytes)
-    ran_out = (np.asarray(built.background, dtype=bool) & (nbytes >= 1e18) & (res.completion_ns >= 0)
+    ran_out = (np.asarray(built.background, dtype=bool) & (nbytes >= BULK_BYTES) & (res.completion_ns >= 0)
                & (np.asarray(sent) >= nbytes * (1 - 1e-9)))  # a timed one stops well short of it
     if ran_out.any():
         res.completion_ns = np.where(ran_out, -1, res.completion_ns)
