@@ -233,7 +233,6 @@ def read_topology(source: str | os.PathLike, *, link_latency: Duration | None = 
     netsteer.errors.NetsteerError: no-such.net: no such file, and not an inline spec such as pgft:levels=2,down=16;16,up=1;8,link_bandwidth=10Gbps
     """
     from ..topology import spec as specs
-
     from ..topology.json_io import is_export
 
     s = os.fspath(source)

@@ -360,6 +360,12 @@ def counts_title(topo: Topology) -> str:
     return f"{topo.name}: {s['hosts']} hosts, {s['switches']} switches{circuits}, {s['links']} links"
 
 
+def _line_width(bw: np.ndarray, rate):
+    """The line width of a link of ``rate`` among links of rates ``bw``: 0.5 for the
+    slowest to 2.5 for the fastest."""
+    return 0.5 + 2.0 * (rate - bw.min()) / (np.ptp(bw) or 1.0)
+
+
 def _width_legend(bw: np.ndarray) -> list[tuple[float, float]]:
     """``(bandwidth, line width)`` pairs a legend shows when the width encodes the
     bandwidth (links of more than one rate): every rate, or the extremes of more than four.
@@ -373,7 +379,7 @@ def _width_legend(bw: np.ndarray) -> list[tuple[float, float]]:
     if len(rates) < 2:
         return []
     shown = rates if len(rates) <= 4 else rates[[0, -1]]
-    return [(float(r), float(0.5 + 2.0 * (r - rates[0]) / (rates[-1] - rates[0]))) for r in shown]
+    return [(float(r), float(_line_width(bw, r))) for r in shown]
 
 
 def draw(topo: Topology, path: str | Path, *, title: str | None = None) -> None:
@@ -410,7 +416,7 @@ def draw(topo: Topology, path: str | Path, *, title: str | None = None) -> None:
     ax = fig.add_subplot()
     ax.set_axis_off()
     bw = topo.link_bandwidth
-    widths = 0.5 + 2.0 * (bw - bw.min()) / (np.ptp(bw) or 1.0) if len(bw) else []
+    widths = _line_width(bw, bw) if len(bw) else []
     for i, (a, b) in enumerate(zip(topo.link_a.tolist(), topo.link_b.tolist())):
         (x0, y0), (x1, y1) = xy[a], xy[b]
         if y0 == y1:  # same layer: arc above
