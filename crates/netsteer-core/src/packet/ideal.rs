@@ -339,14 +339,23 @@ pub fn lone_message_last(cfg: &PacketConfig, hops: &[Hop], bytes: u64) -> (Lone,
     (lone(cfg, hops, bytes, &mut last), last)
 }
 
-fn lone(cfg: &PacketConfig, hops: &[Hop], bytes: u64, last_times: &mut Vec<i64>) -> Lone {
+/// The packets of a message of `bytes` on `hops` and the recurrence's constants, or
+/// its answer at once: no time (nothing to send), or never (a hop that carries nothing).
+fn prepare(cfg: &PacketConfig, hops: &[Hop], bytes: u64) -> Result<(u64, Line), Lone> {
     if hops.is_empty() || bytes == 0 {
-        return Lone::Exact(0);
+        return Err(Lone::Exact(0));
     }
     let Some((n, last_wire)) = shape(cfg, hops, bytes) else {
-        return Lone::Never;
+        return Err(Lone::Never);
     };
-    let line = Line::new(cfg, hops, last_wire);
+    Ok((n, Line::new(cfg, hops, last_wire)))
+}
+
+fn lone(cfg: &PacketConfig, hops: &[Hop], bytes: u64, last_times: &mut Vec<i64>) -> Lone {
+    let (n, line) = match prepare(cfg, hops, bytes) {
+        Ok(x) => x,
+        Err(at_once) => return at_once,
+    };
     let (h, w) = (line.h, line.lag[0]);
     let stride = F * h;
     // packets before the last: 0 .. full - 1
@@ -515,13 +524,10 @@ pub fn lone_message_direct_last(cfg: &PacketConfig, hops: &[Hop], bytes: u64) ->
 }
 
 fn lone_direct(cfg: &PacketConfig, hops: &[Hop], bytes: u64, last_times: &mut Vec<i64>) -> Lone {
-    if hops.is_empty() || bytes == 0 {
-        return Lone::Exact(0);
-    }
-    let Some((n, last_wire)) = shape(cfg, hops, bytes) else {
-        return Lone::Never;
+    let (n, line) = match prepare(cfg, hops, bytes) {
+        Ok(x) => x,
+        Err(at_once) => return at_once,
     };
-    let line = Line::new(cfg, hops, last_wire);
     let stride = F * line.h;
     // the last W + 2 packets (the last one waits for at most W + 1 back)
     let len = (line.lag[0] + 2).min(n + 1);
