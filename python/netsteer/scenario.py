@@ -580,8 +580,7 @@ def _check_electrical(m: ScenarioModel, topo: Topology, file) -> None:
     top of that routing, or by a circuit event that re-routes)."""
     if topo.meta.get("kind") != "hybrid" or int(topo.meta["racks"]) < 2:
         return
-    cores = {int(c) for c in topo.meta["cores"]}
-    if any(int(d) in cores for d in topo.channel_dst()):
+    if np.isin(topo.channel_dst(), np.asarray(topo.meta["cores"], dtype=np.int64)).any():
         return
     hybrid = (m.controller or {}).get("hybrid")
     if isinstance(hybrid, dict) and hybrid.get("initial"):
