@@ -166,6 +166,32 @@ def test_periodic_mode_decides_first_at_one_period():
     assert rc[0]["trigger"] == "periodic" and rc[0]["start_s"] == 0.5 and rc[0]["circuits_after"] == [[0, 0, 1]]
 
 
+def test_congestion_mode_windows_open_at_the_start_and_again_when_a_reconfiguration_ends():
+    # a bulk flow saturates the 1 Gbit/s electrical core from t=0: hot at the polls at
+    # 0.1 and 0.2 s (the first window counts from the start), so the controller decides
+    # at 0.2 s; the circuit it sets up is filled by the same flow (hot, but no plan
+    # serves more), and those windows start when the reconfiguration ends: its next
+    # decision comes two whole polls after that end, not on the old poll grid
+    data = {
+        "name": "congestion-windows",
+        "topology": one_plane(2),
+        "routing": {"engine": "minhop"},
+        "jobs": [{"name": "a", "bulk": [{"src": 0, "dst": 1, "duration": "1s"}]}],
+        "controller": {"hybrid": {"congestion": {"poll": "100ms", "utilization": 0.9, "hold": 2,
+                                                 "threshold": 0.1}}},
+        "driver": {"delay": {"rule_time": "1ms", "vlan_tag_time": "33ms"}},
+    }
+    res = run_scenario(build(data), sample=False)
+    (r,) = reconfigs(res)
+    assert r["start_s"] == 0.2 and r["circuits_after"] == [[0, 0, 1]]
+    end = r["end_s"]
+    assert round(end * 1e3) % 100 != 0  # off the poll grid, so the two cases differ
+    decisions = res.controller["hybrid"]["decisions"]
+    assert decisions[0]["at_s"] == 0.2 and decisions[0]["served_now_gbps"] == 0.0
+    assert decisions[1]["at_s"] == pytest.approx(end + 0.2, abs=1e-9)
+    assert decisions[1]["served_now_gbps"] == decisions[1]["served_planned_gbps"] == 10.0
+
+
 def test_an_application_request_pins_its_circuit_against_the_periodic_mode():
     data = {
         "name": "api",

@@ -174,6 +174,7 @@ class HybridController(Controller):
         self._hot_streak = 0
         self._last_poll = None  # the congestion mode's last pair-counter snapshot
         self._awaiting = False
+        self._finished_at = None  # when the last reconfiguration ended
         self.decisions: list[dict] = []
         links = [(int(self.topo.out_channel[self.tors[r], self.tor_port_of[r, k]]), r) for r in range(self.racks)
                  for k in range(self.planes)]
@@ -342,10 +343,9 @@ class HybridController(Controller):
         out: list = []
         if not self._started:
             self._started = True
-            if self.periodic:
-                # the first period measures from the start (counters at 0), so its
-                # decision comes at t=period, not one period later
-                self._last_counters = self._pair_snapshot(inp)
+            # the first window measures from the start (counters at 0), so the first
+            # decision comes at t=period (t=poll), not one interval later
+            self._rebase(inp, restart_clocks=False)
         if self.current is not None:
             mine = [a for a in inp.applied if any(a.intent is i for i in self.current.pending)]
             self.current.step_applied += mine
@@ -373,7 +373,26 @@ class HybridController(Controller):
         if self.current is None and self._queue and not out:
             trigger, circuits, paths = self._queue.pop(0)
             out += self._start(now, trigger, circuits, paths)
+        if self._finished_at == now:
+            # measure the new configuration only: the windows start once it is in
+            # force, and each is a whole period (poll) long
+            self._rebase(inp, restart_clocks=True)
         return out
+
+    def _rebase(self, inp: Inputs, restart_clocks: bool) -> None:
+        """Open the measurement windows at ``inp.now``: the counters read now are the
+        baseline of the next periodic estimate and the next congestion poll."""
+        now = inp.now
+        if self.periodic:
+            self._last_counters = self._pair_snapshot(inp)
+            if restart_clocks:
+                self._next_period = now + self.periodic["period"]
+        if self.congestion:
+            c = inp.counters()
+            self._last_ports = (c.time_ns, c.port_bytes.copy())
+            self._last_poll = self._pair_snapshot(inp)
+            if restart_clocks:
+                self._next_poll = now + self.congestion["poll"]
 
     # -- modes ---------------------------------------------------------------------------
 
@@ -640,8 +659,8 @@ class HybridController(Controller):
             r.status = "done"
             self.config = r.new
         self.current = None
-        # measure the new configuration only: windows start after it is in force
-        self._last_poll, self._last_ports, self._last_counters = None, None, None
+        # measure the new configuration only (decide() opens the windows at its end)
+        self._finished_at = now
         self._hot_streak = self._gain_streak = 0
         self.history.append({"at_s": r.started_ns / 1e9, "what": "reconfiguration", "id": r.id, "status": r.status})
         return []
