@@ -90,6 +90,8 @@ def test_cli_json_and_out_carry_the_packet_measurements(tmp_path, capsys):
     assert 0 < occ.max() <= 16 * 1024
     msgs = pq.read_table(out / "messages.parquet").to_pydict()
     assert len(msgs["flow"]) == 4
+    assert pq.read_table(out / "messages.parquet").schema.field("bytes").type == "int64"
+    assert sorted(msgs["bytes"]) == [2 * 2**20] + [16 * 2**20] * 3
     assert all(q <= lat for q, lat in zip(msgs["queueing_s"], msgs["latency_s"]))
     assert (out / "queue_occupancy.png").stat().st_size > 0
 

@@ -60,7 +60,7 @@ def write_packet_files(d: Path, built, res) -> list[str]:
     cols = built.dag.columns()
     _write(pa.table({"flow": np.arange(len(lat), dtype=np.int64), "job": np.asarray(built.job_of_flow, np.int32),
                      "src": cols.src.astype(np.int64), "dst": cols.dst.astype(np.int64),
-                     "bytes": cols.bytes.astype(np.float64),
+                     "bytes": np.rint(cols.bytes).astype(np.int64),
                      "latency_s": np.where(lat >= 0, lat * 1e-9, np.nan),
                      "queueing_s": np.where(queue >= 0, queue * 1e-9, np.nan),
                      "dropped": np.asarray(rep["dropped_per_flow"][:len(lat)], np.int64),
