@@ -125,6 +125,17 @@ class RoutingModel(_Strict):
     hash: Literal["dst", "src-dst", "flow"] | None = None
     partitions: str | None = Field(None, description="OpenSM partitions.conf, relative to the scenario file")
 
+    # named when the file is read (a sweep's --check sees it), not when routing starts;
+    # the registry, not a Literal: register_engine adds engines at run time
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, v):
+        from .routing import ENGINES
+
+        if v not in ENGINES:
+            raise ValueError(f"unknown routing engine {v!r}; known engines: {', '.join(sorted(ENGINES))}")
+        return v
+
 
 class SharingModel(_Strict):
     model: Literal["maxmin", "cm02"]
@@ -254,7 +265,11 @@ def parse_scenario(text: str, *, file: str | None = None) -> Scenario:
     """Validate scenario text (YAML or JSON)."""
     from .inputs import load_yaml
 
-    data = load_yaml(text, file=file)
+    return validate_scenario(load_yaml(text, file=file), file=file)
+
+
+def validate_scenario(data: Any, *, file: str | None = None) -> Scenario:
+    """Validate a scenario already parsed from YAML (a mapping)."""
     if not isinstance(data, dict):
         raise NetsteerError("a scenario is a mapping with name, topology, routing and jobs", file=file)
     try:

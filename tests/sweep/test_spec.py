@@ -131,3 +131,29 @@ def test_check_counts_points_and_runs_nothing(write_sweep, tmp_path):
     assert (info["points"], info["recorded"], info["to_run"]) == (12, 0, 12)
     assert info["params"] == ["routing.engine", "jobs.0.ranks", "seed"]
     assert not out.exists()
+
+
+def test_check_validates_every_points_scenario_and_names_where_a_bad_value_is(write_sweep, tmp_path):
+    path = write_sweep("base: base.yaml\ngrid: {routing.engine: [dmodk, minhop], jobs.0.ranks: [4, -8]}\n"
+                       "points:\n  - {routing.engine: dmodkk}\n")
+    rc, stdout, err = netsteer("sweep", path, "--check", "--out", tmp_path / "out")
+    assert rc == 2 and "Traceback" not in err
+    assert err.startswith(f"netsteer: error: {path}: grid.jobs.0.ranks: 3 of 5 points are refused by the scenario; "
+                          'the first, {"jobs.0.ranks":-8,"routing.engine":"dmodk"}: ')
+    assert "jobs.0.ranks: must be > 0, got -8" in err
+    only_listed = write_sweep("base: base.yaml\ngrid: {jobs.0.ranks: [4, 8]}\npoints:\n  - {routing.engine: dmodkk}\n")
+    rc, _, err = netsteer("sweep", only_listed, "--check", "--out", tmp_path / "out")
+    assert rc == 2 and ": points.0.routing.engine: 1 of 3 points" in err
+    assert "unknown routing engine 'dmodkk'; known engines: dmodk," in err
+
+
+def test_check_past_its_limit_still_validates_every_value(write_sweep):
+    from netsteer.sweep.check import refused_points
+
+    sw = load_sweep(write_sweep("base: base.yaml\ngrid: {jobs.0.ranks: [4, 8, 16, -1], jobs.0.repeat: [1, 2, 3, 4, 5]}\n"
+                                "repeat_seeds: [1, 2]\n"))
+    r = refused_points(sw, limit=6)
+    # a sample: past the limit only to hold each of the 11 values (4 ranks, 5 repeats, 2 seeds)
+    assert 6 <= r["checked"] <= 11 and r["refused"] >= 1
+    assert {json.loads(e["point"])["jobs.0.ranks"] for e in r["examples"]} == {-1}
+    assert refused_points(sw)["refused"] == 10  # all 40: -1 with each repeat and seed

@@ -10,7 +10,7 @@ Examples
 >>> route(t, engine="updn")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-netsteer.errors.RoutingError: routing: unknown routing engine 'updn'; known engines: dmodk, ...
+netsteer.errors.RoutingError: routing.engine: unknown routing engine 'updn'; known engines: dmodk, ...
 """
 
 from __future__ import annotations
@@ -56,6 +56,12 @@ def route(topo: Topology, engine: str = "dmodk", *, hash: str | None = None,
     if not isinstance(topo, Topology):
         raise NetsteerError(f"expected a Topology (netsteer.pgft, netsteer.hyperx, ...), got {type(topo).__name__}",
                             field="topo")
+    from ..errors import RoutingError
+    from ..routing import ENGINES
+
+    if isinstance(engine, str) and engine not in ENGINES:  # a RoutingError, as documented
+        raise RoutingError(f"unknown routing engine {engine!r}; known engines: {', '.join(sorted(ENGINES))}",
+                           field="routing.engine")
     spec: dict[str, Any] = {"engine": engine, **given(hash=hash)}
     if partitions is not None:
         spec["partitions"] = str(Path(partitions).resolve())

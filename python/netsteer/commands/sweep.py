@@ -94,12 +94,23 @@ def sweep_run(
     sweep = load_sweep(sweep_file)  # a bad file stops here, before any cluster starts
     out = out if out is not None else Path("out/sweeps") / sweep_file.stem
     if check:
+        from ..sweep.check import refused_points
+
         info = plan(sweep, out, retry_failed=retry_failed)
+        info.update(refused_points(sweep))
+        if info["refused"]:
+            ex = info["examples"][0]
+            sample = "" if info["checked"] == info["points"] else f" (of {info['checked']} checked)"
+            raise NetsteerError(f"{info['refused']} of {info['points']} points{sample} are refused by the scenario; "
+                                f"the first, {ex['point']}: {ex['error']}", file=str(sweep_file), field=ex["field"])
         if as_json:
             typer.echo(json.dumps(info))
         else:
-            out_console.print(f"{sweep_file}: ok, {info['points']} points over {', '.join(info['params'])}; "
-                              f"{info['recorded']} recorded in {out}, {info['to_run']} to run", highlight=False)
+            checked = "every point's scenario valid" if info["checked"] == info["points"] else \
+                f"{info['checked']} points' scenarios valid (every value in one at least)"
+            out_console.print(f"{sweep_file}: ok, {info['points']} points over {', '.join(info['params'])}, "
+                              f"{checked}; {info['recorded']} recorded in {out}, {info['to_run']} to run",
+                              highlight=False)
         return
     try:
         with _Bar(progress and not as_json, len(sweep.points)) as bar:

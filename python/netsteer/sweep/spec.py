@@ -53,10 +53,13 @@ class Point:
         Dotted path to value, as the sweep file gives them.
     seed : int or None
         Set on every ``seed`` of the scenario (every job's), from ``repeat_seeds``.
+    origin : str
+        ``grid`` or ``points.N``: the sweep file's field it comes from.
     """
 
     overrides: dict[str, Any]
     seed: int | None = None
+    origin: str = field(default="grid", compare=False)  # where the sweep file gives it: grid or points.N
 
     @property
     def key(self) -> str:
@@ -226,7 +229,7 @@ def load_sweep(path: str | Path) -> Sweep:
     seen: set[str] = set()
     for fld, combo in combos:
         for s in seeds:
-            pt = Point(combo, s)
+            pt = Point(combo, s, fld)
             if pt.key in seen:
                 raise NetsteerError(f"this point is already in the sweep: {pt.key}", file=file, field=fld)
             seen.add(pt.key)
