@@ -159,15 +159,26 @@ def test_a_link_failure_stalls_packets_and_reroutes_them_like_flows():
     assert 0 < stuck.sent_bytes[0] < 4 * 2**20
 
 
-def test_a_streamed_mpi_job_runs_packet_by_packet_as_its_dag_does():
+@pytest.mark.parametrize("tree, placement", [("up: [1, 4]", "linear"), ("up: [1, 2]", "random")])
+def test_a_streamed_mpi_job_runs_packet_by_packet_as_its_dag_does(tree, placement):
     # the stream posts each message when its ranks reach it; at packet level the
-    # messages are the same, so the times are the DAG's to the ns
-    text = mpi("allreduce", "ring", "1MiB").replace("    ranks: 16\n", "    ranks: 16\n    stream: true\n")
-    _, streamed = run(text, fidelity="packet")
-    _, dag = run(text.replace("    stream: true\n", ""), fidelity="packet")
+    # messages are the same, so the times are the DAG's to the ns, and so are the
+    # per-message figures the engine sums as streamed flows finish (their slots reused)
+    text = (mpi("allreduce", "ring", "1MiB").replace("up: [1, 4]", tree)
+            .replace("    ranks: 16\n", f"    ranks: 16\n    placement: {placement}\n    seed: 5\n    stream: true\n")
+            .replace("      - {op: compute", "      - {op: alltoall, bytes: 8KiB, algorithm: pairwise}\n      - {op: compute"))
+    sb, streamed = run(text, fidelity="packet")
+    db, dag = run(text.replace("    stream: true\n", ""), fidelity="packet")
     assert streamed.status == dag.status == "done"
+    assert sb.streamed and not db.streamed
     assert streamed.makespan_ns == dag.makespan_ns
     assert streamed.stats["packet_hops"] == dag.stats["packet_hops"]
+    got, want = packet_summary(sb, streamed)["messages"], packet_summary(db, dag)["messages"]
+    assert got["app"]["messages"] == want["app"]["messages"] == 2 * (2 * 15 * 16 + 15 * 16)
+    for k in ("latency_mean_s", "latency_max_s", "queueing_mean_s", "queueing_max_s"):
+        assert got["app"][k] == pytest.approx(want["app"][k], rel=1e-12, abs=1e-15), k
+    # on the 2:1 tree, randomly placed, the messages meet; never on the non-blocking one
+    assert (got["app"]["queueing_max_s"] > 0) == (placement == "random")
 
 
 @pytest.mark.parametrize("servers, circuit_gbps", [(4, 40), (3, 25)])

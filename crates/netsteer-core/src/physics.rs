@@ -134,5 +134,11 @@ pub trait Physics: Send + Sync {
     fn sample(&mut self, _now: Ns, _limit: usize) -> bool {
         true
     }
+    /// Finished flow `f`'s first packet time and its time alone on an idle fabric,
+    /// ps (-1 where there is none), for per-message figures of flows whose slot is
+    /// reused (streamed MPI). Physics without packets have neither: None.
+    fn message_times(&self, _f: usize) -> Option<(i64, i64)> {
+        None
+    }
     fn as_any(&self) -> &dyn Any;
 }

@@ -377,6 +377,31 @@ impl Engine {
             .unwrap_or_default()
     }
 
+    /// Per streamed job, its messages' latency and queueing (packet fidelity; None
+    /// per job otherwise): ``messages``, ``latency_sum_ns``, ``latency_max_ns``,
+    /// ``queued`` (messages with a time alone), ``queueing_sum_ns``, ``queueing_max_ns``.
+    fn mpi_message_times<'py>(&self, py: Python<'py>) -> PyResult<Vec<Option<Bound<'py, PyDict>>>> {
+        let Some(s) = self.inner.stream() else { return Ok(vec![]) };
+        let packets = self.packets().is_some();
+        s.jobs()
+            .iter()
+            .map(|j| {
+                if !packets {
+                    return Ok(None);
+                }
+                let t = j.times;
+                let d = PyDict::new(py);
+                d.set_item("messages", t.messages)?;
+                d.set_item("latency_sum_ns", t.latency_sum)?;
+                d.set_item("latency_max_ns", t.latency_max)?;
+                d.set_item("queued", t.queued)?;
+                d.set_item("queueing_sum_ns", t.queueing_sum)?;
+                d.set_item("queueing_max_ns", t.queueing_max)?;
+                Ok(Some(d))
+            })
+            .collect()
+    }
+
     #[getter]
     fn now(&self) -> i64 {
         self.to_ns(self.inner.now())

@@ -356,6 +356,17 @@ def packet_summary(built, res, top: int = 10) -> dict:
                           "latency_max_s": float(lat[m].max()) * 1e-9,
                           "queueing_mean_s": float(queue[q].mean()) * 1e-9 if q.any() else None,
                           "queueing_max_s": float(queue[q].max()) * 1e-9 if q.any() else None}
+    # streamed MPI jobs: their flows' slots were reused, the engine summed as they finished
+    mpi = getattr(res, "mpi", None) or {}
+    for (j, job), t in zip(getattr(built, "streamed", []), mpi.get("messages", [])):
+        if t and t["messages"]:
+            q = t["queued"]
+            jobs[job.name] = {"messages": int(t["messages"]),
+                              "latency_mean_s": t["latency_sum_ns"] / t["messages"] * 1e-9,
+                              "latency_max_s": t["latency_max_ns"] * 1e-9,
+                              "queueing_mean_s": t["queueing_sum_ns"] / q * 1e-9 if q else None,
+                              "queueing_max_s": t["queueing_max_ns"] * 1e-9 if q else None}
+    jobs = {name: jobs[name] for name in built.job_names if name in jobs}
     return {"parameters": built.packet.model_dump(), "packets": int(rep["packets"]),
             "xmit_wait_s_total": float(wait.sum()) * 1e-9, "ports_waiting_most": ports, "messages": jobs,
             "dropped": int(rep["dropped"]), "timeouts": int(rep["timeouts"]), "naks": int(rep["naks"]),

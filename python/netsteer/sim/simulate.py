@@ -122,7 +122,8 @@ def _streamed(eng, streamed) -> dict:
         steps[sj.job.name] = {"flows": int(cols["flows"][sel].sum()) + starts,
                               "bytes": round(float(cols["bytes"][sel].sum()))}  # whole messages
     return {"jobs": [(int(c), int(left)) for c, left in eng.mpi_jobs()],
-            "progress": dict(eng.mpi_progress()), "report": stream_report(eng, streamed), "steps": steps}
+            "progress": dict(eng.mpi_progress()), "report": stream_report(eng, streamed), "steps": steps,
+            "messages": eng.mpi_message_times()}
 
 
 def _past_clock(eng, n: int) -> np.ndarray:

@@ -71,6 +71,43 @@ pub struct Job {
     pub ranks_left: usize,
     /// Last finish of any of its flows, -1 before any.
     pub completion: Ns,
+    /// Its messages' latency and queueing, when the physics has packets.
+    pub times: MessageTimes,
+}
+
+/// Per job: the messages' latency (release to last byte) and the part of it spent
+/// queueing (beyond their time alone on an idle fabric), summed as they finish, as
+/// the DAG's per-flow figures would be; a streamed flow's slot is reused.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct MessageTimes {
+    pub messages: u64,
+    pub latency_sum: f64,
+    pub latency_max: Ns,
+    /// messages with a time alone (all but the empty ones)
+    pub queued: u64,
+    pub queueing_sum: f64,
+    pub queueing_max: Ns,
+}
+
+impl MessageTimes {
+    /// A message released at `released`, done at `done` (engine time, ns), whose
+    /// first packet could leave at `start_ps` and which takes `ideal_ps` alone.
+    fn add(&mut self, released: Ns, done: Ns, start_ps: i64, ideal_ps: i64) {
+        if released < 0 || done < 0 || start_ps < 0 {
+            return;
+        }
+        let lat = done - released;
+        self.messages += 1;
+        self.latency_sum += lat as f64;
+        self.latency_max = self.latency_max.max(lat);
+        if ideal_ps >= 0 {
+            // ps to whole ns up, as the DAG's report rounds them
+            let q = (done - (start_ps + 999) / 1000 - (ideal_ps + 999) / 1000).max(0);
+            self.queued += 1;
+            self.queueing_sum += q as f64;
+            self.queueing_max = self.queueing_max.max(q);
+        }
+    }
 }
 
 const NO_SPAN: u32 = u32::MAX;
@@ -290,6 +327,7 @@ impl Stream {
             first_span,
             ranks_left: p,
             completion: -1,
+            times: MessageTimes::default(),
         });
         for r in first_rank..first_rank + p {
             if start > 0 {
@@ -319,6 +357,15 @@ impl Stream {
         match info.kind {
             Kind::Message { src, dst } => {
                 self.progress.messages_done += 1;
+                // an empty message, or one between ranks on one host, has no packets
+                // (the engine finishes it at once; its slot may hold a former flow's)
+                let fu = f as usize;
+                let wire = eng.flow(fu).bytes > 0.0 && !eng.flow_path(fu).is_empty();
+                if let Some((start_ps, ideal_ps)) = eng.physics().message_times(fu).filter(|_| wire) {
+                    let job = self.ranks[src as usize].job as usize;
+                    let (rel, done) = (eng.release_time(fu), eng.completion(fu));
+                    self.jobs[job].times.add(rel, done, start_ps, ideal_ps);
+                }
                 for r in [src as usize, dst as usize] {
                     self.ranks[r].pending -= 1;
                     if self.ranks[r].pending == 0 {

@@ -129,7 +129,7 @@ fn abs_psn(expected: u64, psn: u32) -> u64 {
     (expected as i64 + d).max(0) as u64
 }
 
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct PFlow {
     route: u32,
     route_len: u16,
@@ -151,6 +151,32 @@ struct PFlow {
     start_ps: i64,
     ideal_ps: i64,
     done_ps: i64,
+}
+
+impl Default for PFlow {
+    /// A flow the physics never started (no bytes, or no hops: the engine finishes
+    /// it at once) has no first packet, no time alone and no last packet: -1.
+    fn default() -> Self {
+        PFlow {
+            route: 0,
+            route_len: 0,
+            room: 0,
+            vl: 0,
+            active: false,
+            queued: false,
+            ver: 0,
+            left: 0,
+            bytes: 0,
+            delivered: 0,
+            in_flight: 0,
+            expected: 0,
+            progress_ps: 0,
+            rec: false,
+            start_ps: -1,
+            ideal_ps: -1,
+            done_ps: -1,
+        }
+    }
 }
 
 /// What a flow that lost packets, or got them out of order, needs besides.
@@ -1163,6 +1189,9 @@ impl Physics for Packets {
         }
         self.occ_samples.extend_from_slice(&self.occ);
         true
+    }
+    fn message_times(&self, f: usize) -> Option<(i64, i64)> {
+        Some(self.flows.get(f).map_or((-1, -1), |p| (p.start_ps, p.ideal_ps)))
     }
     fn as_any(&self) -> &dyn Any {
         self
