@@ -106,10 +106,11 @@ def sweep_run(
         if as_json:
             typer.echo(json.dumps(info))
         else:
-            checked = "every point's scenario valid" if info["checked"] == info["points"] else \
-                f"{info['checked']} points' scenarios valid (every value in one at least)"
+            checked = "every point's scenario passes the schema" if info["checked"] == info["points"] else \
+                f"{info['checked']} points' scenarios pass the schema (every value in one at least)"
             out_console.print(f"{sweep_file}: ok, {info['points']} points over {', '.join(info['params'])}, "
-                              f"{checked}; {info['recorded']} recorded in {out}, {info['to_run']} to run",
+                              f"{checked} (what only building finds, such as more ranks than hosts, shows as "
+                              f"failed points); {info['recorded']} recorded in {out}, {info['to_run']} to run",
                               highlight=False)
         return
     try:
