@@ -1085,8 +1085,8 @@ impl Engine {
     /// Bytes a flow slot holds in the engine besides its path (4 bytes a hop, and 4
     /// more for its place in each channel's list), for memory estimates.
     pub fn bytes_per_flow() -> usize {
-        // the engine's two records, the fluid physics' own (about 56 bytes), successors
-        std::mem::size_of::<FlowCore>() + std::mem::size_of::<Meta>() + 56 + 8 + 8 + 4
+        // the engine's two records, the fluid physics' own (about 72 bytes), successors
+        std::mem::size_of::<FlowCore>() + std::mem::size_of::<Meta>() + 72 + 8 + 8 + 4
     }
 
     /// Flow slots held by streamed flows, in flight or free (the stream's footprint).

@@ -71,6 +71,9 @@ struct FluidFlow {
     bound: f64,
     // bytes already counted on the channels it crossed (its paths before this one)
     credited: f64,
+    // bytes sent, summed on their own: `bytes - remaining` would lose whole bytes on a
+    // bulk flow, whose nominal 1e18 bytes have an ulp of 128 B
+    moved: f64,
     active: bool,
     // started (or re-pathed) since the last solve: no old rate to keep
     fresh: bool,
@@ -287,7 +290,9 @@ impl Fluid {
         let fl = &mut self.st[f];
         let dt = now - fl.last;
         if dt > 0 && fl.rate > 0.0 {
-            fl.remaining = (fl.remaining - fl.rate * dt as f64 * 1e-9).max(0.0);
+            let step = fl.rate * dt as f64 * 1e-9;
+            fl.remaining = (fl.remaining - step).max(0.0);
+            fl.moved = (fl.moved + step).min(fl.bytes);
         }
         fl.last = now;
     }
@@ -1081,6 +1086,7 @@ impl Physics for Fluid {
             eff_weight: net.flows[f].weight,
             bound: f64::INFINITY,
             credited: 0.0,
+            moved: 0.0,
             active: true,
             fresh: true,
         };
@@ -1164,7 +1170,9 @@ impl Physics for Fluid {
         for &f in &done[first..] {
             // only active flows have a finish: leaving and re-pathing drop it
             debug_assert!(self.st[f as usize].active);
-            self.st[f as usize].remaining = 0.0; // the ceil to whole ns leaves a residue
+            let s = &mut self.st[f as usize];
+            s.remaining = 0.0; // the ceil to whole ns leaves a residue
+            s.moved = s.bytes;
         }
         (done.len() - first) as u64
     }
@@ -1181,11 +1189,11 @@ impl Physics for Fluid {
     }
     fn sent(&self, f: usize, now: Ns) -> f64 {
         let Some(fl) = self.st.get(f) else { return 0.0 };
-        let mut left = fl.remaining;
+        let mut sent = fl.moved;
         if fl.active && fl.rate > 0.0 {
-            left -= fl.rate * (now - fl.last) as f64 * 1e-9;
+            sent += fl.rate * (now - fl.last) as f64 * 1e-9;
         }
-        (fl.bytes - left.max(0.0)).max(0.0)
+        sent.clamp(0.0, fl.bytes)
     }
     fn rate(&self, f: usize) -> f64 {
         self.st.get(f).map_or(0.0, |s| s.rate)
