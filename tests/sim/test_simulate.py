@@ -192,3 +192,32 @@ jobs: [{{name: a, flows: [{{src: 0, dst: 1, bytes: 100MB}}]}}]
     res = simulate(b.topology, b.routing, b.dag, sharing=b.sharing, tcp_gamma=b.tcp_gamma)
     # two 1 ms cables: 2 ms of latency first, then the bytes at the rate
     assert res.makespan_ns == pytest.approx(2e6 + 1e8 / rate_Bps * 1e9, abs=1)
+
+
+def test_bulk_flows_count_every_byte_beside_many_small_flows():
+    """A bulk flow's nominal size (1e18 bytes) has an ulp of 128 B: its sent bytes
+    must not be that size minus what remains, or each short step between two small
+    flows' events is rounded away. 16 bulk flows into h0 beside a chain of 400
+    100-byte flows keep h0's port saturated: the counters read its line rate, and the
+    bulk job's bytes are the port's bytes less the chain's."""
+    import json
+
+    from netsteer.scenario import parse_scenario
+
+    bulk = [{"src": s, "dst": 0, "duration": "10ms"} for s in range(1, 17)]
+    chain = [{"id": f"c{i}", "src": 17, "dst": 0, "bytes": 100, **({"after": [f"c{i - 1}"]} if i else {})}
+             for i in range(400)]
+    text = json.dumps({"name": "incast", "topology": {"kind": "pgft", "levels": 1, "down": [18], "up": [1],
+                                                      "link_bandwidth": "10Gbps", "link_latency": "1us"},
+                       "routing": {"engine": "dmodk"}, "sample_interval": "1ms",
+                       "jobs": [{"name": "bg", "bulk": bulk}, {"name": "chain", "flows": chain}]})
+    b = build_scenario(parse_scenario(text, file="incast.json"))
+    res = run_scenario(b)
+    into_h0 = [c for c in range(b.topology.n_channels) if b.topology.channel_name(c).endswith("->h0")]
+    (c,) = into_h0
+    times = np.asarray(res.sample_times_ns)
+    at = np.searchsorted(times, 5_000_000)
+    # saturated from its first byte (2 us) on: 1.25e9 B/s, to a byte
+    assert res.channel_bytes[at, c] == pytest.approx((times[at] - 2_000) * 1.25, abs=1.0)
+    bg_sent = sum(float(res.sent_bytes[i]) for i in range(len(b.job_of_flow)) if b.job_of_flow[i] == 0)
+    assert res.final_channel_bytes[c] - bg_sent == pytest.approx(400 * 100, abs=1.0)
