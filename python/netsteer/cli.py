@@ -48,7 +48,7 @@ from rich.table import Table  # noqa: E402
 from . import __version__  # noqa: E402
 from .commands._console import output_console  # noqa: E402
 from .errors import NetsteerError  # noqa: E402
-from .units import format_bandwidth  # noqa: E402
+from .units import format_bandwidth, format_seconds  # noqa: E402
 
 app = typer.Typer(
     help="netsteer: an application-aware control plane for reconfigurable HPC interconnects.",
@@ -146,13 +146,13 @@ def _print_result(result: dict) -> None:
     t.add_column("job")
     t.add_column("flows", justify="right")
     t.add_column("bytes", justify="right")
-    t.add_column("completion (s)", justify="right")
+    t.add_column("completion", justify="right")
     for j in result["jobs"]:
-        comp = "not done" if j["completion_s"] is None else f"{j['completion_s']:.6f}"
+        comp = "not done" if j["completion_s"] is None else format_seconds(j["completion_s"])
         t.add_row(j["name"], str(j["flows"]), f"{j['bytes']:.4g}", comp)
     out_console.print(t)
     ops = Table(title="time per operation")
-    for col in ("job", "operation", "count", "time (s)", "bandwidth"):
+    for col in ("job", "operation", "count", "time", "bandwidth"):
         ops.add_column(col, justify="left" if col in ("job", "operation") else "right")
     for j in result["jobs"]:
         for name, o in j.get("operations", {}).items():
@@ -160,15 +160,15 @@ def _print_result(result: dict) -> None:
             bw = o.get("algbw_Bps")
             ops.add_row(
                 j["name"], name, str(o.get("count", o.get("flows", ""))),
-                "" if t_s is None else f"{t_s:.6f}",
+                "" if t_s is None else format_seconds(t_s),
                 "" if bw is None else format_bandwidth(8 * bw),
             )
     if ops.row_count:
         out_console.print(ops)
     st = result.get("stalled")
-    span = "none: nothing finished" if result["makespan_s"] is None else f"{result['makespan_s']:.6f} s"
+    span = "none: nothing finished" if result["makespan_s"] is None else format_seconds(result["makespan_s"])
     if st is not None and "at_s" in st:
-        span += f" (stalled at {st['at_s']:.6f} s)"
+        span += f" (stalled at {format_seconds(st['at_s'])})"
     out_console.print(f"makespan {span}   simulated in {result['wall_s']:.3f} s wall")
     if pk is not None:
         from .commands.packet_report import print_packet
@@ -176,9 +176,9 @@ def _print_result(result: dict) -> None:
         print_packet(pk, out_console)
     for e in result["events"]:
         detail = ", ".join(f"{k}={v}" for k, v in e.items() if k not in ("intent", "at_s", "done_s", "failed"))
-        line = f"  {e['at_s']:.6f} s  {e['intent']}" + (f" ({detail})" if detail else "")
+        line = f"  {format_seconds(e['at_s'])}  {e['intent']}" + (f" ({detail})" if detail else "")
         if "done_s" in e and e["done_s"] != e["at_s"]:
-            line += f", in effect at {e['done_s']:.6f} s"
+            line += f", in effect at {format_seconds(e['done_s'])}"
         if "failed" in e:
             line += f"  [red]FAILED[/]: {escape(e['failed'])}"
         out_console.print(line)

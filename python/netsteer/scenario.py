@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Annotated, Any, Callable, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError,
+                      field_validator, model_validator)
 
 from .errors import LimitError, NetsteerError, pydantic_error
 from .limits import FLOW_BYTES, SAMPLE_VALUE_BYTES, check, routing_bytes, topology_bytes
@@ -45,8 +46,43 @@ from .units import BULK_BYTES
 Int = Annotated[int, Strict()]
 """An integer: not a boolean (``true`` is not host 1), not a float."""
 HostRef = Int | str
-Weight = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
-"""A positive, finite share weight."""
+#: The weights a flow may have. The engine shares a link among its flows in
+#: proportion to their weights in f64 (a channel's level is its capacity over the sum
+#: of its flows' weights), so the share of the lightest flow must stay far above the
+#: sum's rounding (2**-52 of it) and the solver's tolerances (1e-9 of a level): a
+#: ratio of 10**16 loses the light flow altogether (it ran at the heavy one's rate).
+#: Weights between 1e-3 and 1e3 keep a ratio of at most 10**6, which leaves the
+#: 10**9 more that CM02 sharing (weight over path latency, a latency-free path counting
+#: as 1 s) and QoS shares may add inside f64's precision.
+WEIGHT_MIN, WEIGHT_MAX = 1e-3, 1e3
+
+
+def _number(value):
+    """A number written as a string (YAML 1.1 reads ``1e3`` as one, not a float) as a
+    float; a boolean stays what it is, for the type check to refuse (``true`` is not 1).
+
+    >>> _number("1e3"), _number(" 2.5 "), _number("abc"), _number(True)
+    (1000.0, 2.5, 'abc', True)
+    """
+    if isinstance(value, str):
+        try:
+            return float(value.strip().replace("_", "!"))  # Python's 1_000 is no YAML number
+        except ValueError:
+            return value
+    return value
+
+
+def _weight_range(value: float) -> float:
+    if not WEIGHT_MIN <= value <= WEIGHT_MAX:
+        raise ValueError(f"must be between {WEIGHT_MIN:g} and {WEIGHT_MAX:g}, got {value!r} (the engine shares "
+                         f"in floating point: a weight ratio beyond 10^6 loses the light flow's share)")
+    return value
+
+
+Weight = Annotated[float, BeforeValidator(_number), Strict(), Field(gt=0, allow_inf_nan=False),
+                   AfterValidator(_weight_range)]
+"""A positive, finite share weight between :data:`WEIGHT_MIN` and :data:`WEIGHT_MAX`
+(a number, or a string that reads as one: ``1e3``)."""
 
 
 class _Strict(BaseModel):

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from netsteer.units import format_seconds
+
 UNISONFLOW = """
 name: uf
 topology: {kind: pgft, levels: 2, down: [4, 4], up: [1, 2], parallel: [1, 2], link_bandwidth: 1Gbps, link_latency: 1us}
@@ -68,12 +70,41 @@ def test_unisonflow_packet_ins_rules_and_tables_are_printed(both):
     assert t["refused"] > 0 and t["evicted"] > 0  # a small table: both show
     assert (f"unisonflow tables: {t['installed_tags']} tags installed, at most 5 rules per switch, "
             f"0 expired, {t['evicted']} evicted, {t['refused']} refused") in text
-    assert f"first refusal at {uf['refusals'][0]['at_s']:.6f} s: table full at " in text
+    assert f"first refusal at {format_seconds(uf['refusals'][0]['at_s'])}: table full at " in text
 
 
 def test_each_steering_plan_is_printed(both):
     text, ctl = both(STEERING)
     (p,) = ctl["steering"]["plans"]
     assert p["moved_ports"] > 0
-    assert (f"steering at 0.000000 s ({p['method']}, {p['evaluated']} configurations): {p['moved_ports']} ports moved, "
-            f"busiest channel {p['before']['max_channel_busy_s']:.3g} -> {p['after']['max_channel_busy_s']:.3g} s\n") in text
+    assert (f"steering at 0 s ({p['method']}, {p['evaluated']} configurations): {p['moved_ports']} ports moved, "
+            f"busiest channel {format_seconds(p['before']['max_channel_busy_s'])} -> "
+            f"{format_seconds(p['after']['max_channel_busy_s'])}\n") in text
+
+
+SMALL = """
+name: b
+topology: {kind: pgft, levels: 1, down: [4], up: [1], link_bandwidth: 10Gbps, link_latency: 1us}
+routing: {engine: dmodk}
+jobs:
+  - name: a
+    flows: [{src: 0, dst: 1, bytes: 1B}, {src: 2, dst: 1, bytes: 1B}, {src: 3, dst: 1, bytes: 1B}]
+  - name: big
+    flows: [{src: 0, dst: 2, bytes: 1GB, start: 1ms}]
+"""
+
+
+def test_times_keep_their_digits_at_any_scale(tmp_path):
+    """The tables rounded times to 6 decimals: a microsecond-scale job (2.003e-06 s in
+    --json) printed 0.000002 for its completion and operation time, and two runs 3 ns
+    apart read the same. Now adaptive units, every digit down to the clock's."""
+    text = run(tmp_path, SMALL)
+    res = json.loads(run(tmp_path, SMALL, "--json"))
+    a, big = res["jobs"]
+    assert a["completion_s"] == pytest.approx(2.003e-06) and "2.003 us" in text
+    assert "0.000002" not in text
+    assert format_seconds(big["completion_s"]) == "801.002 ms" and "801.002 ms" in text
+    assert f"makespan {format_seconds(res['makespan_s'])}   simulated in" in text
+    # the operation table: a's flows, same span as its completion
+    (span,) = {o.get("time_s", o.get("span_s")) for o in a["operations"].values()}
+    assert text.count(format_seconds(span)) >= 2, text

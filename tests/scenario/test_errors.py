@@ -322,3 +322,49 @@ def test_pydantic_wording_is_turned_into_plain_words(old, new, field, reason):
     assert old in GOOD
     err = error_of(GOOD.replace(old, new, 1))
     assert (err.field, err.reason) == (field, reason), err.message()
+
+
+@pytest.mark.parametrize("where,weight", [
+    ("flows", "1.0e+16"), ("flows", "1.0e-300"), ("flows", "1.0e+308"), ("flows", "1001"), ("flows", "0.0009"),
+    ("bulk", "1.0e+16"), ("bulk", "1.0e-300"),
+])
+def test_a_weight_outside_the_solvers_precision_is_refused(tmp_path: Path, where, weight):
+    """Weights of 1e16 and 1 sent 2 GB through a 10 Gbps link in 0.8 s (the light
+    flow's share was lost in the f64 sum of weights), two of 1e-300 moved 2 GB in no
+    time (capacity over their sum overflowed), two of 1e308 stalled: any finite
+    positive weight was accepted. Refused outside 1e-3..1e3, exit 2, one line."""
+    item = (f"{{src: 0, dst: 5, bytes: 1MiB, weight: {weight}}}" if where == "flows"
+            else f"{{src: 0, dst: 5, duration: 1ms, weight: {weight}}}")
+    text = GOOD.replace("    flows:\n      - {src: 0, dst: 5, bytes: 1MiB}", f"    {where}:\n      - {item}")
+    err = error_of(text)
+    assert err.field == f"jobs.0.{where}.0.weight", err.message()
+    assert err.reason.startswith(f"must be between 0.001 and 1000, got {float(weight)!r}"), err.reason
+    assert cli_error(tmp_path, text).endswith(f"jobs.0.{where}.0.weight: {err.reason}")
+
+
+@pytest.mark.parametrize("weight,value", [("1e3", 1000.0), ("2e-1", 0.2), ("1000", 1000.0), ("0.001", 0.001),
+                                          ("'2.5'", 2.5)])
+def test_a_weight_yaml_reads_as_a_string_is_a_number(weight, value):
+    """``weight: 1e3`` (YAML 1.1 reads it as a string) was refused with "must be a
+    number, got '1e3'" while ``bytes: 1e9`` was taken: a number written as a
+    string is a number, as for sizes and durations."""
+    b = build(GOOD.replace("bytes: 1MiB}", f"bytes: 1MiB, weight: {weight}}}"))
+    assert b.dag.columns().weight.tolist() == [value]
+
+
+@pytest.mark.parametrize("weight,reason", [("abc", "must be a number, got 'abc'"),
+                                           ("true", "must be a number, got True"),
+                                           ("'1e4'", "must be between 0.001 and 1000, got 10000.0")])
+def test_a_weight_that_is_no_number_is_still_refused(weight, reason):
+    err = error_of(GOOD.replace("bytes: 1MiB}", f"bytes: 1MiB, weight: {weight}}}"))
+    assert err.field == "jobs.0.flows.0.weight" and err.reason.startswith(reason), err.message()
+
+
+def test_the_api_refuses_an_extreme_weight_too():
+    import netsteer as ns
+
+    with pytest.raises(NetsteerError, match=r"weight: must be between 0.001 and 1000, got 1e\+16"):
+        ns.flow(0, 1, "1GB", weight=1e16)
+    with pytest.raises(NetsteerError, match=r"weight: must be between 0.001 and 1000, got 1e-300"):
+        ns.bulk(0, 1, weight=1e-300)
+    assert ns.flow(0, 1, "1GB", weight="1e3")["weight"] == "1e3"

@@ -142,3 +142,16 @@ def test_values_with_units_sort_and_plot_by_value(tmp_path):
     assert _positions(["10ms", "1s"]) == ({"10ms": 1e7, "1s": 1e9}, True)
     assert _positions(["1Gbps", "10ms", "ecmp"]) == ({"1Gbps": 0, "10ms": 1, "ecmp": 2}, False)
     assert plot_against(s, "topology.core_bandwidth", tmp_path / "bw.png").stat().st_size > 5000
+
+
+def test_report_table_keeps_every_digit_of_a_time(tmp_path):
+    """The table printed 4 significant digits (1.600002001 s read 1.6, 2.003 us 2.003e-06,
+    two makespans 3 ns apart the same): times now in adaptive units, to 0.1 ns."""
+    store = ResultStore(tmp_path / "results.parquet")
+    for eng, t in (("dmodk", 1.600002001), ("minhop", 1.600002004), ("ecmp", 2.003e-06)):
+        store.add(eng, {"routing.engine": eng}, _result(t))
+    rc, out, err = netsteer("sweep", "report", tmp_path, "--no-plots")
+    assert rc == 0, err
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") > 3}
+    assert rows["dmodk"].count("1.600002001 s") == 3 and rows["minhop"].count("1.600002004 s") == 3, out
+    assert rows["ecmp"].count("2.003 us") == 3, out

@@ -60,7 +60,8 @@ def flow(
     delay : str, optional
         Paid after release, before sending (compute).
     weight : float, optional
-        Max-min share weight (default 1).
+        Max-min share weight (default 1), from 0.001 to 1000 (beyond a ratio of
+        10^6 the engine's floating point could lose the light flow's share).
     traffic_class, priority : int, optional
         Class for routing overrides and QoS (the SL at packet level); strict priority
         (0 first).

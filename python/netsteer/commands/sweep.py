@@ -145,6 +145,7 @@ def sweep_report(
 ) -> None:
     """Summary table (seeds pooled) and plots of a metric against each parameter."""
     from ..sweep import plot_all, read_results, summarize
+    from ..units import format_seconds  # every metric is a time in seconds
 
     store = read_results(out)
     summary = summarize(store, metric)
@@ -159,7 +160,7 @@ def sweep_report(
     for c in ("runs", "failed", "mean", "min", "max"):
         t.add_column(c, justify="right")
     for g in summary["groups"]:
-        stats = ["" if g[s] is None else f"{g[s]:.4g}" for s in ("mean", "min", "max")]  # --json has every digit
+        stats = ["" if g[s] is None else format_seconds(g[s]) for s in ("mean", "min", "max")]  # --json: seconds
         t.add_row(*(str(g[p]) for p in summary["params"]), str(g["runs"]), str(g["failed"]), *stats)
     out_console.print(t)
     for e in summary["errors"][:5]:

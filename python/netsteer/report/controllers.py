@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..units import format_seconds
+
 
 def controller_lines(controller: dict[str, Any] | None) -> list[str]:
     """One line per reconfiguration or steering plan, two for UnisonFlow, plus the
@@ -30,16 +32,16 @@ def controller_lines(controller: dict[str, Any] | None) -> list[str]:
     >>> print("\\n".join(controller_lines({"unisonflow": uf, "steering": st})))
       unisonflow: 3 packet-ins (bcast-multicast 3), 7 rules, 0 failures
       unisonflow tables: 3 tags installed, at most 4 rules per switch, 0 expired, 0 evicted, 0 refused
-      steering at 0.000000 s (exhaustive, 16 configurations): 4 ports moved, busiest channel 0.2 -> 0.1 s
+      steering at 0 s (exhaustive, 16 configurations): 4 ports moved, busiest channel 200 ms -> 100 ms
     >>> controller_lines(None)
     []
     """
     c = controller or {}
     out: list[str] = []
     for r in (c.get("hybrid") or {}).get("reconfigurations", []):
-        end = "-" if r["end_s"] is None else f"{r['end_s']:.6f}"
+        end = "-" if r["end_s"] is None else format_seconds(r["end_s"])
         out.append(f"  reconfiguration {r['id']} ({r['trigger']}, {r['method']}): "
-                   f"{r['start_s']:.6f}-{end} s, {r['status']}")
+                   f"{format_seconds(r['start_s'])} - {end}, {r['status']}")
     uf = c.get("unisonflow")
     if uf is not None:
         mods = ", ".join(f"{m} {n}" for m, n in uf.get("by_module", {}).items())
@@ -47,7 +49,7 @@ def controller_lines(controller: dict[str, Any] | None) -> list[str]:
                    f"{uf['rules']} rules, {uf['failures']} failures")
         if uf.get("failed"):
             f = uf["failed"][0]
-            out.append(f"    first failure at {f['at_s']:.6f} s: {f['reason']}")
+            out.append(f"    first failure at {format_seconds(f['at_s'])}: {f['reason']}")
         t = uf.get("tables")
         if t is not None:
             full = f" ({t['table_full']} on a full table)" if t.get("table_full") else ""
@@ -56,9 +58,10 @@ def controller_lines(controller: dict[str, Any] | None) -> list[str]:
                        f"{t['evicted']} evicted, {t['refused']} refused{full}")
             if uf.get("refusals"):
                 f = uf["refusals"][0]
-                out.append(f"    first refusal at {f['at_s']:.6f} s: {f['reason']}")
+                out.append(f"    first refusal at {format_seconds(f['at_s'])}: {f['reason']}")
     for p in (c.get("steering") or {}).get("plans", []):
         moved = f"{p['moved_ports']} ports moved" if p["moved_ports"] else "no circuit moved"
-        out.append(f"  steering at {p['at_s']:.6f} s ({p['method']}, {p['evaluated']} configurations): {moved}, "
-                   f"busiest channel {p['before']['max_channel_busy_s']:.3g} -> {p['after']['max_channel_busy_s']:.3g} s")
+        out.append(f"  steering at {format_seconds(p['at_s'])} ({p['method']}, {p['evaluated']} configurations): {moved}, "
+                   f"busiest channel {format_seconds(p['before']['max_channel_busy_s'])} -> "
+                   f"{format_seconds(p['after']['max_channel_busy_s'])}")
     return out

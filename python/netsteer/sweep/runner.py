@@ -78,12 +78,15 @@ def dask_client(scheduler: str | None = None, workers: int | None = None) -> Ite
 
 
 def _check_manifest(sweep: Sweep, out: Path, store: ResultStore) -> None:
-    """Refuse to mix results of two different base scenarios in one folder."""
+    """Refuse to mix results of two different base scenarios in one folder: the base
+    file, or a file it names (:func:`netsteer.sweep.spec.referenced_files`), changed."""
     path = out / MANIFEST
     if path.exists() and store.rows:
         try:
             old = json.loads(path.read_text())
         except (OSError, ValueError):
+            old = {}
+        if not isinstance(old, dict):
             old = {}
         if old.get("base_sha256") not in (None, sweep.base_sha256):
             raise NetsteerError(
@@ -91,9 +94,26 @@ def _check_manifest(sweep: Sweep, out: Path, store: ResultStore) -> None:
                 "give another --out (or remove the folder) to start afresh",
                 file=str(out / RESULTS),
             )
+        # the files the base scenario names (topology.path, partitions): a point's
+        # result depends on them as much as on the base file itself. A manifest from
+        # before they were recorded says nothing about them.
+        before = old.get("files_sha256") if isinstance(old.get("files_sha256"), dict) else {}
+        for name, digest in before.items():
+            now = sweep.files_sha256.get(name)
+            # (a file missing then gave only failed points: nothing to mix with)
+            if digest and now is not None and now != digest:
+                what = "is gone" if not now else "changed"
+                raise NetsteerError(
+                    f"{name}, which the base scenario {sweep.base_file} (or a point) refers to, {what} since these "
+                    "results were recorded; give another --out (or remove the folder) to start afresh",
+                    file=str(out / RESULTS),
+                )
+        files = {**before, **sweep.files_sha256}  # files of points not in this sweep file stay recorded
+    else:
+        files = dict(sweep.files_sha256)
     with atomic_write(path) as f:
         json.dump({"sweep_file": sweep.file, "base": sweep.base_file, "base_sha256": sweep.base_sha256,
-                   "params": sweep.params, "points": len(sweep.points)}, f, indent=2)
+                   "files_sha256": files, "params": sweep.params, "points": len(sweep.points)}, f, indent=2)
 
 
 def _outcome(fut) -> dict:

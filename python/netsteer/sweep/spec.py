@@ -94,6 +94,8 @@ class Sweep:
     params: list[str]
     points: list[Point]
     base_sha256: str = ""
+    #: The files the base scenario (or a point) names, by path: their contents' checksums.
+    files_sha256: dict[str, str] = field(default_factory=dict)
     name: str = ""
     description: str = ""
     extra: dict = field(default_factory=dict)
@@ -115,6 +117,109 @@ def column_value(v: Any) -> Any:
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
     return json.dumps(v, sort_keys=True, separators=(",", ":"), default=str)
+
+
+#: How deep ibsim's own include directives nest (ibsim_net.MAX_INCLUDE); deeper is the reader's error.
+_MAX_INCLUDE = 9
+
+
+def referenced_files(raw: Any, file: str | Path) -> list[tuple[str, Path]]:
+    """The files a scenario ``raw`` (as read from ``file``) names, each with the
+    field naming it: ``topology.path`` (kinds json, ibsim, ibnetdiscover; an ibsim
+    file's ``include`` files too), ``routing.partitions``, ``events.N.routing.partitions``;
+    relative paths resolved as building does, against the scenario's folder.
+
+    >>> referenced_files({"topology": {"kind": "json", "path": "p.json"},
+    ...                   "routing": {"engine": "pftree", "partitions": "/etc/p.conf"}}, "/d/s.yaml")
+    [('topology.path', PosixPath('/d/p.json')), ('routing.partitions', PosixPath('/etc/p.conf'))]
+    """
+    from ..topology.ibsim_net import _INCLUDE
+
+    out: list[tuple[str, Path]] = []
+
+    def add(fld: str, value: Any) -> Path | None:
+        if not isinstance(value, str) or not value:
+            return None
+        p = Path(value)
+        p = p if p.is_absolute() else Path(file).parent / p
+        out.append((fld, p))
+        return p
+
+    def includes(path: Path, depth: int, seen: set) -> None:
+        if depth > _MAX_INCLUDE or path in seen:
+            return
+        seen.add(path)
+        try:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return
+        for line in lines:
+            m = _INCLUDE.match(line.strip())
+            if m:
+                inc = Path(m.group(1))
+                inc = inc if inc.is_absolute() else path.parent / inc
+                out.append(("topology.path (include)", inc))
+                includes(inc, depth + 1, seen)
+
+    if not isinstance(raw, dict):
+        return out
+    topo = raw.get("topology")
+    if isinstance(topo, dict):
+        p = add("topology.path", topo.get("path"))
+        if p is not None and topo.get("kind") == "ibsim":
+            includes(p, 1, set())
+    if isinstance(raw.get("routing"), dict):
+        add("routing.partitions", raw["routing"].get("partitions"))
+    for i, ev in enumerate(raw.get("events") or []):
+        if isinstance(ev, dict) and isinstance(ev.get("routing"), dict):
+            add(f"events.{i}.routing.partitions", ev["routing"].get("partitions"))
+    return out
+
+
+#: The top-level keys under which a scenario names files (:func:`referenced_files`).
+_FILE_ROOTS = ("topology", "routing", "events")
+
+
+def file_digests(files) -> dict[str, str]:
+    """``{path: sha256 of its contents}`` of ``(field, path)`` pairs; ``""`` for a
+    file that cannot be read (building says why)."""
+    out: dict[str, str] = {}
+    for _, p in files:
+        key = str(p)
+        if key in out:
+            continue
+        try:
+            out[key] = hashlib.sha256(p.read_bytes()).hexdigest()
+        except OSError:
+            out[key] = ""
+    return out
+
+
+def _point_files(base_raw: dict, base_file: str, points) -> list[tuple[str, Path]]:
+    """The files the base scenario names, and those points name in its stead (a grid
+    over ``topology.path``): only points that set a path under ``topology``,
+    ``routing`` or ``events`` are looked at, each distinct setting once."""
+    from .paths import set_path
+
+    files = referenced_files(base_raw, base_file)
+    sub = {k: base_raw[k] for k in _FILE_ROOTS if isinstance(base_raw, dict) and k in base_raw}
+    seen: set[str] = set()
+    for pt in points:
+        mine = {k: v for k, v in pt.overrides.items() if k.split(".")[0] in _FILE_ROOTS}
+        if not mine:
+            continue
+        key = json.dumps(mine, sort_keys=True, default=str)
+        if key in seen:
+            continue
+        seen.add(key)
+        raw = sub
+        try:
+            for path in sorted(mine, key=lambda p: p.count(".")):
+                raw = set_path(raw, path, mine[path])
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue  # the point is refused when it runs
+        files += referenced_files(raw, base_file)
+    return files
 
 
 def _read_yaml(path: Path) -> tuple[Any, str]:
@@ -241,6 +346,7 @@ def load_sweep(path: str | Path) -> Sweep:
         params=paths + (["seed"] if seeded else []),
         points=points,
         base_sha256=hashlib.sha256(base_text.encode()).hexdigest(),
+        files_sha256=file_digests(_point_files(base_raw, str(base_path), points)),
         name=str(data.get("name") or path.stem),
         description=str(data.get("description") or ""),
     )
