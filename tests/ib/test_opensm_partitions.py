@@ -87,7 +87,53 @@ def test_one_pkey_under_two_names_merges_as_in_opensm(fabric):
     assert len(parts) == 1
     p = parts[0]
     assert (p.name, p.pkey, p.ipoib, p.flags) == ("a", 0x10, True, {"sl": 3})
-    assert names(fabric, p.members) == {"Hca1": "full", "Hca2": "limited"}
+    # Hca1's last mention (limited) wins, as OpenSM's osm_prtn_add_port overwrites
+    assert names(fabric, p.members) == {"Hca1": "limited", "Hca2": "limited"}
+
+
+@pytest.mark.parametrize("text, want", [
+    # one definition: the last mention wins, whichever is stronger (ibsim: smpquery pkeys)
+    (f"a=0x10: {G1:#x}=full, {G1:#x}=limited, {G2:#x}=limited, {G2:#x}=full;",
+     {"Hca1": "limited", "Hca2": "full"}),
+    (f"a=0x10: {G1:#x}=both, {G1:#x}=limi;", {"Hca1": "limited"}),
+    # across two definitions of one PKey
+    (f"a=0x10: {G1:#x}=full, {G2:#x}=full; a2=0x10: {G1:#x}=limited, {G2:#x}=limited;",
+     {"Hca1": "limited", "Hca2": "limited"}),
+    # keywords expand where they stand
+    (f"c=0x30: ALL_CAS=full, {G3:#x}=limited, {G4:#x}=limited;",
+     {"Hca1": "full", "Hca2": "full", "Hca3": "limited", "Hca4": "limited"}),
+    (f"c=0x30: {G3:#x}=limited, ALL_CAS=full;", {"Hca1": "full", "Hca2": "full", "Hca3": "full", "Hca4": "full"}),
+    (f"c=0x30: ALL=full, ALL_SWITCHES=limited, SELF=both;",
+     {"Hca1": "full", "Hca2": "full", "Hca3": "full", "Hca4": "full", "Switch1": "both", "Switch2": "limited"}),
+])
+def test_a_port_mentioned_twice_keeps_its_last_mention_as_in_opensm(fabric, text, want):
+    parts = parse_partitions_conf(text, fabric, sm_node=fabric.node("Switch1"))
+    assert len(parts) == 1 and names(fabric, parts[0].members) == want
+
+
+def test_last_mention_decides_who_may_talk(fabric):
+    # the tester's case: two limited members left, so Hca3 and Hca4 may not talk
+    parts = parse_partitions_conf(f"c=0x30: ALL_CAS=full, {G3:#x}=limited, {G4:#x}=limited;", fabric)
+    h3, h4 = (fabric.host_index[fabric.node(n)] for n in ("Hca3", "Hca4"))
+    assert not can_communicate(parts, fabric)[h3, h4]
+
+
+@pytest.mark.parametrize("text", [
+    "Default=0x7fff : ALL=limited, SELF=full ;",
+    "Default=0x7fff : SELF=full, ALL=limited ;",
+    f"p=1: {G1:#x}=full, SELF=limited, {G2:#x}=full, ALL_SWITCHES=both ;",
+    f"p=1: SELF=full, {G1:#x}=limited ; p=1: {G2:#x}=full, SELF=limited, {G3:#x}=full ;",
+    f"p=1: ALL=full, SELF=limited, ALL_CAS=limited, SELF=both, {G4:#x}=full ;",
+])
+def test_self_kept_symbolic_writes_back_what_opensm_would_apply(fabric, text):
+    # read without the SM's node (as route does), written, read back: every port, the
+    # SM's included wherever it runs, keeps the membership the input gave it
+    parts = parse_partitions_conf(text, fabric)
+    written = format_partitions_conf(parts, fabric)
+    assert parse_partitions_conf(written, fabric) == parts
+    for sm in range(fabric.n_nodes):
+        want = [p.members for p in parse_partitions_conf(text, fabric, sm_node=sm)]
+        assert [p.members for p in parse_partitions_conf(written, fabric, sm_node=sm)] == want, sm
 
 
 def test_keywords_and_abbreviations_follow_opensm(fabric):

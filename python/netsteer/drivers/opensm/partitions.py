@@ -86,14 +86,6 @@ _KEYWORDS = ("ALL", "ALL_CAS", "ALL_SWITCHES", "ALL_ROUTERS", "SELF")  # OpenSM'
 _NAME_OK = re.compile(r"[^\s,=:;#]+")
 
 
-def _merge(old: str | None, new: str) -> str:
-    if old is None or old == new:
-        return new
-    if BOTH in (old, new):
-        return BOTH
-    return FULL
-
-
 def _prefix_of(word: str, choices: tuple[str, ...]) -> str | None:
     """First of ``choices`` that ``word`` abbreviates (OpenSM's ``strncmp`` test)."""
     for c in choices:
@@ -236,7 +228,9 @@ class _Reader:
         keyword = _prefix_of(name, _KEYWORDS)
         if keyword == "SELF":
             if self.sm_node is None:
-                p.self_membership = _merge(p.self_membership, membership)
+                # the SM's port is not known: keep SELF where it stands among the mentions
+                p.self_membership = membership
+                p.after_self.clear()
                 return
             nodes = [self.sm_node]
         elif keyword is not None:
@@ -257,8 +251,12 @@ class _Reader:
                 raise self.err(f"port GUID {guid:#018x} is not in the topology", line)
             nodes = [self.index[guid][0]]
         for n in nodes:
+            # the last mention wins, as OpenSM's osm_prtn_add_port removes the port
+            # before inserting it ("already in partition ... Will overwrite")
             n = int(n)
-            p.members[n] = _merge(p.members.get(n), membership)
+            p.members[n] = membership
+            if p.self_membership is not None:
+                p.after_self.add(n)
 
     # -- driver ---------------------------------------------------------------
     def feed(self, text: str) -> list[Partition]:
@@ -358,9 +356,16 @@ def format_partitions_conf(parts: list[Partition], topo: Topology) -> str:
             raise ValueError(f"partition {p.name!r}: PKey {p.pkey:#x} is not in 1..0x7fff")
         head = ",".join([f"{p.name}={p.pkey:#06x}", *_flag_text(p)])
         items = []
-        if p.self_membership:
-            items.append(f"SELF={p.self_membership}")
-        for node in sorted(p.members):
+        # OpenSM keeps a port's last mention: SELF goes after the members it overrides
+        # and before those mentioned after it (see Partition.after_self)
+        after = p.after_self if p.self_membership else set()
+        order = sorted(p.members, key=lambda n: (n in after, n))
+        split = sum(n not in after for n in order)
+        for k, node in enumerate(order + [-1]):
+            if k == split and p.self_membership:
+                items.append(f"SELF={p.self_membership}")
+            if node < 0:
+                continue
             g = endpoint_guid(topo, node)
             if not g:
                 raise ValueError(f"{topo.node_names[node]} has no GUID")
