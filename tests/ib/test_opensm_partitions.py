@@ -118,6 +118,18 @@ def test_last_mention_decides_who_may_talk(fabric):
     assert not can_communicate(parts, fabric)[h3, h4]
 
 
+@pytest.mark.parametrize("text, sl", [
+    (f"a=0x10,sl=3: {G1:#x}; b=0x10: {G2:#x};", None),  # the later header: no sl, so 0
+    (f"a=0x10: {G1:#x}; b=0x10,sl=2: {G2:#x};", 2),
+    (f"a=0x10,sl=3: {G1:#x}; b=0x10,sl=1: {G2:#x};", 1),
+])
+def test_same_pkey_twice_takes_sl_from_the_later_header_as_in_opensm(fabric, text, sl):
+    # osm_prtn_config.c partition_create: p_prtn->sl = conf->flags.sl on every header,
+    # and flags.sl starts at OSM_DEFAULT_SL (0) for each definition
+    p = parse_partitions_conf(text, fabric)[0]
+    assert p.flags.get("sl") == sl
+
+
 @pytest.mark.parametrize("text", [
     "Default=0x7fff : ALL=limited, SELF=full ;",
     "Default=0x7fff : SELF=full, ALL=limited ;",

@@ -17,7 +17,10 @@ parser (``osm_prtn_config.c``) reads it::
   else generated as OpenSM does (the next unused value counting from 1). A bare
   number as the name is the PKey. The same PKey twice, under any name, merges the
   member lists and flags and keeps the first name, as OpenSM does (it logs
-  "Duplicated partition definition ... Will use it" and does not refuse it).
+  "Duplicated partition definition ... Will use it" and does not refuse it);
+  ``sl`` comes from the later header (0 if it gives none), as OpenSM sets it per header.
+- A port mentioned twice in a partition keeps its last mention (OpenSM overwrites);
+  ``ALL``, ``ALL_CAS``, ``ALL_SWITCHES`` and ``SELF`` mention their ports where they stand.
 - Flags: ``ipoib``, ``indx0``, ``defmember=full|limited|both`` (membership of
   members given without one; default ``limited``), and the multicast flags
   ``mtu``, ``rate``, ``sl``, ``scope``, ``Q_Key``, ``TClass``, ``FlowLabel``.
@@ -167,6 +170,9 @@ class _Reader:
         self.cur = self.partition(name, pkey, line)
         self.cur.ipoib |= ipoib
         self.cur.indx0 |= indx0
+        # OpenSM sets the partition's SL from every header (partition_create), 0 when
+        # the header gives none: a later definition of the PKey resets it
+        self.cur.flags.pop("sl", None)
         for k, v in flags.items():
             if k == "scope":
                 self.cur.flags.setdefault("scope", []).extend(v)  # type: ignore[union-attr,arg-type]
