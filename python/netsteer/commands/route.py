@@ -196,7 +196,7 @@ def route(
     import time
 
     from ..drivers.opensm.lft_dump import format_lft_dump
-    from ..drivers.opensm.partitions import read_partitions_conf, write_partitions_conf
+    from ..drivers.opensm.partitions import format_partitions_conf, read_partitions_conf
     from ..report.atomic import atomic_write, check_writable
 
     if not 1 <= vls <= 15:
@@ -226,13 +226,21 @@ def route(
     if sl_out is not None and (parts is None or sl is None):
         raise NetsteerError(f"--sl-out needs an engine that assigns SLs (pftree), not {engine}",
                             field="--sl-out")
-    with atomic_write(out) as f:
-        f.write(text)
-    files = [str(out)]
+    sl_text = None
     if sl_out is not None:
         from ..drivers.opensm.qos import partitions_with_sl
 
-        write_partitions_conf(partitions_with_sl(parts, sl), topo, sl_out)
+        # formatted before anything is written: a refusal leaves no partial output
+        try:
+            sl_text = format_partitions_conf(partitions_with_sl(parts, sl), topo)
+        except ValueError as exc:
+            raise NetsteerError(f"cannot be written back for --sl-out: {exc}", file=str(partitions)) from None
+    with atomic_write(out) as f:
+        f.write(text)
+    files = [str(out)]
+    if sl_text is not None:
+        with atomic_write(sl_out) as f:
+            f.write(sl_text)
         files.append(str(sl_out))
     if qos_out is not None:
         from ..drivers.opensm.qos import opensm_qos_conf

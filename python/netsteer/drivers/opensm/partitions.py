@@ -86,7 +86,8 @@ _MEMBERSHIPS = (FULL, BOTH, LIMITED)  # OpenSM's order for prefix matching
 _INT_FLAGS = ("mtu", "rate", "scope", "Q_Key", "TClass", "sl", "FlowLabel")  # OpenSM's order
 _FLAG_MAX = {"sl": 15, "scope": 15, "FlowLabel": 0xFFFFF, "mtu": 0xFF, "rate": 0xFF, "TClass": 0xFF, "Q_Key": 0xFFFFFFFF}
 _KEYWORDS = ("ALL", "ALL_CAS", "ALL_SWITCHES", "ALL_ROUTERS", "SELF")  # OpenSM's order
-_NAME_OK = re.compile(r"[^\s,=:;#]+")
+# what OpenSM's parse_name_token gives back: inner blanks kept, ends stripped, one line
+_NAME_OK = re.compile(r"[^\s,=:;#]([^\n\r,=:;#]*[^\s,=:;#])?")
 
 
 def _prefix_of(word: str, choices: tuple[str, ...]) -> str | None:
@@ -351,8 +352,8 @@ def format_partitions_conf(parts: list[Partition], topo: Topology) -> str:
     Raises
     ------
     ValueError
-        A name OpenSM would split (whitespace or one of ``,=:;#``), a PKey that
-        is 0 or over 15 bits, or a member without a GUID.
+        A name OpenSM would read otherwise (one of ``,=:;#``, a line break, blanks
+        at either end), a PKey that is 0 or over 15 bits, or a member without a GUID.
     """
     out = ["# partitions.conf written by netsteer"]
     for p in parts:
