@@ -320,3 +320,13 @@ def test_sl_out_gives_every_port_the_memberships_of_the_input(fabric, tmp_path):
         want = parse_partitions_conf(conf.read_text(), topo, sm_node=sm)
         got = parse_partitions_conf(written, topo, sm_node=sm)
         assert [(p.name, p.pkey, p.members) for p in got] == [(p.name, p.pkey, p.members) for p in want], sm
+
+
+@pytest.mark.parametrize("option", ["--sl-out", "--qos-out"])
+def test_sl_and_qos_out_need_an_engine_that_assigns_sls(fabric, tmp_path, option):
+    # ftree assigns no SLs: --qos-out's SL i -> VL i lines would do nothing, as --sl-out's sl=
+    net, conf, _, _ = fabric
+    out = tmp_path / "l.dump"
+    rc, _, err = netsteer("route", "-t", net, "-e", "ftree", "-p", conf, "-o", out, option, tmp_path / "x.conf")
+    assert rc == 2 and f"{option}: " in err and ("ftree assigns none" in err or "not ftree" in err), err
+    assert not out.exists() and not (tmp_path / "x.conf").exists()
