@@ -672,6 +672,8 @@ def _routing_factory(topo, model: RoutingModel, file, field, *, defer: bool = Fa
             kwargs["down_links"] = down
         return build_routing(topo, model.engine, circuits=circuits, **kwargs)
 
+    make.params = params  # type: ignore[attr-defined]  # the partitions, for _partition_notes
+
     def first():
         check_routing(topo, file=file, field=field)  # before any table is built
         params()  # (outside the try: a partitions file's errors name their own place)
@@ -826,6 +828,8 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
         # the tables are built by now: their temporaries are gone
         built = used - (0 if in_engine else routing_bytes(topo) - table_bytes(topo))
         _check_stream(topo, stream_router, streamed, built + len(dag) * FLOW_BYTES, file)
+    notes += _partition_notes(topo, make_routing.params().get("partitions"), dag, job_of_flow,
+                              [j.name for j in m.jobs])
     if len(dag) and bg.all() and not streamed:
         raise NetsteerError("every flow is an endless bulk flow (no duration), so nothing would end the run; "
                             "give one a duration, or add flows or a program", file=file, field="jobs")
@@ -875,6 +879,38 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
         # the qos section's SL2VL and VL arbitration drive the packet fabric's ports
         built.packet = with_qos(packet, m.packet, built.qos, file=file)
     return built
+
+
+def _partition_notes(topo, parts, dag, job_of_flow, job_names) -> list[str]:
+    """A note on flows between hosts the partitions do not let talk.
+
+    ``routing.partitions`` shapes the routing only: the run does not check P_Keys,
+    so such flows run as if allowed, where a real fabric would drop them.
+    """
+    if not parts or not len(dag):
+        return []
+    from .topology.partitions import LIMITED
+
+    cols = dag.columns()
+    src, dst = cols.src, cols.dst
+    ok = (src == dst) | (cols.bytes == 0)  # pure delays move nothing
+    for p in parts:  # per partition, not the hosts x hosts matrix: no memory in hosts squared
+        member = np.zeros(topo.n_hosts, dtype=bool)
+        full = np.zeros(topo.n_hosts, dtype=bool)
+        for node, m in p.members.items():
+            h = topo.host_index[node]
+            if h >= 0:
+                member[h], full[h] = True, m != LIMITED
+        ok |= member[src] & member[dst] & (full[src] | full[dst])
+    bad = np.flatnonzero(~ok)
+    if not bad.size:
+        return []
+    jobs = sorted({job_names[job_of_flow[i]] for i in bad})
+    a, b = (topo.node_names[topo.host_node(int(h))] for h in (src[bad[0]], dst[bad[0]]))
+    flows = f"{bad.size} flow{'s' if bad.size > 1 else ''}"
+    return [f"{flows} (jobs: {', '.join(jobs)}) between hosts that routing.partitions does not let talk "
+            f"(e.g. {a} -> {b}: no partition has both, one a full member); the run routes by the partitions "
+            "but does not enforce P_Keys, so they run as if allowed"]
 
 
 def _qos(m: ScenarioModel, topo, dag, job_of_flow, file):

@@ -296,3 +296,37 @@ def test_an_option_error_names_the_option_once(argv, option, tmp_path):
     assert p.returncode == 2
     line = p.stderr.strip()
     assert "\n" not in line and line.count(option) == 1, line
+
+
+# -- --sl-out writes back what the input gave, read by OpenSM's rules ------------------
+def test_sl_out_gives_every_port_the_memberships_of_the_input(fabric, tmp_path):
+    # the usual Default rule, a port listed twice and a name with a blank (OpenSM keeps
+    # inner blanks): every port, the SM's wherever it runs, keeps its membership
+    from netsteer.drivers.opensm.guids import endpoint_guid
+    from netsteer.drivers.opensm.partitions import parse_partitions_conf
+
+    net, _, topo, _ = fabric
+    g = [endpoint_guid(topo, int(h)) for h in topo.hosts]
+    conf = tmp_path / "in.conf"
+    conf.write_text("Default=0x7fff : ALL=limited, SELF=full ;\n"
+                    f"my part=0x10 : {g[0]:#x}=full, {g[1]:#x}=full, {g[0]:#x}=limited ;\n"
+                    f"b=0x11 : ALL_CAS=full, {g[2]:#x}=limited ;\n")
+    sl_conf = tmp_path / "sl.conf"
+    rc, _, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "-o", tmp_path / "l.dump",
+                          "--sl-out", sl_conf)
+    assert rc == 0, err
+    written = sl_conf.read_text()
+    for sm in range(topo.n_nodes):
+        want = parse_partitions_conf(conf.read_text(), topo, sm_node=sm)
+        got = parse_partitions_conf(written, topo, sm_node=sm)
+        assert [(p.name, p.pkey, p.members) for p in got] == [(p.name, p.pkey, p.members) for p in want], sm
+
+
+@pytest.mark.parametrize("option", ["--sl-out", "--qos-out"])
+def test_sl_and_qos_out_need_an_engine_that_assigns_sls(fabric, tmp_path, option):
+    # ftree assigns no SLs: --qos-out's SL i -> VL i lines would do nothing, as --sl-out's sl=
+    net, conf, _, _ = fabric
+    out = tmp_path / "l.dump"
+    rc, _, err = netsteer("route", "-t", net, "-e", "ftree", "-p", conf, "-o", out, option, tmp_path / "x.conf")
+    assert rc == 2 and f"{option}: " in err and ("ftree assigns none" in err or "not ftree" in err), err
+    assert not out.exists() and not (tmp_path / "x.conf").exists()

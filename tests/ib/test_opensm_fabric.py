@@ -185,6 +185,29 @@ def test_unterminated_last_partition_and_shared_pkey_read_as_opensm_applies_them
         assert_pkey_tables(fab, topo, parts, opensm_lids(topo, sm_node=0))
 
 
+def test_last_mention_and_self_written_back_reach_the_port_pkey_tables(tmp_path):
+    # a port listed twice keeps its last mention in OpenSM; netsteer reads it so, and
+    # what it writes from a reading without the SM's node (route --sl-out) installs
+    # the same P_Key tables, the SM port's (node 0, a full member of 0x7fff) included
+    net = tmp_path / "fabric.net"
+    write_ibsim_net(pgft(1, [4], [1], link_bandwidth=32e9, link_latency_ns=100), net)
+    topo = read_ibsim_net(net)
+    g = [endpoint_guid(topo, int(h)) for h in topo.hosts]
+    conf = tmp_path / "partitions.conf"
+    conf.write_text(f"Default=0x7fff : ALL=limited, SELF=full ;\n"
+                    f"a=0x10 : {g[0]:#x}=full, {g[1]:#x}=full, {g[0]:#x}=limited ;\n"
+                    f"a2=0x10 : {g[1]:#x}=limited ;\n"
+                    f"c=0x30 : ALL_CAS=full, {g[2]:#x}=limited, {g[3]:#x}=limited ;\n")
+    parts = parse_partitions_conf(conf.read_text(), topo, sm_node=0)
+    assert [parts[0].members[0]] + [parts[1].members[int(h)] for h in topo.hosts[:2]] == ["full", "limited", "limited"]
+    with IbFabric(net, tmp_path / "run", engine="minhop", partitions=conf) as fab:
+        assert_pkey_tables(fab, topo, parts, opensm_lids(topo, sm_node=0))
+    again = tmp_path / "again.conf"
+    write_partitions_conf(parse_partitions_conf(conf.read_text(), topo), topo, again)
+    with IbFabric(net, tmp_path / "run2", engine="minhop", partitions=again) as fab:
+        assert_pkey_tables(fab, topo, parts, opensm_lids(topo, sm_node=0))
+
+
 def test_ibnetdiscover_sees_the_fabric_ibsim_was_given(tmp_path):
     net = NET_EXAMPLES / "net.2sw2path4hca"
     from_net = read_ibsim_net(net)

@@ -87,7 +87,65 @@ def test_one_pkey_under_two_names_merges_as_in_opensm(fabric):
     assert len(parts) == 1
     p = parts[0]
     assert (p.name, p.pkey, p.ipoib, p.flags) == ("a", 0x10, True, {"sl": 3})
-    assert names(fabric, p.members) == {"Hca1": "full", "Hca2": "limited"}
+    # Hca1's last mention (limited) wins, as OpenSM's osm_prtn_add_port overwrites
+    assert names(fabric, p.members) == {"Hca1": "limited", "Hca2": "limited"}
+
+
+@pytest.mark.parametrize("text, want", [
+    # one definition: the last mention wins, whichever is stronger (ibsim: smpquery pkeys)
+    (f"a=0x10: {G1:#x}=full, {G1:#x}=limited, {G2:#x}=limited, {G2:#x}=full;",
+     {"Hca1": "limited", "Hca2": "full"}),
+    (f"a=0x10: {G1:#x}=both, {G1:#x}=limi;", {"Hca1": "limited"}),
+    # across two definitions of one PKey
+    (f"a=0x10: {G1:#x}=full, {G2:#x}=full; a2=0x10: {G1:#x}=limited, {G2:#x}=limited;",
+     {"Hca1": "limited", "Hca2": "limited"}),
+    # keywords expand where they stand
+    (f"c=0x30: ALL_CAS=full, {G3:#x}=limited, {G4:#x}=limited;",
+     {"Hca1": "full", "Hca2": "full", "Hca3": "limited", "Hca4": "limited"}),
+    (f"c=0x30: {G3:#x}=limited, ALL_CAS=full;", {"Hca1": "full", "Hca2": "full", "Hca3": "full", "Hca4": "full"}),
+    (f"c=0x30: ALL=full, ALL_SWITCHES=limited, SELF=both;",
+     {"Hca1": "full", "Hca2": "full", "Hca3": "full", "Hca4": "full", "Switch1": "both", "Switch2": "limited"}),
+])
+def test_a_port_mentioned_twice_keeps_its_last_mention_as_in_opensm(fabric, text, want):
+    parts = parse_partitions_conf(text, fabric, sm_node=fabric.node("Switch1"))
+    assert len(parts) == 1 and names(fabric, parts[0].members) == want
+
+
+def test_last_mention_decides_who_may_talk(fabric):
+    # the tester's case: two limited members left, so Hca3 and Hca4 may not talk
+    parts = parse_partitions_conf(f"c=0x30: ALL_CAS=full, {G3:#x}=limited, {G4:#x}=limited;", fabric)
+    h3, h4 = (fabric.host_index[fabric.node(n)] for n in ("Hca3", "Hca4"))
+    assert not can_communicate(parts, fabric)[h3, h4]
+
+
+@pytest.mark.parametrize("text, sl", [
+    (f"a=0x10,sl=3: {G1:#x}; b=0x10: {G2:#x};", None),  # the later header: no sl, so 0
+    (f"a=0x10: {G1:#x}; b=0x10,sl=2: {G2:#x};", 2),
+    (f"a=0x10,sl=3: {G1:#x}; b=0x10,sl=1: {G2:#x};", 1),
+])
+def test_same_pkey_twice_takes_sl_from_the_later_header_as_in_opensm(fabric, text, sl):
+    # osm_prtn_config.c partition_create: p_prtn->sl = conf->flags.sl on every header,
+    # and flags.sl starts at OSM_DEFAULT_SL (0) for each definition
+    p = parse_partitions_conf(text, fabric)[0]
+    assert p.flags.get("sl") == sl
+
+
+@pytest.mark.parametrize("text", [
+    "Default=0x7fff : ALL=limited, SELF=full ;",
+    "Default=0x7fff : SELF=full, ALL=limited ;",
+    f"p=1: {G1:#x}=full, SELF=limited, {G2:#x}=full, ALL_SWITCHES=both ;",
+    f"p=1: SELF=full, {G1:#x}=limited ; p=1: {G2:#x}=full, SELF=limited, {G3:#x}=full ;",
+    f"p=1: ALL=full, SELF=limited, ALL_CAS=limited, SELF=both, {G4:#x}=full ;",
+])
+def test_self_kept_symbolic_writes_back_what_opensm_would_apply(fabric, text):
+    # read without the SM's node (as route does), written, read back: every port, the
+    # SM's included wherever it runs, keeps the membership the input gave it
+    parts = parse_partitions_conf(text, fabric)
+    written = format_partitions_conf(parts, fabric)
+    assert parse_partitions_conf(written, fabric) == parts
+    for sm in range(fabric.n_nodes):
+        want = [p.members for p in parse_partitions_conf(text, fabric, sm_node=sm)]
+        assert [p.members for p in parse_partitions_conf(written, fabric, sm_node=sm)] == want, sm
 
 
 def test_keywords_and_abbreviations_follow_opensm(fabric):
@@ -175,8 +233,12 @@ def test_writer_round_trip_and_refusals(fabric, tmp_path):
     path = tmp_path / "p.conf"
     write_partitions_conf(parts, fabric, path)
     assert read_partitions_conf(path, fabric) == parts
-    with pytest.raises(ValueError, match="cannot be written"):
-        format_partitions_conf([Partition("a b", 1)], fabric)
+    # inner blanks are kept by OpenSM's parse_name_token: written as they are
+    spaced = [Partition("my part", 1, {fabric.node("Hca1"): "full"})]
+    assert parse_partitions_conf(format_partitions_conf(spaced, fabric), fabric) == spaced
+    for name in ("a,b", "a=b", "a;b", "a#b", "a:b", " a", "a ", "a\nb"):
+        with pytest.raises(ValueError, match="cannot be written"):
+            format_partitions_conf([Partition(name, 1)], fabric)
     with pytest.raises(ValueError, match="not in 1..0x7fff"):
         format_partitions_conf([Partition("a", 0x8000)], fabric)
 
@@ -222,12 +284,8 @@ def test_fuzzed_conf_parses_or_raises_netsteer_error(text, with_sm):
         assert set(p.members.values()) <= {"full", "limited", "both"}
         assert all(0 <= n < _TOPO.n_nodes for n in p.members)
     # whatever parsed can be written and reads back the same
-    if all(p.name == "" or " " not in p.name for p in parts):
-        try:
-            text2 = format_partitions_conf(parts, _TOPO)
-        except ValueError:
-            return  # a name OpenSM would split; refused, not mangled
-        assert parse_partitions_conf(text2, _TOPO, sm_node=sm) == parts
+    text2 = format_partitions_conf(parts, _TOPO)
+    assert parse_partitions_conf(text2, _TOPO, sm_node=sm) == parts
 
 
 @settings(max_examples=200, deadline=None)

@@ -74,3 +74,13 @@ def test_tune_unknown_class_and_bound(tmp_path, cli):
     assert code == 2 and "--io: no class named 'nope'" in err
     code, _, err = cli("qos", "tune", f, "--mpi", "app", "--io", "io", "--max-slowdown", "0.5")
     assert code == 2 and "--max-slowdown" in err
+
+
+@pytest.mark.parametrize("bound", ["inf", "nan", "-inf"])
+def test_tune_refuses_a_bound_that_is_not_finite(tmp_path, cli, bound):
+    # inf reached the --json report as Infinity (not JSON); nan was "below 1"
+    f = tmp_path / "s.yaml"
+    f.write_text(two_flows(BASE))
+    code, out, err = cli("qos", "tune", f, "--mpi", "app", "--io", "io", "--max-slowdown", bound, "--json")
+    assert code == 2 and out == ""
+    assert "--max-slowdown: must be a finite number" in err and "Traceback" not in err

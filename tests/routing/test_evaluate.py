@@ -148,3 +148,19 @@ def test_separate_vls_break_a_cycle_made_by_two_partitions():
     with pytest.raises(RoutingError, match="deadlock on VL 0"):
         check_deadlock(r, PairPolicy(t, [p0, p1], {1: 0, 2: 0}))
     check_deadlock(r, PairPolicy(t, [p0, p1], {1: 0, 2: 1}))
+
+
+def test_partition_figures_hold_beyond_64_partitions():
+    # a uint64 bitmask gave partitions 65+ no bit: 0 links, 0 shared, silently
+    t = pgft(2, [12, 12], [1, 12], link_bandwidth=1e9, link_latency_ns=0)
+    r = build_routing(t, "ftree")
+    n = t.n_hosts // 2  # 72 partitions, each one cross-leaf pair
+    parts = [Partition(f"p{i}", 0x10 + i, {t.host_node(i): "full", t.host_node(i + n): "full"}) for i in range(n)]
+    rep = evaluate(r, "partition-local", partitions=parts, seeds=1)
+    links = np.arange(t.n_channels) // 2
+    used = [set(links[r.channel_load(np.array([i, i + n]), np.array([i + n, i])) > 0]) for i in range(n)]
+    for i, p in enumerate(parts):
+        others = set().union(*(u for j, u in enumerate(used) if j != i))
+        got = rep["partitions"][p.name]
+        assert (got["links"], got["shared_links"]) == (len(used[i]), len(used[i] & others)), p.name
+    assert rep["partitions"]["p71"]["links"] > 0

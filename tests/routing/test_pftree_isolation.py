@@ -178,4 +178,6 @@ def test_profile_is_the_walk():
     p = profile(r, parts)
     s, d = pattern_flows("all-to-all", np.arange(t.n_hosts), np.random.default_rng(0))
     assert np.array_equal(p.load, r.channel_load(s, d))
-    assert np.array_equal(p.partition_mask, partition_channels(r, parts))
+    rows = partition_channels(r, parts)
+    bits = (rows.astype(np.uint64) << np.arange(len(parts), dtype=np.uint64)[:, None]).sum(axis=0, dtype=np.uint64)
+    assert np.array_equal(p.partition_mask, bits)

@@ -50,7 +50,11 @@ def opensm_conf(
 
         # the routing's SL per partition (pFTree's lanes), as OpenSM hands it out
         sl = getattr(built.routing, "partition_sl", None) or {}
-        parts_text = format_partitions_conf(partitions_with_sl(list(parts), sl), built.topology)
+        try:
+            parts_text = format_partitions_conf(partitions_with_sl(list(parts), sl), built.topology)
+        except ValueError as exc:
+            raise NetsteerError(f"cannot be written to partitions.conf: {exc}", file=str(scenario),
+                                field="routing.partitions") from None
     if out is not None:
         from ..report.outdir import output_dir
 

@@ -184,7 +184,8 @@ def route(
     partitions: Optional[Path] = typer.Option(None, "--partitions", "-p", help="OpenSM partitions.conf."),
     vls: int = typer.Option(8, "--vls", help="Data VLs pftree may give partitions that share links."),
     sl_out: Optional[Path] = typer.Option(None, "--sl-out", help="Write partitions.conf with pftree's sl= per partition."),
-    qos_out: Optional[Path] = typer.Option(None, "--qos-out", help="Write opensm.conf QoS lines (SL i on VL i)."),
+    qos_out: Optional[Path] = typer.Option(
+        None, "--qos-out", help="Write opensm.conf QoS lines (SL i on VL i) for pftree's lanes."),
     sm_node: Optional[str] = typer.Option(
         None, "--sm-node",
         help="Node the SM runs on, for fabrics without LIDs (generated, ibsim net): LIDs are then "
@@ -196,7 +197,7 @@ def route(
     import time
 
     from ..drivers.opensm.lft_dump import format_lft_dump
-    from ..drivers.opensm.partitions import read_partitions_conf, write_partitions_conf
+    from ..drivers.opensm.partitions import format_partitions_conf, read_partitions_conf
     from ..report.atomic import atomic_write, check_writable
 
     if not 1 <= vls <= 15:
@@ -226,13 +227,26 @@ def route(
     if sl_out is not None and (parts is None or sl is None):
         raise NetsteerError(f"--sl-out needs an engine that assigns SLs (pftree), not {engine}",
                             field="--sl-out")
-    with atomic_write(out) as f:
-        f.write(text)
-    files = [str(out)]
+    if qos_out is not None and sl is None:
+        # the lines map SL i to VL i for the lanes the engine gave the partitions; an
+        # engine that assigns none leaves every partition on SL 0, so they would do nothing
+        raise NetsteerError(f"--qos-out maps the SLs an engine assigns to partitions onto VLs; {engine} "
+                            "assigns none (use pftree)", field="--qos-out")
+    sl_text = None
     if sl_out is not None:
         from ..drivers.opensm.qos import partitions_with_sl
 
-        write_partitions_conf(partitions_with_sl(parts, sl), topo, sl_out)
+        # formatted before anything is written: a refusal leaves no partial output
+        try:
+            sl_text = format_partitions_conf(partitions_with_sl(parts, sl), topo)
+        except ValueError as exc:
+            raise NetsteerError(f"cannot be written back for --sl-out: {exc}", file=str(partitions)) from None
+    with atomic_write(out) as f:
+        f.write(text)
+    files = [str(out)]
+    if sl_text is not None:
+        with atomic_write(sl_out) as f:
+            f.write(sl_text)
         files.append(str(sl_out))
     if qos_out is not None:
         from ..drivers.opensm.qos import opensm_qos_conf

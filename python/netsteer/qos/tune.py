@@ -14,6 +14,8 @@ the candidates are one weight per packet count, 1 to 255's.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import NetsteerError
@@ -63,7 +65,11 @@ def tune(scenario, mpi: str, io: str, max_slowdown: float, progress=lambda n=1: 
         if name not in names:
             raise NetsteerError(f"no class named {name!r} in qos.classes ({', '.join(names) or 'none'})",
                                 file=file, field=opt)
-    if not max_slowdown >= 1.0:
+    if not math.isfinite(max_slowdown):
+        # inf would also reach the JSON report as Infinity, which is not JSON
+        raise NetsteerError(f"must be a finite number, got {max_slowdown}; to leave MPI unbounded give a "
+                            "large bound (e.g. 100)", field="--max-slowdown")
+    if max_slowdown < 1.0:
         raise NetsteerError(f"{max_slowdown} is below 1: the slowdown is MPI's time over its time served first",
                             field="--max-slowdown")
     port = q.port("swe")

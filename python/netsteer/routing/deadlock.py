@@ -289,10 +289,13 @@ def _culprit(routing, a: int, b: int) -> str:
 
 
 def partition_channels(routing, partitions: Sequence, progress=None) -> np.ndarray:
-    """``[n_channels]`` uint64 bitmask: bit ``i`` set where partition ``i``'s own traffic
-    (between members that may talk) crosses the channel."""
+    """``[n_partitions, n_channels]`` bool: where partition ``i``'s own traffic (between
+    members that may talk) crosses the channel.
+
+    One row per partition, not a bitmask: OpenSM allows far more than 64 partitions.
+    """
     topo = routing.topo
-    mask = np.zeros(topo.n_channels, dtype=np.uint64)
+    mask = np.zeros((len(partitions), topo.n_channels), dtype=bool)
     hch = host_channels(routing)
     for i, p in enumerate(partitions):
         pol = PairPolicy(topo, [p])
@@ -301,7 +304,7 @@ def partition_channels(routing, partitions: Sequence, progress=None) -> np.ndarr
             d = dsts[a : a + _CHUNK]
             allowed, _ = pol.columns(d)
             used, _ = walk(routing, d, allowed, hch=hch)
-            mask[used] |= np.uint64(1) << np.uint64(i)
+            mask[i, used] = True
         if progress:
             progress(1)
     return mask

@@ -247,11 +247,11 @@ def evaluate(
     part_report = {}
     if real:
         mask = partition_channels(routing, real)
+        users = mask.sum(axis=0)  # partitions per channel
         links = np.arange(topo.n_channels) // 2
         for i, (p, (name, hs)) in enumerate(zip(real, groups)):
-            bit = np.uint64(1) << np.uint64(i)
-            mine = (mask & bit) != 0
-            others = (mask & ~bit) != 0
+            mine = mask[i]
+            others = users > mine
             mine_l = np.zeros(topo.n_links, bool)
             oth_l = np.zeros(topo.n_links, bool)
             np.logical_or.at(mine_l, links, mine)

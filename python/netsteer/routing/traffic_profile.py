@@ -12,7 +12,7 @@ Two traffic sets are profiled:
 - every partition's own traffic, between members that may talk (``partition_mask``,
   ``partition_load``): the isolation of partitions.
 
-``partition_mask`` is the same as :func:`netsteer.routing.deadlock.partition_channels`
+``partition_mask`` packs :func:`netsteer.routing.deadlock.partition_channels`'s rows as bits
 (bit ``i`` for ``partitions[i]``), and ``load`` the same as
 ``routing.channel_load`` of all pairs, at a fraction of the cost.
 

@@ -52,6 +52,10 @@ class Partition:
         ``SELF`` membership when the SM node was not known while reading.
     mgroups : list of str, ``mgid=...`` entries, as written
     line : int, line of the first definition (0 when built in code)
+    after_self : set of int
+        Members mentioned (last) after the last ``SELF``. OpenSM keeps a port's
+        last mention, so should the SM be one of these it keeps ``members[n]``;
+        any other SM port gets ``self_membership``. Empty: ``SELF`` comes last.
     """
 
     name: str
@@ -63,6 +67,7 @@ class Partition:
     self_membership: str | None = None
     mgroups: list[str] = field(default_factory=list)
     line: int = field(default=0, compare=False)
+    after_self: set[int] = field(default_factory=set)
 
     def full_members(self) -> list[int]:
         return sorted(n for n, m in self.members.items() if m != LIMITED)

@@ -17,7 +17,10 @@ parser (``osm_prtn_config.c``) reads it::
   else generated as OpenSM does (the next unused value counting from 1). A bare
   number as the name is the PKey. The same PKey twice, under any name, merges the
   member lists and flags and keeps the first name, as OpenSM does (it logs
-  "Duplicated partition definition ... Will use it" and does not refuse it).
+  "Duplicated partition definition ... Will use it" and does not refuse it);
+  ``sl`` comes from the later header (0 if it gives none), as OpenSM sets it per header.
+- A port mentioned twice in a partition keeps its last mention (OpenSM overwrites);
+  ``ALL``, ``ALL_CAS``, ``ALL_SWITCHES`` and ``SELF`` mention their ports where they stand.
 - Flags: ``ipoib``, ``indx0``, ``defmember=full|limited|both`` (membership of
   members given without one; default ``limited``), and the multicast flags
   ``mtu``, ``rate``, ``sl``, ``scope``, ``Q_Key``, ``TClass``, ``FlowLabel``.
@@ -83,15 +86,8 @@ _MEMBERSHIPS = (FULL, BOTH, LIMITED)  # OpenSM's order for prefix matching
 _INT_FLAGS = ("mtu", "rate", "scope", "Q_Key", "TClass", "sl", "FlowLabel")  # OpenSM's order
 _FLAG_MAX = {"sl": 15, "scope": 15, "FlowLabel": 0xFFFFF, "mtu": 0xFF, "rate": 0xFF, "TClass": 0xFF, "Q_Key": 0xFFFFFFFF}
 _KEYWORDS = ("ALL", "ALL_CAS", "ALL_SWITCHES", "ALL_ROUTERS", "SELF")  # OpenSM's order
-_NAME_OK = re.compile(r"[^\s,=:;#]+")
-
-
-def _merge(old: str | None, new: str) -> str:
-    if old is None or old == new:
-        return new
-    if BOTH in (old, new):
-        return BOTH
-    return FULL
+# what OpenSM's parse_name_token gives back: inner blanks kept, ends stripped, one line
+_NAME_OK = re.compile(r"[^\s,=:;#]([^\n\r,=:;#]*[^\s,=:;#])?")
 
 
 def _prefix_of(word: str, choices: tuple[str, ...]) -> str | None:
@@ -175,6 +171,9 @@ class _Reader:
         self.cur = self.partition(name, pkey, line)
         self.cur.ipoib |= ipoib
         self.cur.indx0 |= indx0
+        # OpenSM sets the partition's SL from every header (partition_create), 0 when
+        # the header gives none: a later definition of the PKey resets it
+        self.cur.flags.pop("sl", None)
         for k, v in flags.items():
             if k == "scope":
                 self.cur.flags.setdefault("scope", []).extend(v)  # type: ignore[union-attr,arg-type]
@@ -236,7 +235,9 @@ class _Reader:
         keyword = _prefix_of(name, _KEYWORDS)
         if keyword == "SELF":
             if self.sm_node is None:
-                p.self_membership = _merge(p.self_membership, membership)
+                # the SM's port is not known: keep SELF where it stands among the mentions
+                p.self_membership = membership
+                p.after_self.clear()
                 return
             nodes = [self.sm_node]
         elif keyword is not None:
@@ -257,8 +258,12 @@ class _Reader:
                 raise self.err(f"port GUID {guid:#018x} is not in the topology", line)
             nodes = [self.index[guid][0]]
         for n in nodes:
+            # the last mention wins, as OpenSM's osm_prtn_add_port removes the port
+            # before inserting it ("already in partition ... Will overwrite")
             n = int(n)
-            p.members[n] = _merge(p.members.get(n), membership)
+            p.members[n] = membership
+            if p.self_membership is not None:
+                p.after_self.add(n)
 
     # -- driver ---------------------------------------------------------------
     def feed(self, text: str) -> list[Partition]:
@@ -347,8 +352,8 @@ def format_partitions_conf(parts: list[Partition], topo: Topology) -> str:
     Raises
     ------
     ValueError
-        A name OpenSM would split (whitespace or one of ``,=:;#``), a PKey that
-        is 0 or over 15 bits, or a member without a GUID.
+        A name OpenSM would read otherwise (one of ``,=:;#``, a line break, blanks
+        at either end), a PKey that is 0 or over 15 bits, or a member without a GUID.
     """
     out = ["# partitions.conf written by netsteer"]
     for p in parts:
@@ -358,9 +363,16 @@ def format_partitions_conf(parts: list[Partition], topo: Topology) -> str:
             raise ValueError(f"partition {p.name!r}: PKey {p.pkey:#x} is not in 1..0x7fff")
         head = ",".join([f"{p.name}={p.pkey:#06x}", *_flag_text(p)])
         items = []
-        if p.self_membership:
-            items.append(f"SELF={p.self_membership}")
-        for node in sorted(p.members):
+        # OpenSM keeps a port's last mention: SELF goes after the members it overrides
+        # and before those mentioned after it (see Partition.after_self)
+        after = p.after_self if p.self_membership else set()
+        order = sorted(p.members, key=lambda n: (n in after, n))
+        split = sum(n not in after for n in order)
+        for k, node in enumerate(order + [-1]):
+            if k == split and p.self_membership:
+                items.append(f"SELF={p.self_membership}")
+            if node < 0:
+                continue
             g = endpoint_guid(topo, node)
             if not g:
                 raise ValueError(f"{topo.node_names[node]} has no GUID")

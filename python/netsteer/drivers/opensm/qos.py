@@ -10,6 +10,7 @@ SL *i* to VL *i* with equal VL arbitration weights.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from netsteer.topology.partitions import Partition
 
@@ -20,8 +21,8 @@ def partitions_with_sl(partitions: Sequence[Partition], sl: dict[int, int]) -> l
     """Copies of ``partitions`` with the ``sl`` flag set from ``sl`` (PKey -> SL)."""
     out = []
     for p in partitions:
-        q = Partition(p.name, p.pkey, dict(p.members), dict(p.flags), p.ipoib, p.indx0,
-                      p.self_membership, list(p.mgroups), p.line)
+        q = replace(p, members=dict(p.members), flags=dict(p.flags), mgroups=list(p.mgroups),
+                    after_self=set(p.after_self))
         if p.pkey in sl:
             q.flags["sl"] = int(sl[p.pkey])
         out.append(q)

@@ -1,0 +1,33 @@
+"""routing.partitions shapes routing only: flows the partitions forbid get a note."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from netsteer.scenario import build_scenario, parse_scenario
+
+SCEN = Path(__file__).resolve().parents[2] / "scenarios"
+
+
+def notes(flows: str) -> list[str]:
+    text = f"""
+name: p
+topology: {{kind: ibsim, path: pftree-16.net}}
+routing: {{engine: pftree, partitions: pftree-victim-aggressor.conf}}
+jobs:
+  - {{name: victim, flows: [{{src: 2, dst: 6, bytes: 1MiB}}, {{src: 2, dst: 2, bytes: 1MiB}}]}}
+  - {{name: other, flows: [{flows}]}}
+"""
+    return build_scenario(parse_scenario(text, file=str(SCEN / "p.yaml"))).notes
+
+
+def test_flows_between_hosts_that_may_not_talk_get_a_note():
+    # h2 (victim) and h3 (aggressor) share no partition with a full member (the file
+    # has no 0x7fff rule, so OpenSM makes every host a limited member of the default)
+    (note,) = notes("{src: 2, dst: 3, bytes: 1MiB}, {src: 3, dst: 2, bytes: 1MiB}, {src: 0, dst: 1, bytes: 1MiB}")
+    assert note.startswith("2 flows (jobs: other) between hosts that routing.partitions does not let talk")
+    assert "h2 -> h3" in note and "does not enforce P_Keys" in note
+
+
+def test_flows_the_partitions_allow_get_none():
+    assert notes("{src: 0, dst: 1, bytes: 1MiB}") == []
