@@ -65,3 +65,45 @@ Unicast lids [0x0-0x6] of switch Lid 3 guid 0x0000000000200001 (Switch2):
 0x0006 002 : (Channel Adapter portguid 0x000000000010000a: 'Hca4')
 6 valid lids dumped 
 """
+
+
+def dual_port_fabric() -> Topology:
+    """ibsim's ``net.2sw2path4hca2port``: Hca1 on Switch1 and Hca2 on Switch2, each
+    by both of its ports (1 and 2); the switches joined by ports 3 and 5."""
+    b = TopologyBuilder("2sw2path4hca2port")
+    s1 = b.add_switch("Switch1", guid=0x200000)
+    s2 = b.add_switch("Switch2", guid=0x200001)
+    h1 = b.add_host("Hca1", guid=0x100000)
+    h2 = b.add_host("Hca2", guid=0x100003)
+    kw = dict(bandwidth=8e9, latency_ns=100)
+    b.add_link(s1, h1, a_port=1, b_port=1, **kw)
+    b.add_link(s1, h1, a_port=2, b_port=2, **kw)
+    b.add_link(s1, s2, a_port=3, b_port=3, **kw)
+    b.add_link(s1, s2, a_port=5, b_port=5, **kw)
+    b.add_link(s2, h2, a_port=1, b_port=1, **kw)
+    b.add_link(s2, h2, a_port=2, b_port=2, **kw)
+    return b.build()
+
+
+# What OpenSM 3.3.23 wrote for net.2sw2path4hca2port with -D 0x43 (minhop),
+# byte for byte: LIDs 4 and 6 are the HCAs' second ports; Switch1 reaches LID 6
+# through port 5, because port 3 already carries LID 5 (OpenSM balances min-hop
+# ports by the routes they carry).
+OPENSM_DUMP_2PORT = """\
+Unicast lids [0-6] of switch Lid 1 guid 0x0000000000200000 ('Switch1'):
+0x0001 000 # Switch portguid 0x0000000000200000: 'Switch1'
+0x0002 001 # Channel Adapter portguid 0x0000000000100001: 'Hca1'
+0x0003 003 # Switch portguid 0x0000000000200001: 'Switch2'
+0x0004 002 # Channel Adapter portguid 0x0000000000100002: 'Hca1'
+0x0005 003 # Channel Adapter portguid 0x0000000000100004: 'Hca2'
+0x0006 005 # Channel Adapter portguid 0x0000000000100005: 'Hca2'
+6 lids dumped
+Unicast lids [0-6] of switch Lid 3 guid 0x0000000000200001 ('Switch2'):
+0x0001 003 # Switch portguid 0x0000000000200000: 'Switch1'
+0x0002 003 # Channel Adapter portguid 0x0000000000100001: 'Hca1'
+0x0003 000 # Switch portguid 0x0000000000200001: 'Switch2'
+0x0004 005 # Channel Adapter portguid 0x0000000000100002: 'Hca1'
+0x0005 001 # Channel Adapter portguid 0x0000000000100004: 'Hca2'
+0x0006 002 # Channel Adapter portguid 0x0000000000100005: 'Hca2'
+6 lids dumped
+"""

@@ -46,6 +46,7 @@ def installed(fab: IbFabric, topo, lids):
 def assert_same_tables(a, b):
     assert np.array_equal(a.hosts, b.hosts)
     assert np.array_equal(a.switches, b.switches)
+    assert np.array_equal(a.ports, b.ports)  # second HCA ports
     assert a.lids == b.lids
 
 
@@ -60,7 +61,7 @@ def round_trip(net, topo, tmp_path, engine: str):
         assert_same_tables(installed(fab, topo, theirs.lids), theirs)
         original = fab.lfts_dump.read_text()
     mine = tmp_path / "netsteer-lfts.dump"
-    write_lft_dump(topo, theirs.hosts, theirs.lids, mine, switch_lft=theirs.switches)
+    write_lft_dump(topo, theirs.hosts, theirs.lids, mine, switch_lft=theirs.switches, port_lft=theirs.ports)
     with IbFabric(net, tmp_path / "b", engine="file", lfts_file=mine) as fab:
         assert fab.engine_used == "file"
         assert_same_tables(installed(fab, topo, theirs.lids), theirs)
@@ -75,14 +76,34 @@ def test_net_examples_round_trip_through_file_engine(example, tmp_path):
     # ftree refuses these small non-fat-trees (OpenSM then falls back): use minhop
     original, mine, reloaded = round_trip(net, topo, tmp_path, "minhop")
     assert_same_tables(parse_lft_tables(reloaded, topo), parse_lft_tables(mine, topo))
-    if example != "net.2sw2path4hca2port":
-        # no second HCA ports: netsteer's dump is OpenSM's, byte for byte, and
-        # OpenSM dumps exactly what it loaded
-        assert mine == original and reloaded == mine
-    else:
-        # the second ports' LIDs are not netsteer destinations: OpenSM's own dump
-        # routes them, netsteer's leaves them out
-        assert mine != original and "0x0006" in original and "0x0006" not in mine
+    # netsteer's dump is OpenSM's, byte for byte (second HCA ports included), and
+    # OpenSM dumps exactly what it loaded
+    assert mine == original and reloaded == mine
+
+
+def test_route_reaches_second_hca_ports_as_opensm_minhop(tmp_path):
+    # netsteer routes one endpoint per host; the dump must still route every CA port
+    # that has a LID (here Hca1 and Hca2 port 2, LIDs 4 and 6), or OpenSM loads
+    # tables that cannot reach them. Min-hop the way OpenSM does it: the same bytes.
+    import subprocess
+    import sys
+
+    net = NET_EXAMPLES / "net.2sw2path4hca2port"
+    topo = read_ibsim_net(net)
+    mine = tmp_path / "netsteer.dump"
+    p = subprocess.run([sys.executable, "-m", "netsteer", "route", "-t", str(net), "-e", "minhop", "-o", str(mine)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    with IbFabric(net, tmp_path / "osm", engine="minhop") as fab:
+        original = fab.lfts_dump.read_text()
+    assert mine.read_text() == original
+    with IbFabric(net, tmp_path / "file", engine="file", lfts_file=mine) as fab:
+        assert fab.engine_used == "file"
+        lids = read_guid2lid(fab.guid2lid, topo)
+        assert [(topo.node_names[q.node], q.port, q.lid) for q in lids.ports] == [("Hca1", 2, 4), ("Hca2", 2, 6)]
+        got = installed(fab, topo, lids)
+    # every switch has a route to every port LID
+    assert (got.ports[topo.switches] > 0).all() and (got.hosts[topo.switches] > 0).all()
 
 
 @pytest.mark.parametrize(

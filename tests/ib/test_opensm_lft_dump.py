@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from netsteer.drivers.opensm.lft_dump import (
     format_lft_dump,
+    minhop_port_lft,
     minhop_switch_lft,
     parse_lft_dump,
     parse_lft_tables,
@@ -216,3 +217,84 @@ def test_sample_fabric_matches_ibsims_numbering(fabric):
     assert guid(t) == guid(fabric)
     # and the OpenSM dump taken on that very file reads against it
     assert parse_lft_tables(OPENSM_DUMP, t).lids.lid.max() == 6
+
+
+# -- dual-port HCAs -------------------------------------------------------------------
+def test_second_hca_ports_get_their_lids_and_routes():
+    from ib_samples import OPENSM_DUMP_2PORT, dual_port_fabric
+
+    from netsteer.routing import build_routing
+
+    t = dual_port_fabric()
+    lids = opensm_lids(t, sm_node=t.node("Switch1"))
+    # the endpoints (port 1) and the second ports, as OpenSM numbered them on ibsim
+    assert lids.lid.tolist() == [1, 3, 2, 5]
+    assert [(t.node_names[p.node], p.port, p.lid, p.guid) for p in lids.ports] == [
+        ("Hca1", 2, 4, 0x100002), ("Hca2", 2, 6, 0x100005)]
+    read = parse_lft_tables(OPENSM_DUMP_2PORT, t)
+    assert read.lids == lids and read.lids.max_lid() == 6
+    s1, s2 = t.node("Switch1"), t.node("Switch2")
+    assert read.ports[s1].tolist() == [2, 5] and read.ports[s2].tolist() == [5, 2]
+    # netsteer's own min-hop routing: the dump routes the second ports too, and the
+    # header's highest LID is 6, byte for byte what OpenSM's min-hop wrote
+    text = format_lft_dump(t, build_routing(t, "minhop"), lids)
+    assert text == OPENSM_DUMP_2PORT
+    assert format_lft_dump(t, read.hosts, read.lids, read.switches, read.ports) == OPENSM_DUMP_2PORT
+
+
+def test_second_port_routes_balance_like_opensm_minhop():
+    from ib_samples import dual_port_fabric
+
+    t = dual_port_fabric()
+    lids = opensm_lids(t, sm_node=t.node("Switch1"))
+    s1, s2 = t.node("Switch1"), t.node("Switch2")
+    host = np.full((t.n_nodes, t.n_hosts), -1, dtype=np.int32)
+    h1, h2 = t.host_index[t.node("Hca1")], t.host_index[t.node("Hca2")]
+    host[s1, h1], host[s2, h2] = 1, 1
+    host[s1, h2], host[s2, h1] = 5, 5  # endpoints over the second cable this time
+    # walking the LIDs: Switch2's LID 4 (Hca1 port 2) comes after LID 2 went out of
+    # port 5, so it takes port 3; Switch1's LID 6 comes after LID 5 on port 5: port 3
+    got = minhop_port_lft(t, lids, host)
+    assert got[s1].tolist() == [2, 3] and got[s2].tolist() == [3, 2]
+    # without endpoint routes to count, the lowest min-hop port
+    assert minhop_port_lft(t, lids)[[s1, s2]].tolist() == [[2, 3], [3, 2]]
+    assert (minhop_port_lft(t, lids)[t.hosts] == -1).all()
+
+
+def test_old_dumps_without_second_ports_still_read():
+    # dumps netsteer wrote before it routed second HCA ports have no entries for
+    # them: the endpoints' tables are all that route-eval needs
+    from ib_samples import OPENSM_DUMP_2PORT, dual_port_fabric
+
+    t = dual_port_fabric()
+    old = "".join(l + "\n" for l in OPENSM_DUMP_2PORT.splitlines() if "0x0004" not in l and "0x0006" not in l)
+    tables = parse_lft_tables(old, t)
+    assert tables.lids.ports == () and tables.ports.shape == (t.n_nodes, 0)
+    assert np.array_equal(tables.hosts, parse_lft_tables(OPENSM_DUMP_2PORT, t).hosts)
+
+
+@pytest.mark.parametrize(
+    "old, new, reason",
+    [
+        ("0x0004 002 # Channel Adapter portguid 0x0000000000100002: 'Hca1'",
+         "0x0004 000 # Channel Adapter portguid 0x0000000000100002: 'Hca1'", "port 0 (the switch itself) for LID 0x0004, which is Hca1 port 2"),
+        ("0x0004 002 # Channel Adapter portguid 0x0000000000100002: 'Hca1'",
+         "0x0004 007 # Channel Adapter portguid 0x0000000000100002: 'Hca1'", "port 7 of switch Switch1 is not cabled"),
+        ("0x0006 005 # Channel Adapter portguid 0x0000000000100005: 'Hca2'",
+         "0x0006 005 # Channel Adapter portguid 0x0000000000100002: 'Hca2'", "Hca1 port 2 has LID 0x0006 here but 0x0004"),
+        ("0x0006 005 # Channel Adapter portguid 0x0000000000100005: 'Hca2'",
+         "0x0006 005 # Channel Adapter portguid 0x0000000000100004: 'Hca2'", "Hca2 has LID 0x0006 here but 0x0005"),
+        ("0x0004 005 # Channel Adapter portguid 0x0000000000100002: 'Hca1'",
+         "0x0004 005 # Channel Adapter portguid 0x0000000000100001: 'Hca1'", "Hca1 has LID 0x0004 here but 0x0002"),
+    ],
+)
+def test_bad_second_port_entries_name_file_line_and_reason(old, new, reason):
+    from ib_samples import OPENSM_DUMP_2PORT, dual_port_fabric
+
+    t = dual_port_fabric()
+    assert old in OPENSM_DUMP_2PORT
+    text = OPENSM_DUMP_2PORT.replace(old, new, 1)
+    with pytest.raises(NetsteerError) as e:
+        parse_lft_tables(text, t, file="lfts.dump")
+    assert reason in e.value.reason
+    assert e.value.file == "lfts.dump" and e.value.field.startswith("line ")

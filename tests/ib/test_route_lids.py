@@ -20,6 +20,7 @@ from netsteer.drivers.opensm.lids import read_guid2lid
 from netsteer.drivers.opensm.runner import IbFabric
 from netsteer.topology.ibnetdiscover import read_ibnetdiscover
 from netsteer.topology.ibsim_net import read_ibsim_net, write_ibsim_net
+from netsteer.topology.model import HOST
 from netsteer.topology.pgft import pgft
 
 pytestmark = [pytest.mark.ib, pytest.mark.usefixtures("need_ib_tools")]
@@ -85,3 +86,42 @@ def test_sm_node_gives_the_lids_opensm_assigns(tmp_path):
         real = read_guid2lid(fab.guid2lid, topo)
     got = dump_lids(out.read_text(), topo)
     assert got == {n: int(real.lid[n]) for n in range(topo.n_nodes) if real.lid[n]}
+
+
+def test_dump_of_a_discovered_dual_port_fabric_routes_every_port_lid(tmp_path):
+    # ibnetdiscover names every CA port's LID; the dump must route the second ports'
+    # too, at those LIDs, and its header's highest LID is the fabric's
+    from ib_samples import NET_EXAMPLES
+
+    net = NET_EXAMPLES / "net.2sw2path4hca2port"
+    with IbFabric(net, tmp_path / "run", engine="minhop") as fab:
+        disc = tmp_path / "disc.txt"
+        disc.write_text(fab.ibnetdiscover())
+        original = fab.lfts_dump.read_text()
+    topo = read_ibnetdiscover(disc)
+    # (node name, port) -> LID, read straight from ibnetdiscover's CA port lines
+    reported, ca = {}, None
+    for line in disc.read_text().splitlines():
+        head = re.match(r'(Switch|Ca)\s+\d+\s+"[^"]*"\s+#\s+"([^"]*)"', line)
+        if head:
+            ca = head[2] if head[1] == "Ca" else None
+        elif ca and line.startswith("["):
+            reported[(ca, int(re.match(r"\[(\d+)\]", line)[1]))] = int(re.search(r"#\s*lid (\d+)", line)[1])
+    assert len(reported) == 4
+    out = tmp_path / "lfts.dump"
+    rc, _, err = netsteer("route", "-t", disc, "-e", "minhop", "-o", out)
+    assert rc == 0, err
+    index = guid_index(topo)
+    got = {}
+    for block in parse_lft_dump(out.read_text()):
+        for e in block.entries.values():
+            node, port = index[e.guid]
+            if topo.node_kind[node] == HOST:
+                got.setdefault((topo.node_names[node], port), set()).add(e.lid)
+    got = {k: v.pop() for k, v in got.items() if k in reported and len(v) == 1}
+    assert got == reported
+    # and OpenSM's own min-hop wrote the same entries (its switches in another order)
+    entries = lambda text: {(b.guid, b.lid, e.lid, e.port, e.guid)  # noqa: E731
+                            for b in parse_lft_dump(text) for e in b.entries.values()}
+    assert entries(out.read_text()) == entries(original)
+    assert re.findall(r"Unicast lids \[0-(\d+)\]", out.read_text()) == ["6", "6"]

@@ -61,6 +61,78 @@ def test_backlogged_vls_share_the_same(qos):
     assert flow.max() == pytest.approx(pk.max(), rel=0.05)
 
 
+@pytest.mark.parametrize("w0,w1", [(33, 99), (65, 130), (32, 96), (255, 85), (34, 100), (1, 3)])
+def test_both_fidelities_count_packets_in_64_byte_units(w0, w1):
+    # weights in 64-byte units against 2074-byte packets counted as 2112 bytes (whole
+    # 64-byte units): 33:99 sends 1 and 3 packets per turn at both fidelities; the
+    # packet arbiter used to charge 2074 bytes and send 2 and 4 there (1:2, not 1:3)
+    from netsteer.qos.flowshare import entry_bytes
+
+    qos = {"max_vls": 2, "vlarb_low": [[0, w0], [1, w1]]}
+    flow, pk = run_both(qos, [0, 1], [0, 1])
+    b0, b1 = entry_bytes(w0), entry_bytes(w1)
+    share = max(b0, b1) / (b0 + b1)  # of the first flow to finish
+    first = int(np.argmax([b0, b1])) if b0 != b1 else None
+    if first is not None:
+        assert np.argmin(flow) == np.argmin(pk) == first
+    # 1 byte/ns link: the first finishes at MB / share, at both fidelities
+    assert flow.min() == pytest.approx(MB / share, rel=0.005)
+    assert pk.min() == pytest.approx(flow.min(), rel=0.03)
+    assert pk.max() == pytest.approx(flow.max(), rel=0.03)
+
+
+def test_tune_candidates_are_packet_boundaries_at_packet_level():
+    # qos tune offers one weight per packet count (1, 34, 67, ...): at packet level
+    # too, weight 34 is the first to send 2 packets a turn and 67 the first to send 3
+    from netsteer.qos.tune import packet_weights
+
+    w = packet_weights()
+    assert w[:3] == [1, 34, 67]
+    for weight, packets in ((w[1] - 1, 1), (w[1], 2), (w[2] - 1, 2), (w[2], 3)):
+        flow, pk = run_both({"max_vls": 2, "vlarb_low": [[0, weight], [1, 1]]}, [0, 1], [0, 1])
+        # VL 0 sends `packets` to VL 1's one: it finishes at MB over its share
+        expect = MB * (packets + 1) / packets if packets > 1 else 2 * MB
+        assert pk[0] == pytest.approx(expect, rel=0.03), weight
+        assert flow[0] == pytest.approx(expect, rel=0.005), weight
+
+
+# the table in docs/qos.md ("Against the packet engine"), regenerated from the model by
+# `python tests/qos/test_qos_packet_vs_flow.py`; the test below keeps it from going stale
+DOC_CASES = [
+    ("high `0:4`, low `1:64`, limit 255 (strict)", AGREE[0], [0, 1], [0, 1]),
+    ("same, limit 0 (one high packet, one low)", AGREE[1], [0, 1], [0, 1]),
+    ("high `0:200`, low `1:1`, limit 3", AGREE[2], [0, 1], [0, 1]),
+    ("low `0:255,1:34` (8 packets against 2)", AGREE[3], [0, 1], [0, 1]),
+    ("low `0:16,1:8` (both under one packet)", AGREE[4], [0, 1], [0, 1]),
+    ("low `0:33,1:99` (1 packet against 3)", {"max_vls": 2, "vlarb_low": [[0, 33], [1, 99]]}, [0, 1], [0, 1]),
+    ("low `0:65,1:130` (2 packets against 4)", {"max_vls": 2, "vlarb_low": [[0, 65], [1, 130]]}, [0, 1], [0, 1]),
+    ("low `0:255,1:85` (8 packets against 3)", {"max_vls": 2, "vlarb_low": [[0, 255], [1, 85]]}, [0, 1], [0, 1]),
+    ("low `0:64,1:64`, two flows on VL 0, one on VL 1", {"max_vls": 2, "vlarb_low": [[0, 64], [1, 64]]},
+     [0, 1, 2], [0, 0, 1]),
+]
+
+
+def doc_table() -> str:
+    rows = ["| tables | flow 1 | flow 2 |", "|---|---|---|"]
+    for name, qos, srcs, sls in DOC_CASES:
+        flow, pk = run_both(qos, srcs, sls)
+        ms = lambda x: f"{x / 1e6:.3f}"  # noqa: E731
+        if len(srcs) == 2:
+            rows.append(f"| {name} | {ms(flow[0])} / {ms(pk[0])} | {ms(flow[1])} / {ms(pk[1])} |")
+        else:  # flows 1 and 2 on VL 0, then VL 1's flow
+            two = lambda t: f"{t[0] / 1e6:.2f}, {t[1] / 1e6:.2f}"  # noqa: E731
+            rows.append(f"| {name} | {two(flow)} / {two(pk)} | VL 1's flow: {flow[2] / 1e6:.2f} / "
+                        f"**{pk[2] / 1e6:.2f}** |")
+    return "\n".join(rows) + "\n"
+
+
+def test_docs_table_is_what_the_model_gives():
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[2] / "docs" / "qos.md").read_text()
+    assert doc_table() in doc, "regenerate with: python tests/qos/test_qos_packet_vs_flow.py"
+
+
 def test_several_flows_on_one_vl_differ_as_documented():
     # two flows on VL 0, one on VL 1, equal weights: the arbiter gives each VL half
     # the port (VL 1's flow 1/2), the approximation gives each flow its VL's weight
@@ -71,3 +143,7 @@ def test_several_flows_on_one_vl_differ_as_documented():
     assert lone_pk < lone_flow
     assert lone_pk == pytest.approx(2 * MB / 1.0, rel=0.05)     # 1/2 of 1 byte/ns
     assert lone_flow == pytest.approx(3 * MB / 1.0, rel=0.02)   # 1/3
+
+
+if __name__ == "__main__":
+    print(doc_table(), end="")

@@ -9,7 +9,9 @@ the bound, and the whole trade-off curve.
 
 Weights count 64-byte units but the arbiter sends whole packets, so only the number
 of packets an entry sends per turn matters (:func:`netsteer.qos.flowshare.entry_bytes`):
-the candidates are one weight per packet count, 1 to 255's.
+the candidates are one weight per packet count, 1 to 255's. A packet counts its length
+in 64-byte units rounded up (2112 bytes for the default 2074), at flow and at packet
+level alike, so these are the boundaries at both fidelities.
 """
 
 from __future__ import annotations

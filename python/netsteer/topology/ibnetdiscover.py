@@ -297,7 +297,8 @@ def read_ibnetdiscover(
         ``kind="ibnetdiscover"``, ``path``, ``ident`` (the ``S-``/``H-`` identifier
         of each node) and ``lid`` (the LID of each node's endpoint as the fabric
         has it: a switch's ``base port 0 lid``, a CA's lowest cabled port's own
-        ``lid``; 0 where the file has none).
+        ``lid``; 0 where the file has none) and ``port_lids`` (``{node: {port:
+        LID}}`` of every CA port that has one, second HCA ports included).
 
     Raises
     ------
@@ -393,6 +394,12 @@ def read_ibnetdiscover(
     topo = assemble(nodes, ports, name=name or Path(file).stem, kind="ibnetdiscover",
                     file=file, link_latency_ns=link_latency_ns)
     topo.meta["lid"] = _endpoint_lids(topo, port_lids)
+    ca_lids: dict[int, dict[int, int]] = {}
+    for (n, port), (value, _) in port_lids.items():
+        if port > 0 and value > 0:
+            ca_lids.setdefault(n, {})[port] = value
+    if ca_lids:
+        topo.meta["port_lids"] = ca_lids
     return topo
 
 

@@ -1,8 +1,11 @@
 //! InfiniBand VL arbitration at one output port, as switches and HCAs do it.
 //!
 //! Two tables of `VL:weight` entries, high and low priority; a weight counts 64-byte
-//! units (0-255, 0 skips the entry). The arbiter serves the current entry of a table
-//! while its VL has a packet ready and weight is left; a packet may overdraw the
+//! units (0-255, 0 skips the entry) and a packet costs its length in 64-byte units,
+//! rounded up (the credits it takes: a 2074-byte packet counts 2112 bytes, so a
+//! weight of 33 sends one such packet per turn, not two). The arbiter serves the
+//! current entry of a table while its VL has a packet ready and weight is left; a
+//! packet may overdraw the
 //! weight, what it overdraws is not carried over; an entry whose VL has nothing
 //! ready gives up its turn. The high table is served first, but once `high_limit`
 //! x 4 KiB of high-priority bytes went out in a row, one low-priority packet gets
@@ -99,8 +102,12 @@ impl VlArb {
         .map(|v| (v, false))
     }
 
-    /// A packet of `bytes` went out from the entry [`VlArb::pick`] chose.
+    /// A packet of `bytes` on the wire went out from the entry [`VlArb::pick`]
+    /// chose. It is counted in whole 64-byte units, as weights are (IBA: weights
+    /// and packet lengths in 64-byte credits), against the entry's weight and the
+    /// high-priority limit alike.
     pub fn charge(&self, st: &mut ArbState, high: bool, bytes: u32) {
+        let bytes = bytes.div_ceil(64) * 64;
         if high {
             st.hi_left -= bytes as i64;
             st.hi_sent += bytes as u64;
@@ -161,6 +168,24 @@ mod tests {
         let arb = VlArb::new(&[], &[(0, 32), (1, 96)], 0);
         let out = run(&arb, 0b11, [2048; 16], 400);
         assert_eq!(out[0] * 3, out[1]);
+    }
+
+    #[test]
+    fn packets_count_in_whole_64_byte_units() {
+        // 2074-byte packets count 2112 bytes: weight 33 (2112 B) sends one per
+        // turn and 99 (6336 B) three, 1:3 (charging 2074 would give 2 and 4, 1:2)
+        let arb = VlArb::new(&[], &[(0, 33), (1, 99)], 0);
+        let out = run(&arb, 0b11, [2074; 16], 400);
+        assert_eq!(out[0] * 3, out[1]);
+        // 255 (16320 B) sends 8, 85 (5440 B) 3
+        let arb = VlArb::new(&[], &[(0, 255), (1, 85)], 0);
+        let out = run(&arb, 0b11, [2074; 16], 1100);
+        assert_eq!(out[0] * 3, out[1] * 8);
+        // the high limit counts the same units: 17 x 4 KiB = 69632 B lets 33
+        // packets of 2112 B go before a low one (34 of 2074 B would fit under it)
+        let arb = VlArb::new(&[(1, 255)], &[(0, 255)], 17);
+        let out = run(&arb, 0b11, [2074; 16], 3400);
+        assert_eq!(out[1], 33 * out[0]);
     }
 
     #[test]

@@ -56,7 +56,7 @@ from netsteer.errors import NetsteerError
 from netsteer.topology.model import HOST, Topology
 
 from .guids import endpoint_guid, endpoint_port, guid_index
-from .lids import MAX_UNICAST_LID, LidMap, opensm_lids, sequential_lids
+from .lids import MAX_UNICAST_LID, LidMap, PortLid, opensm_lids, sequential_lids
 
 __all__ = [
     "DumpEntry",
@@ -69,7 +69,9 @@ __all__ = [
     "format_lft_dump",
     "write_lft_dump",
     "minhop_switch_lft",
+    "minhop_port_lft",
     "LidMap",
+    "PortLid",
     "opensm_lids",
     "sequential_lids",
 ]
@@ -122,11 +124,19 @@ class LftTables:
         Out-port per node towards each switch's LID (columns in ``topo.switches``
         order); 0 on the diagonal.
     lids : LidMap
+    ports : ndarray of int32, [n_nodes, len(lids.ports)]
+        Out-port per node towards each other CA port's LID (second HCA ports, in
+        ``lids.ports`` order), -1 for none.
     """
 
     hosts: np.ndarray
     switches: np.ndarray
     lids: LidMap
+    ports: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.ports is None:
+            self.ports = np.full((len(self.hosts), len(self.lids.ports)), -1, dtype=np.int32)
 
 
 def _err(reason: str, file: str, line: int | None) -> NetsteerError:
@@ -198,16 +208,18 @@ def _bind(binding: dict[int, int], lid: int, node: int, topo: Topology, file: st
 
 def _lid_binding(
     blocks: list[SwitchBlock], topo: Topology, lids: LidMap | None, file: str
-) -> tuple[dict[int, int], dict[int, int], set[int]]:
-    """(LID -> node, switch GUID -> node, LIDs of ports netsteer does not route)."""
+) -> tuple[dict[int, int], dict[int, int], dict[int, PortLid]]:
+    """(LID -> node, switch GUID -> node, LID -> other CA port: second HCA ports)."""
     index = guid_index(topo)
     binding: dict[int, int] = {}
+    others: dict[int, PortLid] = {}
     if lids is not None:
         for node, lid in enumerate(lids.lid):
             if lid > 0:
                 binding[int(lid)] = node
+        others = {p.lid: p for p in lids.ports}
     node_lid = {n: l for l, n in binding.items()}
-    foreign: set[int] = set()
+    port_lid = {(p.node, p.port): p.lid for p in others.values()}
     switch_of: dict[int, int] = {}
 
     def bind(lid: int, node: int, line: int) -> None:
@@ -218,7 +230,23 @@ def _lid_binding(
                 file,
                 line,
             )
+        if lid in others:
+            o = others[lid]
+            raise _err(f"LID {lid:#06x} names {topo.node_names[node]} here but "
+                       f"{topo.node_names[o.node]} port {o.port} elsewhere", file, line)
         _bind(binding, lid, node, topo, file, line)
+
+    def bind_port(lid: int, node: int, port: int, guid: int, line: int) -> None:
+        where = f"{topo.node_names[node]} port {port}"
+        if port_lid.setdefault((node, port), lid) != lid:
+            raise _err(f"{where} has LID {lid:#06x} here but {port_lid[(node, port)]:#06x} "
+                       "elsewhere (LMC > 0 is not supported)", file, line)
+        owner = binding.get(lid)
+        o = others.get(lid)
+        if owner is not None or (o is not None and (o.node, o.port) != (node, port)):
+            name = topo.node_names[owner] if owner is not None else f"{topo.node_names[o.node]} port {o.port}"
+            raise _err(f"LID {lid:#06x} names {where} here but {name} elsewhere", file, line)
+        others[lid] = PortLid(node, port, lid, guid)
 
     for b in blocks:
         hit = index.get(b.guid)
@@ -241,10 +269,10 @@ def _lid_binding(
                 raise _err(f"port GUID {e.guid:#018x} is not in the topology", file, e.line)
             node, port = hit
             if port != endpoint_port(topo, node):
-                foreign.add(e.lid)  # e.g. the second port of a dual-port HCA
+                bind_port(e.lid, node, port, e.guid, e.line)  # e.g. a dual-port HCA's second port
                 continue
             bind(e.lid, node, e.line)
-    return binding, switch_of, foreign
+    return binding, switch_of, others
 
 
 def parse_lft_tables(
@@ -257,16 +285,28 @@ def parse_lft_tables(
 ) -> LftTables:
     """Parse dump text against ``topo``; see :func:`read_lft_tables`."""
     blocks = parse_lft_dump(text, file)
-    binding, switch_of, foreign = _lid_binding(blocks, topo, lids, file)
+    binding, switch_of, others = _lid_binding(blocks, topo, lids, file)
     n = topo.n_nodes
     sw_col = np.full(n, -1, dtype=np.int64)
     sw_col[topo.switches] = np.arange(topo.n_switches)
     hosts = np.full((n, topo.n_hosts), -1, dtype=np.int32)
     switches = np.full((n, topo.n_switches), -1, dtype=np.int32)
+    port_list = tuple(sorted(others.values(), key=lambda p: p.lid))
+    port_col = {p.lid: k for k, p in enumerate(port_list)}
+    ports = np.full((n, len(port_list)), -1, dtype=np.int32)
     for b in blocks:
         sw = switch_of[b.guid]
         for e in b.entries.values():
-            if e.port == NO_PATH or e.lid in foreign:
+            if e.port == NO_PATH:
+                continue
+            if e.lid in port_col:
+                o = port_list[port_col[e.lid]]
+                if e.port == 0:
+                    raise _err(f"port 0 (the switch itself) for LID {e.lid:#06x}, which is "
+                               f"{topo.node_names[o.node]} port {o.port}", file, e.line)
+                if e.port >= topo.out_channel.shape[1] or topo.out_channel[sw, e.port] < 0:
+                    raise _err(f"port {e.port} of switch {topo.node_names[sw]} is not cabled", file, e.line)
+                ports[sw, port_col[e.lid]] = e.port
                 continue
             dst = binding.get(e.lid)
             if dst is None:
@@ -296,7 +336,10 @@ def parse_lft_tables(
     guid = np.array([endpoint_guid(topo, v) if lid[v] else 0 for v in range(n)], dtype=np.uint64)
     if not allow_missing:
         _check_complete(blocks, topo, switch_of, hosts, lid, file)
-    return LftTables(hosts, switches, LidMap(lid, guid))
+    # entries for second HCA ports are read when present, never required: netsteer's
+    # destinations are the endpoints, and dumps netsteer wrote before it routed
+    # those ports have none
+    return LftTables(hosts, switches, LidMap(lid, guid, port_list), ports)
 
 
 def _check_complete(blocks, topo, switch_of, hosts, lid, file) -> None:
@@ -396,6 +439,94 @@ def minhop_switch_lft(topo: Topology) -> np.ndarray:
     return out
 
 
+def _switch_hops(topo: Topology, targets) -> np.ndarray:
+    """Hops from every node to each switch in ``targets`` through switches only:
+    int64 ``[len(targets), n_nodes]``, -1 where unreachable."""
+    src, dst = topo.channel_src(), topo.channel_dst()
+    fwd = topo.node_kind[src] != HOST
+    src, dst = src[fwd], dst[fwd]
+    out = np.full((len(targets), topo.n_nodes), -1, dtype=np.int64)
+    for k, target in enumerate(targets):
+        dist = out[k]
+        dist[target] = 0
+        frontier = np.zeros(topo.n_nodes, dtype=bool)
+        frontier[target] = True
+        level = 0
+        while frontier.any():
+            level += 1
+            cand = frontier[dst] & (dist[src] < 0)
+            s = np.unique(src[cand])
+            dist[s] = level
+            frontier = np.zeros(topo.n_nodes, dtype=bool)
+            frontier[s] = True
+    return out
+
+
+def minhop_port_lft(topo: Topology, lids: LidMap, host_lft=None) -> np.ndarray:
+    """Routes towards the other CA ports' LIDs (``lids.ports``), as OpenSM's min-hop does.
+
+    OpenSM (``osm_switch_recommend_path``) walks the LIDs in order and, on each
+    switch, picks among the ports with fewest hops to the destination the one that
+    carries fewest routes so far (the lowest on ties), counting every CA
+    destination's route; switch LIDs are not counted. Here the endpoints' routes
+    are ``host_lft``'s (netsteer's engine chose them) and only the other ports'
+    are chosen, in the same walk. Returns int32 ``[n_nodes, len(lids.ports)]``, -1
+    where a node cannot reach the port (hosts do not forward).
+
+    Parameters
+    ----------
+    host_lft : ``Routing``, or ndarray [n_nodes, n_hosts], optional
+        The routes to the endpoints, counted as OpenSM counts its own; none when
+        omitted.
+    """
+    n_ports = len(lids.ports)
+    out = np.full((topo.n_nodes, n_ports), -1, dtype=np.int32)
+    if not n_ports:
+        return out
+    sws = np.asarray(topo.switches, dtype=np.int64)
+    width = topo.out_channel.shape[1]
+    chan = topo.out_channel[sws]
+    cabled = chan >= 0
+    nbr = np.where(cabled, topo.channel_dst()[np.where(cabled, chan, 0)], -1)
+    nbr_is_switch = cabled & (topo.node_kind[np.maximum(nbr, 0)] != HOST)
+    counts = np.zeros((len(sws), width), dtype=np.int64)
+    rows = np.arange(len(sws))
+    host_rows = None
+    if host_lft is not None:
+        host_rows = np.asarray(host_lft.node_rows(sws) if hasattr(host_lft, "node_rows") else
+                               np.asarray(host_lft)[sws])
+    attach = []  # (switch, its port) each other CA port is cabled to
+    for p in lids.ports:
+        c = int(topo.out_channel[p.node, p.port])
+        attach.append((int(topo.channel_dst()[c]), int(topo.channel_dst_port()[c])))
+    targets = sorted({a for a, _ in attach})
+    hops = _switch_hops(topo, targets)
+    row_of_target = {t: k for k, t in enumerate(targets)}
+    dests = [(int(l), "host", v) for v, l in enumerate(lids.lid) if l > 0 and topo.node_kind[v] == HOST]
+    dests += [(p.lid, "port", k) for k, p in enumerate(lids.ports)]
+    for _, kind, v in sorted(dests):
+        if kind == "host":
+            if host_rows is None:
+                continue
+            port = host_rows[:, topo.host_index[v]]
+            ok = port > 0
+            counts[rows[ok], port[ok]] += 1
+            continue
+        a, q = attach[v]
+        d = hops[row_of_target[a]]
+        d_sw = d[sws]
+        # next hops one closer to the attached switch; on it, the cable to the port
+        closer = nbr_is_switch & (d[np.maximum(nbr, 0)] == (d_sw - 1)[:, None]) & (d_sw > 0)[:, None]
+        closer[sws == a] = False
+        closer[sws == a, q] = True
+        score = np.where(closer, counts, np.iinfo(np.int64).max)
+        best = np.argmin(score, axis=1)  # first minimum: the lowest port
+        ok = closer[rows, best]
+        out[sws[ok], v] = best[ok]
+        counts[rows[ok], best[ok]] += 1
+    return out
+
+
 def _node_type(topo: Topology, node: int) -> str:
     return "Channel Adapter" if topo.node_kind[node] == HOST else "Switch"
 
@@ -405,6 +536,7 @@ def format_lft_dump(
     routing_lft: np.ndarray,
     lids: LidMap,
     switch_lft: np.ndarray | None = None,
+    port_lft: np.ndarray | None = None,
 ) -> str:
     """Dump text, byte for byte as ``opensm -D 0x43`` writes ``opensm-lfts.dump``.
 
@@ -417,6 +549,10 @@ def format_lft_dump(
         Every switch and every routed host needs a LID.
     switch_lft : ndarray, [n_nodes, n_switches], optional
         Routes to switch LIDs; :func:`minhop_switch_lft` when omitted.
+    port_lft : ndarray, [n_nodes, len(lids.ports)], optional
+        Routes to the other CA ports' LIDs (second HCA ports);
+        :func:`minhop_port_lft` when omitted, so every port with a LID is reachable
+        and the header's highest LID is OpenSM's.
     """
     if hasattr(routing_lft, "row_of"):  # a Routing: rows of the nodes that have one
         table, row_of, shape = routing_lft.table, routing_lft.row_of, routing_lft.shape
@@ -434,8 +570,14 @@ def format_lft_dump(
     missing = [topo.node_names[s] for s in topo.switches if lids.lid[s] <= 0]
     if missing:
         raise ValueError(f"switches without a LID: {missing[:5]}")
+    if port_lft is None:
+        port_lft = minhop_port_lft(topo, lids, routing_lft)
+    if np.asarray(port_lft).shape != (topo.n_nodes, len(lids.ports)):
+        raise ValueError(f"port_lft has shape {np.shape(port_lft)}, expected {(topo.n_nodes, len(lids.ports))}")
     sw_col = {int(s): i for i, s in enumerate(topo.switches)}
-    dests = sorted((int(l), v) for v, l in enumerate(lids.lid) if l > 0)
+    # (LID, node, column in port_lft or -1 for an endpoint)
+    dests = sorted([(int(l), v, -1) for v, l in enumerate(lids.lid) if l > 0]
+                   + [(p.lid, p.node, k) for k, p in enumerate(lids.ports)])
     max_lid = dests[-1][0] if dests else 0
     out: list[str] = []
     no_row = np.full(topo.n_hosts, -1, dtype=np.int32)
@@ -447,8 +589,10 @@ def format_lft_dump(
             f"Unicast lids [0-{max_lid}] of switch Lid {int(lids.lid[sw])} "
             f"guid 0x{int(topo.node_guid[sw]):016x} ('{name}'):"
         )
-        for lid, v in dests:
-            if v == sw:
+        for lid, v, col in dests:
+            if col >= 0:
+                port = int(port_lft[sw, col])
+            elif v == sw:
                 port = 0
             elif topo.node_kind[v] == HOST:
                 port = int(row[topo.host_index[v]])
@@ -458,9 +602,10 @@ def format_lft_dump(
                 continue
             if port != 0 and (port >= topo.out_channel.shape[1] or topo.out_channel[sw, port] < 0):
                 raise ValueError(f"{name} routes LID {lid} to port {port}, which is not cabled")
+            guid = lids.ports[col].guid if col >= 0 else int(lids.guid[v])
             out.append(
                 f"0x{lid:04x} {port:03d} # {_node_type(topo, v)} portguid "
-                f"0x{int(lids.guid[v]):016x}: '{topo.node_names[v]}'"
+                f"0x{guid:016x}: '{topo.node_names[v]}'"
             )
         out.append(f"{max_lid} lids dumped")
     return "\n".join(out) + "\n"
@@ -472,6 +617,7 @@ def write_lft_dump(
     lids: LidMap,
     path: str | Path,
     switch_lft: np.ndarray | None = None,
+    port_lft: np.ndarray | None = None,
 ) -> None:
     """Write :func:`format_lft_dump` output to ``path`` (for ``opensm -R file -U``)."""
-    Path(path).write_text(format_lft_dump(topo, routing_lft, lids, switch_lft), encoding="utf-8")
+    Path(path).write_text(format_lft_dump(topo, routing_lft, lids, switch_lft, port_lft), encoding="utf-8")

@@ -28,8 +28,9 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -41,34 +42,69 @@ from .guids import endpoint_guid, endpoint_port, guid_index, port_guid
 MAX_UNICAST_LID = 0xBFFF  # 0xC000 and above are multicast LIDs
 
 
+class PortLid(NamedTuple):
+    """LID of a CA port that is not its node's endpoint (a dual-port HCA's second port)."""
+
+    node: int
+    port: int
+    lid: int
+    guid: int
+
+
 @dataclass
 class LidMap:
-    """LID and port GUID of each node's endpoint.
+    """LID and port GUID of each node's endpoint, and of the other CA ports.
 
     Attributes
     ----------
     lid : ndarray of int32, [n_nodes], 0 where the node has no LID
     guid : ndarray of uint64, [n_nodes], port GUID the LID belongs to
+    ports : tuple of PortLid
+        The other cabled CA ports that have a LID (second ports of dual-port
+        HCAs), by LID. Netsteer routes one destination per host, its endpoint;
+        the LFT writer still routes these (min-hop, as OpenSM does), so that every
+        port OpenSM gave a LID is reachable.
     """
 
     lid: np.ndarray
     guid: np.ndarray
+    ports: tuple[PortLid, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        self.ports = tuple(sorted((PortLid(*map(int, p)) for p in self.ports), key=lambda p: p.lid))
 
     def node_of_lid(self) -> dict[int, int]:
-        """LID -> node, for nodes that have one."""
+        """LID -> node, for nodes that have one (endpoints only)."""
         return {int(l): n for n, l in enumerate(self.lid) if l > 0}
+
+    def max_lid(self) -> int:
+        """The highest LID in use, endpoints and other ports alike (0 if none)."""
+        top = int(self.lid.max()) if len(self.lid) else 0
+        return max([top] + [p.lid for p in self.ports])
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, LidMap):
             return NotImplemented
-        return bool(np.array_equal(self.lid, other.lid) and np.array_equal(self.guid, other.guid))
+        return bool(np.array_equal(self.lid, other.lid) and np.array_equal(self.guid, other.guid)
+                    and self.ports == other.ports)
+
+
+def _other_ports(topo: Topology, node: int) -> list[int]:
+    """Cabled ports of host ``node`` other than its endpoint (none for a switch)."""
+    if topo.node_kind[node] != HOST:
+        return []
+    ep = endpoint_port(topo, node)
+    return [int(p) for p in np.flatnonzero(topo.out_channel[node] >= 0) if int(p) != ep]
 
 
 def sequential_lids(topo: Topology) -> LidMap:
-    """LIDs 1, 2, ... in node order; for files that never meet a real OpenSM."""
+    """LIDs 1, 2, ... in node order, then the other CA ports; for files that never
+    meet a real OpenSM."""
     lid = np.arange(1, topo.n_nodes + 1, dtype=np.int32)
     guid = np.array([endpoint_guid(topo, n) for n in range(topo.n_nodes)], dtype=np.uint64)
-    return LidMap(lid, guid)
+    others = [(n, p) for n in range(topo.n_nodes) for p in _other_ports(topo, n)]
+    ports = [PortLid(n, p, topo.n_nodes + k, port_guid(topo, n, p)) for k, (n, p) in enumerate(others, 1)]
+    return LidMap(lid, guid, tuple(ports))
 
 
 def _swapped(guid: int) -> int:
@@ -78,8 +114,8 @@ def _swapped(guid: int) -> int:
 def opensm_lids(topo: Topology, sm_node: int) -> LidMap:
     """The LIDs a fresh OpenSM (LMC 0, empty cache) assigns; ``sm_node`` runs the SM.
 
-    Every end port takes a LID (a switch's port 0, each cabled host port), so the
-    second port of a dual-port HCA uses up a LID too; the map keeps the endpoint's.
+    Every end port takes a LID (a switch's port 0, each cabled host port): the
+    endpoint's goes to ``lid``, a dual-port HCA's second port's to ``ports``.
     Nodes without a GUID get no LID.
     """
     ports = []  # (swapped port GUID, node, is endpoint)
@@ -95,11 +131,18 @@ def opensm_lids(topo: Topology, sm_node: int) -> LidMap:
         raise ValueError(f"SM node {topo.node_names[sm_node]} has no GUID or no cabled port")
     order = [ports[sm_port]] + sorted(ports[:sm_port] + ports[sm_port + 1 :])
     lid = np.zeros(topo.n_nodes, dtype=np.int32)
-    for k, (_, n, ep) in enumerate(order, 1):
+    others = []
+    for k, (g, n, ep) in enumerate(order, 1):
         if ep:
             lid[n] = k
+        else:
+            others.append(PortLid(n, _port_of(topo, n, _swapped(g)), k, _swapped(g)))
     guids = [endpoint_guid(topo, n) if lid[n] else 0 for n in range(topo.n_nodes)]
-    return LidMap(lid, np.array(guids, dtype=np.uint64))
+    return LidMap(lid, np.array(guids, dtype=np.uint64), tuple(others))
+
+
+def _port_of(topo: Topology, node: int, guid: int) -> int:
+    return next(p for p in _other_ports(topo, node) if port_guid(topo, node, p) == guid)
 
 
 def fabric_lids(topo: Topology) -> LidMap | None:
@@ -122,19 +165,24 @@ def fabric_lids(topo: Topology) -> LidMap | None:
         raise ValueError(f"{topo.node_names[missing[0]]} has no LID while other nodes have one "
                          "(was the fabric discovered before the SM assigned LIDs?)")
     guids = [endpoint_guid(topo, n) if lid[n] else 0 for n in range(topo.n_nodes)]
-    return LidMap(lid, np.array(guids, dtype=np.uint64))
+    port_lids = topo.meta.get("port_lids", {})  # {node: {port: LID}}, every CA port's
+    ports = [PortLid(n, p, int(port_lids[n][p]), port_guid(topo, n, p))
+             for n in range(topo.n_nodes) for p in _other_ports(topo, n)
+             if port_lids.get(n, {}).get(p)]
+    return LidMap(lid, np.array(guids, dtype=np.uint64), tuple(ports))
 
 
 def read_guid2lid(path: str | Path, topo: Topology) -> LidMap:
     """Read OpenSM's ``guid2lid`` cache (``0xGUID 0xMINLID 0xMAXLID`` per line).
 
-    GUIDs that are not a node's endpoint (second ports of dual-port HCAs) are
-    skipped; unknown GUIDs raise :class:`NetsteerError`.
+    GUIDs of other CA ports (second ports of dual-port HCAs) go to ``ports``;
+    unknown GUIDs raise :class:`NetsteerError`.
     """
     path = str(path)
     index = guid_index(topo)
     lid = np.zeros(topo.n_nodes, dtype=np.int32)
     guid = np.zeros(topo.n_nodes, dtype=np.uint64)
+    ports = []
     with open(path, encoding="utf-8", errors="replace") as f:
         for lineno, line in enumerate(f, 1):
             fields = line.split()
@@ -154,4 +202,6 @@ def read_guid2lid(path: str | Path, topo: Topology) -> LidMap:
             node, port = index[g]
             if endpoint_guid(topo, node) == g:
                 lid[node], guid[node] = lo, g
-    return LidMap(lid, guid)
+            elif port_guid(topo, node, port) == g:
+                ports.append(PortLid(node, port, lo, g))
+    return LidMap(lid, guid, tuple(ports))
