@@ -187,6 +187,37 @@ def test_closed_form_dmodk_is_the_table(shape):
             assert e.route_path(s, d).tolist() == table.path(s, d), (s, d)
 
 
+@pytest.mark.parametrize("p,program", [
+    (16, [{"op": "reduce", "algorithm": "rabenseifner", "bytes": 0, "root": 5}, {"op": "barrier"}]),
+    (16, [{"op": "reduce", "algorithm": "rabenseifner", "bytes": 3, "root": 5}]),
+    (13, [{"op": "reduce", "algorithm": "rabenseifner", "bytes": 13 * 100 + 7, "root": 3}]),
+    (12, [{"op": "reduce", "algorithm": "rabenseifner", "bytes": 11, "root": 0}]),  # refused
+    (12, [{"op": "reduce", "algorithm": "rabenseifner", "bytes": 0, "root": 1}, {"op": "barrier"}]),
+    (7, [{"op": "reduce", "algorithm": "binomial", "bytes": 0, "root": 2}, {"op": "barrier"}]),
+    (5, [{"op": "allreduce", "algorithm": "ring", "bytes": 0},
+         {"op": "reduce", "algorithm": "binomial", "bytes": 8}]),
+    (8, [{"op": "allreduce", "algorithm": "ring", "bytes": 1003},
+         {"op": "reduce", "algorithm": "rabenseifner", "bytes": 64, "root": 3}]),
+], ids=str)
+def test_short_and_empty_reduces_stream_as_their_dag(p, program):
+    """SMPI's reduces on 0 elements (nothing), on fewer elements than ranks
+    (rabenseifner pads a power of two) and on a non-power of two (folding)."""
+    topo = tree(0)
+    job = MpiJob(name="j", ranks=p, placement="random", seed=4, program=program)
+    routing = build_routing(topo, "dmodk")
+    try:
+        want, report, n_flows = dag_run(topo, routing, [job], "cm02")
+    except NetsteerError as e:
+        with pytest.raises(NetsteerError) as got:
+            simulate_mpi(topo, routing, [job])
+        assert got.value.reason == e.reason and "MPI_ERR_TRUNCATE" in e.reason
+        return
+    got = simulate_mpi(topo, routing, [job], sharing="cm02")
+    assert got.makespan_ns == want
+    assert got.report == report
+    assert got.progress["messages_done"] == n_flows
+
+
 def test_flows_held_at_once_stay_below_the_ranks():
     """A 64-rank pairwise alltoall makes 64 * 63 messages; at most one per rank is
     ever in flight, and the engine's slots are reused."""
@@ -247,8 +278,8 @@ def test_streamed_jobs_run_beside_dag_flows_and_background():
 
 def test_bad_jobs_are_refused_naming_the_field():
     topo = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)
-    # 100 bytes on 8 ranks leave 4 over, which the job's reduce cannot take
-    ring = MpiJob(name="a", ranks=8, program=[{"op": "barrier"},
+    # 100 bytes on 12 ranks leave 4 over, which the job's reduce cannot take
+    ring = MpiJob(name="a", ranks=12, program=[{"op": "barrier"},
                                               {"op": "allreduce", "bytes": 100, "algorithm": "ring"},
                                               {"op": "reduce", "bytes": 64, "algorithm": "rabenseifner"}])
     with pytest.raises(NetsteerError) as e:

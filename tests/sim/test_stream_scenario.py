@@ -224,6 +224,8 @@ jobs:
 @pytest.mark.parametrize("step,reason", [
     ("{op: alltoall, bytes: 4KiB, algorithm: pairwise}", "power-of-two rank count, got 24"),
     ("{op: allreduce, bytes: 1001, algorithm: rabenseifner, elem_bytes: 4}", "not a whole number of 4-byte"),
+    ("{op: reduce, bytes: 20, algorithm: rabenseifner}",
+     "needs at least one element per rank: 20 elements for 24 ranks (SMPI's scatter_gather aborts"),
 ])
 def test_a_program_the_algorithm_refuses_names_the_file_streamed_or_not(tmp_path, capsys, stream,
                                                                         step, reason):
