@@ -198,6 +198,10 @@ def test_closed_form_dmodk_is_the_table(shape):
          {"op": "reduce", "algorithm": "binomial", "bytes": 8}]),
     (8, [{"op": "allreduce", "algorithm": "ring", "bytes": 1003},
          {"op": "reduce", "algorithm": "rabenseifner", "bytes": 64, "root": 3}]),
+    # nothing exchanged: listed in the report with no operations, done at once
+    (16, [{"op": "reduce", "algorithm": "rabenseifner", "bytes": 0, "root": 5}]),
+    (7, [{"op": "reduce", "algorithm": "binomial", "bytes": 0, "root": 2}]),
+    (1, [{"op": "allreduce", "bytes": 4096}, {"op": "bcast", "bytes": 64}]),
 ], ids=str)
 def test_short_and_empty_reduces_stream_as_their_dag(p, program):
     """SMPI's reduces on 0 elements (nothing), on fewer elements than ranks

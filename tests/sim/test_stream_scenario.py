@@ -220,6 +220,33 @@ jobs:
     assert later["flows"] == base["flows"] + 12
 
 
+NOTHING_EXCHANGED = """
+name: quiet
+topology: {kind: pgft, levels: 2, down: [8, 8], up: [1, 4], link_bandwidth: 10Gbps, link_latency: 1us}
+routing: {engine: dmodk}
+sample_interval: 100us
+jobs:
+  - {name: solo, ranks: 1, program: [{op: allreduce, bytes: 1MiB}, {op: allgather, bytes: 1KiB}], %(s)s}
+  - {name: later, ranks: 1, start: 2ms, program: [{op: bcast, bytes: 1KiB}], %(s)s}
+  - {name: empty, ranks: 4, placement: [8, 9, 10, 11], %(s)s,
+     program: [{op: reduce, bytes: 0, algorithm: binomial}, {op: reduce, bytes: 0, algorithm: rabenseifner}]}
+  - {name: other, ranks: 4, program: [{op: bcast, bytes: 1KiB}], %(s)s}
+"""
+
+
+@pytest.mark.parametrize("stream", ["true", "false"])
+def test_a_job_that_exchanges_nothing_completes_at_its_start(stream):
+    """One rank, or reduces of 0 bytes (SMPI sends nothing): the job is done when it
+    starts, not "never finished"."""
+    b = build_scenario(parse_scenario(NOTHING_EXCHANGED % {"s": f"stream: {stream}"}, file="q.yaml"))
+    res = run_scenario(b)
+    jobs = {j["name"]: j for j in result_dict(b, res)["jobs"]}
+    assert res.status == "done"
+    assert [jobs[n]["completion_s"] for n in ("solo", "later", "empty")] == [0.0, 0.002, 0.0]
+    assert all(jobs[n]["operations"] == {} for n in ("solo", "later", "empty"))
+    assert jobs["other"]["completion_s"] > 0 and "bcast" in jobs["other"]["operations"]
+
+
 @pytest.mark.parametrize("stream", ["true", "false"])
 @pytest.mark.parametrize("step,reason", [
     ("{op: alltoall, bytes: 4KiB, algorithm: pairwise}", "power-of-two rank count, got 24"),

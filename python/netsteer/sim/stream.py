@@ -331,13 +331,14 @@ def attach_jobs(engine: Engine, topo: Topology, routing: Any, jobs: Sequence[Any
 
 def stream_spans(engine: Engine, jobs: Sequence[StreamedJob]) -> list[OpSpan]:
     """The executed steps as :class:`OpSpan`, ``first``/``end`` holding the release
-    and finish times in ns (-1 where a step never ran)."""
+    and finish times in ns (-1 where a step never ran or moved nothing: one rank, an
+    empty reduce)."""
     cols = engine.mpi_spans()
     by_index = {sj.index: sj for sj in jobs}
     out = []
     for k in range(len(cols["job"])):
         sj = by_index.get(int(cols["job"][k]))
-        if sj is None or cols["flows"][k] == 0:
+        if sj is None:
             continue
         st = sj.steps[int(cols["step"][k])]
         op = st[1] if st[0] == "collective" else st[0]
@@ -351,9 +352,10 @@ def stream_spans(engine: Engine, jobs: Sequence[StreamedJob]) -> list[OpSpan]:
 
 def stream_report(engine: Engine, jobs: Sequence[StreamedJob]) -> dict:
     """Time per operation kind and bandwidth per collective, per job, as
-    :func:`netsteer.traffic.mpi.op_report` gives it for a DAG."""
+    :func:`netsteer.traffic.mpi.op_report` gives it for a DAG: a job whose steps moved
+    nothing is listed too, with no operations."""
     spans = stream_spans(engine, jobs)
-    return aggregate_ops((s, s.first, s.end) for s in spans if s.end >= 0)
+    return aggregate_ops((s, s.first, s.end) if s.end >= 0 else (s, None, None) for s in spans)
 
 
 def simulate_mpi(
