@@ -19,6 +19,7 @@ from netsteer.topology.pgft import pgft
 from netsteer.traffic import collectives as coll
 from netsteer.traffic.dag import FlowDag
 from netsteer.traffic.mpi import MpiJob, expand_mpi_job, op_report
+from netsteer.traffic.program import MpiJobSpec
 
 TREES = [
     dict(levels=2, down=[8, 4], up=[1, 2]),  # oversubscribed 4:2
@@ -300,6 +301,23 @@ def test_bad_jobs_are_refused_naming_the_field():
         simulate_mpi(topo, "dmodk", [big])
     with pytest.raises(NetsteerError, match="only with dmodk on a pgft"):
         simulate_mpi(topo, "minhop", [root])
+
+
+def test_jobs_of_one_name_are_refused_and_dicts_without_one_are_numbered():
+    """The report is by job name: two jobs of one name would merge into one entry."""
+    topo = pgft(2, [8, 8], [1, 4], link_bandwidth=10e9, link_latency_ns=1000)
+    a = MpiJobSpec(ranks=4, program=[{"op": "allreduce", "bytes": "1MiB"}])
+    b = MpiJobSpec(ranks=8, program=[{"op": "bcast", "bytes": "10MiB"}], placement=list(range(8, 16)))
+    with pytest.raises(NetsteerError) as e:
+        simulate_mpi(topo, "dmodk", [a, b])
+    assert e.value.field == "jobs.1.name"
+    assert e.value.reason == "job name 'job' is used twice (first by jobs.0)"
+    # dicts without a name are job0, job1, ... as netsteer.simulate names them
+    r = simulate_mpi(topo, "dmodk", [{"ranks": 4, "program": [{"op": "allreduce", "bytes": "1MiB"}]},
+                                     {"ranks": 8, "program": [{"op": "bcast", "bytes": "10MiB"}],
+                                      "placement": list(range(8, 16))}])
+    assert sorted(r.report) == ["job0", "job1"] and [j["name"] for j in r.jobs] == ["job0", "job1"]
+    assert "bcast" not in r.report["job0"]["ops"] and "allreduce" not in r.report["job1"]["ops"]
 
 
 def test_a_job_too_large_for_memory_is_refused_with_its_estimate():

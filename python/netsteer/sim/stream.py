@@ -294,19 +294,32 @@ def attach_jobs(engine: Engine, topo: Topology, routing: Any, jobs: Sequence[Any
                 memory_limit: int | None = None) -> list[StreamedJob]:
     """Set the router and start every job on ``engine``, at its current time.
 
+    A dict without ``name`` is named ``job<j>`` (its index), as :func:`netsteer.simulate`
+    names it; the report is by name, so two jobs of one name (the specs' default is
+    ``"job"``) are refused.
+
     Raises
     ------
     NetsteerError
         A program the DAG expansion would refuse (``field`` names ``jobs.<j>.program.<i>``),
-        ranks beyond the hosts, a routing that cannot be streamed, or jobs too large
-        for the memory available (with the estimate).
+        a job name used twice (``jobs.<j>.name``), ranks beyond the hosts, a routing that
+        cannot be streamed, or jobs too large for the memory available (with the estimate).
     """
     specs = []
+    names: dict[str, int] = {}
     for j, job in enumerate(jobs):
+        if isinstance(job, dict) and "name" not in job:
+            job = {"name": f"job{j}", **job}  # as netsteer.simulate names a job without one
         try:
             specs.append(as_spec(job))
         except NetsteerError as e:
             raise e.located(prefix=f"jobs.{j}") from None
+        # the report is by name: two jobs of one name would merge, so refuse, as a scenario does
+        name = specs[-1].name
+        if name in names:
+            raise NetsteerError(f"job name {name!r} is used twice (first by jobs.{names[name]})",
+                                field=f"jobs.{j}.name")
+        names[name] = j
     check_memory(estimate_bytes(topo, specs, routing), memory_limit)
     set_router(engine, topo, routing)
     out = []
