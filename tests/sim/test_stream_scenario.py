@@ -267,6 +267,30 @@ def test_a_program_the_algorithm_refuses_names_the_file_streamed_or_not(tmp_path
 
 
 @pytest.mark.parametrize("stream", ["true", "false"])
+@pytest.mark.parametrize("step,field,got", [
+    ("{op: bcast, bytes: 8, root: '1'}", "root", "'1'"),
+    ("{op: bcast, bytes: 8, root: 1.0}", "root", "1.0"),
+    ("{op: reduce, bytes: 8, root: true}", "root", "True"),
+    ("{op: allreduce, bytes: 8, elem_bytes: '2'}", "elem_bytes", "'2'"),
+    ("{op: send, src: '0', dst: 1, bytes: 8}", "src", "'0'"),
+    ("{op: send, src: 0, dst: 1.0, bytes: 8}", "dst", "1.0"),
+])
+def test_a_step_integer_given_as_text_or_float_is_refused_as_a_job_field_is(tmp_path, capsys, stream,
+                                                                             step, field, got):
+    """Steps are as strict as the job's own fields (ranks: '8' is refused), in the same
+    words, and as the streamed API's MpiJobSpec."""
+    p = tmp_path / "s.yaml"
+    p.write_text(text(f"stream: {stream}").replace("{op: compute, duration: 20us}", step))
+    assert run_cli(["run", str(p), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"netsteer: error: {p}: jobs.0.program.1.{field}: must be an integer, got {got}\n", err
+    q = tmp_path / "r.yaml"
+    q.write_text(text(f"stream: {stream}").replace("ranks: 24", "ranks: '24'"))
+    assert run_cli(["run", str(q), "--json"]) == 2
+    assert capsys.readouterr().err == f"netsteer: error: {q}: jobs.0.ranks: must be an integer, got '24'\n"
+
+
+@pytest.mark.parametrize("stream", ["true", "false"])
 @pytest.mark.parametrize("placement, field, reason", [
     ("random", "ranks", "99 ranks do not fit on 32 hosts with random placement"),
     ("linear", "ranks", "99 ranks do not fit on 32 hosts with linear placement"),
