@@ -337,6 +337,17 @@ def test_binomial_scatter_mirrors_gather():
     assert sum(dag.bytes) == 10 * (1 + 2 + 2 + 1 + 1)
 
 
+@pytest.mark.parametrize("p,depth", [(2, 1), (4, 3), (8, 6), (16, 10), (32, 15)])
+def test_binomial_scatter_sends_smallest_subtree_first_as_smpi(p, depth):
+    """SMPI's scatter-ompi.cpp (not Open MPI's, largest first): log p (log p + 1) / 2
+    rounds, as docs/collectives.md says."""
+    dag, _ = build("scatter", "binomial", p, 10)
+    assert dag_depth(dag) == depth == (p.bit_length() - 1) * p.bit_length() // 2
+    assert [dag.dst[i] for i in sent(dag, 0)] == [1 << k for k in range(p.bit_length() - 1)]
+    gather, _ = build("gather", "binomial", p, 10)
+    assert dag_depth(gather) == p.bit_length() - 1
+
+
 def test_linear_gather_is_sequential_at_the_root():
     dag, _ = build("gather", "linear", 5, 10, root=2)
     assert len(dag) == 4 and dag_depth(dag) == 4
