@@ -247,6 +247,20 @@ def test_a_job_that_exchanges_nothing_completes_at_its_start(stream):
     assert jobs["other"]["completion_s"] > 0 and "bcast" in jobs["other"]["operations"]
 
 
+@pytest.mark.parametrize("stream", [True, False])
+def test_job_bytes_count_messages_between_ranks_on_one_host(stream):
+    """As docs/cli.md says: a job's bytes are what its ranks send (envelope included),
+    also on one host, where no link carries them."""
+    import netsteer as ns
+
+    t = ns.pgft(2, [4, 4], [1, 2], link_bandwidth="10Gbps", link_latency="1us")
+    r = ns.simulate(t, "dmodk", [ns.mpi_job(2, [{"op": "send", "src": 0, "dst": 1, "bytes": 1000}],
+                                            placement=[3, 3], name="a", stream=stream)],
+                    sample_interval="10us")
+    [job] = r.jobs.to_dict("records")
+    assert (job["bytes"], job["completion_s"]) == (1016, 0.0)  # counted, though it took no link
+
+
 @pytest.mark.parametrize("stream", ["true", "false"])
 @pytest.mark.parametrize("step,reason", [
     ("{op: alltoall, bytes: 4KiB, algorithm: pairwise}", "power-of-two rank count, got 24"),
