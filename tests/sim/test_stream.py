@@ -19,6 +19,7 @@ from netsteer.topology.pgft import pgft
 from netsteer.traffic import collectives as coll
 from netsteer.traffic.dag import FlowDag
 from netsteer.traffic.mpi import MpiJob, expand_mpi_job, op_report
+from netsteer.traffic.program import MpiJobSpec
 
 TREES = [
     dict(levels=2, down=[8, 4], up=[1, 2]),  # oversubscribed 4:2
@@ -187,6 +188,41 @@ def test_closed_form_dmodk_is_the_table(shape):
             assert e.route_path(s, d).tolist() == table.path(s, d), (s, d)
 
 
+@pytest.mark.parametrize("p,program", [
+    (16, [{"op": "reduce", "algorithm": "rabenseifner", "bytes": 0, "root": 5}, {"op": "barrier"}]),
+    (16, [{"op": "reduce", "algorithm": "rabenseifner", "bytes": 3, "root": 5}]),
+    (13, [{"op": "reduce", "algorithm": "rabenseifner", "bytes": 13 * 100 + 7, "root": 3}]),
+    (12, [{"op": "reduce", "algorithm": "rabenseifner", "bytes": 11, "root": 0}]),  # refused
+    (12, [{"op": "reduce", "algorithm": "rabenseifner", "bytes": 0, "root": 1}, {"op": "barrier"}]),
+    (7, [{"op": "reduce", "algorithm": "binomial", "bytes": 0, "root": 2}, {"op": "barrier"}]),
+    (5, [{"op": "allreduce", "algorithm": "ring", "bytes": 0},
+         {"op": "reduce", "algorithm": "binomial", "bytes": 8}]),
+    (8, [{"op": "allreduce", "algorithm": "ring", "bytes": 1003},
+         {"op": "reduce", "algorithm": "rabenseifner", "bytes": 64, "root": 3}]),
+    # nothing exchanged: listed in the report with no operations, done at once
+    (16, [{"op": "reduce", "algorithm": "rabenseifner", "bytes": 0, "root": 5}]),
+    (7, [{"op": "reduce", "algorithm": "binomial", "bytes": 0, "root": 2}]),
+    (1, [{"op": "allreduce", "bytes": 4096}, {"op": "bcast", "bytes": 64}]),
+], ids=str)
+def test_short_and_empty_reduces_stream_as_their_dag(p, program):
+    """SMPI's reduces on 0 elements (nothing), on fewer elements than ranks
+    (rabenseifner pads a power of two) and on a non-power of two (folding)."""
+    topo = tree(0)
+    job = MpiJob(name="j", ranks=p, placement="random", seed=4, program=program)
+    routing = build_routing(topo, "dmodk")
+    try:
+        want, report, n_flows = dag_run(topo, routing, [job], "cm02")
+    except NetsteerError as e:
+        with pytest.raises(NetsteerError) as got:
+            simulate_mpi(topo, routing, [job])
+        assert got.value.reason == e.reason and "MPI_ERR_TRUNCATE" in e.reason
+        return
+    got = simulate_mpi(topo, routing, [job], sharing="cm02")
+    assert got.makespan_ns == want
+    assert got.report == report
+    assert got.progress["messages_done"] == n_flows
+
+
 def test_flows_held_at_once_stay_below_the_ranks():
     """A 64-rank pairwise alltoall makes 64 * 63 messages; at most one per rank is
     ever in flight, and the engine's slots are reused."""
@@ -247,8 +283,8 @@ def test_streamed_jobs_run_beside_dag_flows_and_background():
 
 def test_bad_jobs_are_refused_naming_the_field():
     topo = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)
-    # 100 bytes on 8 ranks leave 4 over, which the job's reduce cannot take
-    ring = MpiJob(name="a", ranks=8, program=[{"op": "barrier"},
+    # 100 bytes on 12 ranks leave 4 over, which the job's reduce cannot take
+    ring = MpiJob(name="a", ranks=12, program=[{"op": "barrier"},
                                               {"op": "allreduce", "bytes": 100, "algorithm": "ring"},
                                               {"op": "reduce", "bytes": 64, "algorithm": "rabenseifner"}])
     with pytest.raises(NetsteerError) as e:
@@ -265,6 +301,23 @@ def test_bad_jobs_are_refused_naming_the_field():
         simulate_mpi(topo, "dmodk", [big])
     with pytest.raises(NetsteerError, match="only with dmodk on a pgft"):
         simulate_mpi(topo, "minhop", [root])
+
+
+def test_jobs_of_one_name_are_refused_and_dicts_without_one_are_numbered():
+    """The report is by job name: two jobs of one name would merge into one entry."""
+    topo = pgft(2, [8, 8], [1, 4], link_bandwidth=10e9, link_latency_ns=1000)
+    a = MpiJobSpec(ranks=4, program=[{"op": "allreduce", "bytes": "1MiB"}])
+    b = MpiJobSpec(ranks=8, program=[{"op": "bcast", "bytes": "10MiB"}], placement=list(range(8, 16)))
+    with pytest.raises(NetsteerError) as e:
+        simulate_mpi(topo, "dmodk", [a, b])
+    assert e.value.field == "jobs.1.name"
+    assert e.value.reason == "job name 'job' is used twice (first by jobs.0)"
+    # dicts without a name are job0, job1, ... as netsteer.simulate names them
+    r = simulate_mpi(topo, "dmodk", [{"ranks": 4, "program": [{"op": "allreduce", "bytes": "1MiB"}]},
+                                     {"ranks": 8, "program": [{"op": "bcast", "bytes": "10MiB"}],
+                                      "placement": list(range(8, 16))}])
+    assert sorted(r.report) == ["job0", "job1"] and [j["name"] for j in r.jobs] == ["job0", "job1"]
+    assert "bcast" not in r.report["job0"]["ops"] and "allreduce" not in r.report["job1"]["ops"]
 
 
 def test_a_job_too_large_for_memory_is_refused_with_its_estimate():

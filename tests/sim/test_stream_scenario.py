@@ -220,10 +220,53 @@ jobs:
     assert later["flows"] == base["flows"] + 12
 
 
+NOTHING_EXCHANGED = """
+name: quiet
+topology: {kind: pgft, levels: 2, down: [8, 8], up: [1, 4], link_bandwidth: 10Gbps, link_latency: 1us}
+routing: {engine: dmodk}
+sample_interval: 100us
+jobs:
+  - {name: solo, ranks: 1, program: [{op: allreduce, bytes: 1MiB}, {op: allgather, bytes: 1KiB}], %(s)s}
+  - {name: later, ranks: 1, start: 2ms, program: [{op: bcast, bytes: 1KiB}], %(s)s}
+  - {name: empty, ranks: 4, placement: [8, 9, 10, 11], %(s)s,
+     program: [{op: reduce, bytes: 0, algorithm: binomial}, {op: reduce, bytes: 0, algorithm: rabenseifner}]}
+  - {name: other, ranks: 4, program: [{op: bcast, bytes: 1KiB}], %(s)s}
+"""
+
+
+@pytest.mark.parametrize("stream", ["true", "false"])
+def test_a_job_that_exchanges_nothing_completes_at_its_start(stream):
+    """One rank, or reduces of 0 bytes (SMPI sends nothing): the job is done when it
+    starts, not "never finished"."""
+    b = build_scenario(parse_scenario(NOTHING_EXCHANGED % {"s": f"stream: {stream}"}, file="q.yaml"))
+    res = run_scenario(b)
+    jobs = {j["name"]: j for j in result_dict(b, res)["jobs"]}
+    assert res.status == "done"
+    assert [jobs[n]["completion_s"] for n in ("solo", "later", "empty")] == [0.0, 0.002, 0.0]
+    assert all(jobs[n]["operations"] == {} for n in ("solo", "later", "empty"))
+    assert jobs["other"]["completion_s"] > 0 and "bcast" in jobs["other"]["operations"]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_job_bytes_count_messages_between_ranks_on_one_host(stream):
+    """As docs/cli.md says: a job's bytes are what its ranks send (envelope included),
+    also on one host, where no link carries them."""
+    import netsteer as ns
+
+    t = ns.pgft(2, [4, 4], [1, 2], link_bandwidth="10Gbps", link_latency="1us")
+    r = ns.simulate(t, "dmodk", [ns.mpi_job(2, [{"op": "send", "src": 0, "dst": 1, "bytes": 1000}],
+                                            placement=[3, 3], name="a", stream=stream)],
+                    sample_interval="10us")
+    [job] = r.jobs.to_dict("records")
+    assert (job["bytes"], job["completion_s"]) == (1016, 0.0)  # counted, though it took no link
+
+
 @pytest.mark.parametrize("stream", ["true", "false"])
 @pytest.mark.parametrize("step,reason", [
     ("{op: alltoall, bytes: 4KiB, algorithm: pairwise}", "power-of-two rank count, got 24"),
     ("{op: allreduce, bytes: 1001, algorithm: rabenseifner, elem_bytes: 4}", "not a whole number of 4-byte"),
+    ("{op: reduce, bytes: 20, algorithm: rabenseifner}",
+     "needs at least one element per rank: 20 elements for 24 ranks (SMPI's scatter_gather aborts"),
 ])
 def test_a_program_the_algorithm_refuses_names_the_file_streamed_or_not(tmp_path, capsys, stream,
                                                                         step, reason):
@@ -235,6 +278,30 @@ def test_a_program_the_algorithm_refuses_names_the_file_streamed_or_not(tmp_path
     err = capsys.readouterr().err
     assert err.startswith(f"netsteer: error: {p}: jobs.0.program.1") and reason in err, err
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("stream", ["true", "false"])
+@pytest.mark.parametrize("step,field,got", [
+    ("{op: bcast, bytes: 8, root: '1'}", "root", "'1'"),
+    ("{op: bcast, bytes: 8, root: 1.0}", "root", "1.0"),
+    ("{op: reduce, bytes: 8, root: true}", "root", "True"),
+    ("{op: allreduce, bytes: 8, elem_bytes: '2'}", "elem_bytes", "'2'"),
+    ("{op: send, src: '0', dst: 1, bytes: 8}", "src", "'0'"),
+    ("{op: send, src: 0, dst: 1.0, bytes: 8}", "dst", "1.0"),
+])
+def test_a_step_integer_given_as_text_or_float_is_refused_as_a_job_field_is(tmp_path, capsys, stream,
+                                                                             step, field, got):
+    """Steps are as strict as the job's own fields (ranks: '8' is refused), in the same
+    words, and as the streamed API's MpiJobSpec."""
+    p = tmp_path / "s.yaml"
+    p.write_text(text(f"stream: {stream}").replace("{op: compute, duration: 20us}", step))
+    assert run_cli(["run", str(p), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"netsteer: error: {p}: jobs.0.program.1.{field}: must be an integer, got {got}\n", err
+    q = tmp_path / "r.yaml"
+    q.write_text(text(f"stream: {stream}").replace("ranks: 24", "ranks: '24'"))
+    assert run_cli(["run", str(q), "--json"]) == 2
+    assert capsys.readouterr().err == f"netsteer: error: {q}: jobs.0.ranks: must be an integer, got '24'\n"
 
 
 @pytest.mark.parametrize("stream", ["true", "false"])

@@ -15,7 +15,7 @@ from netsteer.traffic import collectives as coll
 from netsteer.traffic.dag import FlowDag
 from netsteer.traffic.placement import place
 from netsteer.validation.simgrid import (Case, compare, parse_output, platform_xml,
-                                         run_smpi)
+                                         run_smpi, smpi_algorithm)
 
 TOLERANCE = 0.005
 
@@ -93,7 +93,7 @@ def _random_cases():
         try:
             coll.expand(FlowDag(), op, name, hosts, n, root=5 if algo.rooted else 0)
         except NetsteerError:
-            continue  # pairwise and rabenseifner reduce need powers of two
+            continue  # pairwise alltoall needs a power of two
         yield op, name, n, (5 if algo.rooted else 0)
     # what the ring leaves over (all of it below 12 elements): SMPI's reduce and bcast
     yield "allreduce", "ring", 12 * 2**14 + 5, 0
@@ -122,6 +122,47 @@ def test_every_algorithm_agrees_with_smpi_on_random_placement(op, algorithm, nby
     mine = simulate(topo, build_routing(topo, "dmodk"), dag, sharing="cm02").makespan_ns * 1e-9
     assert mine == pytest.approx(smpi, rel=TOLERANCE)
     assert np.isfinite(mine) and mine > 0
+
+
+@pytest.mark.simgrid
+@needs_smpi
+@needs_engine
+@pytest.mark.parametrize("op,algorithm,ranks,nbytes,root,job", [
+    ("reduce", "rabenseifner", 8, 0, 3, {}),  # SMPI returns at once on count 0
+    ("reduce", "rabenseifner", 8, 5, 3, {}),  # pads to one element per rank
+    ("reduce", "rabenseifner", 7, 7 * 1000 + 3, 6, {}),  # folds the first 2 rem ranks
+    ("reduce", "binomial", 8, 0, 3, {}),  # returns at once on count 0
+    ("allreduce", "ring", 5, 0, 0, {"reduce": "binomial"}),  # so the leftover is the bcast
+    ("allreduce", "ring", 8, 8 * 100 + 3, 0, {"reduce": "rabenseifner"}),  # padded leftover
+], ids=str)
+def test_short_and_empty_reduces_agree_with_smpi(op, algorithm, ranks, nbytes, root, job):
+    """Reduces where SMPI 3.32 has special cases: 0 elements, fewer elements than
+    ranks, a non-power of two."""
+    from netsteer.routing import build_routing
+    from netsteer.sim import simulate
+    from netsteer.topology.pgft import pgft
+
+    hosts = place(ranks, "random", 32, seed=3)
+    cfg = {f"smpi/{o}": smpi_algorithm(o, a) for o, a in job.items()}  # the job's other ops
+    smpi = run_smpi(op, nbytes, ranks, levels=2, down=[8, 4], up=[1, 2], bandwidth_bps=10e9,
+                    latency_ns=1000, algorithm=algorithm, root=root, hosts=hosts, extra_cfg=cfg)
+    topo = pgft(2, [8, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)
+    dag = FlowDag()
+    coll.expand(dag, op, algorithm, hosts, nbytes, root=root, envelope_bytes=coll.MPI_ENVELOPE_BYTES,
+                job_algorithms=job)
+    mine = simulate(topo, build_routing(topo, "dmodk"), dag, sharing="cm02").makespan_ns * 1e-9
+    assert mine == pytest.approx(smpi, rel=TOLERANCE, abs=1e-12)
+
+
+@needs_smpi
+def test_smpi_aborts_rabenseifner_reduce_below_one_element_per_rank_off_powers_of_two():
+    """Why netsteer refuses it: SMPI's folding step sends p elements to a receive of
+    count and aborts."""
+    with pytest.raises(RuntimeError, match="smpirun failed"):
+        run_smpi("reduce", 11, 12, levels=2, down=[8, 4], up=[1, 2], bandwidth_bps=10e9,
+                 latency_ns=1000, algorithm="rabenseifner")
+    with pytest.raises(NetsteerError, match="MPI_ERR_TRUNCATE"):
+        coll.expand(FlowDag(), "reduce", "rabenseifner", list(range(12)), 11)
 
 
 # Under random placement ranks contend for the oversubscribed uplinks. netsteer still

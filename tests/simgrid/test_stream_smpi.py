@@ -37,6 +37,11 @@ PROGRAMS = {
     # SMPI's lr passes what the ring leaves over to the job's reduce, then its bcast
     "ring-leftover-vandegeijn": [("allreduce", "ring", 24 * 2**12 + 17, 0),
                                  ("bcast", "scatter_allgather", 24 * 2**10 + 3, 5)],
+    # 24 ranks: the first 16 fold in pairs; root 3 is odd and folded, so it gets the
+    # result from place 0 (SMPI runs it on non-powers of two from one element per rank)
+    "rabenseifner-reduce-folded": [("reduce", "rabenseifner", 24 * 2**12 + 5, 3),
+                                   ("reduce", "rabenseifner", 2**14, 20),
+                                   ("reduce", "rabenseifner", 0, 0)],
     "ring-leftover-smpi-defaults": [("allreduce", "ring", 24 * 2**12 + 23, 0),
                                     ("allreduce", "ring", 20, 0)],
 }

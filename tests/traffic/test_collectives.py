@@ -103,9 +103,41 @@ def test_rabenseifner_reduce_halves_then_gathers():
     assert knowledge(dag, front, p)[0] == set(range(p))
 
 
-def test_rabenseifner_reduce_refuses_non_power_of_two():
-    with pytest.raises(NetsteerError, match="power-of-two"):
-        build("reduce", "rabenseifner", 12, 1200)
+@pytest.mark.parametrize("p,root", [(12, 0), (12, 1), (5, 4), (7, 3)])
+def test_rabenseifner_reduce_folds_non_powers_of_two(p, root):
+    """SMPI's scatter_gather runs on any rank count with at least one element per
+    rank: the first 2 rem ranks fold in pairs (odd sends its buffer to even), an odd
+    root below 2 rem gets the result from place 0."""
+    n = 100 * p
+    dag, front = build("reduce", "rabenseifner", p, n, root=root)
+    rem = p - (1 << (p.bit_length() - 1))
+    fold = [(dag.src[i], dag.dst[i], dag.bytes[i]) for i in range(len(dag)) if dag.src[i] < 2 * rem
+            and dag.src[i] % 2 and dag.dst[i] == dag.src[i] - 1 and dag.bytes[i] == n]
+    assert sorted(fold) == [(r, r - 1, n) for r in range(1, 2 * rem, 2)]
+    assert knowledge(dag, front, p)[root] == set(range(p))
+
+
+def test_rabenseifner_reduce_on_short_buffers_does_as_smpi():
+    """SMPI 3.32: nothing on 0 elements; fewer elements than ranks padded to one per
+    rank on a power of two; refused elsewhere (SMPI aborts with MPI_ERR_TRUNCATE)."""
+    assert len(build("reduce", "rabenseifner", 8, 0)[0]) == 0
+    assert len(build("reduce", "rabenseifner", 12, 0)[0]) == 0
+    short, _ = build("reduce", "rabenseifner", 8, 3, root=5)
+    full, _ = build("reduce", "rabenseifner", 8, 8, root=5)
+    assert list(zip(short.src, short.dst, short.bytes)) == list(zip(full.src, full.dst, full.bytes))
+    with pytest.raises(NetsteerError, match="reduce rabenseifner on a non-power-of-two rank count "
+                                            "needs at least one element per rank: 11 elements "
+                                            "for 12 ranks .*MPI_ERR_TRUNCATE"):
+        build("reduce", "rabenseifner", 12, 11)
+    build("reduce", "rabenseifner", 12, 12)
+
+
+def test_empty_binomial_reduce_sends_nothing():
+    """SMPI's binomial reduce returns at once when count == 0."""
+    assert len(build("reduce", "binomial", 8, 0, root=3)[0]) == 0
+    # so a 0-byte ring allreduce whose job reduces binomially is only the bcast
+    dag, _ = build("allreduce", "ring", 5, 0, job_algorithms={"reduce": "binomial"})
+    assert len(dag) == 4 and set(dag.src) == {0, 2} and set(dag.bytes) == {0}
 
 
 # -- allreduce -------------------------------------------------------------------------
@@ -151,9 +183,15 @@ def test_ring_allreduce_leftover_runs_the_jobs_reduce_and_bcast():
     expand(want, "reduce", "binomial", list(range(p)), n % p)
     expand(want, "bcast", "scatter_allgather", list(range(p)), n % p)
     assert sorted(list(zip(dag.src, dag.dst, dag.bytes))[ring:]) == sorted(zip(want.src, want.dst, want.bytes))
-    with pytest.raises(NetsteerError, match="passes its 3 leftover elements to the job's reduce "
+    with pytest.raises(NetsteerError, match="passes its 1 leftover elements to the job's reduce "
                                             "rabenseifner"):
-        build("allreduce", "ring", 4, 1003, job_algorithms={"reduce": "rabenseifner"})
+        build("allreduce", "ring", 6, 1003, job_algorithms={"reduce": "rabenseifner"})
+    # on a power of two SMPI pads the 3 left over to one element per rank
+    dag, _ = build("allreduce", "ring", 4, 1003, job_algorithms={"reduce": "rabenseifner"})
+    want = FlowDag()
+    expand(want, "reduce", "rabenseifner", list(range(4)), 4)
+    expand(want, "bcast", "binomial", list(range(4)), 3)
+    assert sorted(list(zip(dag.src, dag.dst, dag.bytes))[2 * 3 * 4:]) == sorted(zip(want.src, want.dst, want.bytes))
 
 
 def test_nonblocking_linear_reduce_takes_every_message_in_one_round():
@@ -297,6 +335,17 @@ def test_binomial_scatter_mirrors_gather():
     dag, _ = build("scatter", "binomial", 6, 10)
     assert [(dag.dst[i], dag.bytes[i]) for i in sent(dag, 0)] == [(1, 10), (2, 20), (4, 20)]
     assert sum(dag.bytes) == 10 * (1 + 2 + 2 + 1 + 1)
+
+
+@pytest.mark.parametrize("p,depth", [(2, 1), (4, 3), (8, 6), (16, 10), (32, 15)])
+def test_binomial_scatter_sends_smallest_subtree_first_as_smpi(p, depth):
+    """SMPI's scatter-ompi.cpp (not Open MPI's, largest first): log p (log p + 1) / 2
+    rounds, as docs/collectives.md says."""
+    dag, _ = build("scatter", "binomial", p, 10)
+    assert dag_depth(dag) == depth == (p.bit_length() - 1) * p.bit_length() // 2
+    assert [dag.dst[i] for i in sent(dag, 0)] == [1 << k for k in range(p.bit_length() - 1)]
+    gather, _ = build("gather", "binomial", p, 10)
+    assert dag_depth(gather) == p.bit_length() - 1
 
 
 def test_linear_gather_is_sequential_at_the_root():

@@ -202,3 +202,23 @@ fn memory_per_rank_and_per_message_stay_small() {
     assert!(rank <= 460, "{rank}");
     assert!(msg + flow + 8 * 12 <= 400, "{msg} {flow}");
 }
+
+#[test]
+fn a_job_that_exchanges_nothing_completes_at_its_start() {
+    let (mut e, r) = star(4);
+    e.set_router(Box::new(r));
+    // one rank: no message at all; a 0-byte binomial reduce: SMPI sends none either
+    let mut one = job(vec![0], vec![coll(Algo::AllreduceRing, 1_000_000)]);
+    one.start_ns = 7_000;
+    let empty = job(vec![1, 2, 3], vec![coll(Algo::ReduceBinomial, 0)]);
+    let mut at_zero = job(vec![0], vec![coll(Algo::BcastBinomial, 8)]);
+    at_zero.repeat = 3;
+    for spec in [one, empty, at_zero] {
+        e.add_mpi_job(spec).unwrap();
+    }
+    assert_eq!(e.run_to_end(), RunStatus::Done);
+    let s = e.stream().unwrap();
+    let done: Vec<_> = s.jobs().iter().map(|j| (j.completion, j.ranks_left)).collect();
+    assert_eq!(done, [(7_000, 0), (0, 0), (0, 0)]);
+    assert_eq!(s.progress().messages_done, 0);
+}

@@ -31,9 +31,13 @@ def job_summaries(built, res) -> list[dict[str, Any]]:
         fg = mask & ~built.background
         sel = fg if fg.any() else mask
         done = comp[sel] >= 0
+        if sel.any():
+            completion = float(comp[sel].max()) * 1e-9 if done.all() else None
+        else:  # its ranks exchange nothing (one rank, empty reduces): done at its start
+            completion = _job_start_ns(built, j) * 1e-9
         job: dict[str, Any] = {
             "name": name,
-            "completion_s": float(comp[sel].max()) * 1e-9 if done.all() and sel.any() else None,
+            "completion_s": completion,
             "flows": int(mask.sum()),
             "bytes": _job_bytes(nbytes, mask & ~built.background, res),
         }
@@ -57,6 +61,15 @@ def job_summaries(built, res) -> list[dict[str, Any]]:
         job["operations"] = ops
         out.append(job)
     return out
+
+
+def _job_start_ns(built, j: int) -> int:
+    """Job ``j``'s start (0 for jobs without one). A DAG job that starts later holds
+    one delay flow per rank, so only a job starting at 0 can have no flow at all."""
+    try:
+        return int(getattr(built.scenario.model.jobs[j], "start", 0) or 0)
+    except (AttributeError, IndexError):
+        return 0
 
 
 def _streamed_jobs(built, res) -> dict[int, dict[str, Any]]:

@@ -294,19 +294,32 @@ def attach_jobs(engine: Engine, topo: Topology, routing: Any, jobs: Sequence[Any
                 memory_limit: int | None = None) -> list[StreamedJob]:
     """Set the router and start every job on ``engine``, at its current time.
 
+    A dict without ``name`` is named ``job<j>`` (its index), as :func:`netsteer.simulate`
+    names it; the report is by name, so two jobs of one name (the specs' default is
+    ``"job"``) are refused.
+
     Raises
     ------
     NetsteerError
         A program the DAG expansion would refuse (``field`` names ``jobs.<j>.program.<i>``),
-        ranks beyond the hosts, a routing that cannot be streamed, or jobs too large
-        for the memory available (with the estimate).
+        a job name used twice (``jobs.<j>.name``), ranks beyond the hosts, a routing that
+        cannot be streamed, or jobs too large for the memory available (with the estimate).
     """
     specs = []
+    names: dict[str, int] = {}
     for j, job in enumerate(jobs):
+        if isinstance(job, dict) and "name" not in job:
+            job = {"name": f"job{j}", **job}  # as netsteer.simulate names a job without one
         try:
             specs.append(as_spec(job))
         except NetsteerError as e:
             raise e.located(prefix=f"jobs.{j}") from None
+        # the report is by name: two jobs of one name would merge, so refuse, as a scenario does
+        name = specs[-1].name
+        if name in names:
+            raise NetsteerError(f"job name {name!r} is used twice (first by jobs.{names[name]})",
+                                field=f"jobs.{j}.name")
+        names[name] = j
     check_memory(estimate_bytes(topo, specs, routing), memory_limit)
     set_router(engine, topo, routing)
     out = []
@@ -331,13 +344,14 @@ def attach_jobs(engine: Engine, topo: Topology, routing: Any, jobs: Sequence[Any
 
 def stream_spans(engine: Engine, jobs: Sequence[StreamedJob]) -> list[OpSpan]:
     """The executed steps as :class:`OpSpan`, ``first``/``end`` holding the release
-    and finish times in ns (-1 where a step never ran)."""
+    and finish times in ns (-1 where a step never ran or moved nothing: one rank, an
+    empty reduce)."""
     cols = engine.mpi_spans()
     by_index = {sj.index: sj for sj in jobs}
     out = []
     for k in range(len(cols["job"])):
         sj = by_index.get(int(cols["job"][k]))
-        if sj is None or cols["flows"][k] == 0:
+        if sj is None:
             continue
         st = sj.steps[int(cols["step"][k])]
         op = st[1] if st[0] == "collective" else st[0]
@@ -351,9 +365,10 @@ def stream_spans(engine: Engine, jobs: Sequence[StreamedJob]) -> list[OpSpan]:
 
 def stream_report(engine: Engine, jobs: Sequence[StreamedJob]) -> dict:
     """Time per operation kind and bandwidth per collective, per job, as
-    :func:`netsteer.traffic.mpi.op_report` gives it for a DAG."""
+    :func:`netsteer.traffic.mpi.op_report` gives it for a DAG: a job whose steps moved
+    nothing is listed too, with no operations."""
     spans = stream_spans(engine, jobs)
-    return aggregate_ops((s, s.first, s.end) for s in spans if s.end >= 0)
+    return aggregate_ops((s, s.first, s.end) if s.end >= 0 else (s, None, None) for s in spans)
 
 
 def simulate_mpi(

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Iterable, Literal, Sequence, Union
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, Strict, TypeAdapter, ValidationError, field_validator,
+                      model_validator)
 
 from ..errors import NetsteerError, pydantic_error
 from ..schema import Duration, Size
@@ -42,7 +43,10 @@ from .program import OpSpan, aggregate_ops  # noqa: F401  (defined there: the st
 from .program import NO_OP, bad_placement, unknown_op, unknown_step_key  # the same words on both paths
 
 
-
+Int = Annotated[int, Strict()]
+"""An integer, as a scenario's job fields take it (``netsteer.scenario``): not a string
+(``'1'``), a float (``1.0``) or a boolean, in the words ``must be an integer, got '1'``;
+:class:`netsteer.traffic.program.MpiJobSpec` refuses the same."""
 
 
 class _Step(BaseModel):
@@ -51,7 +55,7 @@ class _Step(BaseModel):
 
 class _Collective(_Step):
     algorithm: str | None = None
-    elem_bytes: int = Field(1, ge=1, description="element size, for reductions' chunking")
+    elem_bytes: Int = Field(1, ge=1, description="element size, for reductions' chunking")
 
     @model_validator(mode="after")
     def _known(self):
@@ -71,7 +75,7 @@ class RootedStep(_Collective):
 
     op: Literal["bcast", "reduce", "gather", "scatter"]
     bytes: Size
-    root: int = Field(0, ge=0)
+    root: Int = Field(0, ge=0)
 
 
 class UnrootedStep(_Collective):
@@ -98,8 +102,8 @@ class SendStep(_Step):
     other ranks go on."""
 
     op: Literal["send"]
-    src: int = Field(ge=0)
-    dst: int = Field(ge=0)
+    src: Int = Field(ge=0)
+    dst: Int = Field(ge=0)
     bytes: Size
 
     @model_validator(mode="after")
@@ -130,14 +134,14 @@ class MpiJob(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = "job"
-    ranks: int = Field(ge=1)
+    ranks: Int = Field(ge=1)
     placement: Literal["linear", "random"] | list[int] = "linear"
-    seed: int = 0
+    seed: Int = 0
     program: list[Step] = Field(min_length=1)
-    repeat: int = Field(1, ge=1)
+    repeat: Int = Field(1, ge=1)
     start: Duration = 0
-    traffic_class: int = Field(0, ge=0)
-    priority: int = Field(0, ge=0)
+    traffic_class: Int = Field(0, ge=0)
+    priority: Int = Field(0, ge=0)
 
     @field_validator("placement", mode="before")
     @classmethod

@@ -113,7 +113,7 @@ class TaggedWorkload:
             out = [[p] for _ in range(p)]
             algorithm = "multicast"
         elif op == "reduce" and algorithm == "rabenseifner":
-            progs = reduce_rabenseifner(p, nbytes, root, pof2_only=False)  # MPICH folds odd counts
+            progs = reduce_rabenseifner(p, nbytes, root)  # folds non-powers of two, as MPICH
             out = coll.run_programs(tmp, progs, list(range(p)), [[r] for r in range(p)])
         else:
             algorithm = coll.lookup(op, algorithm).name

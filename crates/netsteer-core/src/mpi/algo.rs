@@ -218,17 +218,16 @@ impl Collective {
                 ));
             }
             ReduceRabenseifner => {
-                if !p.is_power_of_two() {
-                    return Err(format!(
-                        "reduce rabenseifner needs a power-of-two rank count, got {p} \
-                         (SMPI's scatter_gather fails on others); use algorithm binomial"
-                    ));
-                }
+                // SMPI 3.32 returns at once on 0 elements and pads fewer than p to p
+                // on a power of two; elsewhere its folding step sends p elements to a
+                // receive of count and aborts with MPI_ERR_TRUNCATE
                 let count = elements(self.bytes, self.elem_bytes)?;
-                if count < p as u64 {
+                if count != 0 && count < p as u64 && !p.is_power_of_two() {
                     return Err(format!(
-                        "reduce rabenseifner needs at least one element per rank: \
-                         {count} elements for {p} ranks; use algorithm binomial"
+                        "reduce rabenseifner on a non-power-of-two rank count needs at least \
+                         one element per rank: {count} elements for {p} ranks (SMPI's \
+                         scatter_gather aborts there with MPI_ERR_TRUNCATE); use algorithm \
+                         binomial"
                     ));
                 }
             }
@@ -298,6 +297,8 @@ impl Collective {
                 };
                 c.left = p as u32 - 1;
             }
+            // SMPI's binomial returns at once when count == 0
+            ReduceBinomial if n == 0 => {}
             ReduceBinomial => {
                 let rel = (r + p - root) % p;
                 let mut mask = 1;
@@ -859,6 +860,11 @@ fn reduce_rabenseifner(
     list: &mut Vec<Op>,
 ) {
     let count = nbytes / elem;
+    if count == 0 {
+        return; // SMPI returns at once
+    }
+    // fewer elements than ranks (a power of two, after check): SMPI pads to p
+    let count = count.max(p as u64);
     let pof2 = pof2_floor(p);
     let rem = p - pof2;
     let cnts = halving_counts(count, pof2);
@@ -979,6 +985,7 @@ mod tests {
                 BcastBinomial,
                 BcastScatterAllgather,
                 ReduceBinomial,
+                ReduceRabenseifner,
                 AllreduceRecursiveDoubling,
                 AllreduceRabenseifner,
                 AlltoallBruck,
@@ -1053,7 +1060,8 @@ mod tests {
             ..coll(Algo::AllreduceRing, 100, 0)
         };
         ring.check(4).unwrap(); // nothing left over
-        let e = ring.check(16).unwrap_err(); // fewer elements than ranks
+        ring.check(16).unwrap(); // 4 left over, padded to 16 on a power of two
+        let e = ring.check(12).unwrap_err(); // 4 left over on 12 ranks: SMPI aborts
         assert!(
             e.starts_with(
                 "allreduce ring passes its 4 leftover elements to the job's reduce rabenseifner"
@@ -1062,6 +1070,38 @@ mod tests {
         );
         let e = coll(Algo::BcastBinomial, 8, 9).check(4).unwrap_err();
         assert!(e.starts_with("root 9 is not a rank"), "{e}");
+    }
+
+    #[test]
+    fn reduces_follow_smpi_on_empty_and_short_buffers() {
+        use Algo::*;
+        // SMPI's binomial and scatter_gather return at once when count == 0
+        for p in [4usize, 5, 12] {
+            for algo in [ReduceBinomial, ReduceRabenseifner] {
+                let c = coll(algo, 0, 1);
+                c.check(p).unwrap();
+                assert!(all(c, p).iter().all(|l| l.is_empty()), "{algo:?} {p}");
+            }
+        }
+        // fewer elements than ranks on a power of two: padded to one per rank
+        let short = coll(ReduceRabenseifner, 3, 1);
+        short.check(8).unwrap();
+        assert_eq!(all(short, 8), all(coll(ReduceRabenseifner, 8, 1), 8));
+        // elsewhere SMPI's folding step aborts (MPI_ERR_TRUNCATE)
+        let e = coll(ReduceRabenseifner, 4, 0).check(5).unwrap_err();
+        assert!(
+            e.starts_with(
+                "reduce rabenseifner on a non-power-of-two rank count needs at least one \
+                 element per rank: 4 elements for 5 ranks"
+            ),
+            "{e}"
+        );
+        coll(ReduceRabenseifner, 5, 0).check(5).unwrap();
+        // 5 ranks: rank 1 folds into 0, then 4 ranks halve and gather to the root 0
+        let f = all(coll(ReduceRabenseifner, 8, 0), 5);
+        assert_eq!(f[1], [send(0, 8)]);
+        assert_eq!(f[0][0], recv(1));
+        balanced(&f);
     }
 
     #[test]

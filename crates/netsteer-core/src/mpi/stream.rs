@@ -69,7 +69,8 @@ pub struct Job {
     pub first_rank: usize,
     pub first_span: usize,
     pub ranks_left: usize,
-    /// Last finish of any of its flows, -1 before any.
+    /// Last finish of any of its flows, or when its last rank finished if later (a
+    /// job that exchanges nothing); -1 before either.
     pub completion: Ns,
     /// Its messages' latency and queueing, when the physics has packets.
     pub times: MessageTimes,
@@ -405,7 +406,7 @@ impl Stream {
             if !rk.started {
                 // enter the current step
                 if rk.iteration as usize >= job.spec.repeat as usize || n_steps == 0 {
-                    self.rank_done(r);
+                    self.rank_done(r, eng.now());
                     return;
                 }
                 let step = job.spec.steps[rk.step as usize];
@@ -452,12 +453,19 @@ impl Stream {
         }
     }
 
-    fn rank_done(&mut self, r: usize) {
+    /// Rank `r` has run its whole program, at `now`. A job is complete when its last
+    /// rank is, even one whose ranks exchanged nothing (one rank, empty reduces): at its
+    /// start, or after its computes (its flows' ends count already).
+    fn rank_done(&mut self, r: usize, now: Ns) {
         let rk = &mut self.ranks[r];
         if !rk.done {
             rk.done = true;
             self.progress.ranks_done += 1;
-            self.jobs[rk.job as usize].ranks_left -= 1;
+            let job = &mut self.jobs[rk.job as usize];
+            job.ranks_left -= 1;
+            if job.ranks_left == 0 {
+                job.completion = job.completion.max(now);
+            }
         }
     }
 

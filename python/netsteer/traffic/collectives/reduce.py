@@ -13,9 +13,16 @@ from .programs import Op, Program, recv, recv_each, send, sendrecv
 
 def reduce_binomial(p: int, nbytes: int, root: int = 0, elem_bytes: int = 1) -> list[Program]:
     """Binomial tree (SMPI ``binomial``): receive the whole buffer from
-    ``rel | mask`` for increasing masks, then send to ``rel & ~mask``."""
+    ``rel | mask`` for increasing masks, then send to ``rel & ~mask``. An empty
+    buffer sends nothing: SMPI's ``binomial`` returns at once when ``count == 0``.
+
+    >>> [len(prog) for prog in reduce_binomial(4, 8)], reduce_binomial(4, 0)
+    ([2, 1, 2, 1], [[], [], [], []])
+    """
     _check_root(p, root)
     progs: list[Program] = [[] for _ in range(p)]
+    if nbytes == 0:
+        return progs
     for rank in range(p):
         rel = (rank - root) % p
         mask = 1
@@ -75,26 +82,35 @@ def _doubling_indices(newrank: int, newdst: int, mask: int, pof2: int, cnts: lis
 
 
 def reduce_rabenseifner(
-    p: int, nbytes: int, root: int = 0, elem_bytes: int = 1, pof2_only: bool = True
+    p: int, nbytes: int, root: int = 0, elem_bytes: int = 1
 ) -> list[Program]:
-    """Rabenseifner (SMPI ``scatter_gather``): reduce-scatter by recursive halving,
-    then a binomial gather of the reduced blocks to the root. Needs a power of two:
-    SMPI's code has a folding step for other counts (odd ranks send to even ones),
-    kept below, but it aborts there with ``MPI_ERR_TRUNCATE``, so netsteer refuses
-    what no reference can check. ``pof2_only=False`` runs the folding step as MPICH
-    does (the UnisonFlow reproduction: 24 ranks), unchecked by SMPI."""
+    """Rabenseifner (SMPI ``scatter_gather``, MPICH's): reduce-scatter by recursive
+    halving, then a binomial gather of the reduced blocks to the root. On a
+    non-power of two the first ``2 rem`` ranks fold in pairs first (odd sends its
+    buffer to even, which goes on as ``rank / 2``).
+
+    As SMPI 3.32: an empty buffer sends nothing (it returns when ``count == 0``);
+    fewer elements than ranks are padded to ``p`` elements on a power of two, and
+    refused on other counts, where SMPI's folding step sends ``p`` elements to a
+    receive of ``count`` and aborts with ``MPI_ERR_TRUNCATE``.
+
+    >>> [len(prog) for prog in reduce_rabenseifner(3, 6)]  # 1 fold, 1 halving, 1 gather
+    [3, 1, 2]
+    >>> sorted({n for prog in reduce_rabenseifner(4, 1) for sends, _ in prog for _, n in sends})
+    [1, 2]
+    """
     _check_root(p, root)
-    if pof2_only and not _is_pof2(p):
-        raise NetsteerError(
-            f"reduce rabenseifner needs a power-of-two rank count, got {p} "
-            f"(SMPI's scatter_gather fails on others); use algorithm binomial"
-        )
     count = _elements(nbytes, elem_bytes)
+    if count == 0:
+        return [[] for _ in range(p)]
     if count < p:
-        raise NetsteerError(
-            f"reduce rabenseifner needs at least one element per rank: "
-            f"{count} elements for {p} ranks; use algorithm binomial"
-        )
+        if not _is_pof2(p):
+            raise NetsteerError(
+                f"reduce rabenseifner on a non-power-of-two rank count needs at least one "
+                f"element per rank: {count} elements for {p} ranks (SMPI's scatter_gather "
+                f"aborts there with MPI_ERR_TRUNCATE); use algorithm binomial"
+            )
+        count = p  # SMPI pads the buffer to one element per rank
     pof2 = _pof2_floor(p)
     rem = p - pof2
     cnts = _halving_counts(count, pof2)
