@@ -318,7 +318,9 @@ def dor(topo: Topology, circuits: dict | None = None, down_links=()) -> Routing:
     >>> dor(t, circuits=now).describe(0, 7, circuits=now)
     'h0 -> x0_0 -> sip0 -> x1_3 -> h7'
     """
-    return MinimalRoutes(topo, circuits, down_links).routing()
+    r = MinimalRoutes(topo, circuits, down_links).routing()
+    r.down_links = frozenset(int(x) for x in down_links)  # what they cut off needs no route
+    return r
 
 
 def _bfs_all(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
