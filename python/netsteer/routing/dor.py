@@ -345,6 +345,13 @@ def _host_switch(topo: Topology) -> np.ndarray:
     sw = topo.channel_dst()[first]
     if (topo.node_kind[sw] == HOST).any():
         raise RoutingError("dor needs every host on a switch")
+    ends = np.where(out >= 0, topo.channel_dst()[np.maximum(out, 0)], -1)
+    multi = ((ends >= 0) & (ends != sw[:, None])).any(axis=1)  # (parallel cables to one switch: fine)
+    if multi.any():
+        h = int(np.flatnonzero(multi)[0])
+        to = sorted({topo.node_names[int(v)] for v in ends[h] if v >= 0})
+        raise RoutingError(f"dor needs single-homed hosts: {topo.node_names[topo.hosts[h]]} is cabled to "
+                           f"{len(to)} switches ({', '.join(to)}); route this fabric with minhop or ecmp")
     return sw
 
 
