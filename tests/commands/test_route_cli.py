@@ -296,3 +296,21 @@ def test_an_option_error_names_the_option_once(argv, option, tmp_path):
     assert p.returncode == 2
     line = p.stderr.strip()
     assert "\n" not in line and line.count(option) == 1, line
+
+
+def test_tables_that_fail_their_check_name_the_topology_file(tmp_path):
+    # tester's B4: an exported PGFT with a spine cable deleted; dmodk still routes by
+    # the PGFT labels and its tables send traffic out of the empty port. The message
+    # named neither the file nor the option.
+    from netsteer.topology.json_io import to_json
+
+    d = to_json(pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=100))
+    d["links"] = [ln for ln in d["links"] if not (ln["a"] == "s1_0" and ln["a_port"] == 5 or
+                                                  ln["b"] == "s1_0" and ln["b_port"] == 5)]
+    f = tmp_path / "e1.json"
+    f.write_text(json.dumps(d))
+    rc, _, err = netsteer("route", "--topology", f, "--engine", "dmodk", "--out", tmp_path / "x.dump")
+    assert rc == 2
+    assert err.startswith(f"netsteer: error: {f}: --topology: dmodk's tables: switch s1_0 sends traffic for "), err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "x.dump").exists()
