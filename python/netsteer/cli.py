@@ -196,7 +196,7 @@ def topo(
         "'pgft:levels=2,down=16;16,up=1;8,link_bandwidth=10Gbps'.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
-    draw: Optional[Path] = typer.Option(None, "--draw", help="Write a drawing (PNG) of a small topology."),
+    draw: Optional[Path] = typer.Option(None, "--draw", help="Write a drawing of a small topology: .png, .svg or .pdf."),
     export: Optional[Path] = typer.Option(None, "--export", help="Export as ibsim net (.net) or JSON (.json)."),
 ) -> None:
     """Print a topology's counts and bisection bandwidth; draw or export it."""
@@ -205,6 +205,7 @@ def topo(
     from .topology.spec import parse_topo_arg
 
     if draw is not None:
+        metrics.draw_format(draw)  # .png, .svg or .pdf, before any work
         check_writable(draw, field="--draw")
     if export is not None:
         if export.suffix not in (".net", ".json"):
@@ -231,9 +232,14 @@ def _export(t, path: Path) -> None:
     from .report.atomic import atomic_write
 
     if path.suffix == ".net":
-        from .topology.ibsim_net import write_ibsim_net
+        from .topology.ibsim_net import net_export_changes, write_ibsim_net
 
         write_ibsim_net(t, path)
+        changes = net_export_changes(t)
+        if changes:  # written all the same, as OpenSM and ibsim need: said, not silent
+            err_console.print(f"[yellow]note:[/] {escape(str(path))}: the .net format holds InfiniBand rates "
+                              f"only and no latencies: {escape('; '.join(changes))} (.json keeps them exactly)",
+                              soft_wrap=True)
     elif path.suffix == ".json":
         from .topology.json_io import to_json
 

@@ -330,3 +330,21 @@ def test_sl_and_qos_out_need_an_engine_that_assigns_sls(fabric, tmp_path, option
     rc, _, err = netsteer("route", "-t", net, "-e", "ftree", "-p", conf, "-o", out, option, tmp_path / "x.conf")
     assert rc == 2 and f"{option}: " in err and ("ftree assigns none" in err or "not ftree" in err), err
     assert not out.exists() and not (tmp_path / "x.conf").exists()
+
+
+def test_tables_that_fail_their_check_name_the_topology_file(tmp_path):
+    # tester's B4: an exported PGFT with a spine cable deleted; dmodk still routes by
+    # the PGFT labels and its tables send traffic out of the empty port. The message
+    # named neither the file nor the option.
+    from netsteer.topology.json_io import to_json
+
+    d = to_json(pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=100))
+    d["links"] = [ln for ln in d["links"] if not (ln["a"] == "s1_0" and ln["a_port"] == 5 or
+                                                  ln["b"] == "s1_0" and ln["b_port"] == 5)]
+    f = tmp_path / "e1.json"
+    f.write_text(json.dumps(d))
+    rc, _, err = netsteer("route", "--topology", f, "--engine", "dmodk", "--out", tmp_path / "x.dump")
+    assert rc == 2
+    assert err.startswith(f"netsteer: error: {f}: --topology: dmodk's tables: switch s1_0 sends traffic for "), err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "x.dump").exists()

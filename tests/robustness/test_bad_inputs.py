@@ -346,3 +346,12 @@ def test_endless_bulk_alone_is_refused_and_timed_bulk_counts_no_nominal_bytes(cl
     res = cli("run", f, "--json", "--no-progress")
     assert res.code == 0, res.err
     assert json.loads(res.out)["jobs"][0]["bytes"] < 1e12
+
+
+@pytest.mark.parametrize("engine", ["ftree", "pftree", "dor"])
+def test_multi_homed_hosts_under_a_single_homed_engine(cli, tmp_path, engine):
+    # tester's B2: 'switch s1_1 has no route to h0' blamed the tables, not the hosts
+    f = tmp_path / "s.yaml"
+    f.write_text(GOOD.replace("up: [1, 2]", "up: [2, 1]", 1).replace("engine: dmodk", f"engine: {engine}", 1))
+    cli("run", f, "--json", "--no-progress").refused(
+        f"{f}: routing: {engine} needs single-homed hosts: h0 is cabled to 2 switches (s1_0, s1_1)")

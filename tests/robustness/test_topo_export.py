@@ -37,3 +37,42 @@ def test_a_broken_export_is_refused_in_one_line(edit, field, reason, tmp_path, c
     scenario.write_text("name: t\ntopology: {kind: json, path: bad.json}\nrouting: {engine: minhop}\n"
                         "jobs: [{name: a, flows: [{src: 0, dst: 1, bytes: 1KiB}]}]\n")
     cli("run", scenario).refused(str(path), field, reason)
+
+
+def test_a_net_export_says_what_the_format_changes(cli, tmp_path):
+    # tester's B3: 7 Gbps went out as 4xSDR and came back as 8 Gbps, latencies as 100ns, silently
+    spec = "pgft:levels=2,down=3;3,up=1;2,link_bandwidth=7Gbps;25Gbps,link_latency=1us;3us"
+    res = cli("topo", spec, "--json", "--export", tmp_path / "q.net")
+    assert res.code == 0
+    note = " ".join(res.err.split())  # (a long line may wrap)
+    assert note.startswith(f"note: {tmp_path / 'q.net'}: the .net format holds InfiniBand rates only"), note
+    assert "7Gbps written as 4xSDR (8Gbps)" in note and "25Gbps" not in note  # 1xEDR is exact
+    assert "latencies 1us, 3us not held by the format: read back as 100ns" in note
+    back = json.loads(cli("topo", tmp_path / "q.net", "--json").out)
+    assert [c["human"] for c in back["bandwidth_classes"]] == ["25Gbps", "8Gbps"]
+    # nothing to say when the fabric is InfiniBand's already
+    res = cli("topo", "pgft:levels=2,down=2;2,up=1;2,link_bandwidth=32Gbps,link_latency=100ns", "--export",
+              tmp_path / "r.net")
+    assert res.code == 0 and res.err == ""
+
+
+def test_a_level_the_file_does_not_give_is_unknown(cli, tmp_path):
+    cli("topo", "pgft:levels=2,down=2;2,up=1;2,link_bandwidth=32Gbps", "--export", tmp_path / "r.net")
+    d = json.loads(cli("topo", tmp_path / "r.net", "--json").out)
+    assert d["switches_by_level"] == {"unknown": 4}
+
+
+@pytest.mark.parametrize("name", ["x.txt", "x", "x.jpeg"])
+def test_draw_refuses_a_suffix_it_cannot_write(cli, tmp_path, name):
+    # tester's B9: a PNG went into x.txt without a word
+    f = tmp_path / name
+    cli("topo", "pgft:levels=1,down=2,up=1,link_bandwidth=10Gbps", "--draw", f).refused(str(f), "--draw",
+                                                                                        ".png, .svg or .pdf")
+    assert not f.exists()
+
+
+@pytest.mark.parametrize("suffix,magic", [(".png", b"\x89PNG"), (".svg", b"<?xml"), (".pdf", b"%PDF")])
+def test_draw_writes_the_format_its_suffix_names(cli, tmp_path, suffix, magic):
+    f = tmp_path / f"x{suffix}"
+    assert cli("topo", "pgft:levels=1,down=2,up=1,link_bandwidth=10Gbps", "--draw", f).code == 0
+    assert f.read_bytes().startswith(magic)

@@ -177,3 +177,21 @@ def test_host_to_host_cable_is_refused():
     b.add_link(h0, h1, bandwidth=1e9, latency_ns=0)
     with pytest.raises(RoutingError, match="host h0 is cabled to host h1"):
         build_routing(b.build(), "ftree")
+
+
+@pytest.mark.parametrize("engine", ["ftree", "pftree", "dor"])
+def test_multi_homed_hosts_are_refused_up_front(engine):
+    # tester's B2: a PGFT with up[0] > 1 failed with 'switch s1_1 has no route to h0'
+    t = pgft(2, [2, 2], [2, 1], link_bandwidth=10e9, link_latency_ns=0)
+    with pytest.raises(RoutingError, match=rf"^{engine} needs single-homed hosts: h0 is cabled to 2 switches "
+                                           r"\(s1_0, s1_1\); route this fabric with minhop or ecmp"):
+        build_routing(t, engine)
+    for ok in ("minhop", "ecmp", "dmodk"):
+        build_routing(t, ok).check()
+
+
+@pytest.mark.parametrize("engine", ["ftree", "pftree", "dor"])
+def test_parallel_cables_to_one_leaf_are_single_homed(engine):
+    t = pgft(2, [2, 2], [1, 2], [2, 1], link_bandwidth=10e9, link_latency_ns=0)
+    build_routing(t, engine).check()
+

@@ -39,8 +39,10 @@ def test_multi_homed_hosts_have_rows():
         r = build_routing(t, engine)
         assert r.rows.tolist() == list(range(t.n_nodes))
         assert (r.node_rows(t.hosts) >= 0).sum() == t.n_hosts * (t.n_hosts - 1)
-    # ftree routes hosts by their endpoint port: no host rows at all
-    assert build_routing(t, "ftree").rows.tolist() == t.switches.tolist()
+    # ftree routes a host by one leaf only, so it refuses hosts on two (its tables
+    # had no entry for them at the other leaf: they failed the check)
+    with pytest.raises(RoutingError, match="ftree needs single-homed hosts"):
+        build_routing(t, "ftree")
 
 
 def test_circuit_switches_have_empty_rows():

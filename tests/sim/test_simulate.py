@@ -153,25 +153,30 @@ def test_circuit_repairing_moves_traffic_after_the_dark_period():
 
 
 def test_failed_reconfiguration_keeps_the_last_good_routing():
-    # h0's only cable dies: no routing can reach h0, so the rebuilt tables fail
-    # their check; the flows keep their routes, stall, and finish once it is back.
+    # the flow's uplink dies and the rebuilt tables have a hole (a destination that
+    # can still be reached, h5, has no entry at s2_0): they fail their check, the
+    # flow keeps its route, stalls on the dead link, and finishes once it is back.
+    # (A destination the failure cuts off needs no entry: tests/sim/test_host_cut_off.py.)
     t = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=0)
     d = FlowDag()
     d.add(4, 0, 125_000_000)  # 0.1 s alone
     r = build_routing(t, "minhop")
-    host_link = int(t.out_channel[t.host_node(0), 1]) // 2
+    uplink = int(r.path(4, 0)[1]) // 2
 
     def make(down, circuits):
-        return build_routing(t, "minhop", down_links=down)
+        rebuilt = build_routing(t, "minhop", down_links=down)
+        if down:
+            rebuilt.set_entry(t.node("s2_0"), 5, -1)
+        return rebuilt
 
     res = simulate(t, r, d, events=[
-        LinkChange(20_000_000, (host_link,), up=False, reroute=make),
-        LinkChange(50_000_000, (host_link,), up=True, reroute=make),
+        LinkChange(20_000_000, (uplink,), up=False, reroute=make),
+        LinkChange(50_000_000, (uplink,), up=True, reroute=make),
     ])
     failed = [e["failed"] for e in res.applied_events if "failed" in e]
-    assert any("reconfiguration failed, last good routing kept" in f and "h0" in f for f in failed)
+    assert failed == ["reconfiguration failed, last good routing kept: switch s2_0 has no route to h5"]
     assert res.status == "done"
-    assert res.completion_ns[0] == 130_000_000  # stalled for the 30 ms the cable was down
+    assert res.completion_ns[0] == 130_000_000  # stalled for the 30 ms the link was down
 
 
 @pytest.mark.parametrize("gamma,rate_Bps", [("4MiB", 2**22 / 4e-3), ("0", GBPS10), ("1MiB", 2**20 / 4e-3)])

@@ -121,7 +121,7 @@ def route_topology(topo, engine: str, parts, *, topology_file: str | None = None
     try:
         r = build_routing(topo, engine, **params)
     except NetsteerError as exc:
-        raise exc.located(topology_file) from None
+        raise on_topology(exc, topology_file) from None
     if parts is not None and not getattr(r, "partitions", None):
         r.partitions = list(parts)
     return r
@@ -157,6 +157,19 @@ def choose_lids(topo, sm_node: str | None, topology_file: str):
     except ValueError as exc:
         raise NetsteerError(str(exc), field="--sm-node" if sm_node else None, file=topology_file) from None
     return lids, f"assigned as OpenSM would, SM on {topo.node_names[node]}"
+
+
+def on_topology(exc: NetsteerError, topology_file: str | None, what: str = "") -> NetsteerError:
+    """``exc`` located at the ``--topology`` file (a routing that cannot be built or
+    fails its check on that fabric), unless it names a place of its own (a
+    partitions file's line, another option). ``what`` prefixes the reason.
+
+    >>> on_topology(NetsteerError("switch s1_0 has no route to h4"), "e1.json", "dmodk's tables: ").message()
+    "e1.json: --topology: dmodk's tables: switch s1_0 has no route to h4"
+    """
+    if exc.file or exc.field:
+        return exc.located(topology_file)
+    return type(exc)(what + exc.reason, file=topology_file, field="--topology")
 
 
 def check_all(routing, advance=lambda n=1: None) -> None:
@@ -219,7 +232,10 @@ def route(
     t0 = time.perf_counter()
     if check:
         with progress_bar("checking", topo.n_hosts) as adv:
-            check_all(r, lambda n=1: adv(n))
+            try:
+                check_all(r, lambda n=1: adv(n))
+            except NetsteerError as exc:
+                raise on_topology(exc, topology, f"{engine}'s tables: ") from None
     check_s = time.perf_counter() - t0
     lids, lid_source = choose_lids(topo, sm_node, topology)
     text = format_lft_dump(topo, r, lids)
@@ -314,7 +330,7 @@ def route_eval(
     try:
         r.check()
     except NetsteerError as exc:
-        raise NetsteerError(exc.reason, file=str(lfts)) from None
+        raise NetsteerError(exc.reason, file=str(lfts), field="--lfts") from None
     parts = read_partitions_conf(partitions, topo) if partitions is not None else None
     if parts is not None:
         from ..drivers.opensm.qos import partition_vls

@@ -103,8 +103,8 @@ class StagingDriver(SimDriver):
         return (np.append(capacity, np.asarray(self._dev_rate, dtype=np.float64)),
                 np.append(latency, np.zeros(len(self._dev_hosts), dtype=latency.dtype)))
 
-    def _flow_paths(self, flows):
-        offsets, channels = super()._flow_paths(flows)
+    def _flow_paths(self, flows, missed=None):
+        offsets, channels = super()._flow_paths(flows, missed=missed)
         if not self._dev_hosts:
             return offsets, channels
         c = self.dag.columns()

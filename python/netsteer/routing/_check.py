@@ -36,8 +36,9 @@ class Checker:
     ``rows`` if already found (then kept in ``hops``).
     """
 
-    def __init__(self, routing: Routing, topo, pairing, nbr, rows, cls, potential=None):
+    def __init__(self, routing: Routing, topo, pairing, nbr, rows, cls, potential=None, cut=None):
         self.r, self.topo, self.pairing, self.nbr = routing, topo, pairing, nbr
+        self.cut = cut  # Reachability once links are down: the pairs that need no route
         self.hops = potential  # (host_class, pot) once found: shared by a table's classes
         self._port_ends = None
         self.rows, self.cls = rows, cls
@@ -71,10 +72,11 @@ class Checker:
         R, H = self.good.shape
         if R:
             self.propagate()
-        bad_rows = np.flatnonzero(~self.good.all(axis=1)) if R else np.zeros(0, int)
+        ok = self.good if self.cut is None else self.good | self.cut.exempt
+        bad_rows = np.flatnonzero(~ok.all(axis=1)) if R else np.zeros(0, int)
         if bad_rows.size:
             r = int(bad_rows[0])
-            d = int(np.flatnonzero(~self.good[r])[0])
+            d = int(np.flatnonzero(~ok[r])[0])
             self.diagnose(int(self.rows[r]), d)
         self.check_hosts()
 
@@ -478,8 +480,82 @@ class Checker:
                 all_ok[i] = self.step(np.full(len(ports), node), np.full(len(ports), d[grp[i]]),
                                       ports.astype(np.int64))[0].all()
             ok[grp] = all_ok
+        if self.cut is not None:
+            ok |= self.cut.host_cut_off(node, d)
         if not ok.all():
             self.diagnose(node, int(d[np.flatnonzero(~ok)[0]]))
+
+
+def require_connected(topo, nbr, rows, host_class, pot) -> None:
+    """Raise unless the cabling (circuits along ``nbr``) joins every host to every
+    switch of ``rows``, so to every other host: a routing cannot be complete
+    otherwise, and naming the missing cable says more than a missing entry would.
+
+    >>> from netsteer.topology.model import TopologyBuilder
+    >>> from netsteer.routing._graph import circuit_table, effective_neighbors, routers
+    >>> b = TopologyBuilder("t")
+    >>> s = b.add_switch("s0")
+    >>> h = [b.add_host(f"h{i}") for i in range(3)]
+    >>> _ = [b.add_link(x, s, bandwidth=1e9, latency_ns=0) for x in h[:2]]
+    >>> t = b.build()
+    >>> nbr = effective_neighbors(t, circuit_table(t, None))
+    >>> hc, _, pot = class_distances(t, nbr, routers(t))
+    >>> require_connected(t, nbr, routers(t), hc, pot)
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.RoutingError: host h2 has no cable: every host needs one to be routed to
+    """
+    R = len(rows)
+    if R == 0 or topo.n_hosts < 2:
+        return
+    inf = np.iinfo(pot.dtype).max // 2
+    far = pot[:R] >= inf
+    if not far.any():
+        return
+    lost = np.flatnonzero(far.any(axis=0))  # classes some switch cannot reach
+    h = int(np.flatnonzero(np.isin(host_class, lost))[0])
+    node = int(topo.hosts[h])
+    name = topo.node_names[node]
+    if not (topo.out_channel[node] >= 0).any():
+        raise RoutingError(f"host {name} has no cable: every host needs one to be routed to")
+    r = int(np.flatnonzero(far[:, host_class[h]])[0])
+    raise RoutingError(
+        f"the fabric is not connected: no cable path joins switch {topo.node_names[rows[r]]} to host {name}"
+    )
+
+
+class Reachability:
+    """What the tables need not reach: (switch, host) pairs with no path once
+    ``down_links`` are cut from ``nbr`` (hosts never forward), as OpenSM leaves a
+    destination it cannot reach out of the tables.
+
+    Attributes
+    ----------
+    exempt : ndarray of bool, shape (len(rows), n_hosts)
+        Host ``d`` cannot be reached from switch ``rows[i]``.
+    """
+
+    def __init__(self, topo, nbr, rows, down_links):
+        up = nbr.copy()
+        links = np.asarray(sorted(down_links), dtype=np.int64)
+        links = links[(links >= 0) & (links < topo.n_links)]
+        up[topo.link_a[links], topo.link_a_port[links]] = -1
+        up[topo.link_b[links], topo.link_b_port[links]] = -1
+        self.up = up
+        self.rowof = np.full(topo.n_nodes + 1, -1, dtype=np.int64)
+        self.rowof[rows] = np.arange(len(rows))
+        self.host_class, _, pot = class_distances(topo, up, rows)
+        self.far = pot >= np.iinfo(pot.dtype).max // 2  # last row: "no switch", all far
+        self.exempt = self.far[:-1][:, self.host_class]
+
+    def host_cut_off(self, node: int, d: np.ndarray) -> np.ndarray:
+        """Per destination of ``d``: whether host ``node`` has no path to it (none of
+        its live cables leads to a switch that reaches it)."""
+        att = self.rowof[self.up[node]]
+        att = att[att >= 0]
+        if not att.size:
+            return np.ones(len(d), dtype=bool)
+        return self.far[att][:, self.host_class[d]].all(axis=0)
 
 
 def columns(e: np.ndarray, dst: np.ndarray) -> np.ndarray:

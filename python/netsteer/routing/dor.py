@@ -318,7 +318,9 @@ def dor(topo: Topology, circuits: dict | None = None, down_links=()) -> Routing:
     >>> dor(t, circuits=now).describe(0, 7, circuits=now)
     'h0 -> x0_0 -> sip0 -> x1_3 -> h7'
     """
-    return MinimalRoutes(topo, circuits, down_links).routing()
+    r = MinimalRoutes(topo, circuits, down_links).routing()
+    r.down_links = frozenset(int(x) for x in down_links)  # what they cut off needs no route
+    return r
 
 
 def _bfs_all(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -343,6 +345,13 @@ def _host_switch(topo: Topology) -> np.ndarray:
     sw = topo.channel_dst()[first]
     if (topo.node_kind[sw] == HOST).any():
         raise RoutingError("dor needs every host on a switch")
+    ends = np.where(out >= 0, topo.channel_dst()[np.maximum(out, 0)], -1)
+    multi = ((ends >= 0) & (ends != sw[:, None])).any(axis=1)  # (parallel cables to one switch: fine)
+    if multi.any():
+        h = int(np.flatnonzero(multi)[0])
+        to = sorted({topo.node_names[int(v)] for v in ends[h] if v >= 0})
+        raise RoutingError(f"dor needs single-homed hosts: {topo.node_names[topo.hosts[h]]} is cabled to "
+                           f"{len(to)} switches ({', '.join(to)}); route this fabric with minhop or ecmp")
     return sw
 
 

@@ -39,4 +39,5 @@ def ecmp(topo: Topology, hash: str = "src-dst", circuits: dict | None = None, do
         Single-port sets are plain entries; larger sets are ``groups``.
     """
     sources, entry, groups = MinHop(topo, circuits, down_links).candidates()
-    return Routing(topo, entry, rows=sources, groups=groups, ecmp_hash=hash, engine="ecmp")
+    return Routing(topo, entry, rows=sources, groups=groups, ecmp_hash=hash, engine="ecmp",
+                   down_links=down_links)

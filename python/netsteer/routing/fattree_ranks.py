@@ -114,8 +114,20 @@ class FatTree:
         return col
 
 
-def _endpoint_links(topo: Topology):
-    """Per host: (switch, switch port) its lowest cabled port leads to."""
+def _endpoint_links(topo: Topology, engine: str = "ftree"):
+    """Per host: (switch, switch port) its lowest cabled port leads to.
+
+    A host cabled to two switches or more is refused: the fat-tree engines route
+    each host by one leaf (OpenSM's ftree takes each HCA port as an end node of its
+    own, with its own LID), so the other leaves would have no entry for it.
+    Parallel cables to one leaf are fine.
+
+    >>> from netsteer.topology.pgft import pgft
+    >>> _endpoint_links(pgft(2, [2, 2], [2, 1], link_bandwidth=1e9, link_latency_ns=0))
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.RoutingError: ftree needs single-homed hosts: h0 is cabled to 2 switches (s1_0, s1_1); route this fabric with minhop or ecmp
+    """
     out = topo.out_channel
     dst, dport = topo.channel_dst(), topo.channel_dst_port()
     leaf = np.full(topo.n_hosts, -1, dtype=np.int32)
@@ -125,6 +137,13 @@ def _endpoint_links(topo: Topology):
         cabled = np.flatnonzero(out[h] >= 0)
         if cabled.size == 0:
             raise RoutingError(f"not a fat-tree: host {names[h]} is not cabled")
+        ends = np.unique(dst[out[h, cabled]])
+        ends = ends[topo.node_kind[ends] != HOST]
+        if len(ends) > 1:
+            raise RoutingError(
+                f"{engine} needs single-homed hosts: {names[h]} is cabled to {len(ends)} switches "
+                f"({', '.join(names[int(v)] for v in ends)}); route this fabric with minhop or ecmp"
+            )
         c = out[h, cabled[0]]
         v = int(dst[c])
         if topo.node_kind[v] == HOST:
@@ -140,13 +159,14 @@ def _swapped(guid: int) -> int:
     return int.from_bytes(int(guid).to_bytes(8, "big"), "little")
 
 
-def fat_tree(topo: Topology) -> FatTree:
-    """Rank, check and index ``topo`` as a fat-tree.
+def fat_tree(topo: Topology, engine: str = "ftree") -> FatTree:
+    """Rank, check and index ``topo`` as a fat-tree for ``engine`` (named in errors).
 
     Raises
     ------
     RoutingError
-        ``not a fat-tree: ...`` naming the switches, host or level at fault.
+        ``not a fat-tree: ...`` naming the switches, host or level at fault;
+        ``ftree needs single-homed hosts: ...``.
     """
     names = topo.node_names
     kind = topo.node_kind
@@ -155,7 +175,7 @@ def fat_tree(topo: Topology) -> FatTree:
         raise RoutingError(f"ftree routes packet-switched fat-trees; {names[c]} is a circuit switch")
     if topo.n_hosts < 1:
         raise RoutingError(f"not a fat-tree: {topo.name} has no hosts")
-    host_leaf, host_port = _endpoint_links(topo)
+    host_leaf, host_port = _endpoint_links(topo, engine)
 
     # switch-to-switch cables, each once
     a, b = topo.link_a.astype(np.int64), topo.link_b.astype(np.int64)

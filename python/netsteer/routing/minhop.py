@@ -52,7 +52,7 @@ def minhop(topo: Topology, circuits: dict | None = None, down_links=()) -> Routi
     hs = MinHop(topo, circuits, down_links)
     sources, entry, groups = hs.candidates()
     entry = least_used(entry, groups, topo.out_channel.shape[1])
-    return Routing(topo, entry, rows=sources, engine="minhop")
+    return Routing(topo, entry, rows=sources, engine="minhop", down_links=down_links)
 
 
 def least_used(entry: np.ndarray, groups: list, n_slots: int, rows_per_chunk: int = 4096) -> np.ndarray:

@@ -102,7 +102,7 @@ def pftree(
     real = isolating(parts)
     if len(real) > 64:
         raise RoutingError(f"pftree isolates at most 64 partitions, got {len(real)}")
-    ft = fat_tree(topo)
+    ft = fat_tree(topo, "pftree")
     base_order = destination_order(ft)
     base_paths = main_paths(ft, base_order)
     hpart = host_partitions(topo, real)

@@ -43,8 +43,9 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..errors import RoutingError
-from ..topology.model import CIRCUIT, HOST, Topology
-from ._check import Checker
+from ..topology.model import CIRCUIT, HOST, SWITCH, Topology
+from ._check import Checker, Reachability, require_connected as _require_connected
+from ._hops import class_distances
 from ._graph import (
     circuit_table,
     dead_end_reason,
@@ -123,6 +124,10 @@ class Routing:
         Which fields :func:`flow_hash` mixes.
     engine : str, optional
         Name of the engine that built the tables, for reports.
+    down_links : iterable of int, optional
+        Links that were down when the tables were built (engines that route around
+        failures pass theirs). A destination these links cut off from a switch needs
+        no entry there: :meth:`check` asks for routes only to what can be reached.
 
     Attributes
     ----------
@@ -163,8 +168,10 @@ class Routing:
         overrides: dict | None = None,
         ecmp_hash: str = "dst",
         engine: str | None = None,
+        down_links: Iterable = (),
     ):
         self.topo = topo
+        self.down_links = frozenset(int(x) for x in down_links)
         H = topo.n_hosts
         overrides = overrides or {}
         if rows is None:  # dense: keep the rows that can or do hold entries
@@ -322,7 +329,7 @@ class Routing:
         return [e] if e >= 0 else []
 
     # -- path resolution -------------------------------------------------------
-    def paths(self, src_hosts, dst_hosts, classes=None, flow_ids=None, circuits=None):
+    def paths(self, src_hosts, dst_hosts, classes=None, flow_ids=None, circuits=None, missed=None):
         """Channels of every flow, as CSR, resolved one hop at a time for all flows.
 
         Parameters
@@ -335,6 +342,10 @@ class Routing:
             Per-flow id for ``ecmp_hash == "flow"``; defaults to the flow's position.
         circuits : dict of int to array_like, optional
             Circuit switch node -> port pairing (``out = pairing[in]``, -1 unpaired).
+        missed : list, optional
+            When given, a flow that meets a switch with no entry for its destination
+            (one the tables leave out as unreachable, see :meth:`check`) is no error:
+            its position is appended here, and its path is empty.
 
         Returns
         -------
@@ -383,6 +394,7 @@ class Routing:
         active = np.flatnonzero(src != dst)
         step_flows: list[np.ndarray] = []
         step_chans: list[np.ndarray] = []
+        dropped: list[int] = []  # flows that met a switch without an entry (``missed``)
         while active.size:
             if len(step_flows) >= limit:
                 self._raise_loop(active[0], src, dst, cls, step_flows, step_chans)
@@ -404,6 +416,14 @@ class Routing:
             ok = (port >= 0) & (port < n_slots)
             ch = np.where(ok, out[node, np.where(ok, port, 0)], -1)
             bad = np.flatnonzero(ch < 0)
+            if bad.size and missed is not None:
+                lost = bad[(port[bad] == -1) & (kind[node[bad]] == SWITCH)]
+                if lost.size:
+                    dropped.extend(int(f) for f in active[lost])
+                    keep = np.ones(active.size, dtype=bool)
+                    keep[lost] = False
+                    active, node, d, port, ch = active[keep], node[keep], d[keep], port[keep], ch[keep]
+                    bad = np.flatnonzero(ch < 0)
             if bad.size:
                 i = bad[0]
                 self._raise_miss(int(node[i]), int(d[i]), int(cls[active[i]]), int(port[i]),
@@ -425,6 +445,13 @@ class Routing:
                 )
             active = active[~arrived]
 
+        if dropped:  # their steps so far lead nowhere: an empty path
+            missed.extend(dropped)
+            gone = np.zeros(n, dtype=bool)
+            gone[dropped] = True
+            kept = [~gone[f] for f in step_flows]
+            step_flows = [f[k] for f, k in zip(step_flows, kept)]
+            step_chans = [c[k] for c, k in zip(step_chans, kept)]
         lengths = np.zeros(n, dtype=np.int64)
         for f in step_flows:
             lengths[f] += 1
@@ -536,14 +563,38 @@ class Routing:
         """Check completeness and loop-freedom of the default table and every override.
 
         Every packet switch reachable from a host (circuits looked through along their
-        pairing) must reach every host, whichever member of an ECMP group is taken; and
-        so must every host. Vectorised over all (switch, destination) pairs.
+        pairing) must reach every host it can reach once :attr:`down_links` are cut,
+        whichever member of an ECMP group is taken; and so must every host. As in
+        OpenSM, a destination cut off from a switch by links that are down needs no
+        entry there (a dead host cable leaves the rest of the fabric routable).
+        The cabling itself must join every host to every other: a host without a
+        cable, or a fabric in pieces, is refused. Vectorised over all (switch,
+        destination) pairs.
 
         Raises
         ------
         RoutingError
             ``switch s2_3 has no route to h17``, ``routing loop: s1_0 -> s2_1 -> s1_0
-            towards h5``, ... with `` (class c)`` appended for an override table.
+            towards h5``, ... with `` (class c)`` appended for an override table;
+            ``host h3 has no cable``, ``the fabric is not connected: ...``.
+
+        Examples
+        --------
+        Min-hop tables built with h0's only cable down have no entry for h0, and
+        need none:
+
+        >>> from netsteer.topology.pgft import pgft
+        >>> from netsteer.routing import minhop
+        >>> t = pgft(2, [2, 2], [1, 2], link_bandwidth=1e9, link_latency_ns=0)
+        >>> r = minhop(t, down_links=[0])
+        >>> int(r.entry(t.node("s1_0"), 0)), r.check()
+        (-1, None)
+        >>> minhop(t).check()  # the same tables without the failure must be complete
+        >>> r.down_links = frozenset()
+        >>> r.check()
+        Traceback (most recent call last):
+        ...
+        netsteer.errors.RoutingError: switch s1_0 has no route to h0
         """
         topo = self.topo if topo is None else topo
         if (topo.n_nodes, topo.n_hosts) != self.shape:
@@ -553,8 +604,13 @@ class Routing:
         reach = reachable_from_hosts(topo, nbr)
         rows = routers(topo)
         rows = rows[reach[rows]]
-        hops = None  # the hop potential, found for the first table, serves the others
+        host_class, _, pot = class_distances(topo, nbr, rows)
+        _require_connected(topo, nbr, rows, host_class, pot)
+        hops = host_class, pot  # the hop potential serves every table
+        cut = None
+        if self.down_links:
+            cut = Reachability(topo, nbr, rows, self.down_links)
         for cls in [None, *sorted(self.overrides)]:
-            checker = Checker(self, topo, pairing, nbr, rows, cls, hops)
+            checker = Checker(self, topo, pairing, nbr, rows, cls, hops, cut)
             checker.run()
             hops = checker.hops

@@ -43,10 +43,13 @@ class Fault:
     end_ns: int = 2**62
 
 
-def dag_paths(topo: Topology, routing: Any, dag: FlowDag, flows: np.ndarray, circuits=None):
-    """CSR paths (offsets, channels) of ``flows`` of ``dag`` under ``routing``."""
+def dag_paths(topo: Topology, routing: Any, dag: FlowDag, flows: np.ndarray, circuits=None, missed=None):
+    """CSR paths (offsets, channels) of ``flows`` of ``dag`` under ``routing``;
+    ``missed``: see :meth:`netsteer.routing.Routing.paths`."""
     c = dag.columns()
-    return routing.paths(c.src[flows], c.dst[flows], classes=c.traffic_class[flows], flow_ids=flows, circuits=circuits)
+    kw = {} if missed is None else {"missed": missed}
+    return routing.paths(c.src[flows], c.dst[flows], classes=c.traffic_class[flows], flow_ids=flows,
+                         circuits=circuits, **kw)
 
 
 class SimDriver:
@@ -373,15 +376,28 @@ class SimDriver:
         """Channels the engine gets beyond the topology's (none here)."""
         return capacity, latency
 
-    def _flow_paths(self, flows: np.ndarray):
-        """CSR paths of ``flows`` as the network forwards them now."""
-        offsets, channels = dag_paths(self.topo, self.routing, self.dag, flows, self.circuits.as_dict())
+    def _flow_paths(self, flows: np.ndarray, missed: list | None = None):
+        """CSR paths of ``flows`` as the network forwards them now; ``missed``: see
+        :meth:`netsteer.routing.Routing.paths`."""
+        offsets, channels = dag_paths(self.topo, self.routing, self.dag, flows, self.circuits.as_dict(), missed)
         if self._overlay_active():
             c = self.dag.columns()
             offsets, channels = self.overlay.override(
                 c.src[flows], c.dst[flows], flows, offsets, channels, self.circuits.as_dict()
             )
         return offsets, channels
+
+    def _keep_paths(self, flows, offsets, channels, missed):
+        """``offsets, channels`` with the flows at positions ``missed`` (empty paths)
+        given their current paths in the engine."""
+        keep = {i: np.asarray(self.engine.flow_path(int(flows[i])), dtype=np.int64) for i in missed}
+        offsets = np.asarray(offsets, dtype=np.int64)
+        parts = [keep[i] if i in keep else channels[offsets[i]:offsets[i + 1]] for i in range(len(flows))]
+        lengths = np.array([len(p) for p in parts], dtype=np.int64)
+        new_off = np.zeros(len(flows) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=new_off[1:])
+        chans = np.concatenate(parts).astype(np.int32) if parts else np.zeros(0, dtype=np.int32)
+        return new_off, chans
 
     def _overlay_active(self) -> bool:
         return self.overlay is not None and any(self.overlay.rules.values())
@@ -406,7 +422,14 @@ class SimDriver:
                 flows = flows[np.isin(pairs, [a * (int(r.max()) + 1) + b for a, b in changed])]
         if not len(flows):
             return
-        offsets, channels = self._flow_paths(flows)
+        # a flow whose destination the routing leaves out (cut off by links that are
+        # down: no switch has an entry for it) keeps the path it had, across the dead
+        # link, and waits there as a flow on a down link does under a static routing,
+        # until a re-route after the link comes back gives it a way
+        missed: list[int] = []
+        offsets, channels = self._flow_paths(flows, missed=missed)
+        if missed:
+            offsets, channels = self._keep_paths(flows, offsets, channels, missed)
         self.engine.reroute(flows, np.asarray(offsets, dtype=np.int64), np.asarray(channels, dtype=np.int64))
 
     # -- the engine ---------------------------------------------------------------

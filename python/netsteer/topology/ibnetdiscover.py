@@ -20,7 +20,7 @@ named by its identifier.
 
 Link bandwidth is the *data* rate of the ``<width>x<speed>`` at the end of a port
 line: lanes times the per-lane data rate after line coding, 8b/10b for SDR, DDR and
-QDR (2, 4, 8 Gbit/s per lane) and 64b/66b from FDR10 on (FDR10 9.70, FDR 13.64,
+QDR (2, 4, 8 Gbit/s per lane) and 64b/66b from FDR10 on (FDR10 10.0, FDR 13.64,
 EDR 25, HDR 50, NDR 100, XDR 200 Gbit/s per lane), so ``4xQDR`` is 32 Gbit/s.
 When the two ends of a cable disagree, the lower rate wins.
 
@@ -86,7 +86,7 @@ def ib_rate_for(
 
     >>> ib_rate_for(32e9)
     (4, 'QDR')
-    >>> ib_rate_for(10e9)  # no exact rate: 4xSDR (8) and 1xFDR10 (9.7) are near
+    >>> ib_rate_for(10e9)  # 1xFDR10: 10.3125 Gbaud x 64/66 = 10.0 Gbit/s of data
     (1, 'FDR10')
     """
     best = min(

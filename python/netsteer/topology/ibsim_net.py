@@ -353,6 +353,32 @@ def _desc(tail: str) -> str:
 
 
 # -- writer ---------------------------------------------------------------------------
+def net_export_changes(topo: Topology) -> list[str]:
+    """What a .net file of ``topo`` cannot hold, so reads back otherwise: bandwidths
+    that are not an InfiniBand rate ibsim knows (written as the nearest) and link
+    latencies other than the readers' default (the format has none).
+
+    >>> from netsteer.topology.pgft import pgft
+    >>> net_export_changes(pgft(2, [3, 3], [1, 2], link_bandwidth=[7e9, 32e9], link_latency_ns=[1000, 100]))
+    ['7Gbps written as 4xSDR (8Gbps)', 'latencies 1us not held by the format: read back as 100ns']
+    >>> net_export_changes(pgft(1, [2], [1], link_bandwidth=32e9, link_latency_ns=100))
+    []
+    """
+    from ..units import format_bandwidth, format_duration
+
+    notes = []
+    for bw in sorted(set(float(x) for x in topo.link_bandwidth)):
+        w, sp = ib_rate_for(bw)
+        back = ib_rate(w, sp)
+        if abs(back - bw) > 1e-9 * bw:
+            notes.append(f"{format_bandwidth(bw)} written as {w}x{sp} ({format_bandwidth(back)})")
+    lat = sorted(set(int(x) for x in topo.link_latency_ns) - {DEFAULT_LATENCY_NS})
+    if lat:
+        notes.append(f"latencies {', '.join(format_duration(x) for x in lat)} not held by the format: "
+                     f"read back as {format_duration(DEFAULT_LATENCY_NS)}")
+    return notes
+
+
 def write_ibsim_net(topo: Topology, path: str | Path) -> None:
     """Write ``topo`` as an ibsim net file.
 

@@ -285,7 +285,8 @@ def describe(topo: Topology, *, bisection_bw: bool = True) -> dict[str, Any]:
     """
     kinds = {KIND_NAMES[k]: int((topo.node_kind == k).sum()) for k in (HOST, SWITCH, CIRCUIT)}
     levels = topo.node_level[topo.node_kind == SWITCH]
-    by_level = {str(int(lv)): int((levels == lv).sum()) for lv in np.unique(levels)}
+    # a level the file does not give (ibsim, ibnetdiscover) is -1: say "unknown"
+    by_level = {str(int(lv)) if lv >= 0 else "unknown": int((levels == lv).sum()) for lv in np.unique(levels)}
     classes = []
     for bw in np.unique(topo.link_bandwidth)[::-1]:
         classes.append({"bandwidth": float(bw), "human": format_bandwidth(float(bw)),
@@ -382,6 +383,28 @@ def _width_legend(bw: np.ndarray) -> list[tuple[float, float]]:
     return [(float(r), float(_line_width(bw, r))) for r in shown]
 
 
+#: Picture formats :func:`draw` writes, by the file's suffix.
+DRAW_FORMATS = ("png", "svg", "pdf")
+
+
+def draw_format(path: str | Path) -> str:
+    """The picture format ``path``'s suffix asks for; refused unless one of
+    :data:`DRAW_FORMATS` (a PNG in ``x.txt`` was written without a word).
+
+    >>> draw_format("fabric.SVG")
+    'svg'
+    >>> draw_format("x.txt")
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.NetsteerError: x.txt: --draw: draw to .png, .svg or .pdf, not '.txt'
+    """
+    suffix = Path(path).suffix.lower()
+    if suffix.lstrip(".") not in DRAW_FORMATS:
+        raise NetsteerError(f"draw to .png, .svg or .pdf, not {suffix or 'no suffix'!r}", file=str(path),
+                            field="--draw")
+    return suffix.lstrip(".")
+
+
 def draw(topo: Topology, path: str | Path, *, title: str | None = None) -> None:
     """Draw ``topo`` to a PNG, layered by level (hosts at the bottom).
 
@@ -443,7 +466,7 @@ def draw(topo: Topology, path: str | Path, *, title: str | None = None) -> None:
 
     try:
         with atomic_file(path) as tmp:
-            fig.savefig(str(tmp), format="png", dpi=100)
+            fig.savefig(str(tmp), format=draw_format(path), dpi=100)
     except OSError as e:
         raise NetsteerError(f"cannot write picture: {e.strerror}", file=str(path)) from None
 

@@ -134,7 +134,7 @@ class TagSimDriver(SimDriver):
         self._latency = np.append(latency, 0)
         return np.append(capacity, 0.0), self._latency
 
-    def _flow_paths(self, flows):
+    def _flow_paths(self, flows, missed=None):  # (a miss stays an error here)
         flows = np.asarray(flows, dtype=np.int64)
         tags = self.flow_tags[flows]
         base_rows = flows[(tags == 0) | np.isin(tags, list(self.defaulted) or [0])]
