@@ -74,16 +74,11 @@ def _doubling_indices(newrank: int, newdst: int, mask: int, pof2: int, cnts: lis
     return recv_idx, last_idx, sum(cnts[send_idx:last_idx])
 
 
-def reduce_rabenseifner(
-    p: int, nbytes: int, root: int = 0, elem_bytes: int = 1, pof2_only: bool = True
-) -> list[Program]:
-    """Rabenseifner (SMPI ``scatter_gather``): reduce-scatter by recursive halving,
-    then a binomial gather of the reduced blocks to the root. Needs a power of two:
-    SMPI's code has a folding step for other counts (odd ranks send to even ones),
-    kept below, but it aborts there with ``MPI_ERR_TRUNCATE``, so netsteer refuses
-    what no reference can check. ``pof2_only=False`` runs the folding step as MPICH
-    does (the UnisonFlow reproduction: 24 ranks), unchecked by SMPI."""
-    _check_root(p, root)
+def rabenseifner_reduce_check(p: int, nbytes: int, elem_bytes: int = 1,
+                              pof2_only: bool = True) -> int:
+    """The element count of a :func:`reduce_rabenseifner` of ``nbytes``, or the
+    :class:`NetsteerError` refusing it on ``p`` ranks (also what
+    :func:`netsteer.traffic.collectives.counts.message_count` refuses)."""
     if pof2_only and not _is_pof2(p):
         raise NetsteerError(
             f"reduce rabenseifner needs a power-of-two rank count, got {p} "
@@ -95,6 +90,20 @@ def reduce_rabenseifner(
             f"reduce rabenseifner needs at least one element per rank: "
             f"{count} elements for {p} ranks; use algorithm binomial"
         )
+    return count
+
+
+def reduce_rabenseifner(
+    p: int, nbytes: int, root: int = 0, elem_bytes: int = 1, pof2_only: bool = True
+) -> list[Program]:
+    """Rabenseifner (SMPI ``scatter_gather``): reduce-scatter by recursive halving,
+    then a binomial gather of the reduced blocks to the root. Needs a power of two:
+    SMPI's code has a folding step for other counts (odd ranks send to even ones),
+    kept below, but it aborts there with ``MPI_ERR_TRUNCATE``, so netsteer refuses
+    what no reference can check. ``pof2_only=False`` runs the folding step as MPICH
+    does (the UnisonFlow reproduction: 24 ranks), unchecked by SMPI."""
+    _check_root(p, root)
+    count = rabenseifner_reduce_check(p, nbytes, elem_bytes, pof2_only)
     pof2 = _pof2_floor(p)
     rem = p - pof2
     cnts = _halving_counts(count, pof2)
