@@ -101,3 +101,23 @@ def test_a_start_counts_its_delay_flows():
     dag.max_flows -= 1
     with pytest.raises(LimitError):
         check_job_size(job, dag)
+
+
+def test_rounds_are_a_lower_bound_of_the_dag_depth():
+    """``rounds`` sizes auto sampling of latency-bound jobs (least_time_ns): never more
+    rounds than the DAG has, and within a few times of them."""
+    from netsteer.traffic.collectives.counts import rounds
+
+    for op, name, *_ in TABLE:
+        for p in (2, 3, 5, 8, 12, 16, 33, 64):
+            for nbytes in (0, 8, 1000):
+                d = FlowDag()
+                try:
+                    coll.expand(d, op, name, list(range(p)), nbytes)
+                except NetsteerError:
+                    continue
+                depth = coll.dag_depth(d)
+                r = rounds(op, name, p, nbytes)
+                assert 0 < r <= depth, (op, name, p, nbytes, r, depth)
+                if (op, name) != ("scatter", "binomial"):  # smallest subtree first: deeper (explore-mpi F4)
+                    assert depth <= 3 * r + 2, (op, name, p, nbytes, r, depth)

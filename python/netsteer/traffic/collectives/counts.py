@@ -154,3 +154,45 @@ def message_count(op: str, algorithm: str | None, p: int, nbytes: int = 0, root:
     if key == ("barrier", "recursive_doubling"):
         return 2 * rem + pof2 * _log2(pof2)
     raise NetsteerError(f"no message count for {op} {name}")  # a new algorithm: add its count
+
+
+def rounds(op: str, algorithm: str | None, p: int, nbytes: int = 0, elem_bytes: int = 1,
+           job_algorithms: Mapping[str, str] | None = None) -> int:
+    """Dependent message rounds of a collective (the latency it pays at least, in path
+    latencies): ``ceil(log2 p)`` for the trees, Bruck and dissemination, ``p - 1`` per
+    ring or shift pass, and for the linear ones ``p - 1``: the root takes one message
+    at a time. A lower bound of the DAG's depth
+    (:func:`netsteer.traffic.collectives.dag_depth`), up to the extra hops some
+    non-powers of two take; it sizes the counter sampling of a latency-bound job
+    (:func:`netsteer.sim.stream.least_time_ns`). 0 on one rank, or for an algorithm it
+    cannot name.
+
+    >>> rounds("allreduce", "ring", 8, 800), rounds("bcast", None, 200), rounds("allreduce", "ring", 200, 64)
+    (14, 8, 9)
+    """
+    try:
+        name = _names.canonical(op, algorithm)
+    except NetsteerError:
+        return 0
+    if p <= 1:
+        return 0
+    log = _ceil_log2(p)
+    key = (op, name)
+    if key == ("allreduce", "ring"):
+        count = nbytes // max(elem_bytes, 1)
+        left = count % p if count >= p else count
+        ring = 2 * (p - 1) if count >= p else 0
+        if count >= p and left == 0:
+            return ring
+        chosen = {**_names.UNSELECTED, **(job_algorithms or {})}
+        return ring + rounds("reduce", chosen["reduce"], p) + rounds("bcast", chosen["bcast"], p, left * elem_bytes)
+    if key == ("bcast", "scatter_allgather"):
+        return p - 1  # the ring allgather (the scatter may be short, or empty at 0 bytes)
+    if key == ("reduce", "nonblocking_linear"):
+        return 1  # every receive posted at once
+    if key in (("gather", "linear"), ("scatter", "linear"), ("alltoall", "pairwise"), ("alltoall", "ring"),
+               ("allgather", "ring")):
+        return p - 1
+    if key in (("allreduce", "rabenseifner"), ("reduce", "rabenseifner")):
+        return 2 * _log2(_pof2_floor(p))
+    return log  # binomial trees, Bruck, dissemination, recursive doubling
