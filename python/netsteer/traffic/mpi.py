@@ -434,24 +434,31 @@ def op_report(spans: Sequence[OpSpan], dag: FlowDag, completion_ns: np.ndarray,
               release_ns: np.ndarray | None = None) -> dict:
     """Time per operation kind and bandwidth per collective, per job.
 
-    A step's time runs from the release of its first flow to the end of its last:
-    the wall time of the collective as the slowest rank sees it. The algorithm
+    A step's time runs from the release of its first flow, on whichever rank, to the
+    end of its last, on whichever rank: it includes the ranks' arrival skew (ranks
+    that left the previous step at different times), so it is not the time of the
+    operation alone that nccl-tests or OSU measure after synchronising the ranks,
+    and a job's operation times can sum to more than its completion. The algorithm
     bandwidth (``algbw``, as in nccl-tests) is the data over that time: the MPI size,
     and for ``alltoall``, ``allgather``, ``gather`` and ``scatter`` (sized per rank)
-    that size times the ranks (see :func:`netsteer.traffic.program.aggregate_ops`).
+    that size times the ranks (see :func:`netsteer.traffic.program.aggregate_ops`);
+    the bus bandwidth (``busbw``) is ``algbw`` times nccl-tests' factor
+    (:func:`netsteer.traffic.program.busbw_factor`: ``2 (p-1)/p`` allreduce,
+    ``(p-1)/p`` allgather, alltoall, gather, scatter, 1 bcast, reduce, send).
 
     Returns
     -------
     dict
         ``{job: {"completion_ns", "ops": {op: {"count", "time_ns", "bytes",
-        "algbw_Bps"}}}}``; ``algbw_Bps`` is absent for ``compute`` and ``barrier``.
+        "algbw_Bps", "busbw_Bps"}}}}``; the bandwidths are absent for ``compute`` and
+        ``barrier``.
 
     Examples
     --------
     >>> x = build_job(2, "linear", [{"op": "allreduce", "bytes": 1000}], 1, 2, job_label="a",
     ...               envelope_bytes=0)
     >>> op_report(x.spans, x.dag, np.array([1000, 1000, 2000, 2000]))["a"]["ops"]
-    {'allreduce': {'count': 1, 'time_ns': 2000, 'bytes': 1000, 'algbw_Bps': 500000000.0}}
+    {'allreduce': {'count': 1, 'time_ns': 2000, 'bytes': 1000, 'algbw_Bps': 500000000.0, 'busbw_Bps': 500000000.0}}
     """
     comp = np.asarray(completion_ns, dtype=np.int64)
     rel = release_times(dag, comp) if release_ns is None else np.asarray(release_ns, dtype=np.int64)
