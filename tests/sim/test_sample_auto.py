@@ -89,7 +89,7 @@ def test_sampling_past_the_memory_limit_is_a_limit_error_not_a_memory_error(stre
             ns.simulate(small_topo(), "dmodk", [latency_bound(stream, repeat=repeat)])
 
 
-def test_the_cli_names_the_file_and_field(tmp_path, monkeypatch, capsys):
+def test_the_cli_names_the_file_and_field(tmp_path, monkeypatch, capsys, limit):  # limit: reset after
     import netsteer.scenario as scenario
 
     monkeypatch.setattr(scenario, "_expected_ns", lambda *a, **k: 1000.0)
