@@ -152,16 +152,17 @@ def _print_result(result: dict) -> None:
         t.add_row(j["name"], str(j["flows"]), f"{j['bytes']:.4g}", comp)
     out_console.print(t)
     ops = Table(title="time per operation")
-    for col in ("job", "operation", "count", "time", "bandwidth"):
+    for col in ("job", "operation", "count", "time", "algbw", "busbw"):
         ops.add_column(col, justify="left" if col in ("job", "operation") else "right")
     for j in result["jobs"]:
         for name, o in j.get("operations", {}).items():
             t_s = o.get("time_s", o.get("span_s"))
-            bw = o.get("algbw_Bps")
+            bw, bus = o.get("algbw_Bps"), o.get("busbw_Bps")
             ops.add_row(
                 j["name"], name, str(o.get("count", o.get("flows", ""))),
                 "" if t_s is None else format_seconds(t_s),
                 "" if bw is None else format_bandwidth(8 * bw),
+                "" if bus is None else format_bandwidth(8 * bus),
             )
     if ops.row_count:
         out_console.print(ops)

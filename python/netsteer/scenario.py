@@ -269,6 +269,8 @@ class BuiltScenario:
     sharing: str
     tcp_gamma: float | None
     sample_interval_ns: int
+    # sample_interval: auto: a streamed run past this many samples halves their resolution
+    sample_cap: int | None = None
     merge_window_ns: int | None = None  # None: the sharing model's (netsteer.sim.timing.timing_for)
     ticks_per_ns: int | None = None
     # the default controller's re-route policy: builds a routing for a changed network
@@ -687,33 +689,50 @@ def _routing_factory(topo, model: RoutingModel, file, field, *, defer: bool = Fa
     return (DeferredRouting(first) if defer else first()), make
 
 
-def _expected_ns(topo: Topology, dag: FlowDag, streamed=(), stops=()) -> float:
+#: Counter samples ``sample_interval: auto`` aims at over the expected run.
+AUTO_SAMPLES = 200
+#: A streamed run sampling at ``auto`` past this many samples keeps every other one and
+#: doubles the interval (:class:`netsteer.sim.driver.SimDriver`), so it ends with 500 to
+#: 1,000 however long it lasts.
+AUTO_SAMPLE_CAP = 1000
+
+
+def _expected_ns(topo: Topology, dag: FlowDag, streamed=(), stops=(), mpi=()) -> float:
     """A lower bound of the run's length: the busiest host sending at its link's rate
-    after the last start (the run may well last longer under contention); a streamed
-    MPI job counts as its least time per rank (:func:`netsteer.sim.stream.least_time_ns`),
-    and bulk flows that run for a duration until they stop (``stops``, in ns)."""
+    after the last start (the run may well last longer under contention); an MPI job
+    (``streamed``, and ``mpi``: those expanded into the DAG) counts as its least time
+    per rank (:func:`netsteer.sim.stream.least_time_ns`): its bytes at the host rate
+    plus its dependent rounds, each at least a path's latency (two host links), so a
+    latency-bound job is not taken for a microsecond one; and bulk flows that run for
+    a duration until they stop (``stops``, in ns)."""
     nic = topo.channel_bandwidth() / 8.0
     cols = dag.columns()
     sent = np.bincount(cols.src, weights=np.minimum(cols.bytes, 1e15), minlength=topo.n_hosts)
-    host_cap = np.array([nic[topo.out_channel[topo.host_node(h)].max()] for h in range(topo.n_hosts)])
+    up = np.array([topo.out_channel[topo.host_node(h)].max() for h in range(topo.n_hosts)], dtype=np.int64)
+    host_cap = nic[up]
     finite = sent[sent < 1e14]
     guess_s = float((finite / host_cap[: len(finite)]).max()) if len(finite) else (0.0 if streamed else 1.0)
     starts = cols.start_ns[cols.start_ns >= 0]
     guess = guess_s * 1e9 + (float(starts.max()) if len(starts) else 0.0)
-    if streamed:
+    jobs = [*streamed, *mpi]
+    if jobs:
         from .sim.stream import least_time_ns
 
-        guess = max(guess, max(least_time_ns(mpi, float(host_cap.min())) for _, mpi in streamed))
+        # a message crosses at least the sender's and the receiver's host links
+        path_ns = 2.0 * float(topo.channel_latency_ns()[up].min()) if len(up) else 0.0
+        guess = max(guess, max(least_time_ns(job, float(host_cap.min()), path_ns) for _, job in jobs))
     return max(1_000.0, guess, *(float(t) for t in stops))
 
 
-def _auto_interval(topo: Topology, dag: FlowDag, streamed=(), stops=()) -> int:
-    """A sampling interval that gives about 200 samples over the expected run."""
+def _auto_interval(topo: Topology, dag: FlowDag, streamed=(), stops=(), mpi=()) -> int:
+    """A sampling interval that gives about 200 samples over the expected run
+    (:func:`_expected_ns`; a streamed run that samples more halves its resolution as it
+    goes, :class:`netsteer.sim.driver.SimDriver`)."""
     from .limits import current
     from .units import MAX_DURATION_NS
 
-    guess_ns = _expected_ns(topo, dag, streamed, stops)
-    raw = guess_ns / 200.0
+    guess_ns = _expected_ns(topo, dag, streamed, stops, mpi)
+    raw = guess_ns / AUTO_SAMPLES
     # keep channels x samples well inside the memory limit, even for a run 8x longer than expected
     raw = max(raw, guess_ns * topo.n_channels / max(current().max_sample_values // 8, 1))
     mag = 10 ** np.floor(np.log10(raw))
@@ -762,6 +781,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
     background: list[int] = []
     events: list = []
     streamed: list = []
+    dag_mpi: list = []  # (job index, MpiJob) of the MPI jobs expanded into the DAG
     why_not = None
     if any(job.program is not None for job in m.jobs):
         why_not = _why_not_stream(m, topo, routing)
@@ -777,6 +797,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
                 streamed.append((j, mpi))
             else:
                 spans += _mpi_job(mpi, j, topo, dag, file)
+                dag_mpi.append((j, mpi))
         try:
             bg, timed = _job_flows(topo, job, j, dag, file)
         except LimitError as exc:
@@ -836,11 +857,11 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
     stops = [ev.at_ns for ev in events if isinstance(ev, StopFlows)]  # timed bulk flows run until then
     if m.sample_interval != "auto":
         interval = m.sample_interval
-        values = _expected_ns(topo, dag, streamed, stops) / interval * topo.n_channels
+        values = _expected_ns(topo, dag, streamed, stops, dag_mpi) / interval * topo.n_channels
         check(used + len(dag) * FLOW_BYTES + values * SAMPLE_VALUE_BYTES, "the port counters",
               detail=f"at least {values:.3g} samples x channels at this interval", file=file, field="sample_interval")
     else:
-        interval = _auto_interval(topo, dag, streamed, stops)
+        interval = _auto_interval(topo, dag, streamed, stops, dag_mpi)
     built = BuiltScenario(
         scenario=sc,
         topology=topo,
@@ -853,6 +874,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
         sharing=sharing,
         tcp_gamma=float(gamma) if gamma is not None else None,
         sample_interval_ns=int(interval),
+        sample_cap=AUTO_SAMPLE_CAP if m.sample_interval == "auto" else None,
         merge_window_ns=None if isinstance(m.sharing, str) else m.sharing.merge_window,
         ticks_per_ns=None if isinstance(m.sharing, str) else m.sharing.ticks_per_ns,
         spans=spans,

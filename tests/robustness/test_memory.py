@@ -17,8 +17,10 @@ HEAD = GOOD.split("jobs:")[0]
 
 BOMBS = {
     "repeat-1e9": GOOD.replace("    ranks: 4\n", "    ranks: 4\n    repeat: 1000000000\n"),
+    # as a DAG (6.5e9 flows, counted exactly before expanding); streamed, the job would run
+    # in bounded memory (ranks, and auto samples halving past 1,000), only for hours
     "alltoall-256-ranks-x-1e5": HEAD.replace("down: [4, 4], up: [1, 2]", "down: [16, 16], up: [1, 2]")
-    + "jobs:\n  - {name: a, ranks: 256, repeat: 100000, program: [{op: alltoall, bytes: 1B}]}\n",
+    + "jobs:\n  - {name: a, ranks: 256, repeat: 100000, stream: false, program: [{op: alltoall, bytes: 1B}]}\n",
     "alias-bomb": LAUGHS + GOOD,
     "pgft-1e9-hosts": GOOD.replace("down: [4, 4]", "down: [31623, 31623]"),
     "hyperx-1e9": GOOD.replace("kind: pgft, levels: 2, down: [4, 4], up: [1, 2], parallel: [1, 1],",

@@ -82,9 +82,40 @@ def test_op_report_sums_time_per_kind_and_bandwidth():
                      9000, 9000, 10000, 10000, 15000, 15000])
     rep = op_report(x.spans, x.dag, comp)["a"]
     assert rep["completion_ns"] == 15000
+    # busbw: 2 (p-1)/p = 1 on 2 ranks
     assert rep["ops"]["allreduce"] == {"count": 2, "time_ns": 3000 + 2000, "bytes": 2000,
-                                      "algbw_Bps": 2000 * 1e9 / 5000}
+                                      "algbw_Bps": 2000 * 1e9 / 5000, "busbw_Bps": 2000 * 1e9 / 5000}
     assert rep["ops"]["compute"] == {"count": 2, "time_ns": 10000, "bytes": 0}
+
+
+@pytest.mark.parametrize("op,nbytes,algbw,busbw", [
+    # 8 ranks, 14 ms each (the 8 MB ring allreduce on 8 Gb/s links: 14 x 1 MB)
+    ("allreduce", 8_000_000, 8e6 / 14e-3, 8e6 / 14e-3 * 2 * 7 / 8),  # 571 MB/s, bus 1 GB/s
+    ("allgather", 1_000_000, 8e6 / 14e-3, 8e6 / 14e-3 * 7 / 8),  # nccl-tests' size: count x ranks
+    ("alltoall", 1_000_000, 8e6 / 14e-3, 8e6 / 14e-3 * 7 / 8),
+    ("gather", 1_000_000, 8e6 / 14e-3, 8e6 / 14e-3 * 7 / 8),
+    ("scatter", 1_000_000, 8e6 / 14e-3, 8e6 / 14e-3 * 7 / 8),
+    ("bcast", 8_000_000, 8e6 / 14e-3, 8e6 / 14e-3),
+    ("reduce", 8_000_000, 8e6 / 14e-3, 8e6 / 14e-3),
+    ("send", 8_000_000, 8e6 / 14e-3, 8e6 / 14e-3),
+])
+def test_busbw_is_algbw_times_the_nccl_tests_factor(op, nbytes, algbw, busbw):
+    from netsteer.traffic.program import OpSpan, aggregate_ops
+
+    spans = [(OpSpan("j", i, 0, op, None, nbytes, 8, 0, 1), i * 20_000_000, i * 20_000_000 + 14_000_000)
+             for i in range(2)]
+    o = aggregate_ops(spans)["j"]["ops"][op]
+    assert o["time_ns"] == 28_000_000
+    assert o["algbw_Bps"] == pytest.approx(algbw, rel=1e-12)
+    assert o["busbw_Bps"] == pytest.approx(busbw, rel=1e-12)
+
+
+def test_compute_and_barrier_have_no_bandwidth():
+    from netsteer.traffic.program import OpSpan, aggregate_ops
+
+    ops = aggregate_ops([(OpSpan("j", 0, 0, "barrier", None, 0, 8, 0, 1), 0, 100),
+                         (OpSpan("j", 0, 1, "compute", None, 0, 8, 1, 2), 100, 1100)])["j"]["ops"]
+    assert all("algbw_Bps" not in o and "busbw_Bps" not in o for o in ops.values())
 
 
 def test_mpi_job_model_forbids_unknown_keys_and_validates_program():

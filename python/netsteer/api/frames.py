@@ -33,7 +33,7 @@ from ..errors import NetsteerError
 COUNTER_COLUMNS = ["time_s", "link", "direction", "channel", "from_node", "from_port", "to_node",
                    "bytes_total", "gbps"]
 JOB_COLUMNS = ["job", "completion_s", "flows", "bytes"]
-OPERATION_COLUMNS = ["job", "op", "count", "time_s", "bytes", "algbw_Bps", "flows", "span_s"]
+OPERATION_COLUMNS = ["job", "op", "count", "time_s", "bytes", "algbw_Bps", "busbw_Bps", "flows", "span_s"]
 
 
 def counters_frame(table: pa.Table, *, consume: bool = False) -> pd.DataFrame:
@@ -136,8 +136,8 @@ def jobs_frame(jobs: Sequence[dict[str, Any]]) -> pd.DataFrame:
 
 
 def operations_frame(jobs: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    """One row per (job, operation): for MPI jobs ``count, time_s, bytes, algbw_Bps``
-    (as ``netsteer run --json``), for flows ``flows, span_s`` per label."""
+    """One row per (job, operation): for MPI jobs ``count, time_s, bytes, algbw_Bps,
+    busbw_Bps`` (as ``netsteer run --json``), for flows ``flows, span_s`` per label."""
     rows = [{"job": j["name"], "op": op, **o} for j in jobs for op, o in j.get("operations", {}).items()]
     return pd.DataFrame(rows, columns=OPERATION_COLUMNS)
 

@@ -84,7 +84,7 @@ class Result:
 
     @cached_property
     def operations(self) -> pd.DataFrame:
-        """One row per (job, operation): ``count, time_s, bytes, algbw_Bps`` for MPI
+        """One row per (job, operation): ``count, time_s, bytes, algbw_Bps, busbw_Bps`` for MPI
         operations, ``flows, span_s`` for flow labels."""
         return frames.operations_frame(self.summary["jobs"])
 

@@ -174,7 +174,7 @@ def result_dict(built, res) -> dict[str, Any]:
         "flows": len(built.dag) + sum(x["flows"] for x in ((getattr(res, "mpi", None) or {}).get("steps") or {}).values()),
         "events": res.applied_events,
         "engine": res.stats,
-        "sample_interval_s": built.sample_interval_ns * 1e-9,
+        "sample_interval_s": (getattr(res, "sample_interval_ns", None) or built.sample_interval_ns) * 1e-9,
     }
     if getattr(res, "controller", None):
         out["controller"] = res.controller  # reconfigurations, with their timelines

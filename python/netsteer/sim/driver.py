@@ -122,6 +122,7 @@ class SimDriver:
         sls: np.ndarray | None = None,
         merge_window_ns: int | None = None,
         ticks_per_ns: int | None = None,
+        sample_cap: int | None = None,
     ):
         self.topo, self.routing, self.dag = topo, routing, dag
         self.circuits = circuits.copy() if circuits is not None else CircuitState.initial(topo)
@@ -149,6 +150,10 @@ class SimDriver:
         # streamed jobs drain the engine between steps, and the engine samples again at
         # each restart (thousands of extra rows): with them, samples are taken here
         self._sample_every = int(sample_interval_ns) if mpi_jobs else 0
+        # sample_cap (sample_interval: auto): past it, every other sample is dropped and
+        # the interval doubles, rather than filling the memory; None: the interval is kept
+        self._sample_cap = sample_cap
+        self.sample_interval_ns = int(sample_interval_ns)
         self._sample_times: list[int] = []
         self._sample_rows: list[np.ndarray] = []
         self._next_sample = 0
@@ -470,17 +475,37 @@ class SimDriver:
     def _sample(self) -> None:
         if self._sample_times and self._sample_times[-1] == self.now:
             return
+        from ..errors import LimitError
         from ..limits import current
 
         row = self.engine.channel_bytes()
         limit = current().max_sample_values
-        if (len(self._sample_rows) + 1) * len(row) > limit:
-            raise MemoryError(
-                f"the port counters reached the limit of {limit} values ({len(self._sample_rows)} samples "
-                f"of {len(row)} channels) before the run ended; use a longer sample_interval, or raise "
-                "--max-memory or NETSTEER_MAX_MEMORY")
+        fit = limit // max(len(row), 1)  # samples the memory limit holds
+        cap = fit if self._sample_cap is None else min(fit, self._sample_cap)
+        if len(self._sample_rows) + 1 > cap:
+            if self._sample_cap is None or cap < 3:
+                raise LimitError(
+                    f"the port counters reached the limit of {limit:,} values ({len(self._sample_rows):,} samples "
+                    f"of {len(row):,} channels, every {self._sample_every:,} ns) before the run ended; use a "
+                    "longer sample_interval (or auto), or raise --max-memory or NETSTEER_MAX_MEMORY",
+                    field="sample_interval")
+            self._halve_resolution(row)
+            return
         self._sample_times.append(self.now)
         self._sample_rows.append(row)
+
+    def _halve_resolution(self, row: np.ndarray) -> None:
+        """``sample_interval: auto`` sampled more than it aims at (a run longer than
+        expected): keep every other sample, the first (the counters' start) and the one
+        due now (the latest counts; at the end, the totals), and double the interval.
+        The samples kept were every interval apart, so they are every two now (the
+        first gap may be one); rates divide by the time between samples."""
+        n = len(self._sample_times)  # the index of the sample due now
+        keep = [0] + list(range(n % 2 or 2, n, 2))
+        self._sample_times = [self._sample_times[i] for i in keep] + [self.now]
+        self._sample_rows = [self._sample_rows[i] for i in keep] + [row]
+        self._sample_every *= 2
+        self.sample_interval_ns = self._sample_every
 
     def _run_sampled(self, until: int | None) -> str:
         """:meth:`_run` stopping at every sample time; a stall ends the sampling (nothing
@@ -509,7 +534,16 @@ class SimDriver:
 
     def _run_chunks(self, until: int | None) -> str:
         while True:
-            status = self.engine.run(until, _CHUNK)
+            try:
+                status = self.engine.run(until, _CHUNK)
+            except MemoryError as exc:
+                if "port counters" not in str(exc):
+                    raise
+                # the engine's own sampling (no streamed job) reached the limit
+                from ..errors import LimitError
+
+                raise LimitError(f"{exc}".replace("use a longer sample_interval", "use a longer sample_interval "
+                                 "(or auto)"), field="sample_interval") from None
             if self.progress is not None:
                 if self.streamed:
                     # unfinished counts the streamed slots in flight too; totals are unknown

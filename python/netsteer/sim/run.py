@@ -10,6 +10,7 @@ import numpy as np
 from ..control.core import Controller, ControllerStack, ReroutePolicy
 from .driver import SimDriver
 from .network import CircuitState
+from ..errors import LimitError
 from ..units import BULK_BYTES
 from .simulate import SimResult, legacy_controller, run_driver
 
@@ -89,13 +90,18 @@ def run_scenario(
         built.topology, built.routing, built.dag, sharing=built.sharing, tcp_gamma=built.tcp_gamma,
         merge_window_ns=built.merge_window_ns, ticks_per_ns=built.ticks_per_ns,
         sample_interval_ns=built.sample_interval_ns if sample else 0, circuits=circuits,
+        sample_cap=getattr(built, "sample_cap", None),
         background=built.background, stops=stops, forwarding=forwarding, progress=progress, **opts,
     )
     if uf is not None:
         ufc.dataplane = driver
     if qos is not None:
         driver.qos_config = qos.config  # what a priority change re-weights flows by (netsteer.qos.simapply)
-    res = run_driver(driver, controller)
+    try:
+        res = run_driver(driver, controller)
+    except LimitError as exc:
+        raise exc.located(built.scenario.file) from None
+    res.sample_interval_ns = driver.sample_interval_ns  # sample_interval: auto may have doubled it
     if res.past_clock is not None:
         # background (iperf-like) flows send until the others end: stalled, they just go on
         res.past_clock = res.past_clock[~np.asarray(built.background, dtype=bool)[res.past_clock]]

@@ -71,6 +71,7 @@ class SimResult:
     mpi: dict | None = None
     packet: dict | None = None
     end_ns: int = -1
+    sample_interval_ns: int | None = None  # the interval the samples ended at (auto may double it)
 
 
 def run_driver(driver: SimDriver, controller: Controller) -> SimResult:

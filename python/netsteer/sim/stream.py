@@ -231,28 +231,40 @@ def estimate_bytes(topo: Topology, jobs: Sequence[Any], routing: Any = "dmodk", 
     return ranks * (RANK_BYTES + FLOW_BYTES) + table_bytes + network
 
 
-def least_time_ns(job: Any, rate_Bps: float) -> float:
-    """A lower bound of ``job``'s length with ranks sending at ``rate_Bps``: per step,
-    the bytes some rank must send whatever the algorithm (an allreduce of ``n`` bytes
-    sends at least ``2 n (p-1)/p`` from every rank), plus compute, times ``repeat``.
+def least_time_ns(job: Any, rate_Bps: float, latency_ns: float = 0.0) -> float:
+    """A lower bound of ``job``'s length with ranks sending at ``rate_Bps`` over paths
+    of ``latency_ns``: per step, the bytes some rank must send whatever the algorithm
+    (an allreduce of ``n`` bytes sends at least ``2 n (p-1)/p`` from every rank), plus
+    the step's dependent rounds times the path latency
+    (:func:`netsteer.traffic.collectives.counts.rounds`: a latency-bound collective, a
+    small ring allreduce, lasts its rounds), plus compute, times ``repeat``.
     Sizes the scenario's counter sampling without expanding the job.
 
     >>> job = MpiJobSpec(ranks=4, program=[{"op": "allreduce", "bytes": 4000},
     ...                                {"op": "compute", "duration": "1us"}], repeat=2)
     >>> least_time_ns(job, 1e9)  # 2 * (6000 B at 1 GB/s + 1 us)
     14000.0
+    >>> least_time_ns(job, 1e9, latency_ns=2000)  # + 2 * 6 ring rounds of 2 us
+    38000.0
     """
+    from ..traffic.collectives.counts import rounds
+
     job = as_spec(job)
     p = job.ranks
     share = (p - 1) / p
     per_step = {"allreduce": 2 * share, "reduce": share, "bcast": share,
                 "alltoall": p - 1, "allgather": p - 1, "gather": p - 1, "scatter": p - 1}
+    choices = job_choices(job.program) if latency_ns else None
     t = 0.0
     for st in job.program:
         if st.op == "compute":
             t += st.duration
-        elif st.op != "barrier":
+            continue
+        if st.op != "barrier":
             t += int(st.bytes) * (1.0 if st.op == "send" else per_step.get(st.op, 0.0)) / rate_Bps * 1e9
+        if latency_ns:
+            n = 1 if st.op == "send" else rounds(st.op, st.algorithm, p, int(st.bytes), st.elem_bytes, choices)
+            t += n * latency_ns
     return t * job.repeat + job.start
 
 

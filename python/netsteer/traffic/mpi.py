@@ -251,7 +251,7 @@ def build_job(
         raise e.located(prefix=error_field(placement)) from None
     dag = dag if dag is not None else FlowDag()
     kw = _step_kw(steps, traffic_class, priority, rendezvous, envelope_bytes)
-    _check_size(steps, ranks, repeat, dag, kw)
+    _check_size(steps, ranks, repeat, dag, kw, extra=ranks if start_ns else 0)
     out = JobExpansion(dag=dag, hosts=hosts)
     frontier: list[list[int]] = [[] for _ in range(ranks)]
     if start_ns:
@@ -271,36 +271,27 @@ def build_job(
 
 
 def estimate_step_flows(st, p: int, kw: dict | None = None) -> int | None:
-    """Flows one execution of step ``st`` on ``p`` ranks makes, without expanding it at
-    size ``p``: exact up to 32 ranks, else extrapolated from 16 and 32 ranks with the
-    growth the algorithm shows there (``p**2`` for an alltoall, ``p log p`` for a tree).
-    None when the step cannot be expanded at those sizes.
+    """Flows one execution of step ``st`` on ``p`` ranks makes, without expanding it:
+    exact for any ``p`` and size (a closed form per algorithm,
+    :func:`netsteer.traffic.collectives.counts.message_count`). None when the step
+    cannot be expanded (its expansion then gives the reason).
 
     >>> st = parse_program([{"op": "alltoall", "bytes": "1KiB"}])[0]
-    >>> estimate_step_flows(st, 8) == len(expand_job(8, "linear", [st], 1, 8)), estimate_step_flows(st, 10**5) > 10**9
-    (True, True)
+    >>> estimate_step_flows(st, 8) == len(expand_job(8, "linear", [st], 1, 8)), estimate_step_flows(st, 2**17), estimate_step_flows(st, 6)
+    (True, 17179738112, None)
     """
-    import math
+    from .collectives.counts import message_count
 
     kw = kw or {}
+    if st.op == "compute":
+        return p  # one delay flow per rank
     if st.op == "send":
-        st = st.model_copy(update={"src": 0, "dst": 1})
-    elif getattr(st, "root", 0):
-        st = st.model_copy(update={"root": 0})
-
-    def count(n: int) -> int:
-        d = FlowDag()
-        _expand_step(d, st, list(range(n)), [[] for _ in range(n)], "x", kw)
-        return len(d)
-
+        return 1
     try:
-        if p <= 32:
-            return count(p)
-        f1, f2 = count(16), count(32)
+        return message_count(st.op, st.algorithm, p, getattr(st, "bytes", 0), getattr(st, "root", 0),
+                             st.elem_bytes, kw.get("job_algorithms"))
     except NetsteerError:
         return None
-    growth = math.log2(f2 / f1) if f1 > 0 and f2 > 0 else 2.0
-    return int(f2 * (p / 32) ** max(growth, 1.0)) + 1
 
 
 def check_job_size(job: MpiJob, dag: FlowDag) -> None:
@@ -313,7 +304,8 @@ def check_job_size(job: MpiJob, dag: FlowDag) -> None:
         With the estimate, naming the step (``program.i``) or ``repeat``.
     """
     steps = parse_program(job.program)
-    _check_size(steps, job.ranks, job.repeat, dag, _step_kw(steps, job.traffic_class, job.priority))
+    _check_size(steps, job.ranks, job.repeat, dag, _step_kw(steps, job.traffic_class, job.priority),
+                extra=job.ranks if job.start else 0)
 
 
 def _step_kw(steps, traffic_class: int, priority: int, rendezvous: bool = True,
@@ -323,13 +315,14 @@ def _step_kw(steps, traffic_class: int, priority: int, rendezvous: bool = True,
                 priority=priority, job_algorithms=job_choices(steps))
 
 
-def _check_size(steps, ranks: int, repeat: int, dag: FlowDag, kw: dict) -> None:
-    """Refuse a job whose flows would exceed the DAG's budget, before expanding it."""
+def _check_size(steps, ranks: int, repeat: int, dag: FlowDag, kw: dict, extra: int = 0) -> None:
+    """Refuse a job whose flows would exceed the DAG's budget, before expanding it
+    (``extra``: flows besides the iterations', one delay per rank for a ``start``)."""
     from ..errors import LimitError
     from ..limits import FLOW_BYTES, current, fmt_bytes
 
     budget = dag.max_flows if dag.max_flows is not None else current().max_flows(0)
-    room = budget - len(dag)
+    room = budget - len(dag) - extra
     per_step = [estimate_step_flows(st, ranks, kw) or 0 for st in steps]
     per_iter = sum(per_step)
     if per_iter * repeat <= room:
@@ -445,24 +438,31 @@ def op_report(spans: Sequence[OpSpan], dag: FlowDag, completion_ns: np.ndarray,
               release_ns: np.ndarray | None = None) -> dict:
     """Time per operation kind and bandwidth per collective, per job.
 
-    A step's time runs from the release of its first flow to the end of its last:
-    the wall time of the collective as the slowest rank sees it. The algorithm
+    A step's time runs from the release of its first flow, on whichever rank, to the
+    end of its last, on whichever rank: it includes the ranks' arrival skew (ranks
+    that left the previous step at different times), so it is not the time of the
+    operation alone that nccl-tests or OSU measure after synchronising the ranks,
+    and a job's operation times can sum to more than its completion. The algorithm
     bandwidth (``algbw``, as in nccl-tests) is the data over that time: the MPI size,
     and for ``alltoall``, ``allgather``, ``gather`` and ``scatter`` (sized per rank)
-    that size times the ranks (see :func:`netsteer.traffic.program.aggregate_ops`).
+    that size times the ranks (see :func:`netsteer.traffic.program.aggregate_ops`);
+    the bus bandwidth (``busbw``) is ``algbw`` times nccl-tests' factor
+    (:func:`netsteer.traffic.program.busbw_factor`: ``2 (p-1)/p`` allreduce,
+    ``(p-1)/p`` allgather, alltoall, gather, scatter, 1 bcast, reduce, send).
 
     Returns
     -------
     dict
         ``{job: {"completion_ns", "ops": {op: {"count", "time_ns", "bytes",
-        "algbw_Bps"}}}}``; ``algbw_Bps`` is absent for ``compute`` and ``barrier``.
+        "algbw_Bps", "busbw_Bps"}}}}``; the bandwidths are absent for ``compute`` and
+        ``barrier``.
 
     Examples
     --------
     >>> x = build_job(2, "linear", [{"op": "allreduce", "bytes": 1000}], 1, 2, job_label="a",
     ...               envelope_bytes=0)
     >>> op_report(x.spans, x.dag, np.array([1000, 1000, 2000, 2000]))["a"]["ops"]
-    {'allreduce': {'count': 1, 'time_ns': 2000, 'bytes': 1000, 'algbw_Bps': 500000000.0}}
+    {'allreduce': {'count': 1, 'time_ns': 2000, 'bytes': 1000, 'algbw_Bps': 500000000.0, 'busbw_Bps': 500000000.0}}
     """
     comp = np.asarray(completion_ns, dtype=np.int64)
     rel = release_times(dag, comp) if release_ns is None else np.asarray(release_ns, dtype=np.int64)

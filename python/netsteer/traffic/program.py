@@ -311,6 +311,24 @@ class OpSpan:
 PER_RANK_BLOCK = ("alltoall", "allgather", "gather", "scatter")
 
 
+def busbw_factor(op: str, ranks: int) -> float:
+    """nccl-tests' bus-bandwidth factor: ``busbw = algbw x factor``, the fraction of
+    the data that must cross a rank's link whatever the algorithm, so the figure
+    compares with the link's rate: ``2 (p-1)/p`` for allreduce, ``(p-1)/p`` for
+    allgather, alltoall, gather and scatter (and reduce_scatter), 1 for bcast,
+    reduce and a send.
+
+    >>> busbw_factor("allreduce", 8), busbw_factor("alltoall", 8), busbw_factor("bcast", 8)
+    (1.75, 0.875, 1.0)
+    """
+    p = max(int(ranks), 1)
+    if op == "allreduce":
+        return 2.0 * (p - 1) / p
+    if op in PER_RANK_BLOCK or op == "reduce_scatter":
+        return (p - 1) / p
+    return 1.0
+
+
 def aggregate_ops(timed: Iterable[tuple[OpSpan, int | None, int | None]]) -> dict:
     """:func:`netsteer.traffic.mpi.op_report` from each executed step's ``(span,
     start_ns, end_ns)`` (``None`` times: a step that moved nothing; its job is still
@@ -319,11 +337,18 @@ def aggregate_ops(timed: Iterable[tuple[OpSpan, int | None, int | None]]) -> dic
     Operations whose MPI size is a per-rank block (:data:`PER_RANK_BLOCK`: alltoall,
     allgather, gather, scatter) move that block times the ranks: a rank's whole send
     (alltoall) or receive buffer (allgather; the root's, for gather and scatter), as
-    nccl-tests sizes them. The others move their MPI size.
+    nccl-tests sizes them. The others move their MPI size. ``busbw_Bps`` is that
+    bandwidth times nccl-tests' bus factor (:func:`busbw_factor`).
+
+    A step's time runs from the release of its first flow (on whichever rank) to the
+    end of its last: it includes the ranks' arrival skew (a rank that left the
+    previous step late), and consecutive executions may overlap, so the times of a
+    job's operations can sum to more than its completion.
 
     >>> s = OpSpan("j", 0, 0, "alltoall", "pairwise", 4096, 8, 0, 0)
-    >>> aggregate_ops([(s, 0, 1000)])["j"]["ops"]["alltoall"]["algbw_Bps"]
-    32768000000.0
+    >>> o = aggregate_ops([(s, 0, 1000)])["j"]["ops"]["alltoall"]
+    >>> o["algbw_Bps"], o["busbw_Bps"]
+    (32768000000.0, 28672000000.0)
     """
     out: dict = {}
     for s, t0, t1 in timed:
@@ -331,14 +356,17 @@ def aggregate_ops(timed: Iterable[tuple[OpSpan, int | None, int | None]]) -> dic
         if t0 is None or t1 is None:
             continue
         job["completion_ns"] = max(job["completion_ns"], t1)
-        o = job["ops"].setdefault(s.op, {"count": 0, "time_ns": 0, "bytes": 0, "_moved": 0})
+        o = job["ops"].setdefault(s.op, {"count": 0, "time_ns": 0, "bytes": 0, "_moved": 0, "_bus": 0.0})
         o["count"] += 1
         o["time_ns"] += t1 - t0
         o["bytes"] += s.nbytes
-        o["_moved"] += s.nbytes * (s.ranks if s.op in PER_RANK_BLOCK else 1)
+        moved = s.nbytes * (s.ranks if s.op in PER_RANK_BLOCK else 1)
+        o["_moved"] += moved
+        o["_bus"] += moved * busbw_factor(s.op, s.ranks)
     for job in out.values():
         for op, o in job["ops"].items():
-            moved = o.pop("_moved")
+            moved, bus = o.pop("_moved"), o.pop("_bus")
             if op not in ("compute", "barrier") and o["time_ns"] > 0:
                 o["algbw_Bps"] = moved * 1e9 / o["time_ns"]
+                o["busbw_Bps"] = bus * 1e9 / o["time_ns"]
     return out

@@ -81,6 +81,23 @@ def _doubling_indices(newrank: int, newdst: int, mask: int, pof2: int, cnts: lis
     return recv_idx, last_idx, sum(cnts[send_idx:last_idx])
 
 
+def rabenseifner_reduce_check(p: int, nbytes: int, elem_bytes: int = 1) -> int:
+    """The element count a :func:`reduce_rabenseifner` of ``nbytes`` works on (0: it
+    sends nothing; fewer than ``p`` on a power of two: padded to ``p``), or the
+    :class:`NetsteerError` refusing it on ``p`` ranks (also what
+    :func:`netsteer.traffic.collectives.counts.message_count` refuses)."""
+    count = _elements(nbytes, elem_bytes)
+    if 0 < count < p:
+        if not _is_pof2(p):
+            raise NetsteerError(
+                f"reduce rabenseifner on a non-power-of-two rank count needs at least one "
+                f"element per rank: {count} elements for {p} ranks (SMPI's scatter_gather "
+                f"aborts there with MPI_ERR_TRUNCATE); use algorithm binomial"
+            )
+        count = p  # SMPI pads the buffer to one element per rank
+    return count
+
+
 def reduce_rabenseifner(
     p: int, nbytes: int, root: int = 0, elem_bytes: int = 1
 ) -> list[Program]:
@@ -100,17 +117,9 @@ def reduce_rabenseifner(
     [1, 2]
     """
     _check_root(p, root)
-    count = _elements(nbytes, elem_bytes)
+    count = rabenseifner_reduce_check(p, nbytes, elem_bytes)
     if count == 0:
         return [[] for _ in range(p)]
-    if count < p:
-        if not _is_pof2(p):
-            raise NetsteerError(
-                f"reduce rabenseifner on a non-power-of-two rank count needs at least one "
-                f"element per rank: {count} elements for {p} ranks (SMPI's scatter_gather "
-                f"aborts there with MPI_ERR_TRUNCATE); use algorithm binomial"
-            )
-        count = p  # SMPI pads the buffer to one element per rank
     pof2 = _pof2_floor(p)
     rem = p - pof2
     cnts = _halving_counts(count, pof2)
