@@ -181,6 +181,8 @@ def rounds(op: str, algorithm: str | None, p: int, nbytes: int = 0, elem_bytes: 
         return 0
     log = _ceil_log2(p)
     key = (op, name)
+    if key in (("reduce", "binomial"), ("reduce", "rabenseifner")) and nbytes // max(elem_bytes, 1) == 0:
+        return 0  # SMPI returns at once on an empty buffer
     if key == ("allreduce", "ring"):
         count = nbytes // max(elem_bytes, 1)
         left = count % p if count >= p else count
@@ -188,7 +190,8 @@ def rounds(op: str, algorithm: str | None, p: int, nbytes: int = 0, elem_bytes: 
         if count >= p and left == 0:
             return ring
         chosen = {**_names.UNSELECTED, **(job_algorithms or {})}
-        return ring + rounds("reduce", chosen["reduce"], p) + rounds("bcast", chosen["bcast"], p, left * elem_bytes)
+        return (ring + rounds("reduce", chosen["reduce"], p, left * elem_bytes, elem_bytes)
+                + rounds("bcast", chosen["bcast"], p, left * elem_bytes, elem_bytes))
     if key == ("bcast", "scatter_allgather"):
         return p - 1  # the ring allgather (the scatter may be short, or empty at 0 bytes)
     if key == ("reduce", "nonblocking_linear"):
