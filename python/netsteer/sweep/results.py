@@ -62,11 +62,15 @@ class ResultStore:
             from ..limits import RESULT_CELL_BYTES, check
 
             try:
-                meta = pq.read_metadata(self.path)  # the footer only: sizes before reading a row
-                # a small file can hold millions of repeated rows: refused with the estimate
-                check(meta.num_rows * meta.num_columns * RESULT_CELL_BYTES, "reading these results",
-                      detail=f"{meta.num_rows:,} rows of {meta.num_columns} columns", file=str(self.path))
-                table = pq.read_table(self.path)
+                # one open file for the footer and the pages: a running sweep may rename a
+                # newer file over this path between two opens (footer of one, pages of the other)
+                with open(self.path, "rb") as fh:
+                    pf = pq.ParquetFile(fh)
+                    meta = pf.metadata  # the footer only: sizes before reading a row
+                    # a small file can hold millions of repeated rows: refused with the estimate
+                    check(meta.num_rows * meta.num_columns * RESULT_CELL_BYTES, "reading these results",
+                          detail=f"{meta.num_rows:,} rows of {meta.num_columns} columns", file=str(self.path))
+                    table = pf.read()
             except (OSError, pa.ArrowException) as exc:
                 raise NetsteerError(f"cannot read earlier results: {exc}", file=str(self.path)) from None
             if "point" not in table.column_names:
