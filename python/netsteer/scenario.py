@@ -166,10 +166,13 @@ class RoutingModel(_Strict):
     @field_validator("engine")
     @classmethod
     def _known_engine(cls, v):
-        from .routing import ENGINES
+        from .errors import RoutingError
+        from .routing import check_engine
 
-        if v not in ENGINES:
-            raise ValueError(f"unknown routing engine {v!r}; known engines: {', '.join(sorted(ENGINES))}")
+        try:
+            check_engine(v)
+        except RoutingError as exc:
+            raise ValueError(exc.reason) from None
         return v
 
 

@@ -56,12 +56,10 @@ def route(topo: Topology, engine: str = "dmodk", *, hash: str | None = None,
     if not isinstance(topo, Topology):
         raise NetsteerError(f"expected a Topology (netsteer.pgft, netsteer.hyperx, ...), got {type(topo).__name__}",
                             field="topo")
-    from ..errors import RoutingError
-    from ..routing import ENGINES
+    from ..routing import check_engine
 
-    if isinstance(engine, str) and engine not in ENGINES:  # a RoutingError, as documented
-        raise RoutingError(f"unknown routing engine {engine!r}; known engines: {', '.join(sorted(ENGINES))}",
-                           field="routing.engine")
+    if isinstance(engine, str):  # a RoutingError, as documented, not the schema's error
+        check_engine(engine, field="routing.engine")
     spec: dict[str, Any] = {"engine": engine, **given(hash=hash)}
     if partitions is not None:
         spec["partitions"] = str(Path(partitions).resolve())

@@ -104,11 +104,9 @@ def route_topology(topo, engine: str, parts, *, topology_file: str | None = None
     """Build the routing, passing partitions to engines that take them."""
     import inspect
 
-    from ..routing import ENGINES, build_routing
+    from ..routing import ENGINES, build_routing, check_engine
 
-    if engine not in ENGINES:
-        raise NetsteerError(f"unknown routing engine {engine!r}; known engines: {', '.join(sorted(ENGINES))}",
-                            field="--engine")
+    check_engine(engine, field="--engine")
     from ..limits import check_routing
 
     check_routing(topo, file=topology_file, field="--topology")

@@ -40,6 +40,15 @@ def register_engine(name: str, func: Callable[..., Routing]) -> None:
     ENGINES[name] = func
 
 
+def check_engine(engine: str, *, field: str | None = None) -> None:
+    """Raise :class:`RoutingError` (at ``field``) unless ``engine`` is a key of
+    :data:`ENGINES`: the one wording of an unknown engine, wherever it is named
+    (a scenario, ``ns.route``, ``netsteer route --engine``)."""
+    if engine not in ENGINES:
+        raise RoutingError(f"unknown routing engine {engine!r}; known engines: {', '.join(sorted(ENGINES))}",
+                           field=field)
+
+
 def build_routing(topo: Topology, engine: str, *, circuits=None, **params) -> Routing:
     """Route ``topo`` with the engine called ``engine``.
 
@@ -58,12 +67,8 @@ def build_routing(topo: Topology, engine: str, *, circuits=None, **params) -> Ro
     RoutingError
         Unknown engine, or a parameter the engine does not take.
     """
-    try:
-        func = ENGINES[engine]
-    except KeyError:
-        raise RoutingError(
-            f"unknown routing engine {engine!r}; known engines: {', '.join(sorted(ENGINES))}"
-        ) from None
+    check_engine(engine)
+    func = ENGINES[engine]
     accepted = [
         n for n, p in inspect.signature(func).parameters.items()
         if n not in ("topo", "circuits") and p.kind is not p.VAR_KEYWORD
@@ -95,6 +100,7 @@ __all__ = [
     "Routing",
     "accepts_down_links",
     "build_routing",
+    "check_engine",
     "dmodk",
     "dor",
     "ecmp",
