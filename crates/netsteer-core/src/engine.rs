@@ -745,7 +745,7 @@ impl Engine {
         match ev.kind {
             Kind::Release => self.release(f),
             Kind::LatencyDone => {
-                if self.flows[f].bytes <= 0.0 || self.flows[f].path_len == 0 {
+                if !self.crosses_physics(f) {
                     self.finish(f, true);
                 } else {
                     self.meta[f].state = FlowState::Active;
@@ -1244,6 +1244,11 @@ impl Engine {
     }
     pub fn completion(&self, f: usize) -> Ns {
         self.meta[f].done_at
+    }
+    /// Flow `f` goes through the physics: it has bytes and hops. An empty flow, or
+    /// one between two ranks of one host, ends when its latency does.
+    pub fn crosses_physics(&self, f: usize) -> bool {
+        self.flows[f].bytes > 0.0 && self.flows[f].path_len > 0
     }
     pub fn release_time(&self, f: usize) -> Ns {
         self.meta[f].released_at

@@ -358,11 +358,11 @@ impl Stream {
         match info.kind {
             Kind::Message { src, dst } => {
                 self.progress.messages_done += 1;
-                // an empty message, or one between ranks on one host, has no packets
-                // (the engine finishes it at once; its slot may hold a former flow's)
+                // a message the physics never saw has no packets (its slot may hold a
+                // former flow's times)
                 let fu = f as usize;
-                let wire = eng.flow(fu).bytes > 0.0 && !eng.flow_path(fu).is_empty();
-                if let Some((start_ps, ideal_ps)) = eng.physics().message_times(fu).filter(|_| wire) {
+                let seen = eng.crosses_physics(fu);
+                if let Some((start_ps, ideal_ps)) = eng.physics().message_times(fu).filter(|_| seen) {
                     let job = self.ranks[src as usize].job as usize;
                     let (rel, done) = (eng.release_time(fu), eng.completion(fu));
                     self.jobs[job].times.add(rel, done, start_ps, ideal_ps);
