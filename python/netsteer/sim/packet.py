@@ -318,6 +318,16 @@ def flow_sls(built, params: PacketParams) -> np.ndarray:
     return sl
 
 
+def _message_figures(t: dict) -> dict:
+    """A job's message figures (s) from its sums (ns), as the engine keeps them for
+    a streamed job (``Engine.mpi_message_times``) and as the DAG's flows give them."""
+    n, q = t["messages"], t["queued"]
+    return {"messages": int(n), "latency_mean_s": t["latency_sum_ns"] / n * 1e-9,
+            "latency_max_s": t["latency_max_ns"] * 1e-9,
+            "queueing_mean_s": t["queueing_sum_ns"] / q * 1e-9 if q else None,
+            "queueing_max_s": t["queueing_max_ns"] * 1e-9 if q else None}
+
+
 def packet_summary(built, res, top: int = 10) -> dict:
     """The packet fidelity's part of a run's result: its parameters, the ports that
     waited longest for credits (PortXmitWait), per job the messages' latency and how
@@ -345,28 +355,23 @@ def packet_summary(built, res, top: int = 10) -> dict:
             break
         drops.append({"port": topo.channel_name(c), "channel": c, "vl": v, "xmit_discards": int(disc[c, v])})
     lat, queue = message_times(res, built.dag.columns().bytes)
-    jobs = {}
+    sums = {}
     for j, name in enumerate(built.job_names):
         m = (built.job_of_flow == j) & ~built.background & (lat >= 0)
         if m.any():
             # queueing over the messages that have a time alone to measure it against
             # (not bulk flows stopped by their duration): None when none has
             q = m & (queue >= 0)
-            jobs[name] = {"messages": int(m.sum()), "latency_mean_s": float(lat[m].mean()) * 1e-9,
-                          "latency_max_s": float(lat[m].max()) * 1e-9,
-                          "queueing_mean_s": float(queue[q].mean()) * 1e-9 if q.any() else None,
-                          "queueing_max_s": float(queue[q].max()) * 1e-9 if q.any() else None}
+            sums[name] = {"messages": int(m.sum()), "latency_sum_ns": float(lat[m].sum()),
+                          "latency_max_ns": float(lat[m].max()), "queued": int(q.sum()),
+                          "queueing_sum_ns": float(queue[q].sum()),
+                          "queueing_max_ns": float(queue[q].max()) if q.any() else 0.0}
     # streamed MPI jobs: their flows' slots were reused, the engine summed as they finished
     mpi = getattr(res, "mpi", None) or {}
-    for (j, job), t in zip(getattr(built, "streamed", []), mpi.get("messages", [])):
+    for (_, job), t in zip(getattr(built, "streamed", []), mpi.get("messages", [])):
         if t and t["messages"]:
-            q = t["queued"]
-            jobs[job.name] = {"messages": int(t["messages"]),
-                              "latency_mean_s": t["latency_sum_ns"] / t["messages"] * 1e-9,
-                              "latency_max_s": t["latency_max_ns"] * 1e-9,
-                              "queueing_mean_s": t["queueing_sum_ns"] / q * 1e-9 if q else None,
-                              "queueing_max_s": t["queueing_max_ns"] * 1e-9 if q else None}
-    jobs = {name: jobs[name] for name in built.job_names if name in jobs}
+            sums[job.name] = t
+    jobs = {name: _message_figures(sums[name]) for name in built.job_names if name in sums}
     return {"parameters": built.packet.model_dump(), "packets": int(rep["packets"]),
             "xmit_wait_s_total": float(wait.sum()) * 1e-9, "ports_waiting_most": ports, "messages": jobs,
             "dropped": int(rep["dropped"]), "timeouts": int(rep["timeouts"]), "naks": int(rep["naks"]),
