@@ -187,13 +187,19 @@ def test_partitions_reach_the_port_pkey_tables(tmp_path):
         assert_pkey_tables(fab, topo, parts, opensm_lids(topo, sm_node=0))
 
 
-def test_unterminated_last_partition_and_shared_pkey_read_as_opensm_applies_them(tmp_path):
-    # OpenSM applies a last definition without ';' and merges two names for one PKey;
-    # netsteer's reading of the file must give the P_Key tables OpenSM installs
+def one_switch_fabric(tmp_path):
+    """Four hosts on one switch as an ibsim net file: the file, its topology as read
+    back, and the hosts' port GUIDs."""
     net = tmp_path / "fabric.net"
     write_ibsim_net(pgft(1, [4], [1], link_bandwidth=32e9, link_latency_ns=100), net)
     topo = read_ibsim_net(net)
-    g = [endpoint_guid(topo, int(h)) for h in topo.hosts]
+    return net, topo, [endpoint_guid(topo, int(h)) for h in topo.hosts]
+
+
+def test_unterminated_last_partition_and_shared_pkey_read_as_opensm_applies_them(tmp_path):
+    # OpenSM applies a last definition without ';' and merges two names for one PKey;
+    # netsteer's reading of the file must give the P_Key tables OpenSM installs
+    net, topo, g = one_switch_fabric(tmp_path)
     conf = tmp_path / "partitions.conf"
     conf.write_text(f"Default=0x7fff : ALL=limited, SELF=full ;\n"
                     f"a=0x10 : {g[0]:#x}=full, {g[1]:#x} ;\n"
@@ -210,10 +216,7 @@ def test_last_mention_and_self_written_back_reach_the_port_pkey_tables(tmp_path)
     # a port listed twice keeps its last mention in OpenSM; netsteer reads it so, and
     # what it writes from a reading without the SM's node (route --sl-out) installs
     # the same P_Key tables, the SM port's (node 0, a full member of 0x7fff) included
-    net = tmp_path / "fabric.net"
-    write_ibsim_net(pgft(1, [4], [1], link_bandwidth=32e9, link_latency_ns=100), net)
-    topo = read_ibsim_net(net)
-    g = [endpoint_guid(topo, int(h)) for h in topo.hosts]
+    net, topo, g = one_switch_fabric(tmp_path)
     conf = tmp_path / "partitions.conf"
     conf.write_text(f"Default=0x7fff : ALL=limited, SELF=full ;\n"
                     f"a=0x10 : {g[0]:#x}=full, {g[1]:#x}=full, {g[0]:#x}=limited ;\n"
