@@ -84,8 +84,11 @@ def test_the_reactive_controller_moves_each_phase_onto_its_spine_without_losing_
     assert c["tags"] <= c["packet_ins"]
     b, r = rep["bcast"], rep["reduce"]
     assert b["spine1_bytes"] + b["spine2_bytes"] >= 3 * 1000 * 400
-    assert b["spine1_bytes"] > 2 * b["spine2_bytes"]
-    assert r["spine2_bytes"] > 2 * r["spine1_bytes"]
+    # each phase's first frames go by ECMP until its rules land: how long that took
+    # (bundle rounds) says whether a miss is the controller's or the machine's load
+    why = f"bcast {b}, reduce {r}, bundle rounds median {c['install_s_median']:.2f} s, max {c['install_s_max']:.2f} s"
+    assert b["spine1_bytes"] > 2 * b["spine2_bytes"], why
+    assert r["spine2_bytes"] > 2 * r["spine1_bytes"], why
 
 
 def test_a_program_that_is_not_mpich_is_refused_before_anything_starts(tmp_path):

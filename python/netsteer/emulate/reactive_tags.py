@@ -228,6 +228,7 @@ class ReactiveTags:
                 "by_module": {m: sum(1 for e in inst if e.get("module") == m) for m in {e.get("module") for e in inst}},
                 "failures": [e["failed"] for e in inst if e.get("failed")][:20],
                 "install_s_median": times[len(times) // 2] if times else None,
+                "install_s_max": times[-1] if times else None,
                 "errors": list(self.errors)}
 
 

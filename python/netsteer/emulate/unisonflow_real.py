@@ -67,11 +67,14 @@ def _reactive(tb, topo, routing: str, modules):
 
 
 def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progress=lambda m: None,
-        modules: list[dict] | None = None, tagger: str = "ebpf") -> dict[str, Any]:
+        modules: list[dict] | None = None, tagger: str = "ebpf", nice: int = 19) -> dict[str, Any]:
     """Run the program on the source's fabric; returns per phase the bytes entering
     each spine (``spine1_bytes``, ``spine2_bytes``), the phase times and the peer
     table's summary. ``tagger``: the hosts' tag writer (:class:`.mpi.MpiHosts`);
-    ``ovs`` and ``auto`` build every host its own bridge."""
+    ``ovs`` and ``auto`` build every host its own bridge. ``nice``: the ranks'
+    niceness (:class:`.mpi.MpiHosts`): 24 ranks that poll while they wait would
+    otherwise take the CPU from the switches, the samplers and the controller,
+    whose rules then land seconds into a phase on a loaded machine."""
     if routing not in ROUTINGS:
         from ..errors import NetsteerError
         raise NetsteerError(f"routing {routing!r} is not available on the testbed; there is {', '.join(ROUTINGS)}",
@@ -89,7 +92,7 @@ def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progre
             for s, tab in tabs.items():
                 sw[s].replace(tab.flow_lines(), tab.group_lines())
             spines = {"spine1": sw[topo.node("s2_0")], "spine2": sw[topo.node("s2_1")]}
-            with MpiHosts(tb, tags=routing != "ecmp", tagger=tagger) as m:
+            with MpiHosts(tb, tags=routing != "ecmp", tagger=tagger, nice=nice) as m:
                 # bytes entering each spine (from the switches' own port counters),
                 # each spine sampled by its own thread: one stamp per read
                 samplers = {n: Sampler(lambda n=n, s=s: {n: sum(rx for rx, _ in s.port_bytes().values())})
