@@ -184,10 +184,12 @@ def reproduce_qos_staging(
     t.add_row("bandwidth (MB/s)", f"{bw['no_noise']:.0f}", f"{bw['noise']:.0f}", f"{bw['noise_qos']:.0f}",
               f"{a['bandwidth_gain_mbps']:.0f}", "674")
     out_console.print(t)
-    small = min(p["bytes"] for p in rep["latency"]["noise"])
-    pts = {k: next(p for p in v if p["bytes"] == small) for k, v in rep["latency"].items()}
+    # small messages: the packet model's curves (queueing behind the noise), else the flow model's
+    model, curves = ("packet", rep["packet"]) if rep.get("packet") else ("flow", rep)
+    small = min(p["bytes"] for p in curves["latency"]["noise"])
+    pts = {k: next(p for p in v if p["bytes"] == small) for k, v in curves["latency"].items()}
     out_console.print(f"{small}-byte latency: {pts['no_noise']['us']:.2f} us, with noise {pts['noise']['us']:.2f} us, "
-                      f"with noise and QoS {pts['noise_qos']['us']:.2f} us ({pts['noise']['fidelity']} fidelity)")
+                      f"with noise and QoS {pts['noise_qos']['us']:.2f} us ({model} fidelity)")
     t = Table(title="Applications, 64 processes, checkpoints through staging")
     for c in ("app", "no QoS (ms)", "QoS (ms)", "gain"):
         t.add_column(c, justify="right")

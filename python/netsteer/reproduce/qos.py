@@ -128,11 +128,6 @@ ASSUMPTIONS = {
 }
 
 SIZES = [2 ** k for k in range(0, 23)]  # 1 B .. 4 MiB
-#: Messages up to this size run packet by packet where the packet fidelity is built:
-#: their latency is queueing behind the noise's packets, which flows do not have.
-PACKET_MAX = 64 << 10
-
-
 def packet_available() -> bool:
     """Whether the packet fidelity (issue 10) is built into this netsteer."""
     try:
@@ -142,10 +137,6 @@ def packet_available() -> bool:
     return True
 
 
-def fidelity_for(nbytes: int, packet: bool | None = None) -> str:
-    """``"packet"`` for small messages when the packet engine is there, else ``"flow"``."""
-    packet = packet_available() if packet is None else packet
-    return "packet" if packet and nbytes <= PACKET_MAX else "flow"
 A2A_SIZES = [4 ** k for k in range(0, 10)] + [2 ** 20]
 
 
@@ -315,25 +306,45 @@ def app(setup: Setup, which: str, qos: bool, iters: int = 20) -> float:
     return float(max(done[f] for f in last)) / 1e6
 
 
-STEPS = 3 * 3 + 2 + 1  # progress steps of :func:`run`
+KINDS = ("no_noise", "noise", "noise_qos")
+#: Progress steps of :func:`run`: three curves of each fidelity, the apps, the weights.
+STEPS = 2 * 3 * len(KINDS) + 2 + 1
+
+
+def curves(setup: Setup, fidelity: str, *, sizes=SIZES, a2a_sizes=A2A_SIZES, progress=lambda n=1: None) -> dict:
+    """Latency, bandwidth and alltoall against message size, no noise / noise / noise
+    and QoS, every point of every curve at one ``fidelity`` (``"flow"`` or
+    ``"packet"``): the two models differ in kind (flows do not queue behind the
+    noise's packets), so a curve that changed model at some size would jump there."""
+    out: dict = {"latency": {}, "bandwidth": {}, "alltoall": {}}
+    for k in KINDS:
+        out["latency"][k] = [{"bytes": s, "us": osu_latency(setup, s, k, fidelity=fidelity), "fidelity": fidelity}
+                             for s in sizes]
+        progress()
+        out["bandwidth"][k] = [{"bytes": s, "mbps": osu_bw(setup, s, k, fidelity=fidelity), "fidelity": fidelity}
+                               for s in sizes]
+        progress()
+        out["alltoall"][k] = [{"bytes": s, "us": alltoall(setup, s, k, fidelity=fidelity), "fidelity": fidelity}
+                              for s in a2a_sizes]
+        progress()
+    return out
 
 
 def run(setup: Setup = Setup(), *, sizes=SIZES, a2a_sizes=A2A_SIZES, progress=lambda n=1: None) -> dict:
-    """The whole reproduction (see the module text); JSON-able."""
-    kinds = ("no_noise", "noise", "noise_qos")
-    rep: dict = {"latency": {}, "bandwidth": {}, "alltoall": {}, "fidelity": {}}
+    """The whole reproduction (see the module text); JSON-able.
+
+    ``latency``, ``bandwidth`` and ``alltoall`` are at flow level for every size (the
+    same in every build); ``packet`` holds the same curves at packet level, every size
+    too, where the packet fidelity is built (else ``None``).
+    """
+    rep: dict = curves(setup, "flow", sizes=sizes, a2a_sizes=a2a_sizes, progress=progress)
     pk = packet_available()
-    fid = {s: fidelity_for(s, pk) for s in set(sizes) | set(a2a_sizes)}
-    for k in kinds:
-        rep["latency"][k] = [{"bytes": s, "us": osu_latency(setup, s, k, fidelity=fid[s]), "fidelity": fid[s]}
-                             for s in sizes]
-        progress()
-        rep["bandwidth"][k] = [{"bytes": s, "mbps": osu_bw(setup, s, k, fidelity=fid[s]), "fidelity": fid[s]}
-                               for s in sizes]
-        progress()
-        rep["alltoall"][k] = [{"bytes": s, "us": alltoall(setup, s, k, fidelity=fid[s]), "fidelity": fid[s]}
-                              for s in a2a_sizes]
-        progress()
+    if pk:
+        rep["packet"] = curves(setup, "packet", sizes=sizes, a2a_sizes=a2a_sizes, progress=progress)
+    else:
+        rep["packet"] = None
+        for _ in range(3 * len(KINDS)):
+            progress()
     rep["apps"] = {}
     for name in ("cg", "stencil"):
         rep["apps"][name] = {"no_qos_ms": app(setup, name, False), "qos_ms": app(setup, name, True)}
@@ -341,18 +352,20 @@ def run(setup: Setup = Setup(), *, sizes=SIZES, a2a_sizes=A2A_SIZES, progress=la
     rep["sl_weights"] = sl_weights(setup)
     progress()
     big = max(sizes)
-    lat = {k: rep["latency"][k][-1]["us"] for k in kinds}
-    bw = {k: rep["bandwidth"][k][-1]["mbps"] for k in kinds}
+    lat = {k: rep["latency"][k][-1]["us"] for k in KINDS}
+    bw = {k: rep["bandwidth"][k][-1]["mbps"] for k in KINDS}
     rep["at_largest"] = {"bytes": big, "latency_gain_us": lat["noise"] - lat["noise_qos"],
                          "bandwidth_gain_mbps": bw["noise_qos"] - bw["noise"]}
     rep["source"] = {"at_4MB": {"latency_gain_us": 320, "bandwidth_gain_mbps": 674},
                      "note": "for comparison only; nothing here is an input"}
+    rep["fidelity"] = {"flow": "latency, bandwidth and alltoall at every size (no queueing: the noise takes its "
+                               "max-min share of the link), the applications and the SL weights"}
     if pk:
-        rep["fidelity"] = {"packet": f"messages up to {PACKET_MAX} B (queueing behind the noise's packets)",
-                           "flow": "larger messages, the applications and the SL weights"}
+        rep["fidelity"]["packet"] = ("the same three curves at every size, packet by packet (MPI queues "
+                                     "behind the noise's packets on a shared VL)")
     else:
-        rep["fidelity"] = {"flow": "every point: the packet fidelity is not built here, so small-message "
-                                   "queueing behind noise is not modelled (see docs/qos.md)"}
+        rep["fidelity"]["packet"] = ("not built here: small-message queueing behind noise is not modelled "
+                                     "(see docs/qos.md)")
     rep["setup"] = ({k: v for k, v in setup.__dict__.items() if k not in TABLES}
                     | {"assumptions": ASSUMPTIONS, "qos": setup.qos()})
     return rep
@@ -389,19 +402,27 @@ def plot(rep: dict, d) -> None:
     import matplotlib.pyplot as plt
 
     names = {"no_noise": "no I/O noise", "noise": "I/O noise", "noise_qos": "I/O noise + QoS"}
-    figs = [("latency", "us", "Latency (us)"), ("bandwidth", "mbps", "Bandwidth (MB/s)"), ("alltoall", "us", "Latency (us)")]
+    colors = {"no_noise": "tab:blue", "noise": "tab:orange", "noise_qos": "tab:green"}
+    figs = [("latency", "us", "Latency (us)"), ("bandwidth", "mbps", "Bandwidth (MB/s)"),
+            ("alltoall", "us", "Latency (us)")]
+    # each curve from one model: flow solid, packet (where built) dashed, never mixed
+    models = [("flow", rep, "-", "o")] + ([("packet", rep["packet"], "--", "x")] if rep.get("packet") else [])
     for key, val, ylabel in figs:
         for part, keep in (("small", lambda b: b <= 8192), ("large", lambda b: b > 8192)):
             fig, ax = plt.subplots(figsize=(5, 3.5))
-            for k, label in names.items():
-                pts = [p for p in rep[key][k] if keep(p["bytes"])]
-                ax.plot([p["bytes"] for p in pts], [p[val] for p in pts], marker="o", ms=3, label=label)
+            for model, curves_, style, mark in models:
+                for k, label in names.items():
+                    pts = [p for p in curves_[key][k] if keep(p["bytes"])]
+                    ax.plot([p["bytes"] for p in pts], [p[val] for p in pts], style, marker=mark, ms=3,
+                            color=colors[k], label=f"{label} ({model})")
             ax.set_xscale("log", base=2)
+            if val == "us":  # the packet model's queueing is orders of magnitude above the flow model's
+                ax.set_yscale("log")
             ax.set_xlabel("Message size (bytes)")
             ax.set_ylabel(ylabel)
-            fids = sorted({p["fidelity"] for k in names for p in rep[key][k] if keep(p["bytes"])})
-            ax.set_title(f"{key}, {part} messages (model, {' and '.join(fids)} fidelity)")
-            ax.legend()
+            ax.set_title(f"{key}, {part} messages (model: " + " / ".join(
+                f"{m} {'solid' if st == '-' else 'dashed'}" for m, _, st, _ in models) + ")", fontsize=9)
+            ax.legend(fontsize=6)
             fig.tight_layout()
             fig.savefig(d / f"{key}_{part}.png", dpi=100)
             plt.close(fig)
@@ -427,4 +448,4 @@ def plot(rep: dict, d) -> None:
     plt.close(fig)
 
 
-__all__ = ["ASSUMPTIONS", "PACKET_MAX", "STEPS", "fidelity_for", "packet_available", "plot", "SOURCE_QOS", "Setup", "alltoall", "app", "osu_bw", "osu_latency", "run", "sl_weights"]
+__all__ = ["ASSUMPTIONS", "KINDS", "STEPS", "curves", "packet_available", "plot", "SOURCE_QOS", "Setup", "alltoall", "app", "osu_bw", "osu_latency", "run", "sl_weights"]
