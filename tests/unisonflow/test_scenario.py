@@ -59,6 +59,9 @@ def test_idle_timeout_in_a_scenario_brings_misses_back(tmp_path, capsys):
     ("table_capacity: 0", "controller.unisonflow.table_capacity"),
     ("module_files: [missing.py]", "module file does not exist"),
     ("jobs: {bulk: []}", "job 'bulk' runs no MPI program"),
+    # the example is unisonflow's {job: [modules]} map, not the scenario's list of jobs
+    ("jobs: app", "controller.unisonflow.jobs: jobs must be a mapping such as "
+                  "{app: [{module: pin, primitive: bcast, via: s2_0}]}, got 'app'"),
 ])
 def test_bad_sections_are_one_line_exit_2(tmp_path, capsys, extra, words):
     text = SCENARIO % extra
