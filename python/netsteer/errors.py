@@ -151,6 +151,8 @@ _UNION_TAG = re.compile(r"^(function-|literal\[|json-or-python|lax-or-strict|con
                         r"|^(int|str|float|bool|list|dict|tuple|none)(\[.*\])?$")
 
 #: A value that must be a mapping, by the key that holds it: an example the message shows.
+#: A model validated on its own may add or override entries with a ``mapping_examples``
+#: class attribute.
 MAPPING_EXAMPLES = {
     "routing": "{engine: dmodk}",
     "topology": "{kind: pgft, levels: 1, down: [4], up: [1], link_bandwidth: 10Gbps}",
@@ -217,7 +219,9 @@ def pydantic_error(errors, *, file: str | None = None, tags=(), model=None) -> "
         # key and show what a mapping there looks like
         holder = next((p for p in reversed(loc) if isinstance(p, str)), None)
         what = loc[-1] if loc and isinstance(loc[-1], str) else f"each entry of {holder}" if holder else "this"
-        such = f" such as {MAPPING_EXAMPLES[holder]}" if holder in MAPPING_EXAMPLES else ""
+        # a model whose key shares a scenario key's name has its own example (unisonflow's jobs)
+        examples = {**MAPPING_EXAMPLES, **getattr(model, "mapping_examples", {})}
+        such = f" such as {examples[holder]}" if holder in examples else ""
         return NetsteerError(f"{what} must be a mapping{such}, got {short_repr(e.get('input'))}",
                              file=file, field=field)
     where, msg = key_loc(loc, plain_words(e))

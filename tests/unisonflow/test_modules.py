@@ -70,14 +70,40 @@ def test_multicast_tree_reaches_every_receiver_once(name):
 
 @pytest.mark.parametrize("name", sorted(FABRICS))
 def test_pin_and_default_route_every_pair(name):
+    """Every pair is routed; a pair with a min-hop path through the via switch takes
+    one, and a pair without one (same pod on 3 levels, most HyperX pairs) is the
+    module's failure, routed by the default, never counted as pinned."""
     topo = FABRICS[name]()
     sw = next(n for n in range(topo.n_nodes) if topo.node_kind[n] != 0 and topo.node_level[n] == topo.node_level.max())
     f, hosts, c = controller(topo, [{"module": "pin", "primitive": "reduce", "via": topo.node_names[sw]}])
     rng = np.random.default_rng(0)
+    pinned = failed = 0
     for s, d in rng.choice(len(hosts), size=(40, 2)):
         if s == d:
             continue
         for prim in ("reduce", "send"):
             dec = c.handle(Tag(prim, 0, 0, int(s), int(d)).value())
-            assert dec.failed is None
             follow(dec.rules, f, hosts[s], [hosts[d]], [host_mac(hosts[d])])
+            if prim != "reduce":
+                assert dec.failed is None
+                continue
+            # whether some min-hop path from s to d crosses sw: a walk over every next hop
+            todo, seen, through = [f.switch_of_host[hosts[s]]], set(), False
+            while todo:
+                n = todo.pop()
+                if n in seen or n not in f.switch_set:
+                    continue
+                seen.add(n)
+                through |= n == sw
+                todo += [f.peer[n][p][0] for p in f.next_ports(n, hosts[d])]
+            single = f.switch_of_host[hosts[s]] == f.switch_of_host[hosts[d]]
+            if through or single:
+                assert dec.failed is None and dec.module == "pin"
+                assert single or any(r.switch == sw for r in dec.rules)
+                pinned += 1
+            else:
+                assert dec.module == "ecmp" and "crosses via" in dec.failed
+                failed += 1
+    assert pinned > 0
+    if name == "2-level full bisection":
+        assert failed == 0  # a spine is on a min-hop path of every inter-leaf pair

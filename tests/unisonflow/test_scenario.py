@@ -59,6 +59,9 @@ def test_idle_timeout_in_a_scenario_brings_misses_back(tmp_path, capsys):
     ("table_capacity: 0", "controller.unisonflow.table_capacity"),
     ("module_files: [missing.py]", "module file does not exist"),
     ("jobs: {bulk: []}", "job 'bulk' runs no MPI program"),
+    # the example is unisonflow's {job: [modules]} map, not the scenario's list of jobs
+    ("jobs: app", "controller.unisonflow.jobs: jobs must be a mapping such as "
+                  "{app: [{module: pin, primitive: bcast, via: s2_0}]}, got 'app'"),
 ])
 def test_bad_sections_are_one_line_exit_2(tmp_path, capsys, extra, words):
     text = SCENARIO % extra
@@ -90,3 +93,24 @@ def test_bad_module_entries_name_the_fields_of_the_file(tmp_path, capsys, app, e
     assert run_cli(["run", str(p), "--json"]) == 2
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1
+
+
+def test_a_pin_through_a_switch_off_the_path_is_a_reported_failure(tmp_path, capsys):
+    """pin via a leaf (s1_1): a bcast edge between two other leaves has no min-hop path
+    through it. It used to take any path and count as pinned (0 failures); now the
+    module fails for that tag, the default module routes it, and the report says so."""
+    text = (SCENARIO % "").replace(
+        "[{module: pin, primitive: bcast, via: s2_0}, {module: pin, primitive: reduce, via: s2_1}]",
+        "[{module: pin, primitive: bcast, via: s1_1}]")
+    p = tmp_path / "s.yaml"
+    p.write_text(text)
+    assert run_cli(["run", str(p), "--json"]) == 0
+    uf = json.loads(capsys.readouterr().out)["controller"]["unisonflow"]
+    assert uf["failures"] > 0 and uf["failures"] == len(uf["failed"])
+    assert all("crosses via s1_1" in f["reason"] for f in uf["failed"])
+    assert sum(uf["by_module"].values()) == uf["packet_ins"]
+    # with on_failure: fail the run stops on the first such tag, exit 2
+    p.write_text(text.replace("    controller_rtt: 1ms", "    on_failure: fail\n    controller_rtt: 1ms"))
+    assert run_cli(["run", str(p), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "crosses via s1_1" in err and err.count("\n") == 1

@@ -21,31 +21,80 @@ def register(app: typer.Typer) -> None:
     reproduce_app.command("hybrid-shifting")(reproduce_shifting)
 
 
+def _study_options(exc):
+    """A study's error with its parameters named as this command's options
+    (``vlan_tag_time`` is ``--vlan-tag-time``)."""
+    options = ", ".join("--" + f.strip().replace("_", "-") for f in (exc.field or "").split(","))
+    return type(exc)(exc.reason, field=options)
+
+
 def reproduce_hybrid(
+    rules: str = typer.Option("100,5000", help="Rules pushed per iperf reconfiguration, comma-separated: two runs "
+                              "(make-before-break, break-before-make) each (the source: 100 and 5000)."),
+    period: str = typer.Option("10s", help="iperf: a reconfiguration every this long (the source: 10 s)."),
+    duration: str = typer.Option("60s", help="iperf: length of each run (the source's Fig. 3a: 60 s)."),
+    vlan_tag_time: str = typer.Option("0.6s", help="Delay model: VLAN tagging per ToR port (the source's 1.2 s "
+                                      "for the two ports of a ToR)."),
+    rule_time: str = typer.Option("0.44ms", help="Delay model: per rule per Open vSwitch (assumed; makes 5000 "
+                                  "rules take the source's 2.2 s)."),
+    switching_time: str = typer.Option("25ms", help="Delay model: MEMS switching."),
+    push: str = typer.Option("sequential", help="Rules pushed to switches: sequential (the source) or parallel."),
+    core_bandwidth: str = typer.Option("1Gbps", help="The electrical network's rate per ToR (the source: 1 Gbit/s)."),
+    trigger: str = typer.Option("15s", help="FFTW: when the scheduled reconfiguration to topology 2 starts "
+                                "(the source: 15 s)."),
+    poll: str = typer.Option("200ms", help="FFTW, congestion-triggered mode: polling interval."),
+    fft_ranks: int = typer.Option(8, help="FFTW ranks, half on each of racks 1 and 2 (the source: 4 servers a rack)."),
+    fft_bytes: str = typer.Option("32MiB", help="FFTW: bytes each rank sends each other rank per phase (assumed)."),
+    fft_phases: int = typer.Option(20, help="FFTW: phases, each a compute step and a pairwise alltoall (assumed)."),
+    fft_alone: str = typer.Option("28.7s", help="FFTW: uncongested run time the compute steps are calibrated "
+                                  "on (the source: 28.7 s)."),
+    fft_rules: int = typer.Option(100, help="FFTW: rules pushed per reconfiguration (assumed)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write report.json and the Fig. 3 plots here."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write report.json, the Fig. 3 plots and every "
+                                       "run as a scenario here."),
 ) -> None:
     """Reconfiguration delay (iperf, 100 and 5000 rules) and FFTW under congestion."""
-    from ..reproduce.hybrid import STEPS, plot, run
+    from ..errors import NetsteerError
+    from ..reproduce.hybrid import Reconfig, plot, run, scenarios, steps
+    from ..units import parse_duration
 
+    try:
+        counts = tuple(int(x) for x in rules.split(","))
+    except ValueError:
+        raise NetsteerError(f"must be integers separated by commas, got {rules!r}", field="--rules") from None
+    params = Reconfig(rules=counts, period=period, duration=duration, vlan_tag_time=vlan_tag_time,
+                      rule_time=rule_time, switching_time=switching_time, push=push, core_bandwidth=core_bandwidth,
+                      trigger=trigger, poll=poll, fft_ranks=fft_ranks, fft_bytes=fft_bytes, fft_phases=fft_phases,
+                      fft_alone=fft_alone, fft_rules=fft_rules)
+    try:
+        params.check()
+    except NetsteerError as exc:
+        raise _study_options(exc) from None
     if out is not None:
         from ..report.outdir import check_out_path
 
         check_out_path(out)
-    with progress_bar("reproducing hybrid-reconfig", STEPS) as adv:
-        rep = run(progress=adv)
+    with progress_bar("reproducing hybrid-reconfig", steps(params)) as adv:
+        try:
+            rep = run(progress=adv, params=params)
+        except NetsteerError as exc:  # the calibration: its field is a parameter too
+            raise _study_options(exc) from None
     if out is not None:
+        import yaml
+
         from ..report.outdir import output_dir
 
         with output_dir(out) as d:
             (d / "report.json").write_text(json.dumps(rep, indent=2))
             plot(rep, d / "fig3a_iperf.png", d / "fig3b_fftw.png")
+            for name, data in scenarios(rep, params).items():
+                (d / f"{name}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     if as_json:
         slim = {k: [{kk: vv for kk, vv in r.items() if kk not in ("time_s", "gbps")} for r in v]
                 if isinstance(v, list) else v for k, v in rep.items()}
         typer.echo(json.dumps(slim))
         return
-    t = Table(title="iperf over a circuit reconfigured every 10 s")
+    t = Table(title=f"iperf over a circuit reconfigured every {parse_duration(period) / 1e9:g} s")
     for c in ("run", "avg Gbit/s", "reconfigurations", "mean delay (s)"):
         t.add_column(c, justify="right" if c != "run" else "left")
     for r in rep["iperf"]:
@@ -88,8 +137,7 @@ def reproduce_shifting(
     try:
         st.check()
     except NetsteerError as exc:  # the study's parameters are this command's options: racks is --racks
-        options = ", ".join("--" + f.strip().replace("_", "-") for f in (exc.field or "").split(","))
-        raise type(exc)(exc.reason, field=options) from None
+        raise _study_options(exc) from None
     if out is not None:
         from ..report.outdir import check_out_path
 

@@ -104,19 +104,66 @@ def tune_cmd(
         out_console.print("opensm.conf: " + "  ".join(f"{k} {v}" for k, v in rep["opensm"].items()))
 
 
+_SETUP_OPTIONS = {"link_bps": "--link-bandwidth", "link_latency_ns": "--link-latency"}
+
+
+def _setup_error(exc):
+    """A set-up's error with its fields named as this command's options."""
+    fields = [f.strip() for f in (exc.field or "").split(",")]
+    return type(exc)(exc.reason, field=", ".join(_SETUP_OPTIONS.get(f, "--" + f.replace("_", "-")) for f in fields))
+
+
 def reproduce_qos_staging(
+    noise_streams: int = typer.Option(2, help="dd streams from each noisy node (assumed: the source says dd, not "
+                                      "how many)."),
+    ssd_rate: str = typer.Option("1GBps", help="A staging node's SSD write rate (assumed for the OCZ VeloDrive)."),
+    pfs_rate: str = typer.Option("0.5GBps", help="The parallel file system node's write rate (assumed)."),
+    link_bandwidth: str = typer.Option("32Gbps", help="Data rate of a link (QDR: 40 Gbit/s signalling, 8b/10b)."),
+    link_latency: str = typer.Option("700ns", help="Latency per link: HCA, cable and switch (assumed)."),
+    window: int = typer.Option(64, help="OSU bandwidth test: messages in flight on the QP (osu_bw's default)."),
+    compute_nodes: int = typer.Option(8, help="Compute nodes; the applications' 64 processes spread evenly over "
+                                      "them (the source: 8 x 8 cores)."),
+    staging_nodes: int = typer.Option(2, help="Staging nodes with an SSD each."),
+    alltoall_ranks: int = typer.Option(8, help="Alltoall ranks, one a compute node, noise from each (assumed)."),
+    high_limit: int = typer.Option(255, help="qos_ca_high_limit (the source: 255)."),
+    vlarb_high: Optional[str] = typer.Option(None, help="qos_ca_vlarb_high, VL:weight,... (default: the source's, "
+                                             "0:40 and VLs 1..14 at 0; MPI is on SL 0, VL 0)."),
+    vlarb_low: Optional[str] = typer.Option(None, help="qos_ca_vlarb_low, VL:weight,... (default: the source's, "
+                                            "0:0,1:2,2:4,...,7:128; I/O is on SL 1, VL 1; the SL weight study puts "
+                                            "MPI on VLs 1..7)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write report.json and the figures here."),
 ) -> None:
     """The QoS-aware data-staging source: OSU-like latency/bandwidth, alltoall, apps, SL weights."""
-    from ..reproduce.qos import STEPS, plot, run
+    from ..errors import NetsteerError
+    from ..reproduce.qos import STEPS, Setup, plot, run
+    from ..units import checked_duration, parse_bandwidth
 
+    rates = {}
+    for option, value in (("--ssd-rate", ssd_rate), ("--pfs-rate", pfs_rate), ("--link-bandwidth", link_bandwidth)):
+        try:
+            rates[option] = parse_bandwidth(value)
+        except ValueError as exc:
+            raise NetsteerError(str(exc), field=option) from None
+    try:
+        latency_ns = checked_duration(link_latency)
+    except ValueError as exc:
+        raise NetsteerError(str(exc), field="--link-latency") from None
+    setup = Setup(link_bps=rates["--link-bandwidth"], link_latency_ns=latency_ns, ssd_rate=rates["--ssd-rate"] / 8,
+                  pfs_rate=rates["--pfs-rate"] / 8, noise_streams=noise_streams, window=window,
+                  compute_nodes=compute_nodes, staging_nodes=staging_nodes, alltoall_ranks=alltoall_ranks,
+                  high_limit=high_limit,
+                  **{k: v for k, v in (("vlarb_high", vlarb_high), ("vlarb_low", vlarb_low)) if v is not None})
+    try:
+        setup.check()
+    except NetsteerError as exc:
+        raise _setup_error(exc) from None
     if out is not None:
         from ..report.outdir import check_out_path
 
         check_out_path(out)
     with progress_bar("reproducing qos-staging", STEPS, enabled=not as_json) as adv:
-        rep = run(progress=adv)
+        rep = run(setup, progress=adv)
     if out is not None:
         from ..report.outdir import output_dir
 
@@ -137,17 +184,20 @@ def reproduce_qos_staging(
     t.add_row("bandwidth (MB/s)", f"{bw['no_noise']:.0f}", f"{bw['noise']:.0f}", f"{bw['noise_qos']:.0f}",
               f"{a['bandwidth_gain_mbps']:.0f}", "674")
     out_console.print(t)
-    small = min(p["bytes"] for p in rep["latency"]["noise"])
-    pts = {k: next(p for p in v if p["bytes"] == small) for k, v in rep["latency"].items()}
+    # small messages: the packet model's curves (queueing behind the noise), else the flow model's
+    model, curves = ("packet", rep["packet"]) if rep.get("packet") else ("flow", rep)
+    small = min(p["bytes"] for p in curves["latency"]["noise"])
+    pts = {k: next(p for p in v if p["bytes"] == small) for k, v in curves["latency"].items()}
     out_console.print(f"{small}-byte latency: {pts['no_noise']['us']:.2f} us, with noise {pts['noise']['us']:.2f} us, "
-                      f"with noise and QoS {pts['noise_qos']['us']:.2f} us ({pts['noise']['fidelity']} fidelity)")
+                      f"with noise and QoS {pts['noise_qos']['us']:.2f} us ({model} fidelity)")
     t = Table(title="Applications, 64 processes, checkpoints through staging")
     for c in ("app", "no QoS (ms)", "QoS (ms)", "gain"):
         t.add_column(c, justify="right")
     for name, r in rep["apps"].items():
         t.add_row(name, f"{r['no_qos_ms']:.1f}", f"{r['qos_ms']:.1f}", f"{1 - r['qos_ms'] / r['no_qos_ms']:.1%}")
     out_console.print(t)
-    t = Table(title="Impact of SL weights (MPI on low SL k, I/O on SL 1 of weight 2), 4 MiB")
+    io_w = rep["sl_weights"][0]["io_weight"] if rep["sl_weights"] else "-"
+    t = Table(title=f"Impact of SL weights (MPI on low SL k, I/O on SL 1 of weight {io_w}), 4 MiB")
     for c in ("MPI weight", "latency (us)", "bandwidth (MB/s)"):
         t.add_column(c, justify="right")
     for r in rep["sl_weights"]:

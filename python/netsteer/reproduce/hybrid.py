@@ -22,54 +22,212 @@ average, delay and completion time below comes out of the simulation.
    only (its time is the source's 28.7 s); the other runs are predictions: with
    background, with background and a reconfiguration at 15 s, and with the
    congestion-triggered mode.
+
+Every input above is a field of :class:`Reconfig` (defaults: the source's), and an
+option of ``netsteer reproduce hybrid-reconfig``; :func:`scenarios` gives each run
+as a scenario ``netsteer run`` reruns.
 """
 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
 from ..control.core import Controller, ControllerStack, Inputs
+from ..errors import NetsteerError
+from ..units import checked_duration, checked_size, parse_bandwidth, parse_duration
 
 GBIT = 1e9
-
-IPERF = {
-    "name": "hybrid-iperf",
-    "topology": {"kind": "hybrid", "racks": 2, "servers_per_rack": 1, "server_bandwidth": "10Gbps",
-                 "tor_uplinks": 1, "core_bandwidth": "1Gbps", "circuit_switches": 1, "circuit_ports": 4,
-                 "circuit_uplinks": 2, "circuit_bandwidth": "10Gbps", "switching_time": "25ms",
-                 "link_latency": "1us"},
-    "routing": {"engine": "minhop"},
-    "jobs": [{"name": "iperf", "bulk": [{"src": 0, "dst": 1, "duration": "60s"}]}],
-    "controller": {"hybrid": {"initial": [[0, 0, 1]]}},
-    "driver": {"delay": {"rule_time": "0.44ms", "vlan_tag_time": "0.6s", "push": "sequential"}},
-}
-
-# measured uncongested FFT time of the source: the calibration target
-FFT_ALONE_S = 28.7
+#: The bandwidth-over-time recorders' polling intervals (ns): iperf, FFTW.
+IPERF_SAMPLE_NS, FFT_SAMPLE_NS = 100_000_000, 200_000_000
+#: Reconfigurations an iperf run may schedule (``duration / period``).
+MAX_RECONFIGURATIONS = 10_000
 
 
-def fft_scenario(compute: str, *, background: bool) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Reconfig:
+    """The experiments' parameters; the defaults are the source's (module text).
+
+    Every field is an option of ``netsteer reproduce hybrid-reconfig`` of the same
+    name (``vlan_tag_time`` is ``--vlan-tag-time``); durations, sizes and rates are
+    strings with units, as in scenarios.
+
+    Attributes
+    ----------
+    rules : tuple of int
+        Rules pushed besides the real ones in each iperf reconfiguration, one pair
+        of runs (make-before-break, break-before-make) per entry.
+    period, duration : str
+        The iperf runs: a reconfiguration every ``period`` over ``duration``.
+    vlan_tag_time, rule_time, switching_time : str
+        Delay model: per ToR port tagged, per rule per switch, per MEMS switching.
+    push : str
+        Rules pushed ``sequential`` (one switch after the other) or ``parallel``.
+    core_bandwidth : str
+        The electrical network: each ToR's uplink.
+    trigger : str
+        FFTW: when the scheduled reconfiguration to topology 2 starts.
+    poll : str
+        FFTW, congestion-triggered mode: the port counters' polling interval.
+    fft_ranks, fft_bytes, fft_phases : int, str, int
+        The FFT: ranks (half on each of racks 1 and 2, so ``fft_ranks / 2`` servers
+        a rack), bytes each rank sends each other rank in a phase's pairwise
+        alltoall, and phases (a compute step, then the alltoall).
+    fft_alone : str
+        The FFT's uncongested time, the calibration target of its compute steps.
+    fft_rules : int
+        Rules pushed besides the real ones in each FFTW reconfiguration.
+
+    Examples
+    --------
+    >>> p = Reconfig(fft_ranks=4)
+    >>> data = fft_scenario("1ms", background=True, params=p)
+    >>> data["topology"]["servers_per_rack"], len(data["jobs"][1]["bulk"])
+    (2, 4)
+    >>> Reconfig(fft_ranks=3).check()
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.NetsteerError: fft_ranks: must be even (half the ranks on each rack), got 3
+    """
+
+    rules: tuple[int, ...] = (100, 5000)
+    period: str = "10s"
+    duration: str = "60s"
+    vlan_tag_time: str = "0.6s"
+    rule_time: str = "0.44ms"
+    switching_time: str = "25ms"
+    push: str = "sequential"
+    core_bandwidth: str = "1Gbps"
+    trigger: str = "15s"
+    poll: str = "200ms"
+    fft_ranks: int = 8
+    fft_bytes: str = "32MiB"
+    fft_phases: int = 20
+    fft_alone: str = "28.7s"
+    fft_rules: int = 100
+
+    def check(self) -> None:
+        """Refuse values the experiments cannot run with, before anything is built;
+        the error's field is the parameter."""
+        from ..limits import FLOW_BYTES, check
+
+        for key in ("fft_ranks", "fft_phases", "fft_rules"):
+            v, least = getattr(self, key), 0 if key == "fft_rules" else (2 if key == "fft_ranks" else 1)
+            if isinstance(v, bool) or not isinstance(v, int) or v < least:
+                raise NetsteerError(f"must be an integer >= {least}, got {v!r}", field=key)
+        if self.fft_ranks % 2:
+            raise NetsteerError(f"must be even (half the ranks on each rack), got {self.fft_ranks}", field="fft_ranks")
+        if not self.rules or any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in self.rules):
+            raise NetsteerError(f"must be one or more integers >= 0, got {list(self.rules)!r}", field="rules")
+        if self.push not in ("sequential", "parallel"):
+            raise NetsteerError(f"must be sequential or parallel, got {self.push!r}", field="push")
+        ns = {}
+        for key in ("period", "duration", "vlan_tag_time", "rule_time", "switching_time", "trigger", "poll",
+                    "fft_alone"):
+            try:
+                ns[key] = checked_duration(getattr(self, key))
+            except ValueError as exc:
+                raise NetsteerError(str(exc), field=key) from None
+            if key in ("period", "duration", "poll", "fft_alone") and ns[key] <= 0:
+                raise NetsteerError("must be longer than 0", field=key)
+        if ns["period"] >= ns["duration"]:
+            raise NetsteerError(f"must be shorter than duration ({self.duration}) for a reconfiguration to happen",
+                                field="period")
+        if ns["duration"] // ns["period"] > MAX_RECONFIGURATIONS:
+            raise NetsteerError(f"duration / period asks for {ns['duration'] // ns['period']:,} reconfigurations, "
+                                f"more than {MAX_RECONFIGURATIONS:,}", field="period")
+        try:
+            if checked_size(self.fft_bytes) < 1:
+                raise ValueError("must be at least 1 byte")
+        except ValueError as exc:
+            raise NetsteerError(str(exc), field="fft_bytes") from None
+        try:
+            if parse_bandwidth(self.core_bandwidth) <= 0:
+                raise ValueError("must be above 0")
+        except ValueError as exc:
+            raise NetsteerError(str(exc), field="core_bandwidth") from None
+        # pairwise alltoall: every rank sends every other rank in every phase
+        flows = self.fft_phases * (self.fft_ranks * (self.fft_ranks - 1) + self.fft_ranks)
+        check(FLOW_BYTES * flows, "the FFT's messages", detail=f"{flows:,} flows", field="fft_ranks, fft_phases")
+
+    def delay(self) -> dict[str, str]:
+        """The scenario's ``driver.delay``."""
+        return {"rule_time": self.rule_time, "vlan_tag_time": self.vlan_tag_time, "push": self.push}
+
+
+def _at(ns: int) -> str:
+    """A schedule time in the largest unit that keeps it exact (``10s``, ``250ms``)."""
+    for unit, scale in (("s", 10**9), ("ms", 10**6), ("us", 10**3)):
+        if ns % scale == 0:
+            return f"{ns // scale}{unit}"
+    return f"{ns}ns"
+
+
+def iperf_base(params: Reconfig = Reconfig()) -> dict[str, Any]:
+    """The iperf set-up: two servers on two ToRs, one circuit switch, one bulk flow
+    over ``params.duration``, no reconfiguration."""
+    return {
+        "name": "hybrid-iperf",
+        "topology": {"kind": "hybrid", "racks": 2, "servers_per_rack": 1, "server_bandwidth": "10Gbps",
+                     "tor_uplinks": 1, "core_bandwidth": params.core_bandwidth, "circuit_switches": 1,
+                     "circuit_ports": 4, "circuit_uplinks": 2, "circuit_bandwidth": "10Gbps",
+                     "switching_time": params.switching_time, "link_latency": "1us"},
+        "routing": {"engine": "minhop"},
+        "jobs": [{"name": "iperf", "bulk": [{"src": 0, "dst": 1, "duration": params.duration}]}],
+        "controller": {"hybrid": {"initial": [[0, 0, 1]]}},
+        "driver": {"delay": params.delay()},
+    }
+
+
+IPERF = iperf_base()
+
+
+def iperf_scenarios(params: Reconfig = Reconfig()) -> list[tuple[str, int, str, dict[str, Any]]]:
+    """The iperf runs as ``(label, rules, method, scenario)``: no reconfiguration,
+    then each of ``params.rules`` make-before-break and break-before-make, the
+    circuit moved between two circuit-switch port pairs every ``params.period``."""
+    period, duration = parse_duration(params.period), parse_duration(params.duration)
+    schedule = [{"at": _at(t), "circuits": [[1 if i % 2 == 0 else 0, 0, 1]]}
+                for i, t in enumerate(range(period, duration, period))]
+    runs = [("no reconfiguration", None, 0, "make-before-break")]
+    runs += [(f"{n} rules, {m}", schedule, n, m) for n in params.rules
+             for m in ("make-before-break", "break-before-make")]
+    out = []
+    for label, sched, rules, method in runs:
+        data = iperf_base(params)
+        h = data["controller"]["hybrid"]
+        h.update(method=method, extra_rules=rules)
+        if sched:
+            h["schedule"] = copy.deepcopy(sched)
+        out.append((label, rules, method, data))
+    return out
+
+
+def fft_scenario(compute: str, *, background: bool, params: Reconfig = Reconfig()) -> dict[str, Any]:
     """The FFTW-like run on racks 1 and 2 (indices 0, 1); background 2 <-> 3."""
-    program = [{"op": "compute", "duration": compute}, {"op": "alltoall", "bytes": "32MiB", "algorithm": "pairwise"}]
-    jobs = [{"name": "fftw", "ranks": 8, "placement": "linear", "program": program, "repeat": 20}]
+    program = [{"op": "compute", "duration": compute},
+               {"op": "alltoall", "bytes": params.fft_bytes, "algorithm": "pairwise"}]
+    ranks, per_rack = params.fft_ranks, params.fft_ranks // 2
+    jobs = [{"name": "fftw", "ranks": ranks, "placement": "linear", "program": program, "repeat": params.fft_phases}]
     if background:
-        # rack 3's servers and rack 2's exchange iperf traffic (4 streams each way)
-        bulk = [{"src": 8 + i, "dst": 4 + i} for i in range(4)] + [{"src": 4 + i, "dst": 8 + i} for i in range(4)]
+        # rack 3's servers and rack 2's exchange iperf traffic (one stream per server each way)
+        bulk = ([{"src": 2 * per_rack + i, "dst": per_rack + i} for i in range(per_rack)]
+                + [{"src": per_rack + i, "dst": 2 * per_rack + i} for i in range(per_rack)])
         jobs.append({"name": "background", "bulk": bulk})
     return {
         "name": "hybrid-fftw",
-        "topology": {"kind": "hybrid", "racks": 3, "servers_per_rack": 4, "server_bandwidth": "10Gbps",
-                     "tor_uplinks": 1, "core_bandwidth": "1Gbps", "circuit_switches": 2, "circuit_ports": 3,
-                     "circuit_uplinks": 1, "circuit_bandwidth": "10Gbps", "switching_time": "25ms",
-                     "link_latency": "1us"},
+        "topology": {"kind": "hybrid", "racks": 3, "servers_per_rack": per_rack, "server_bandwidth": "10Gbps",
+                     "tor_uplinks": 1, "core_bandwidth": params.core_bandwidth, "circuit_switches": 2,
+                     "circuit_ports": 3, "circuit_uplinks": 1, "circuit_bandwidth": "10Gbps",
+                     "switching_time": params.switching_time, "link_latency": "1us"},
         "routing": {"engine": "minhop"},
         "jobs": jobs,
         # topology 1: 0 - 2 on plane 0, 2 - 1 on plane 1; rack 0 reaches rack 1 through 2
-        "controller": {"hybrid": {"hops": 2, "initial": [[0, 0, 2], [1, 2, 1]], "extra_rules": 100}},
-        "driver": {"delay": {"rule_time": "0.44ms", "vlan_tag_time": "0.6s", "push": "sequential"}},
+        "controller": {"hybrid": {"hops": 2, "initial": [[0, 0, 2], [1, 2, 1]], "extra_rules": params.fft_rules}},
+        "driver": {"delay": params.delay()},
     }
 
 
@@ -149,28 +307,22 @@ def _reconfigs(res) -> list[dict]:
     return (res.controller or {}).get("hybrid", {}).get("reconfigurations", [])
 
 
-def iperf_runs(progress: Callable[[], None] = lambda: None) -> list[dict[str, Any]]:
-    """The iperf experiment: no reconfiguration, then 100 and 5000 rules, each
-    make-before-break and break-before-make."""
-    schedule = [{"at": f"{t}s", "circuits": [[1 if i % 2 == 0 else 0, 0, 1]]} for i, t in enumerate(range(10, 60, 10))]
-    runs = [("no reconfiguration", None, 0, "make-before-break")]
-    runs += [(f"{n} rules, {m}", schedule, n, m) for n in (100, 5000) for m in ("make-before-break", "break-before-make")]
+def iperf_runs(progress: Callable[[], None] = lambda: None, params: Reconfig = Reconfig()) -> list[dict[str, Any]]:
+    """The iperf experiment: no reconfiguration, then each rule count of ``params``,
+    each make-before-break and break-before-make."""
+    duration = parse_duration(params.duration)
+    # the recorder's last poll must fall at the end of a short run (100 ms: 600 polls in the source's 60 s)
+    interval = min(IPERF_SAMPLE_NS, max(1, duration // 100))
     out = []
-    for label, sched, rules, method in runs:
-        data = copy.deepcopy(IPERF)
-        h = data["controller"]["hybrid"]
-        h.update(method=method, extra_rules=rules)
-        if sched:
-            h["schedule"] = sched
-        rec = PairRecorder(100_000_000, [(0, 1)])
+    for label, rules, method, data in iperf_scenarios(params):
+        rec = PairRecorder(interval, [(0, 1)])
         built, res = _run(data, rec)
-        duration = 60.0
         sent = rec.total_bytes * 8 / GBIT  # Gbit over the run
         rc = _reconfigs(res)
         delays = [r["delay_s"] for r in rc if r["delay_s"] is not None]
         out.append({
             "run": label, "rules": rules, "method": method, "reconfigurations": len(rc),
-            "avg_gbps": sent / duration,
+            "avg_gbps": sent / (duration / 1e9),
             "reconfig_delay_s": float(np.mean(delays)) if delays else None,
             "windows": [[r["start_s"], r["end_s"]] for r in rc],
             "time_s": rec.times, "gbps": rec.gbps,
@@ -179,31 +331,50 @@ def iperf_runs(progress: Callable[[], None] = lambda: None) -> list[dict[str, An
     return out
 
 
-def _comm_time(progress) -> float:
-    built, res = _run(fft_scenario("0s", background=False))
+def _comm_time(progress, params: Reconfig) -> float:
+    built, res = _run(fft_scenario("0s", background=False, params=params))
     progress()
     return res.makespan_ns * 1e-9
 
 
-def fftw_runs(progress: Callable[[], None] = lambda: None) -> tuple[list[dict[str, Any]], dict]:
-    """The FFTW experiment; returns (runs, calibration)."""
-    comm = _comm_time(progress)
-    phases = 20
-    compute_s = (FFT_ALONE_S - comm) / phases
-    if compute_s <= 0:
-        raise RuntimeError(f"the FFT's communication alone takes {comm:.2f} s, above the calibration target")
-    compute = f"{compute_s * 1e9:.0f}ns"
+def compute_duration(compute_s: float) -> str:
+    """A calibrated compute step as the scenarios write it."""
+    return f"{compute_s * 1e9:.0f}ns"
+
+
+def fftw_scenarios(compute: str, params: Reconfig = Reconfig()) -> list[tuple[str, dict[str, Any]]]:
+    """The FFTW runs as ``(label, scenario)`` for a calibrated ``compute`` step: alone,
+    with background, with background and a reconfiguration to topology 2 at
+    ``params.trigger``, and with background under the congestion-triggered mode."""
     variants = [
         ("alone", False, {}),
         ("background", True, {}),
-        ("background, reconfiguration at 15 s", True, {"schedule": [{"at": "15s", "circuits": TOPOLOGY_2}]}),
-        ("background, congestion-triggered", True, {"congestion": {"poll": "200ms", "utilization": 0.9, "hold": 2, "threshold": 0.1}}),
+        (f"background, reconfiguration at {parse_duration(params.trigger) / 1e9:g} s", True,
+         {"schedule": [{"at": params.trigger, "circuits": TOPOLOGY_2}]}),
+        ("background, congestion-triggered", True,
+         {"congestion": {"poll": params.poll, "utilization": 0.9, "hold": 2, "threshold": 0.1}}),
     ]
     out = []
     for label, bg, extra in variants:
-        data = fft_scenario(compute, background=bg)
-        data["controller"]["hybrid"].update(extra)
-        rec = PairRecorder(200_000_000, [(0, 1), (1, 0)])
+        data = fft_scenario(compute, background=bg, params=params)
+        data["controller"]["hybrid"].update(copy.deepcopy(extra))
+        out.append((label, data))
+    return out
+
+
+def fftw_runs(progress: Callable[[], None] = lambda: None,
+              params: Reconfig = Reconfig()) -> tuple[list[dict[str, Any]], dict]:
+    """The FFTW experiment; returns (runs, calibration)."""
+    comm = _comm_time(progress, params)
+    phases = params.fft_phases
+    target = parse_duration(params.fft_alone) / 1e9
+    compute_s = (target - comm) / phases
+    if compute_s <= 0:
+        raise NetsteerError(f"the FFT's communication alone takes {comm:.2f} s, not below this calibration target "
+                            "of its whole run (lower the FFT's bytes or raise this target)", field="fft_alone")
+    out = []
+    for label, data in fftw_scenarios(compute_duration(compute_s), params):
+        rec = PairRecorder(FFT_SAMPLE_NS, [(0, 1), (1, 0)])
         built, res = _run(data, rec)
         fft = built.job_names.index("fftw")
         mask = built.job_of_flow == fft
@@ -218,17 +389,37 @@ def fftw_runs(progress: Callable[[], None] = lambda: None) -> tuple[list[dict[st
         })
         progress()
     return out, {"communication_s": comm, "compute_per_phase_s": compute_s, "phases": phases,
-                 "target_s": FFT_ALONE_S}
+                 "target_s": target}
 
 
-def run(progress: Callable[[], None] = lambda: None) -> dict[str, Any]:
+def run(progress: Callable[[], None] = lambda: None, params: Reconfig = Reconfig()) -> dict[str, Any]:
     """Both experiments: ``{"iperf": [...], "fftw": [...], "calibration": {...}}``."""
-    iperf = iperf_runs(progress)
-    fftw, cal = fftw_runs(progress)
+    params.check()
+    iperf = iperf_runs(progress, params)
+    fftw, cal = fftw_runs(progress, params)
     return {"iperf": iperf, "fftw": fftw, "calibration": cal}
 
 
-STEPS = 5 + 5  # runs, for progress bars
+def steps(params: Reconfig = Reconfig()) -> int:
+    """The runs of :func:`run`, for progress bars."""
+    return 1 + 2 * len(params.rules) + 1 + 4
+
+
+STEPS = steps()
+
+
+def scenarios(rep: dict, params: Reconfig = Reconfig()) -> dict[str, dict[str, Any]]:
+    """Every run of a report of :func:`run` as a scenario ``netsteer run`` reruns (with
+    the FFT's compute step calibrated in ``rep``), by file name stem."""
+    out = {}
+    for label, rules, method, data in iperf_scenarios(params):
+        name = "none" if not rules and "schedule" not in data["controller"]["hybrid"] else f"{rules}-rules-{method}"
+        out[f"scenario-iperf-{name}"] = data
+    compute = compute_duration(rep["calibration"]["compute_per_phase_s"])
+    for (label, data), name in zip(fftw_scenarios(compute, params), ("alone", "background", "reconfiguration",
+                                                                        "congestion")):
+        out[f"scenario-fftw-{name}"] = data
+    return out
 
 
 def plot(rep: dict, path_iperf, path_fftw) -> None:

@@ -6,7 +6,9 @@ QoS lines: ``qos_ca_high_limit 255``, ``qos_ca_vlarb_high 0:40``, ``qos_ca_vlarb
 on a low one; dd noise with direct I/O to staging nodes with PCIe SSDs; OSU-like
 latency and bandwidth; 64 MPI processes for the applications). What the slides do not
 give is an assumption, listed in :data:`ASSUMPTIONS` and in docs/qos.md. Every result
-comes out of the model: nothing measured in the source is an input.
+comes out of the model: nothing measured in the source is an input. The set-up and the
+assumptions are the fields of :class:`Setup`, each an option of ``netsteer reproduce
+qos-staging``.
 
 The fabric is one QDR switch: host 0 runs an MPI rank and the dd noise, host 1 the
 peer, then the other compute nodes, the staging nodes and the file system node.
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..control.core import Controller
+from ..errors import NetsteerError
 from ..qos.scenario import apply_qos
 from ..qos.staging import Staging, StagingDriver
 from ..routing import build_routing
@@ -37,9 +40,26 @@ SOURCE_QOS = {
 MPI_SL, IO_SL = 0, 1  # MPI on the high-priority SL, I/O on a low one
 
 
+#: The applications' processes (the source's 64), spread evenly over the compute nodes.
+APP_RANKS = 64
+#: The QoS tables of :data:`SOURCE_QOS` a :class:`Setup` may change.
+TABLES = ("high_limit", "vlarb_high", "vlarb_low")
+
+
 @dataclass(frozen=True)
 class Setup:
-    """The fabric and devices. QDR: 40 Gbit/s signalling, 8b/10b, so 32 Gbit/s of data."""
+    """The fabric, devices and QoS tables. QDR: 40 Gbit/s signalling, 8b/10b, so 32
+    Gbit/s of data. Every field is an option of ``netsteer reproduce qos-staging``
+    (``noise_streams`` is ``--noise-streams``; ``link_bps`` is ``--link-bandwidth``,
+    ``link_latency_ns`` ``--link-latency``, rates in B/s).
+
+    Examples
+    --------
+    >>> Setup(vlarb_low="0:0,1:0").check()
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.NetsteerError: vlarb_high, vlarb_low: SL 1 is used and maps to VL 1, which has no weight in vlarb_high or vlarb_low on ca ports: its packets would never leave
+    """
 
     link_bps: float = 32e9
     link_latency_ns: int = 700       # assumption: HCA + cable + switch per link
@@ -50,6 +70,52 @@ class Setup:
     compute_nodes: int = 8           # 64 processes = 8 nodes x 8 cores (the source's nodes)
     staging_nodes: int = 2
     alltoall_ranks: int = 8
+    high_limit: int = SOURCE_QOS["high_limit"]
+    vlarb_high: str = SOURCE_QOS["vlarb_high"]
+    vlarb_low: str = SOURCE_QOS["vlarb_low"]
+
+    def qos(self) -> dict:
+        """The CA ports' QoS lines: :data:`SOURCE_QOS` with this set-up's tables."""
+        return {**SOURCE_QOS, **{k: getattr(self, k) for k in TABLES}}
+
+    def check(self) -> None:
+        """Refuse set-ups the runs cannot have, before anything is built; the error's
+        field is the parameter."""
+        from ..limits import FLOW_BYTES, NODE_BYTES, check
+        from ..qos.config import check_sl_served, parse_qos
+        from ..units import MAX_BYTES
+
+        for key, least in (("noise_streams", 1), ("window", 1), ("compute_nodes", 2), ("staging_nodes", 1),
+                           ("alltoall_ranks", 2), ("link_latency_ns", 0)):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < least:
+                raise NetsteerError(f"must be an integer >= {least}, got {v!r}", field=key)
+        for key in ("link_bps", "ssd_rate", "pfs_rate"):
+            v = getattr(self, key)
+            if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
+                raise NetsteerError(f"must be a rate above 0, got {v!r}", field=key)
+        if APP_RANKS % self.compute_nodes:
+            raise NetsteerError(f"must divide the applications' {APP_RANKS} processes evenly, got "
+                                f"{self.compute_nodes}", field="compute_nodes")
+        if self.alltoall_ranks > self.compute_nodes:
+            raise NetsteerError(f"must be at most the compute nodes ({self.compute_nodes}), one rank a node, got "
+                                f"{self.alltoall_ranks}", field="alltoall_ranks")
+        if max(SIZES) * self.window > MAX_BYTES:
+            raise NetsteerError(f"a window of {self.window} {max(SIZES)}-byte messages is more than the "
+                                f"{MAX_BYTES} bytes a flow may carry", field="window")
+        hosts = self.compute_nodes + self.staging_nodes + 1
+        flows = self.noise_streams * self.compute_nodes + APP_RANKS * 200
+        check(FLOW_BYTES * flows + NODE_BYTES * hosts, "a run of the reproduction",
+              detail=f"{flows:,} flows on {hosts:,} hosts", field="noise_streams, staging_nodes")
+        try:
+            q = parse_qos(self.qos(), field="")
+        except NetsteerError as exc:
+            raise NetsteerError(exc.reason, field=exc.field.strip(".")) from None
+        for sl in (MPI_SL, IO_SL):
+            try:
+                check_sl_served(q, sl)
+            except NetsteerError as exc:
+                raise NetsteerError(exc.reason, field="vlarb_high, vlarb_low") from None
 
 
 ASSUMPTIONS = {
@@ -62,11 +128,6 @@ ASSUMPTIONS = {
 }
 
 SIZES = [2 ** k for k in range(0, 23)]  # 1 B .. 4 MiB
-#: Messages up to this size run packet by packet where the packet fidelity is built:
-#: their latency is queueing behind the noise's packets, which flows do not have.
-PACKET_MAX = 64 << 10
-
-
 def packet_available() -> bool:
     """Whether the packet fidelity (issue 10) is built into this netsteer."""
     try:
@@ -76,17 +137,13 @@ def packet_available() -> bool:
     return True
 
 
-def fidelity_for(nbytes: int, packet: bool | None = None) -> str:
-    """``"packet"`` for small messages when the packet engine is there, else ``"flow"``."""
-    packet = packet_available() if packet is None else packet
-    return "packet" if packet and nbytes <= PACKET_MAX else "flow"
 A2A_SIZES = [4 ** k for k in range(0, 10)] + [2 ** 20]
 
 
-def _qos(kind: str, mpi_sl: int = MPI_SL, io_sl: int = IO_SL) -> dict | None:
+def _qos(setup: Setup, kind: str, mpi_sl: int = MPI_SL, io_sl: int = IO_SL) -> dict | None:
     if kind != "noise_qos":
         return None
-    return {**SOURCE_QOS, "classes": [{"name": "mpi", "sl": mpi_sl, "kind": "mpi"},
+    return {**setup.qos(), "classes": [{"name": "mpi", "sl": mpi_sl, "kind": "mpi"},
                                       {"name": "io", "sl": io_sl, "kind": "bulk"},
                                       {"name": "staging", "sl": io_sl, "kind": "staging"},
                                       {"name": "storage", "sl": io_sl, "kind": "storage"}]}
@@ -162,7 +219,7 @@ def osu_latency(setup: Setup, nbytes: int, kind: str, iters: int = 4, fidelity: 
         first = a if first is None else first
         prev = c.add(0, 1, 0, nbytes, deps=[a])
     bg = c.noise([0]) if kind != "no_noise" else []
-    done = c.run(_qos(kind, **qos_kw), bg, fidelity)
+    done = c.run(_qos(setup, kind, **qos_kw), bg, fidelity)
     return float(done[prev] - start) / (2 * iters) / 1e3
 
 
@@ -177,7 +234,7 @@ def osu_bw(setup: Setup, nbytes: int, kind: str, iters: int = 2, fidelity: str =
                       start=None if prev is not None else start)
         prev = c.add(0, 1, 0, 4, deps=[burst])
     bg = c.noise([0]) if kind != "no_noise" else []
-    done = c.run(_qos(kind, **qos_kw), bg, fidelity)
+    done = c.run(_qos(setup, kind, **qos_kw), bg, fidelity)
     return nbytes * setup.window * iters / (float(done[prev] - start) / 1e9) / 1e6
 
 
@@ -196,7 +253,7 @@ def alltoall(setup: Setup, nbytes: int, kind: str, iters: int = 2, fidelity: str
                 new[to] = c.add(0, r, to, nbytes, deps=deps, start=None if deps else start, label="mpi:alltoall")
             last = new
     bg = c.noise(range(p)) if kind != "no_noise" else []
-    done = c.run(_qos(kind), bg, fidelity)
+    done = c.run(_qos(setup, kind), bg, fidelity)
     return float(max(done[f] for f in last.values()) - start) / iters / 1e3
 
 
@@ -204,8 +261,8 @@ def app(setup: Setup, which: str, qos: bool, iters: int = 20) -> float:
     """Run time (ms) of a 64-process bulk-synchronous application that checkpoints
     through the staging nodes every 5 iterations (I/O overlapping compute)."""
     c = _Case(setup)
-    nodes, per = setup.compute_nodes, 8
-    ranks = nodes * per
+    nodes = setup.compute_nodes
+    per, ranks = APP_RANKS // nodes, APP_RANKS
     host = [r // per for r in range(ranks)]
     if which == "stencil":  # 3-D halo exchange on a 4x4x4 grid, 1 MiB faces, 2 ms compute
         side = 4
@@ -245,29 +302,49 @@ def app(setup: Setup, which: str, qos: bool, iters: int = 20) -> float:
                     c.dag, c.paths, "ckpt", [n], staging=st[n % len(st)], pfs=c.pfs(), nbytes=256 << 20,
                     deps=[last[n * per]], path=f"/ckpt/{it}")
                 c.jobs += [1, 1]
-    done = c.run(_qos("noise_qos") if qos else None)
+    done = c.run(_qos(setup, "noise_qos") if qos else None)
     return float(max(done[f] for f in last)) / 1e6
 
 
-STEPS = 3 * 3 + 2 + 1  # progress steps of :func:`run`
+KINDS = ("no_noise", "noise", "noise_qos")
+#: Progress steps of :func:`run`: three curves of each fidelity, the apps, the weights.
+STEPS = 2 * 3 * len(KINDS) + 2 + 1
+
+
+def curves(setup: Setup, fidelity: str, *, sizes=SIZES, a2a_sizes=A2A_SIZES, progress=lambda n=1: None) -> dict:
+    """Latency, bandwidth and alltoall against message size, no noise / noise / noise
+    and QoS, every point of every curve at one ``fidelity`` (``"flow"`` or
+    ``"packet"``): the two models differ in kind (flows do not queue behind the
+    noise's packets), so a curve that changed model at some size would jump there."""
+    out: dict = {"latency": {}, "bandwidth": {}, "alltoall": {}}
+    for k in KINDS:
+        out["latency"][k] = [{"bytes": s, "us": osu_latency(setup, s, k, fidelity=fidelity), "fidelity": fidelity}
+                             for s in sizes]
+        progress()
+        out["bandwidth"][k] = [{"bytes": s, "mbps": osu_bw(setup, s, k, fidelity=fidelity), "fidelity": fidelity}
+                               for s in sizes]
+        progress()
+        out["alltoall"][k] = [{"bytes": s, "us": alltoall(setup, s, k, fidelity=fidelity), "fidelity": fidelity}
+                              for s in a2a_sizes]
+        progress()
+    return out
 
 
 def run(setup: Setup = Setup(), *, sizes=SIZES, a2a_sizes=A2A_SIZES, progress=lambda n=1: None) -> dict:
-    """The whole reproduction (see the module text); JSON-able."""
-    kinds = ("no_noise", "noise", "noise_qos")
-    rep: dict = {"latency": {}, "bandwidth": {}, "alltoall": {}, "fidelity": {}}
+    """The whole reproduction (see the module text); JSON-able.
+
+    ``latency``, ``bandwidth`` and ``alltoall`` are at flow level for every size (the
+    same in every build); ``packet`` holds the same curves at packet level, every size
+    too, where the packet fidelity is built (else ``None``).
+    """
+    rep: dict = curves(setup, "flow", sizes=sizes, a2a_sizes=a2a_sizes, progress=progress)
     pk = packet_available()
-    fid = {s: fidelity_for(s, pk) for s in set(sizes) | set(a2a_sizes)}
-    for k in kinds:
-        rep["latency"][k] = [{"bytes": s, "us": osu_latency(setup, s, k, fidelity=fid[s]), "fidelity": fid[s]}
-                             for s in sizes]
-        progress()
-        rep["bandwidth"][k] = [{"bytes": s, "mbps": osu_bw(setup, s, k, fidelity=fid[s]), "fidelity": fid[s]}
-                               for s in sizes]
-        progress()
-        rep["alltoall"][k] = [{"bytes": s, "us": alltoall(setup, s, k, fidelity=fid[s]), "fidelity": fid[s]}
-                              for s in a2a_sizes]
-        progress()
+    if pk:
+        rep["packet"] = curves(setup, "packet", sizes=sizes, a2a_sizes=a2a_sizes, progress=progress)
+    else:
+        rep["packet"] = None
+        for _ in range(3 * len(KINDS)):
+            progress()
     rep["apps"] = {}
     for name in ("cg", "stencil"):
         rep["apps"][name] = {"no_qos_ms": app(setup, name, False), "qos_ms": app(setup, name, True)}
@@ -275,32 +352,42 @@ def run(setup: Setup = Setup(), *, sizes=SIZES, a2a_sizes=A2A_SIZES, progress=la
     rep["sl_weights"] = sl_weights(setup)
     progress()
     big = max(sizes)
-    lat = {k: rep["latency"][k][-1]["us"] for k in kinds}
-    bw = {k: rep["bandwidth"][k][-1]["mbps"] for k in kinds}
+    lat = {k: rep["latency"][k][-1]["us"] for k in KINDS}
+    bw = {k: rep["bandwidth"][k][-1]["mbps"] for k in KINDS}
     rep["at_largest"] = {"bytes": big, "latency_gain_us": lat["noise"] - lat["noise_qos"],
                          "bandwidth_gain_mbps": bw["noise_qos"] - bw["noise"]}
     rep["source"] = {"at_4MB": {"latency_gain_us": 320, "bandwidth_gain_mbps": 674},
                      "note": "for comparison only; nothing here is an input"}
+    rep["fidelity"] = {"flow": "latency, bandwidth and alltoall at every size (no queueing: the noise takes its "
+                               "max-min share of the link), the applications and the SL weights"}
     if pk:
-        rep["fidelity"] = {"packet": f"messages up to {PACKET_MAX} B (queueing behind the noise's packets)",
-                           "flow": "larger messages, the applications and the SL weights"}
+        rep["fidelity"]["packet"] = ("the same three curves at every size, packet by packet (MPI queues "
+                                     "behind the noise's packets on a shared VL)")
     else:
-        rep["fidelity"] = {"flow": "every point: the packet fidelity is not built here, so small-message "
-                                   "queueing behind noise is not modelled (see docs/qos.md)"}
-    rep["setup"] = setup.__dict__ | {"assumptions": ASSUMPTIONS, "qos": SOURCE_QOS}
+        rep["fidelity"]["packet"] = ("not built here: small-message queueing behind noise is not modelled "
+                                     "(see docs/qos.md)")
+    rep["setup"] = ({k: v for k, v in setup.__dict__.items() if k not in TABLES}
+                    | {"assumptions": ASSUMPTIONS, "qos": setup.qos()})
     return rep
 
 
 def sl_weights(setup: Setup, nbytes: int = 4 << 20) -> list[dict]:
-    """MPI on low-table SLs 1..7 (weights 2..128, the source's table), I/O on SL 1:
+    """MPI on low-table SLs 1..7 (weights 2..128 in the source's table), I/O on SL 1:
     4 MiB latency and bandwidth under noise for each MPI weight. The noise here writes
     to a device as fast as the link (``ssd_rate`` = link rate), so it can take whatever
     the arbiter gives it and the weights decide the split (one dd stream: the flow model
-    gives each flow its VL's weight, see netsteer.qos.flowshare)."""
+    gives each flow its VL's weight, see netsteer.qos.flowshare). An SL whose VL has
+    weight 0 in ``setup.vlarb_low`` is left out: MPI on it would never be served."""
+    from ..qos.config import parse_vlarb
+
+    sl2vl = [int(v) for v in SOURCE_QOS["sl2vl"].split(",")]
+    low = dict(parse_vlarb(setup.vlarb_low))
     setup = Setup(**{**setup.__dict__, "ssd_rate": setup.link_bps / 8, "noise_streams": 1})
     out = []
     for sl in range(1, 8):
-        out.append({"mpi_sl": sl, "mpi_weight": 2 ** sl, "io_weight": 2,
+        if not low.get(sl2vl[sl]):
+            continue
+        out.append({"mpi_sl": sl, "mpi_weight": low[sl2vl[sl]], "io_weight": low[sl2vl[IO_SL]],
                     "latency_us": osu_latency(setup, nbytes, "noise_qos", mpi_sl=sl),
                     "bandwidth_mbps": osu_bw(setup, nbytes, "noise_qos", mpi_sl=sl)})
     return out
@@ -315,19 +402,27 @@ def plot(rep: dict, d) -> None:
     import matplotlib.pyplot as plt
 
     names = {"no_noise": "no I/O noise", "noise": "I/O noise", "noise_qos": "I/O noise + QoS"}
-    figs = [("latency", "us", "Latency (us)"), ("bandwidth", "mbps", "Bandwidth (MB/s)"), ("alltoall", "us", "Latency (us)")]
+    colors = {"no_noise": "tab:blue", "noise": "tab:orange", "noise_qos": "tab:green"}
+    figs = [("latency", "us", "Latency (us)"), ("bandwidth", "mbps", "Bandwidth (MB/s)"),
+            ("alltoall", "us", "Latency (us)")]
+    # each curve from one model: flow solid, packet (where built) dashed, never mixed
+    models = [("flow", rep, "-", "o")] + ([("packet", rep["packet"], "--", "x")] if rep.get("packet") else [])
     for key, val, ylabel in figs:
         for part, keep in (("small", lambda b: b <= 8192), ("large", lambda b: b > 8192)):
             fig, ax = plt.subplots(figsize=(5, 3.5))
-            for k, label in names.items():
-                pts = [p for p in rep[key][k] if keep(p["bytes"])]
-                ax.plot([p["bytes"] for p in pts], [p[val] for p in pts], marker="o", ms=3, label=label)
+            for model, curves_, style, mark in models:
+                for k, label in names.items():
+                    pts = [p for p in curves_[key][k] if keep(p["bytes"])]
+                    ax.plot([p["bytes"] for p in pts], [p[val] for p in pts], style, marker=mark, ms=3,
+                            color=colors[k], label=f"{label} ({model})")
             ax.set_xscale("log", base=2)
+            if val == "us":  # the packet model's queueing is orders of magnitude above the flow model's
+                ax.set_yscale("log")
             ax.set_xlabel("Message size (bytes)")
             ax.set_ylabel(ylabel)
-            fids = sorted({p["fidelity"] for k in names for p in rep[key][k] if keep(p["bytes"])})
-            ax.set_title(f"{key}, {part} messages (model, {' and '.join(fids)} fidelity)")
-            ax.legend()
+            ax.set_title(f"{key}, {part} messages (model: " + " / ".join(
+                f"{m} {'solid' if st == '-' else 'dashed'}" for m, _, st, _ in models) + ")", fontsize=9)
+            ax.legend(fontsize=6)
             fig.tight_layout()
             fig.savefig(d / f"{key}_{part}.png", dpi=100)
             plt.close(fig)
@@ -353,4 +448,4 @@ def plot(rep: dict, d) -> None:
     plt.close(fig)
 
 
-__all__ = ["ASSUMPTIONS", "PACKET_MAX", "STEPS", "fidelity_for", "packet_available", "plot", "SOURCE_QOS", "Setup", "alltoall", "app", "osu_bw", "osu_latency", "run", "sl_weights"]
+__all__ = ["ASSUMPTIONS", "KINDS", "STEPS", "curves", "packet_available", "plot", "SOURCE_QOS", "Setup", "alltoall", "app", "osu_bw", "osu_latency", "run", "sl_weights"]

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,6 +39,8 @@ from .tags import MAX_JOBS, MAX_RANKS, PRIMITIVES, Tag, encode
 
 class UnisonFlowModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    # its jobs map job names to module lists, unlike the scenario's list of jobs
+    mapping_examples: ClassVar[dict[str, str]] = {"jobs": "{app: [{module: pin, primitive: bcast, via: s2_0}]}"}
 
     jobs: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     default: str = "ecmp"
