@@ -67,7 +67,13 @@ class Scenario:
         A topology from :func:`netsteer.pgft` and friends, a spec mapping
         (``{"kind": "pgft", ...}``), a file or an inline spec (:func:`netsteer.read_topology`).
     routing : str, Routing or dict
-        An engine name, a routing from :func:`netsteer.route`, or a ``routing:`` mapping.
+        An engine name, a ``routing:`` mapping, or a routing from :func:`netsteer.route`:
+        its tables run as they are (edits included, checked complete and loop-free
+        when the scenario is built), on a topology wired as ``topology`` (else a
+        ``NetsteerError`` naming ``routing``). A re-route (a link change under
+        ``reroute_on_change``, a circuit event) builds its engine's tables for the
+        changed network; the result's notes say so. ``to_yaml`` writes its engine,
+        and refuses tables that are no longer the engine's.
     jobs : list of job
         From :func:`netsteer.job` and :func:`netsteer.mpi_job`; unnamed jobs are
         named ``job<i>`` by position.
@@ -156,6 +162,7 @@ class Scenario:
         else:
             raise NetsteerError(f"expected a Topology, a spec mapping or a file, got {type(topology).__name__}",
                                 field="topology")
+        given = None
         if isinstance(routing, str):
             rspec: Any = {"engine": routing}
         elif isinstance(routing, Routing):
@@ -163,6 +170,11 @@ class Scenario:
             if rspec is None:
                 raise NetsteerError("this routing does not say how it was built; pass the engine name "
                                     "or a routing from netsteer.route()", field="routing")
+            given = routing  # run its tables, not new ones from its engine
+            if topo is not None:  # (else when built: a spec's topology is built then)
+                from ..scenario import check_routing_topology
+
+                check_routing_topology(routing, topo)
         else:
             rspec = plain(routing)
         data: dict[str, Any] = {"name": name}
@@ -199,15 +211,17 @@ class Scenario:
             data["driver"] = plain(driver)
         if qos is not None:
             data["qos"] = plain(qos)
-        self._init(data, file=None, topology=topo)
+        self._init(data, file=None, topology=topo, routing=given)
 
-    def _init(self, data: dict[str, Any], *, file: str | None, topology: Topology | None) -> None:
+    def _init(self, data: dict[str, Any], *, file: str | None, topology: Topology | None,
+              routing: Any = None) -> None:
         from ..scenario import ScenarioModel
         from ._values import validated
 
         self._data = data
         self._file = file
         self._topology = topology
+        self._routing = routing
         try:
             self._model = validated(ScenarioModel, data)
         except NetsteerError as exc:
@@ -258,11 +272,19 @@ class Scenario:
         Raises
         ------
         NetsteerError
-            The topology was built by hand (no spec a file could hold).
+            The topology was built by hand (no spec a file could hold), or the
+            routing's tables were edited (a file names the engine only).
         """
         if self._data["topology"].get("kind") == "custom":
             raise NetsteerError("the topology was built by hand, not from a spec a scenario file can hold; "
                                 "build it with netsteer.pgft/hyperx/hybrid/read_topology", field="topology")
+        if self._routing is not None:
+            from .routing import is_engines
+
+            if not is_engines(self._routing):
+                raise NetsteerError(f"the routing's tables were edited: they are not what routing engine "
+                                    f"{self._model.routing.engine!r} builds, and a scenario file names the engine "
+                                    "only", field="routing")
         dest = Path(path).resolve().parent if path is not None else None
         text = yaml.safe_dump(_rebase(copy.deepcopy(self._data), self._base(), dest),
                               sort_keys=False, default_flow_style=False, allow_unicode=True)
@@ -292,7 +314,8 @@ class Scenario:
         from ..scenario import Scenario as _Parsed
         from ..scenario import build_scenario
 
-        return build_scenario(_Parsed(model=self._model, file=self._file), topology=self._topology)
+        return build_scenario(_Parsed(model=self._model, file=self._file), topology=self._topology,
+                              routing=self._routing)
 
     def run(self, *, controller: Controller | None = None, sample: bool = True,
             progress: Progress = None) -> Result:
