@@ -78,6 +78,13 @@ BAD_CALLS = [
      "switch"),
     (lambda: ns.Scenario.from_yaml(ROOT / "no-such.yaml"), None, "no such file"),
     (lambda: ns.read_counters(ROOT / "pyproject.toml"), None, "not a Parquet file"),
+    # controller=: a scenario's mapping or a Controller object, nothing else, never an AttributeError
+    (lambda: ns.simulate(_topo(), "dmodk", [ns.job([ns.flow(0, 1, 1)])], controller="hybrid"), "controller",
+     "a netsteer.Controller, got str"),
+    (lambda: ns.Scenario(_topo(), "dmodk", [ns.job([ns.flow(0, 1, 1)])], controller=ns.ControllerStack([])),
+     "controller", "Scenario.run(controller=...)"),
+    (lambda: ns.Scenario(_topo(), "dmodk", [ns.job([ns.flow(0, 1, 1)])]).run(controller={"hybrid": {}}),
+     "controller", "expected a netsteer.Controller"),
 ]
 
 
@@ -102,6 +109,25 @@ def test_topology_builders_take_the_keys_their_spec_kind_takes():
         assert params(getattr(ns, kind)) == set(_SCHEMA[kind]), kind
     files = set().union(*(_SCHEMA[k] for k in ("ibnetdiscover", "ibsim", "json"))) - {"path"}
     assert params(ns.read_topology) == files | {"source"}
+
+
+def test_simulate_takes_every_keyword_of_scenario_and_run():
+    def params(f):
+        return set(inspect.signature(f).parameters)
+
+    assert params(ns.simulate) == params(ns.Scenario) | params(ns.Scenario.run) - {"self"}
+
+
+def test_simulate_takes_a_controller_mapping_as_scenario_does():
+    h = ns.hybrid(4, 2, server_bandwidth="10Gbps", tor_uplinks=1, core_bandwidth="10Gbps", circuit_ports=4,
+                  circuit_uplinks=1, circuit_bandwidth="40Gbps", switching_time="10ms")
+    jobs = [ns.job([ns.flow(0, 2, "1GiB"), ns.flow(1, 3, "1GiB")], name="x")]
+    ctl = {"hybrid": {"initial": [[0, 0, 1]]}}
+    by_scenario = ns.Scenario(h, "minhop", jobs, controller=ctl).run(sample=False)
+    by_simulate = ns.simulate(h, "minhop", jobs, controller=ctl, sample=False)
+    assert by_simulate.makespan_s == by_scenario.makespan_s
+    assert by_simulate.makespan_s < ns.simulate(h, "minhop", jobs, sample=False).makespan_s  # the circuit helps
+    assert by_simulate.scenario.to_dict()["controller"] == ctl
 
 
 def test_hyperx_radix_and_circuits_as_in_a_spec(tmp_path):

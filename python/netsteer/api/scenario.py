@@ -97,7 +97,9 @@ class Scenario:
     events : list of event
         From :mod:`netsteer.event`.
     controller, driver : dict, optional
-        The ``controller:`` and ``driver:`` mappings (``docs/control.md``).
+        The ``controller:`` and ``driver:`` mappings (``docs/control.md``). A
+        :class:`netsteer.Controller` object runs through :meth:`run` (or
+        :func:`simulate`) instead.
     qos : dict, optional
         The ``qos:`` mapping: InfiniBand service levels, SL2VL, VL arbitration and
         traffic classes (``docs/qos.md``).
@@ -205,6 +207,10 @@ class Scenario:
             data["jobs"].append({"name": j.pop("name", f"job{i}"), **j})  # name first, as a file reads
         if events:
             data["events"] = plain(list(events))
+        if isinstance(controller, Controller):
+            raise NetsteerError("a Controller object runs with Scenario.run(controller=...) or "
+                                "netsteer.simulate(controller=...); Scenario's controller= is a scenario file's "
+                                "controller: mapping", field="controller")
         if controller is not None:
             data["controller"] = plain(controller)
         if driver is not None:
@@ -334,6 +340,9 @@ class Scenario:
         """
         from ..sim.run import run_scenario
 
+        if controller is not None and not isinstance(controller, Controller):
+            raise NetsteerError(f"expected a netsteer.Controller (a scenario's controller: mapping goes to "
+                                f"Scenario(controller=...)), got {type(controller).__name__}", field="controller")
         built = self.build()
         with _progress(progress) as update:
             res = run_scenario(built, controller, sample=sample, progress=update)
@@ -350,20 +359,41 @@ def simulate(
     routing: str | dict[str, Any] | Any = "dmodk",
     jobs: Sequence[dict[str, Any]] = (),
     *,
+    name: str = "scenario",
+    description: str | None = None,
     sharing: str | dict[str, Any] | None = None,
     tcp_gamma: str | int | None = None,
     fidelity: str | None = None,
     packet: dict[str, Any] | None = None,
-    events: Sequence[dict[str, Any]] = (),
     sample_interval: str | int | None = None,
-    name: str = "scenario",
-    controller: Controller | None = None,
+    reroute_on_change: bool | None = None,
+    events: Sequence[dict[str, Any]] = (),
+    controller: Controller | dict[str, Any] | None = None,
+    driver: dict[str, Any] | None = None,
+    qos: dict[str, Any] | None = None,
     sample: bool = True,
     progress: Progress = None,
 ) -> Result:
     """Simulate ``jobs`` on ``topology`` routed by ``routing``: a :class:`Scenario`
-    made and run at once (``result.scenario.to_yaml()`` writes it as a file). The
-    keyword arguments are those of :class:`Scenario`.
+    made and run at once (``result.scenario.to_yaml()`` writes it as a file).
+
+    Parameters
+    ----------
+    topology, routing, jobs, name, description, sharing, tcp_gamma, fidelity, packet, \
+sample_interval, reroute_on_change, events, driver, qos
+        As :class:`Scenario`'s.
+    controller : dict or Controller, optional
+        A mapping is the scenario's ``controller:`` (as :class:`Scenario`'s); a
+        :class:`netsteer.Controller` runs instead of the scenario's own controllers
+        (as :meth:`Scenario.run`'s).
+    sample, progress
+        As :meth:`Scenario.run`'s.
+
+    Raises
+    ------
+    NetsteerError
+        As :class:`Scenario` and :meth:`Scenario.run`; a ``controller`` that is
+        neither a mapping nor a Controller.
 
     Examples
     --------
@@ -375,10 +405,22 @@ def simulate(
     ('done', [('job0', 'allreduce', 1)])
     >>> ns.simulate(topo, "dmodk", [ns.job([ns.flow(0, 5, "64KiB")])], fidelity="packet").status
     'done'
+    >>> ns.simulate(topo, "dmodk", [job], controller="hybrid")
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.NetsteerError: controller: expected a controller: mapping (as in a scenario file) or a netsteer.Controller, got str
     """
-    sc = Scenario(topology, routing, jobs, name=name, sharing=sharing, tcp_gamma=tcp_gamma, fidelity=fidelity,
-                  packet=packet, events=events, sample_interval=sample_interval)
-    return sc.run(controller=controller, sample=sample, progress=progress)
+    run_controller = None
+    if isinstance(controller, Controller):
+        run_controller, controller = controller, None
+    elif controller is not None and not isinstance(controller, dict):
+        raise NetsteerError("expected a controller: mapping (as in a scenario file) or a netsteer.Controller, got "
+                            f"{type(controller).__name__}", field="controller")
+    sc = Scenario(topology, routing, jobs, name=name, description=description, sharing=sharing,
+                  tcp_gamma=tcp_gamma, fidelity=fidelity, packet=packet, sample_interval=sample_interval,
+                  reroute_on_change=reroute_on_change, events=events, controller=controller, driver=driver,
+                  qos=qos)
+    return sc.run(controller=run_controller, sample=sample, progress=progress)
 
 
 _PATHS = (("topology", "path"), ("routing", "partitions"))
