@@ -124,8 +124,8 @@ class JobModel(_Strict):
     # MPI programs (netsteer.traffic.mpi): ranks placed on hosts running a program;
     # the program's steps are validated by netsteer.traffic.mpi.MpiJob
     ranks: Int | None = Field(None, gt=0)
-    placement: Any = "linear"
     program: list[Any] | None = None
+    placement: Any = "linear"  # (after program, for _for_program)
     repeat: Int = Field(1, ge=1)
     seed: Int = Field(0, ge=0)
     start: Duration = 0
@@ -137,11 +137,15 @@ class JobModel(_Strict):
 
     # a field check, so that the error names the key (jobs.0.priority); declared after
     # program, so info.data holds it (absent only when the program itself is bad)
-    @field_validator("start", "traffic_class", "priority")
+    # (a job of flows only would ignore them silently: repeat: 3 running its flows once)
+    @field_validator("placement", "repeat", "seed", "start", "traffic_class", "priority")
     @classmethod
     def _for_program(cls, v, info):
         if "program" in info.data and info.data["program"] is None:
             key = "class" if info.field_name == "traffic_class" else info.field_name
+            if key in ("placement", "repeat", "seed"):  # flows have no such key of their own
+                raise ValueError(f"{key} applies to an MPI job's program (ranks and program); a job of flows "
+                                 "has no ranks to place, repeat or seed")
             raise ValueError(f"{key} applies to an MPI job's program; give flows and bulk flows their own {key}")
         return v
 
