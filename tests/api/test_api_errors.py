@@ -78,6 +78,11 @@ BAD_CALLS = [
      "switch"),
     (lambda: ns.Scenario.from_yaml(ROOT / "no-such.yaml"), None, "no such file"),
     (lambda: ns.read_counters(ROOT / "pyproject.toml"), None, "not a Parquet file"),
+    # one entry where a list goes: a NetsteerError, not dict()'s ValueError on a mapping
+    (lambda: ns.job(ns.flow(0, 1, "1MiB")), "flows", "expected a list of flows"),
+    (lambda: ns.job([ns.flow(0, 1, "1MiB")], bulk=ns.bulk(0, 2)), "bulk", "expected a list of bulk flows"),
+    (lambda: ns.job([ns.flow(0, 1, "1MiB"), 3]), "flows.1", "expected a mapping"),
+    (lambda: ns.mpi_job(4, ns.op.allreduce("1MiB")), "program", "expected a list of steps"),
     # controller=: a scenario's mapping or a Controller object, nothing else, never an AttributeError
     (lambda: ns.simulate(_topo(), "dmodk", [ns.job([ns.flow(0, 1, 1)])], controller="hybrid"), "controller",
      "a netsteer.Controller, got str"),
