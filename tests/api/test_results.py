@@ -116,6 +116,15 @@ def test_mpi_operations_frame():
     assert r.jobs.set_index("job").loc["app", "completion_s"] == pytest.approx(r.makespan_s)
 
 
+def test_operation_counts_stay_integers_when_mpi_and_flow_jobs_mix():
+    topo = ns.pgft(2, [4, 4], [1, 2], link_bandwidth="10Gbps", link_latency="1us")
+    jobs = [ns.mpi_job(4, [ns.op.allreduce("1MiB")], name="m"), ns.job([ns.flow(0, 5, "1MiB")], name="f")]
+    ops = ns.simulate(topo, "dmodk", jobs, sample=False).operations.set_index("job")
+    assert ops.loc["m", "count"] == 1 and ops.loc["f", "flows"] == 1
+    assert all(pd.api.types.is_integer_dtype(ops[c]) for c in ("count", "bytes", "flows"))
+    assert pd.isna(ops.loc["f", "count"]) and pd.isna(ops.loc["m", "flows"])
+
+
 def test_a_job_that_moves_nothing_lists_its_compute_steps_only():
     """As api.md and collectives.md say: one rank's allreduce moves nothing and has no
     row; its compute step is an operation like any other, and the job ends after it."""
