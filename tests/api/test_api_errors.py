@@ -83,6 +83,12 @@ BAD_CALLS = [
     (lambda: ns.job([ns.flow(0, 1, "1MiB")], bulk=ns.bulk(0, 2)), "bulk", "expected a list of bulk flows"),
     (lambda: ns.job([ns.flow(0, 1, "1MiB"), 3]), "flows.1", "expected a mapping"),
     (lambda: ns.mpi_job(4, ns.op.allreduce("1MiB")), "program", "expected a list of steps"),
+    # the rank count is known to mpi_job: refused there, as simulate would
+    (lambda: ns.mpi_job(6, [ns.op.alltoall("1KiB", algorithm="pairwise")]), "program.0.algorithm",
+     "power-of-two rank count, got 6"),
+    (lambda: ns.mpi_job(4, [ns.op.barrier(), ns.op.bcast("1KiB", root=7)]), "program.1.root",
+     "root 7 is not a rank of this 4-rank job"),
+    (lambda: ns.mpi_job(4, [ns.op.send(1, 5, "1KiB")]), "program.0.dst", "5 is not a rank"),
     # controller=: a scenario's mapping or a Controller object, nothing else, never an AttributeError
     (lambda: ns.simulate(_topo(), "dmodk", [ns.job([ns.flow(0, 1, 1)])], controller="hybrid"), "controller",
      "a netsteer.Controller, got str"),

@@ -158,12 +158,13 @@ def mpi_job(
     if traffic_class is not None:
         data["class"] = traffic_class
     _check_job(data)
-    from ..traffic.mpi import MpiJob, validation_error
+    from ..traffic.mpi import MpiJob, check_ranks, parse_program, validation_error
 
     try:
-        MpiJob.model_validate({k: v for k, v in data.items() if k not in ("class", "stream")})
+        job = MpiJob.model_validate({k: v for k, v in data.items() if k not in ("class", "stream")})
     except ValidationError as exc:
         raise validation_error(exc) from None
+    check_ranks(parse_program(job.program), job.ranks)  # the rank count is known here, not only at simulate
     return data
 
 
