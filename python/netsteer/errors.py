@@ -263,5 +263,11 @@ class LimitError(NetsteerError):
     """Input that would need more memory than the limit (``--max-memory``) allows."""
 
 
+class TopologyBuildError(NetsteerError, ValueError):
+    """A bad value given to :class:`netsteer.TopologyBuilder`; ``field`` names the
+    parameter. Also a ``ValueError``: the readers that build a topology catch those
+    and name their own file and field."""
+
+
 class RoutingError(NetsteerError):
     """A routing table set is incomplete, loops or deadlocks; names switch and destination."""

@@ -30,6 +30,24 @@ import yaml
 
 from .errors import LimitError, NetsteerError, short_repr
 
+#: File extensions a topology's name drops (``fabric.net`` is ``fabric``); any other
+#: dotted part is the name's own (ibsim's examples are ``net.2sw2path``, ``net.1``).
+NAME_SUFFIXES = (".net", ".txt", ".out", ".log", ".topo", ".ibnd", ".dump", ".json", ".yaml", ".yml")
+
+
+def file_label(path: str | os.PathLike) -> str:
+    """A name for what a file holds: its file name without a known extension
+    (:data:`NAME_SUFFIXES`), not ``Path.stem``, which would call ``net.2sw2path`` and
+    ``net.1`` both ``net``.
+
+    >>> file_label("/x/fabric.net"), file_label("net.2sw2path4hca"), file_label("net.1"), file_label("ibnd")
+    ('fabric', 'net.2sw2path4hca', 'net.1', 'ibnd')
+    """
+    name = Path(path).name
+    suffix = Path(name).suffix
+    return name[: -len(suffix)] if suffix.lower() in NAME_SUFFIXES and len(name) > len(suffix) else name
+
+
 #: Deepest nesting of lists and mappings a YAML or JSON input may have.
 MAX_DEPTH = 64
 

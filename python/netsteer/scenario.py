@@ -124,8 +124,8 @@ class JobModel(_Strict):
     # MPI programs (netsteer.traffic.mpi): ranks placed on hosts running a program;
     # the program's steps are validated by netsteer.traffic.mpi.MpiJob
     ranks: Int | None = Field(None, gt=0)
-    placement: Any = "linear"
     program: list[Any] | None = None
+    placement: Any = "linear"  # (after program, for _for_program)
     repeat: Int = Field(1, ge=1)
     seed: Int = Field(0, ge=0)
     start: Duration = 0
@@ -137,11 +137,15 @@ class JobModel(_Strict):
 
     # a field check, so that the error names the key (jobs.0.priority); declared after
     # program, so info.data holds it (absent only when the program itself is bad)
-    @field_validator("start", "traffic_class", "priority")
+    # (a job of flows only would ignore them silently: repeat: 3 running its flows once)
+    @field_validator("placement", "repeat", "seed", "start", "traffic_class", "priority")
     @classmethod
     def _for_program(cls, v, info):
         if "program" in info.data and info.data["program"] is None:
             key = "class" if info.field_name == "traffic_class" else info.field_name
+            if key in ("placement", "repeat", "seed"):  # flows have no such key of their own
+                raise ValueError(f"{key} applies to an MPI job's program (ranks and program); a job of flows "
+                                 "has no ranks to place, repeat or seed")
             raise ValueError(f"{key} applies to an MPI job's program; give flows and bulk flows their own {key}")
         return v
 
@@ -447,18 +451,19 @@ def _mpi_job(mpi, j: int, topo: Topology, dag: FlowDag, file) -> list:
 STREAM_MIN_RANKS = 128
 
 
-def _why_not_stream(m: ScenarioModel, topo: Topology, routing) -> str | None:
+def _why_not_stream(m: ScenarioModel, topo: Topology, routing, given: bool = False) -> str | None:
     """What in the scenario needs every MPI message as a flow of its own, if anything.
 
     Streamed messages are routed once, in the engine, when both ends have posted:
-    nothing may re-route, re-tag or re-forward a flow in flight."""
+    nothing may re-route, re-tag or re-forward a flow in flight. ``given``: the
+    routing's tables were given (:func:`build_scenario`'s ``routing``)."""
     why = _why_not_stream_model(m, topo)
     if why is not None:
         return why
     from .sim.stream import streamable_routing
 
     # D-mod-K on a PGFT streams computed per hop, whatever its tables (not built yet)
-    return streamable_routing(topo, _stream_router(m, topo, routing))
+    return streamable_routing(topo, _stream_router(m, topo, routing, given))
 
 
 def _why_not_stream_model(m: ScenarioModel, topo: Topology) -> str | None:
@@ -527,9 +532,10 @@ def _streams(job: JobModel, why_not: str | None) -> bool:
     return job.stream if job.stream is not None else why_not is None and job.ranks >= STREAM_MIN_RANKS
 
 
-def _stream_router(m: ScenarioModel, topo: Topology, routing):
-    """dmodk on a PGFT is computed per hop in the engine (no tables); else the tables."""
-    return "dmodk" if _dmodk_per_hop(m, topo) else routing
+def _stream_router(m: ScenarioModel, topo: Topology, routing, given: bool = False):
+    """dmodk on a PGFT is computed per hop in the engine (no tables); else the tables,
+    and always tables that were given (they may not be the engine's)."""
+    return "dmodk" if not given and _dmodk_per_hop(m, topo) else routing
 
 
 def _check_stream(topo: Topology, routing, streamed: list, used: int, file) -> None:
@@ -649,9 +655,10 @@ def _check_electrical(m: ScenarioModel, topo: Topology, file) -> None:
                         file=file, field="topology.tor_uplinks" if "tor_uplinks" in m.topology else "topology")
 
 
-def _routing_factory(topo, model: RoutingModel, file, field, *, defer: bool = False):
+def _routing_factory(topo, model: RoutingModel, file, field, *, defer: bool = False, given=None):
     """The routing now (a :class:`DeferredRouting` with ``defer``: built on first
-    read), and a function that rebuilds it for a changed network."""
+    read; ``given``, checked, when given), and a function that rebuilds it with the
+    engine for a changed network."""
     from .limits import check_routing
     from .routing import accepts_down_links, build_routing
 
@@ -680,16 +687,44 @@ def _routing_factory(topo, model: RoutingModel, file, field, *, defer: bool = Fa
     make.params = params  # type: ignore[attr-defined]  # the partitions, for _partition_notes
 
     def first():
-        check_routing(topo, file=file, field=field)  # before any table is built
+        if given is None:
+            check_routing(topo, file=file, field=field)  # before any table is built
         params()  # (outside the try: a partitions file's errors name their own place)
         try:
-            routing = make()
-            routing.check()  # complete and loop-free, before anything runs on it
+            routing = make() if given is None else given
+            routing.check()  # complete and loop-free (a hand edit too), before anything runs on it
             return routing
         except NetsteerError as exc:
             raise exc.located(file, field) from None
 
     return (DeferredRouting(first) if defer else first()), make
+
+
+def check_routing_topology(routing, topo: Topology) -> None:
+    """Refuse a given routing made for another topology: its ports and host columns
+    would mean other cables and hosts."""
+    from .routing.table import Routing
+
+    if not isinstance(routing, Routing):
+        raise NetsteerError(f"expected a Routing (netsteer.route), got {type(routing).__name__}", field="routing")
+    if not routing.topo.same_wiring(topo):
+        other = routing.topo
+        raise NetsteerError(
+            f"this routing was built for topology {other.name!r} ({other.n_hosts} hosts, {other.n_links} links), "
+            f"not for the scenario's {topo.name!r} ({topo.n_hosts} hosts, {topo.n_links} links); "
+            "route the scenario's topology", field="routing")
+
+
+def _rerouted_note(m: ScenarioModel) -> list[str]:
+    """The note that the engine's tables replace given ones at the first re-route."""
+    rerouting = [i for i, ev in enumerate(m.events)
+                 if ev.circuit is not None
+                 or (m.reroute_on_change and (ev.link_down is not None or ev.link_up is not None))]
+    if not rerouting:
+        return []
+    return [f"routing: the given tables run until events.{rerouting[0]} re-routes; from then on the tables are "
+            f"the ones routing engine {m.routing.engine!r} builds for the changed network (edits to the given "
+            "tables do not carry over)"]
 
 
 #: Counter samples ``sample_interval: auto`` aims at over the expected run.
@@ -745,12 +780,18 @@ def _auto_interval(topo: Topology, dag: FlowDag, streamed=(), stops=(), mpi=()) 
     return int(min(step * mag, MAX_DURATION_NS // 2))
 
 
-def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: str | None = None) -> BuiltScenario:
+def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: str | None = None,
+                   routing: Any = None) -> BuiltScenario:
     """Resolve a validated scenario into topology, routing, DAG and events.
 
     ``topology``, when given, is the one ``sc.model.topology`` describes, already
     built (the Python API keeps the object it made instead of building it again).
     ``fidelity`` overrides the scenario's, as ``netsteer run --fidelity`` does.
+    ``routing``, when given, is a :class:`netsteer.routing.Routing` whose tables run
+    as they are (hand edits included; checked complete and loop-free), on a topology
+    wired as the scenario's; ``sc.model.routing`` says the engine that built them,
+    which re-routes build new tables with (a link change under ``reroute_on_change``,
+    a circuit event: ``notes`` says so).
     """
     from .sim.events import CircuitChange, LinkChange, RoutingChange, StopFlows
     from .sim.packet import check_fidelity
@@ -763,11 +804,17 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
     packet = check_fidelity(fid, m.packet, "sharing" in m.model_fields_set, sharing_name, file=file,
                             override=fidelity is not None, notes=notes, jobs=m.jobs)
     topo = topology if topology is not None else build_topology(m.topology, file=file)
+    given = routing is not None
+    if given:
+        check_routing_topology(routing, topo)
+        notes += _rerouted_note(m)
     _check_electrical(m, topo, file)
-    in_engine = _routes_in_engine(m, topo, packet)
+    # given tables are the ones to run: never swapped for routes the engine computes per hop
+    in_engine = not given and _routes_in_engine(m, topo, packet)
     if not in_engine:
         _check_jobs_early(m, topo, file)
-    routing, make_routing = _routing_factory(topo, m.routing, file, "routing", defer=in_engine)
+    routing, make_routing = _routing_factory(topo, m.routing, file, "routing", defer=in_engine,
+                                             given=routing)
     names: dict[str, int] = {}
     for j, job in enumerate(m.jobs):
         if job.name in names:
@@ -787,7 +834,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
     dag_mpi: list = []  # (job index, MpiJob) of the MPI jobs expanded into the DAG
     why_not = None
     if any(job.program is not None for job in m.jobs):
-        why_not = _why_not_stream(m, topo, routing)
+        why_not = _why_not_stream(m, topo, routing, given)
     for j, job in enumerate(m.jobs):
         before = len(dag)
         if job.program is not None:
@@ -846,7 +893,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
     bg[background] = True
     stream_router = None
     if streamed:
-        stream_router = _stream_router(m, topo, routing)
+        stream_router = _stream_router(m, topo, routing, given)
         from .limits import table_bytes
 
         # the tables are built by now: their temporaries are gone

@@ -78,6 +78,24 @@ BAD_CALLS = [
      "switch"),
     (lambda: ns.Scenario.from_yaml(ROOT / "no-such.yaml"), None, "no such file"),
     (lambda: ns.read_counters(ROOT / "pyproject.toml"), None, "not a Parquet file"),
+    # one entry where a list goes: a NetsteerError, not dict()'s ValueError on a mapping
+    (lambda: ns.job(ns.flow(0, 1, "1MiB")), "flows", "expected a list of flows"),
+    (lambda: ns.job([ns.flow(0, 1, "1MiB")], bulk=ns.bulk(0, 2)), "bulk", "expected a list of bulk flows"),
+    (lambda: ns.job([ns.flow(0, 1, "1MiB"), 3]), "flows.1", "expected a mapping"),
+    (lambda: ns.mpi_job(4, ns.op.allreduce("1MiB")), "program", "expected a list of steps"),
+    # the rank count is known to mpi_job: refused there, as simulate would
+    (lambda: ns.mpi_job(6, [ns.op.alltoall("1KiB", algorithm="pairwise")]), "program.0.algorithm",
+     "power-of-two rank count, got 6"),
+    (lambda: ns.mpi_job(4, [ns.op.barrier(), ns.op.bcast("1KiB", root=7)]), "program.1.root",
+     "root 7 is not a rank of this 4-rank job"),
+    (lambda: ns.mpi_job(4, [ns.op.send(1, 5, "1KiB")]), "program.0.dst", "5 is not a rank"),
+    # controller=: a scenario's mapping or a Controller object, nothing else, never an AttributeError
+    (lambda: ns.simulate(_topo(), "dmodk", [ns.job([ns.flow(0, 1, 1)])], controller="hybrid"), "controller",
+     "a netsteer.Controller, got str"),
+    (lambda: ns.Scenario(_topo(), "dmodk", [ns.job([ns.flow(0, 1, 1)])], controller=ns.ControllerStack([])),
+     "controller", "Scenario.run(controller=...)"),
+    (lambda: ns.Scenario(_topo(), "dmodk", [ns.job([ns.flow(0, 1, 1)])]).run(controller={"hybrid": {}}),
+     "controller", "expected a netsteer.Controller"),
 ]
 
 
@@ -102,6 +120,25 @@ def test_topology_builders_take_the_keys_their_spec_kind_takes():
         assert params(getattr(ns, kind)) == set(_SCHEMA[kind]), kind
     files = set().union(*(_SCHEMA[k] for k in ("ibnetdiscover", "ibsim", "json"))) - {"path"}
     assert params(ns.read_topology) == files | {"source"}
+
+
+def test_simulate_takes_every_keyword_of_scenario_and_run():
+    def params(f):
+        return set(inspect.signature(f).parameters)
+
+    assert params(ns.simulate) == params(ns.Scenario) | params(ns.Scenario.run) - {"self"}
+
+
+def test_simulate_takes_a_controller_mapping_as_scenario_does():
+    h = ns.hybrid(4, 2, server_bandwidth="10Gbps", tor_uplinks=1, core_bandwidth="10Gbps", circuit_ports=4,
+                  circuit_uplinks=1, circuit_bandwidth="40Gbps", switching_time="10ms")
+    jobs = [ns.job([ns.flow(0, 2, "1GiB"), ns.flow(1, 3, "1GiB")], name="x")]
+    ctl = {"hybrid": {"initial": [[0, 0, 1]]}}
+    by_scenario = ns.Scenario(h, "minhop", jobs, controller=ctl).run(sample=False)
+    by_simulate = ns.simulate(h, "minhop", jobs, controller=ctl, sample=False)
+    assert by_simulate.makespan_s == by_scenario.makespan_s
+    assert by_simulate.makespan_s < ns.simulate(h, "minhop", jobs, sample=False).makespan_s  # the circuit helps
+    assert by_simulate.scenario.to_dict()["controller"] == ctl
 
 
 def test_hyperx_radix_and_circuits_as_in_a_spec(tmp_path):

@@ -116,6 +116,28 @@ def test_mpi_operations_frame():
     assert r.jobs.set_index("job").loc["app", "completion_s"] == pytest.approx(r.makespan_s)
 
 
+def test_operation_counts_stay_integers_when_mpi_and_flow_jobs_mix():
+    topo = ns.pgft(2, [4, 4], [1, 2], link_bandwidth="10Gbps", link_latency="1us")
+    jobs = [ns.mpi_job(4, [ns.op.allreduce("1MiB")], name="m"), ns.job([ns.flow(0, 5, "1MiB")], name="f")]
+    ops = ns.simulate(topo, "dmodk", jobs, sample=False).operations.set_index("job")
+    assert ops.loc["m", "count"] == 1 and ops.loc["f", "flows"] == 1
+    assert all(pd.api.types.is_integer_dtype(ops[c]) for c in ("count", "bytes", "flows"))
+    assert pd.isna(ops.loc["f", "count"]) and pd.isna(ops.loc["m", "flows"])
+
+
+def test_a_job_that_moves_nothing_lists_its_compute_steps_only():
+    """As api.md and collectives.md say: one rank's allreduce moves nothing and has no
+    row; its compute step is an operation like any other, and the job ends after it."""
+    topo = ns.pgft(2, [4, 4], [1, 2], link_bandwidth="10Gbps", link_latency="1us")
+    r = ns.simulate(topo, "dmodk", [ns.mpi_job(1, [ns.op.allreduce("1MiB"), ns.op.compute("1ms")], start="5ms")],
+                    sample=False)
+    assert r.operations[["op", "count", "time_s"]].to_dict("records") == [{"op": "compute", "count": 1,
+                                                                            "time_s": 0.001}]
+    assert r.jobs.completion_s.tolist() == [0.006]
+    r = ns.simulate(topo, "dmodk", [ns.mpi_job(4, [ns.op.reduce(0)], start="5ms")], sample=False)
+    assert r.operations.empty and r.jobs.completion_s.tolist() == [0.005]
+
+
 def test_a_bulk_flow_running_past_the_other_traffic_is_sampled_over_its_duration():
     """The automatic interval covers a bulk flow's whole duration, not only the
     traffic with a size (which ends 1,000x sooner): about 200 samples, not a limit hit."""

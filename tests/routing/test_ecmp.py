@@ -55,8 +55,11 @@ def test_build_routing_registry():
     assert build_routing(t, "dmodk").engine == "dmodk"
     with pytest.raises(RoutingError, match="unknown routing engine 'nosuch'; known engines: dmodk, .*ecmp,.*minhop"):
         build_routing(t, "nosuch")
-    with pytest.raises(RoutingError, match="routing engine 'minhop' takes down_links, not 'hash'"):
+    with pytest.raises(RoutingError, match="routing engine 'minhop' takes no parameters, not 'hash'"):
         build_routing(t, "minhop", hash="dst")
+    # (down_links, which a re-route passes, is no routing: key a user could write)
+    with pytest.raises(RoutingError, match=r"routing engine 'ecmp' takes hash, not 'partitions'$"):
+        build_routing(t, "ecmp", partitions={})
 
     def flat(topo, circuits=None):
         return Routing(topo, np.full((topo.n_nodes, topo.n_hosts), -1), engine="flat")

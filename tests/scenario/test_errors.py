@@ -368,3 +368,17 @@ def test_the_api_refuses_an_extreme_weight_too():
     with pytest.raises(NetsteerError, match=r"weight: must be between 0.001 and 1000, got 1e-300"):
         ns.bulk(0, 1, weight=1e-300)
     assert ns.flow(0, 1, "1GB", weight="1e3")["weight"] == "1e3"
+
+
+@pytest.mark.parametrize("key", ["repeat: 3", "seed: 5", "placement: random", "placement: [0, 1, 2, 3]"])
+def test_placement_repeat_and_seed_on_a_job_of_flows_are_refused_at_their_field(key):
+    """A job of flows has no ranks to place, repeat or seed: ``repeat: 3`` ran its flows
+    once, silently; refused as ``start`` is, naming the key."""
+    text = GOOD.replace("  - name: j\n", f"  - name: j\n    {key}\n")
+    err = error_of(text)
+    name = key.split(":")[0]
+    assert err.field == f"jobs.0.{name}", err.message()
+    assert err.reason.startswith(f"{name} applies to an MPI job's program (ranks and program)")
+    mpi = GOOD.replace("    flows:\n      - {src: 0, dst: 5, bytes: 1MiB}\n",
+                       f"    {key}\n    ranks: 4\n    program: [{{op: allreduce, bytes: 1MiB}}]\n")
+    build(mpi)  # an MPI job takes them

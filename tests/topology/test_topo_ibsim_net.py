@@ -272,3 +272,11 @@ def test_real_ibsim_accepts_written_file_and_ibnetdiscover_sees_the_same_fabric(
                for a, b, bw in zip(seen.link_a, seen.link_b, seen.link_bandwidth)}
     assert by_name[frozenset(("h0", "s1_0"))] == 32e9
     assert by_name[frozenset(("s1_0", "s2_1"))] == 100e9  # 4xEDR as ibsim reports it
+
+
+def test_a_file_is_named_after_its_whole_name_less_a_known_extension(tmp_path):
+    # ibsim's examples are net.1, net.2sw2path, ...: Path.stem called them all "net"
+    names = {n: read_ibsim_net(write(tmp_path, NET_2SW, n)).name
+             for n in ("net.2sw2path", "net.1", "fabric.net", "fabric.txt", "net")}
+    assert names == {"net.2sw2path": "net.2sw2path", "net.1": "net.1", "fabric.net": "fabric",
+                     "fabric.txt": "fabric", "net": "net"}

@@ -29,8 +29,14 @@ FABRICS = {
 #: (edit of a good export, the field named, a fragment of the reason)
 BROKEN = [
     (lambda d: d["links"][0].update(b="nowhere"), "links[0].b", "no node named 'nowhere'"),
-    (lambda d: d["links"][1].update(a_port=d["links"][0]["a_port"], a=d["links"][0]["a"]), "links[1]",
+    (lambda d: d["links"][1].update(a_port=d["links"][0]["a_port"], a=d["links"][0]["a"]), "links[1].a_port",
      "used twice"),
+    # unknown keys: a misspelt one would leave the cable as it was, silently
+    (lambda d: d["links"][0].update(bandwidth="7Gbps"), "links[0].bandwidth",
+     "unknown key 'bandwidth'; did you mean 'bandwidth_bps'?"),
+    (lambda d: d["links"][0].update(typo_key=1), "links[0].typo_key", "unknown key 'typo_key'"),
+    (lambda d: d["nodes"][0].update(colour="red"), "nodes[0].colour", "unknown key 'colour'"),
+    (lambda d: d.update(extra_top=1), "extra_top", "unknown key 'extra_top'"),
     (lambda d: d["links"][2].update(bandwidth_bps=0), "links[2].bandwidth_bps", "positive"),
     (lambda d: d["links"][2].update(latency_ns=-5), "links[2].latency_ns", "negative"),
     (lambda d: d["links"][2].update(latency_ns=1.5), "links[2].latency_ns", "integer"),
@@ -93,6 +99,21 @@ def test_a_scenario_on_the_export_runs_as_on_the_spec(tmp_path):
                                                    str(tmp_path / "s.yaml"))), sample=False)
         got.append(res.makespan_ns)
     assert got[0] == got[1] > 0
+
+
+def test_a_cable_without_latency_has_the_default_100ns(tmp_path):
+    data = to_json(pgft(1, [2], [1], link_bandwidth=1e9, link_latency_ns=5))
+    for link in data["links"]:
+        del link["latency_ns"]
+    t = read_json(str(export_data(data, tmp_path / "t.json")))
+    assert t.link_latency_ns.tolist() == [100, 100]
+    assert build_topology({"kind": "pgft", "levels": 1, "down": [2], "up": [1],
+                           "link_bandwidth": "1Gbps"}).link_latency_ns.tolist() == [100, 100]
+
+
+def export_data(data, path):
+    path.write_text(json.dumps(data))
+    return path
 
 
 @pytest.mark.parametrize("edit,field,reason", BROKEN)

@@ -34,6 +34,7 @@ COUNTER_COLUMNS = ["time_s", "link", "direction", "channel", "from_node", "from_
                    "bytes_total", "gbps"]
 JOB_COLUMNS = ["job", "completion_s", "flows", "bytes"]
 OPERATION_COLUMNS = ["job", "op", "count", "time_s", "bytes", "algbw_Bps", "busbw_Bps", "flows", "span_s"]
+_INT_OPERATION_COLUMNS = ("count", "bytes", "flows")
 
 
 def counters_frame(table: pa.Table, *, consume: bool = False) -> pd.DataFrame:
@@ -137,9 +138,25 @@ def jobs_frame(jobs: Sequence[dict[str, Any]]) -> pd.DataFrame:
 
 def operations_frame(jobs: Sequence[dict[str, Any]]) -> pd.DataFrame:
     """One row per (job, operation): for MPI jobs ``count, time_s, bytes, algbw_Bps,
-    busbw_Bps`` (as ``netsteer run --json``), for flows ``flows, span_s`` per label."""
+    busbw_Bps`` (as ``netsteer run --json``), for flows ``flows, span_s`` per label.
+
+    ``count``, ``bytes`` and ``flows`` stay integers: ``int64``, or pandas' nullable
+    ``Int64`` with ``<NA>`` where some rows have none (MPI and flow jobs mixed), where
+    float64 would make counts ``1.0`` and ``NaN``.
+
+    >>> df = operations_frame([{"name": "m", "operations": {"barrier": {"count": 2, "time_s": 1e-6, "bytes": 0}}},
+    ...                        {"name": "f", "operations": {"f:flow": {"flows": 3, "span_s": 0.5}}}])
+    >>> df["count"].tolist(), str(df["count"].dtype), df["flows"].tolist()
+    ([2, <NA>], 'Int64', [<NA>, 3])
+    >>> str(operations_frame([{"name": "m", "operations": {"barrier": {"count": 2}}}])["count"].dtype)
+    'int64'
+
+    """
     rows = [{"job": j["name"], "op": op, **o} for j in jobs for op, o in j.get("operations", {}).items()]
-    return pd.DataFrame(rows, columns=OPERATION_COLUMNS)
+    df = pd.DataFrame(rows, columns=OPERATION_COLUMNS)
+    for col in _INT_OPERATION_COLUMNS:
+        df[col] = df[col].astype("Int64" if df[col].isna().any() else "int64")
+    return df
 
 
 def events_frame(events: Sequence[dict[str, Any]]) -> pd.DataFrame:

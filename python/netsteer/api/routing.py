@@ -19,6 +19,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..errors import NetsteerError
 from ..routing.table import Routing
 from ..topology.model import Topology
@@ -67,6 +69,29 @@ def route(topo: Topology, engine: str = "dmodk", *, hash: str | None = None,
     routing, _ = _routing_factory(topo, model, None, "routing")
     routing.spec = spec
     return routing
+
+
+def is_engines(routing: Routing) -> bool:
+    """Whether ``routing``'s tables are what its engine builds from its ``spec`` (not
+    edited by hand since :func:`route`).
+
+    >>> from netsteer.api.topology import pgft
+    >>> t = pgft(1, [4], [1], link_bandwidth="10Gbps")
+    >>> r = route(t, "minhop")
+    >>> is_engines(r)
+    True
+    >>> r.table[0, 3] = 2
+    >>> is_engines(r)
+    False
+    """
+    spec = spec_of(routing) or {}
+    fresh = route(routing.topo, **spec)
+    return (np.array_equal(fresh.rows, routing.rows) and np.array_equal(fresh.table, routing.table)
+            and len(fresh.groups) == len(routing.groups)
+            and all(np.array_equal(a, b) for a, b in zip(fresh.groups, routing.groups))
+            and fresh.overrides.keys() == routing.overrides.keys()
+            and all(np.array_equal(fresh.overrides[k], routing.overrides[k]) for k in fresh.overrides)
+            and fresh.ecmp_hash == routing.ecmp_hash)
 
 
 def spec_of(routing: Any) -> dict[str, Any] | None:

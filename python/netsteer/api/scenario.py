@@ -67,7 +67,13 @@ class Scenario:
         A topology from :func:`netsteer.pgft` and friends, a spec mapping
         (``{"kind": "pgft", ...}``), a file or an inline spec (:func:`netsteer.read_topology`).
     routing : str, Routing or dict
-        An engine name, a routing from :func:`netsteer.route`, or a ``routing:`` mapping.
+        An engine name, a ``routing:`` mapping, or a routing from :func:`netsteer.route`:
+        its tables run as they are (edits included, checked complete and loop-free
+        when the scenario is built), on a topology wired as ``topology`` (else a
+        ``NetsteerError`` naming ``routing``). A re-route (a link change under
+        ``reroute_on_change``, a circuit event) builds its engine's tables for the
+        changed network; the result's notes say so. ``to_yaml`` writes its engine,
+        and refuses tables that are no longer the engine's.
     jobs : list of job
         From :func:`netsteer.job` and :func:`netsteer.mpi_job`; unnamed jobs are
         named ``job<i>`` by position.
@@ -91,7 +97,9 @@ class Scenario:
     events : list of event
         From :mod:`netsteer.event`.
     controller, driver : dict, optional
-        The ``controller:`` and ``driver:`` mappings (``docs/control.md``).
+        The ``controller:`` and ``driver:`` mappings (``docs/control.md``). A
+        :class:`netsteer.Controller` object runs through :meth:`run` (or
+        :func:`simulate`) instead.
     qos : dict, optional
         The ``qos:`` mapping: InfiniBand service levels, SL2VL, VL arbitration and
         traffic classes (``docs/qos.md``).
@@ -156,6 +164,7 @@ class Scenario:
         else:
             raise NetsteerError(f"expected a Topology, a spec mapping or a file, got {type(topology).__name__}",
                                 field="topology")
+        given = None
         if isinstance(routing, str):
             rspec: Any = {"engine": routing}
         elif isinstance(routing, Routing):
@@ -163,6 +172,11 @@ class Scenario:
             if rspec is None:
                 raise NetsteerError("this routing does not say how it was built; pass the engine name "
                                     "or a routing from netsteer.route()", field="routing")
+            given = routing  # run its tables, not new ones from its engine
+            if topo is not None:  # (else when built: a spec's topology is built then)
+                from ..scenario import check_routing_topology
+
+                check_routing_topology(routing, topo)
         else:
             rspec = plain(routing)
         data: dict[str, Any] = {"name": name}
@@ -193,21 +207,27 @@ class Scenario:
             data["jobs"].append({"name": j.pop("name", f"job{i}"), **j})  # name first, as a file reads
         if events:
             data["events"] = plain(list(events))
+        if isinstance(controller, Controller):
+            raise NetsteerError("a Controller object runs with Scenario.run(controller=...) or "
+                                "netsteer.simulate(controller=...); Scenario's controller= is a scenario file's "
+                                "controller: mapping", field="controller")
         if controller is not None:
             data["controller"] = plain(controller)
         if driver is not None:
             data["driver"] = plain(driver)
         if qos is not None:
             data["qos"] = plain(qos)
-        self._init(data, file=None, topology=topo)
+        self._init(data, file=None, topology=topo, routing=given)
 
-    def _init(self, data: dict[str, Any], *, file: str | None, topology: Topology | None) -> None:
+    def _init(self, data: dict[str, Any], *, file: str | None, topology: Topology | None,
+              routing: Any = None) -> None:
         from ..scenario import ScenarioModel
         from ._values import validated
 
         self._data = data
         self._file = file
         self._topology = topology
+        self._routing = routing
         try:
             self._model = validated(ScenarioModel, data)
         except NetsteerError as exc:
@@ -258,11 +278,19 @@ class Scenario:
         Raises
         ------
         NetsteerError
-            The topology was built by hand (no spec a file could hold).
+            The topology was built by hand (no spec a file could hold), or the
+            routing's tables were edited (a file names the engine only).
         """
         if self._data["topology"].get("kind") == "custom":
             raise NetsteerError("the topology was built by hand, not from a spec a scenario file can hold; "
                                 "build it with netsteer.pgft/hyperx/hybrid/read_topology", field="topology")
+        if self._routing is not None:
+            from .routing import is_engines
+
+            if not is_engines(self._routing):
+                raise NetsteerError(f"the routing's tables were edited: they are not what routing engine "
+                                    f"{self._model.routing.engine!r} builds, and a scenario file names the engine "
+                                    "only", field="routing")
         dest = Path(path).resolve().parent if path is not None else None
         text = yaml.safe_dump(_rebase(copy.deepcopy(self._data), self._base(), dest),
                               sort_keys=False, default_flow_style=False, allow_unicode=True)
@@ -292,7 +320,8 @@ class Scenario:
         from ..scenario import Scenario as _Parsed
         from ..scenario import build_scenario
 
-        return build_scenario(_Parsed(model=self._model, file=self._file), topology=self._topology)
+        return build_scenario(_Parsed(model=self._model, file=self._file), topology=self._topology,
+                              routing=self._routing)
 
     def run(self, *, controller: Controller | None = None, sample: bool = True,
             progress: Progress = None) -> Result:
@@ -311,6 +340,9 @@ class Scenario:
         """
         from ..sim.run import run_scenario
 
+        if controller is not None and not isinstance(controller, Controller):
+            raise NetsteerError(f"expected a netsteer.Controller (a scenario's controller: mapping goes to "
+                                f"Scenario(controller=...)), got {type(controller).__name__}", field="controller")
         built = self.build()
         with _progress(progress) as update:
             res = run_scenario(built, controller, sample=sample, progress=update)
@@ -327,20 +359,41 @@ def simulate(
     routing: str | dict[str, Any] | Any = "dmodk",
     jobs: Sequence[dict[str, Any]] = (),
     *,
+    name: str = "scenario",
+    description: str | None = None,
     sharing: str | dict[str, Any] | None = None,
     tcp_gamma: str | int | None = None,
     fidelity: str | None = None,
     packet: dict[str, Any] | None = None,
-    events: Sequence[dict[str, Any]] = (),
     sample_interval: str | int | None = None,
-    name: str = "scenario",
-    controller: Controller | None = None,
+    reroute_on_change: bool | None = None,
+    events: Sequence[dict[str, Any]] = (),
+    controller: Controller | dict[str, Any] | None = None,
+    driver: dict[str, Any] | None = None,
+    qos: dict[str, Any] | None = None,
     sample: bool = True,
     progress: Progress = None,
 ) -> Result:
     """Simulate ``jobs`` on ``topology`` routed by ``routing``: a :class:`Scenario`
-    made and run at once (``result.scenario.to_yaml()`` writes it as a file). The
-    keyword arguments are those of :class:`Scenario`.
+    made and run at once (``result.scenario.to_yaml()`` writes it as a file).
+
+    Parameters
+    ----------
+    topology, routing, jobs, name, description, sharing, tcp_gamma, fidelity, packet, \
+sample_interval, reroute_on_change, events, driver, qos
+        As :class:`Scenario`'s.
+    controller : dict or Controller, optional
+        A mapping is the scenario's ``controller:`` (as :class:`Scenario`'s); a
+        :class:`netsteer.Controller` runs instead of the scenario's own controllers
+        (as :meth:`Scenario.run`'s).
+    sample, progress
+        As :meth:`Scenario.run`'s.
+
+    Raises
+    ------
+    NetsteerError
+        As :class:`Scenario` and :meth:`Scenario.run`; a ``controller`` that is
+        neither a mapping nor a Controller.
 
     Examples
     --------
@@ -352,10 +405,22 @@ def simulate(
     ('done', [('job0', 'allreduce', 1)])
     >>> ns.simulate(topo, "dmodk", [ns.job([ns.flow(0, 5, "64KiB")])], fidelity="packet").status
     'done'
+    >>> ns.simulate(topo, "dmodk", [job], controller="hybrid")
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.NetsteerError: controller: expected a controller: mapping (as in a scenario file) or a netsteer.Controller, got str
     """
-    sc = Scenario(topology, routing, jobs, name=name, sharing=sharing, tcp_gamma=tcp_gamma, fidelity=fidelity,
-                  packet=packet, events=events, sample_interval=sample_interval)
-    return sc.run(controller=controller, sample=sample, progress=progress)
+    run_controller = None
+    if isinstance(controller, Controller):
+        run_controller, controller = controller, None
+    elif controller is not None and not isinstance(controller, dict):
+        raise NetsteerError("expected a controller: mapping (as in a scenario file) or a netsteer.Controller, got "
+                            f"{type(controller).__name__}", field="controller")
+    sc = Scenario(topology, routing, jobs, name=name, description=description, sharing=sharing,
+                  tcp_gamma=tcp_gamma, fidelity=fidelity, packet=packet, sample_interval=sample_interval,
+                  reroute_on_change=reroute_on_change, events=events, controller=controller, driver=driver,
+                  qos=qos)
+    return sc.run(controller=run_controller, sample=sample, progress=progress)
 
 
 _PATHS = (("topology", "path"), ("routing", "partitions"))

@@ -22,7 +22,7 @@ netsteer.errors.NetsteerError: weight: must be > 0, got 0
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from pydantic import ValidationError
 
@@ -108,9 +108,9 @@ def job(flows: Sequence[dict[str, Any]] = (), bulk: Sequence[dict[str, Any]] = (
     if not flows and not bulk:
         raise NetsteerError("a job needs flows or bulk flows (an MPI program: netsteer.mpi_job)", field="flows")
     if flows:
-        data["flows"] = [dict(f) for f in flows]
+        data["flows"] = _entries(flows, "flows", "flows", "netsteer.flow")
     if bulk:
-        data["bulk"] = [dict(b) for b in bulk]
+        data["bulk"] = _entries(bulk, "bulk", "bulk flows", "netsteer.bulk")
     _check_job(data)
     return data
 
@@ -152,18 +152,40 @@ def mpi_job(
     """
     if not program:
         raise NetsteerError("a program needs at least one step", field="program")
-    data = given(name=name, ranks=ranks, placement=placement, seed=seed, program=list(program),
+    data = given(name=name, ranks=ranks, placement=placement, seed=seed,
+                 program=_entries(program, "program", "steps", "netsteer.op.allreduce"),
                  repeat=repeat, start=start, priority=priority, stream=stream)
     if traffic_class is not None:
         data["class"] = traffic_class
     _check_job(data)
-    from ..traffic.mpi import MpiJob, validation_error
+    from ..traffic.mpi import MpiJob, check_ranks, parse_program, validation_error
 
     try:
-        MpiJob.model_validate({k: v for k, v in data.items() if k not in ("class", "stream")})
+        job = MpiJob.model_validate({k: v for k, v in data.items() if k not in ("class", "stream")})
     except ValidationError as exc:
         raise validation_error(exc) from None
+    check_ranks(parse_program(job.program), job.ranks)  # the rank count is known here, not only at simulate
     return data
+
+
+def _entries(items: Any, field: str, what: str, builder: str) -> list[dict[str, Any]]:
+    """``items`` as a list of mappings (copies), or a NetsteerError naming ``field``:
+    one entry where a list was expected is the usual slip (``job(flow(...))``).
+
+    >>> _entries({"src": 0, "dst": 1, "bytes": 1}, "flows", "flows", "netsteer.flow")
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.NetsteerError: flows: expected a list of flows ([netsteer.flow(...), ...]), got one entry, not a list
+    """
+    if isinstance(items, (dict, str, bytes)) or not isinstance(items, Iterable):
+        got = "one entry, not a list" if isinstance(items, dict) else type(items).__name__
+        raise NetsteerError(f"expected a list of {what} ([{builder}(...), ...]), got {got}", field=field)
+    out = []
+    for i, x in enumerate(items):
+        if not isinstance(x, dict):
+            raise NetsteerError(f"expected a mapping ({builder}(...)), got {type(x).__name__}", field=f"{field}.{i}")
+        out.append(dict(x))
+    return out
 
 
 def _check_job(data: dict[str, Any]) -> None:

@@ -66,8 +66,9 @@ def _case(topo, routing, sl_of, victim, aggressor, pattern, seed, message, vls) 
     return float(np.mean(message / t / link))
 
 
-def run(seeds: int = 2, quick: bool = False, only=None, message: int = MESSAGE, progress=None) -> dict:
-    """The victim-and-aggressor experiment at packet level (see the module text)."""
+def run(seeds: int = 4, quick: bool = False, only=None, message: int = MESSAGE, progress=None) -> dict:
+    """The victim-and-aggressor experiment at packet level (see the module text); ``seeds``
+    placements, 4 as ``netsteer reproduce pftree`` (docs/pftree.md gives its table)."""
     t0 = time.perf_counter()
     names = [n for n in TOPOLOGIES if (only is None or n in only) and n not in ("EF" if not quick else "CDEF")]
     victims: dict = {}

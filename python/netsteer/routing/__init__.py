@@ -75,7 +75,8 @@ def build_routing(topo: Topology, engine: str, *, circuits=None, **params) -> Ro
     ]
     for name in params:
         if name not in accepted:
-            takes = ", ".join(accepted) or "no parameters"
+            # down_links is the scenario's own (links down at a re-route), not a routing: key
+            takes = ", ".join(n for n in accepted if n != "down_links") or "no parameters"
             raise RoutingError(f"routing engine {engine!r} takes {takes}, not {name!r}")
     return func(topo, circuits=circuits, **params)
 

@@ -283,7 +283,7 @@ def hyperx(
         try:
             cnodes.append(b.add_circuit_switch(spec.name or f"sip{c}", int(spec.switching_time_ns)))
         except ValueError as e:
-            raise ValueError(f"circuits[{c}].name: {e}") from None
+            raise ValueError(f"circuits[{c}].name: {getattr(e, 'reason', e)}") from None
 
     for i in range(n_sw):
         for t in range(T):

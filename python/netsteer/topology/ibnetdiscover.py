@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import NetsteerError
+from ..inputs import file_label
 from .model import HOST, SWITCH, Topology, TopologyBuilder
 
 #: Above this LIDs are multicast.
@@ -391,7 +392,7 @@ def read_ibnetdiscover(
             continue  # vendid=, devid=, sysimgguid= ...
         raise fail(f"cannot read line {line[:40]!r}; expected Switch, Ca, a port line "
                    "or key=value", where)
-    topo = assemble(nodes, ports, name=name or Path(file).stem, kind="ibnetdiscover",
+    topo = assemble(nodes, ports, name=name or file_label(file), kind="ibnetdiscover",
                     file=file, link_latency_ns=link_latency_ns)
     topo.meta["lid"] = _endpoint_lids(topo, port_lids)
     ca_lids: dict[int, dict[int, int]] = {}

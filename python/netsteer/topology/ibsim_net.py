@@ -63,6 +63,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import NetsteerError
+from ..inputs import file_label
 from .ibnetdiscover import (
     DEFAULT_LATENCY_NS,
     LANE_GBPS,
@@ -154,7 +155,7 @@ def read_ibsim_net(
     """
     st = _State()
     _parse(Path(path), st, depth=0)
-    return assemble(st.nodes, st.ports, name=name or Path(path).stem, kind="ibsim",
+    return assemble(st.nodes, st.ports, name=name or file_label(path), kind="ibsim",
                     file=str(path), link_latency_ns=link_latency_ns, rate_of=_rate)
 
 

@@ -38,11 +38,19 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import NetsteerError
+from ..errors import NetsteerError, unknown_key_reason
 from .model import KIND_NAMES, Topology, TopologyBuilder
 
 FORMAT = "netsteer-topology"
 _KIND_OF = {v: k for k, v in KIND_NAMES.items()}
+#: The keys :func:`to_json` writes, and the only ones a file may hold (a misspelt
+#: ``bandwidth`` for ``bandwidth_bps`` must not leave the cable as it was).
+_TOP_KEYS = ("format", "name", "nodes", "links", "switching_time_ns", "meta")
+_NODE_KEYS = ("name", "kind", "level", "guid")
+_LINK_KEYS = ("a", "a_port", "b", "b_port", "bandwidth_bps", "latency_ns")
+_REQUIRED_LINK_KEYS = ("a", "a_port", "b", "b_port", "bandwidth_bps")
+#: A cable without ``latency_ns`` gets the generators' default link latency (100 ns).
+DEFAULT_LATENCY_NS = 100
 
 
 def to_json(topo: Topology) -> dict[str, Any]:
@@ -88,8 +96,9 @@ def read_json(path: str, *, name: str | None = None, file: str | None = None) ->
     ------
     NetsteerError
         Naming ``path`` and the field (``nodes[3].kind``, ``links[7].b_port`` ...)
-        for anything missing, ill-typed or inconsistent: an unknown node, a port used
-        twice, a bandwidth that is not positive.
+        for anything missing, ill-typed or inconsistent: an unknown key, an unknown
+        node, a port used twice, a bandwidth that is not positive. A cable without
+        ``latency_ns`` has 100 ns (:data:`DEFAULT_LATENCY_NS`); exports always write it.
     """
     from ..inputs import load_json, read_text
 
@@ -103,8 +112,15 @@ def from_json(data: Any, *, name: str | None = None, file: str | None = None) ->
     def bad(field: str, reason: str) -> NetsteerError:
         return NetsteerError(reason, file=file, field=field)
 
+    def known(d: dict, keys: tuple, where: str | None, required: tuple = ()) -> None:
+        unknown = [k for k in d if k not in keys]
+        if unknown:
+            reason = unknown_key_reason(unknown, [k for k in required if k not in d], keys)
+            raise bad(f"{where}.{unknown[0]}" if where else str(unknown[0]), reason)
+
     if not is_export(data):
         raise bad("topology", "expected a netsteer topology export (a mapping with nodes and links)")
+    known(data, _TOP_KEYS, None)
     for key in ("nodes", "links"):
         if not isinstance(data.get(key), list):
             raise bad(key, f"expected a list, got {type(data.get(key)).__name__}")
@@ -116,6 +132,7 @@ def from_json(data: Any, *, name: str | None = None, file: str | None = None) ->
         where = f"nodes[{i}]"
         if not isinstance(n, dict):
             raise bad(where, f"expected a mapping, got {type(n).__name__}")
+        known(n, _NODE_KEYS, where, ("name", "kind"))
         nm, kind = n.get("name"), n.get("kind")
         if not isinstance(nm, str) or not nm:
             raise bad(f"{where}.name", f"expected a name, got {nm!r}")
@@ -147,6 +164,7 @@ def from_json(data: Any, *, name: str | None = None, file: str | None = None) ->
         where = f"links[{k}]"
         if not isinstance(link, dict):
             raise bad(where, f"expected a mapping, got {type(link).__name__}")
+        known(link, _LINK_KEYS, where, _REQUIRED_LINK_KEYS)
         ends = []
         for end in ("a", "b"):
             nm = link.get(end)
@@ -156,14 +174,15 @@ def from_json(data: Any, *, name: str | None = None, file: str | None = None) ->
         bw = link.get("bandwidth_bps")
         if isinstance(bw, bool) or not isinstance(bw, (int, float)) or not bw > 0 or bw == float("inf"):
             raise bad(f"{where}.bandwidth_bps", f"expected a positive number of bits per second, got {bw!r}")
-        lat = _int(link.get("latency_ns", 0), f"{where}.latency_ns", bad)
+        lat = _int(link.get("latency_ns", DEFAULT_LATENCY_NS), f"{where}.latency_ns", bad)
         if lat < 0:
             raise bad(f"{where}.latency_ns", f"must not be negative, got {lat}")
         ports = [_int(link.get(f"{e}_port"), f"{where}.{e}_port", bad) for e in ("a", "b")]
         try:
             b.add_link(ends[0], ends[1], bandwidth=float(bw), latency_ns=lat, a_port=ports[0], b_port=ports[1])
-        except ValueError as exc:
-            raise bad(where, str(exc)) from None
+        except ValueError as exc:  # the builder's (ports): it names its parameter
+            field = getattr(exc, "field", None)
+            raise bad(f"{where}.{field}" if field else where, getattr(exc, "reason", str(exc))) from None
     try:
         b.meta = _decode(data.get("meta", {}))
     except (TypeError, ValueError) as exc:

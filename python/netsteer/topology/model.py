@@ -25,10 +25,13 @@ Examples
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from ..errors import TopologyBuildError
 
 HOST, SWITCH, CIRCUIT = 0, 1, 2
 KIND_NAMES = {HOST: "host", SWITCH: "switch", CIRCUIT: "circuit"}
@@ -166,6 +169,22 @@ class Topology:
             out.append((int(port), int(dst[c]), int(dport[c])))
         return out
 
+    def same_wiring(self, other: "Topology") -> bool:
+        """Whether ``other`` has the same nodes (names, kinds) and cables (ends and
+        ports), so that forwarding tables made for one forward the same on the other
+        (bandwidths and latencies may differ).
+
+        >>> from netsteer.topology.pgft import pgft
+        >>> a = pgft(1, [4], [1], link_bandwidth=1e9, link_latency_ns=0)
+        >>> a.same_wiring(pgft(1, [4], [1], link_bandwidth=4e9, link_latency_ns=9)), a.same_wiring(
+        ...     pgft(1, [8], [1], link_bandwidth=1e9, link_latency_ns=0))
+        (True, False)
+        """
+        return other is self or (
+            self.node_names == other.node_names and np.array_equal(self.node_kind, other.node_kind)
+            and all(np.array_equal(getattr(self, k), getattr(other, k))
+                    for k in ("link_a", "link_a_port", "link_b", "link_b_port")))
+
     def summary(self) -> dict[str, Any]:
         """Counts, for reports."""
         return {
@@ -178,7 +197,23 @@ class Topology:
 
 
 class TopologyBuilder:
-    """Add hosts, switches and links; ports are numbered from 1 per node unless given."""
+    """Add hosts, switches and links; ports are numbered from 1 per node unless given.
+
+    Bad values raise :class:`netsteer.errors.NetsteerError` naming the parameter
+    (``name``, ``a``, ``b``, ``bandwidth``, ``latency_ns``, ``a_port``, ``b_port``);
+    it is also a ``ValueError``, as the readers that build topologies catch.
+
+    >>> b = TopologyBuilder("t")
+    >>> h0, s = b.add_host("h0"), b.add_switch("s0")
+    >>> b.add_link(h0, s, bandwidth=1e9, latency_ns=-5)
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.TopologyBuildError: latency_ns: link h0-s0 needs a finite latency >= 0 ns, got -5
+    >>> b.add_link(h0, 7, bandwidth=1e9, latency_ns=0)
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.TopologyBuildError: b: no node 7: the builder has nodes 0..1
+    """
 
     def __init__(self, name: str):
         self.name = name
@@ -194,8 +229,10 @@ class TopologyBuilder:
         self._index: dict[str, int] = {}
 
     def _add(self, name: str, kind: int, level: int, guid: int) -> int:
+        if not isinstance(name, str) or not name:
+            raise TopologyBuildError(f"a node's name is a non-empty string, got {name!r}", field="name")
         if name in self._index:
-            raise ValueError(f"duplicate node name {name!r}")
+            raise TopologyBuildError(f"duplicate node name {name!r}", field="name")
         i = len(self.names)
         self._index[name] = i
         self.names.append(name)
@@ -217,15 +254,22 @@ class TopologyBuilder:
         self.switching_time_ns[i] = int(switching_time_ns)
         return i
 
-    def _port(self, node: int, port: int | None) -> int:
+    def _node(self, node: Any, field: str) -> int:
+        if isinstance(node, (bool, np.bool_)) or not isinstance(node, (int, np.integer)) \
+                or not 0 <= node < len(self.names):  # (a negative index would wrap to another node)
+            nodes = f"nodes 0..{len(self.names) - 1}" if self.names else "no nodes yet"
+            raise TopologyBuildError(f"no node {node!r}: the builder has {nodes}", field=field)
+        return int(node)
+
+    def _port(self, node: int, port: int | None, field: str) -> int:
         if port is None:
             port = self.next_port[node]
             while port in self.used_ports[node]:
                 port += 1
         if port in self.used_ports[node]:
-            raise ValueError(f"port {port} of {self.names[node]} is used twice")
+            raise TopologyBuildError(f"port {port} of {self.names[node]} is used twice", field=field)
         if port < 0:
-            raise ValueError(f"port {port} of {self.names[node]} is negative")
+            raise TopologyBuildError(f"port {port} of {self.names[node]} is negative", field=field)
         self.used_ports[node].add(port)
         self.next_port[node] = max(self.next_port[node], port + 1)
         return port
@@ -241,11 +285,18 @@ class TopologyBuilder:
         b_port: int | None = None,
     ) -> int:
         """Join ``a`` and ``b`` with a full-duplex cable; returns the link id."""
+        a, b = self._node(a, "a"), self._node(b, "b")
         if a == b:
-            raise ValueError(f"link from {self.names[a]} to itself")
-        if not bandwidth > 0:
-            raise ValueError(f"link {self.names[a]}-{self.names[b]} needs a positive bandwidth")
-        pa, pb = self._port(a, a_port), self._port(b, b_port)
+            raise TopologyBuildError(f"link from {self.names[a]} to itself", field="b")
+        where = f"{self.names[a]}-{self.names[b]}"
+        if not _number(bandwidth) or not 0 < bandwidth < math.inf:
+            raise TopologyBuildError(f"link {where} needs a finite, positive bandwidth, got {bandwidth!r}",
+                                     field="bandwidth")
+        # a negative latency would deliver before sending (the run then ends "stalled")
+        if not _number(latency_ns) or not 0 <= latency_ns < math.inf:
+            raise TopologyBuildError(f"link {where} needs a finite latency >= 0 ns, got {latency_ns!r}",
+                                     field="latency_ns")
+        pa, pb = self._port(a, a_port, "a_port"), self._port(b, b_port, "b_port")
         self.links.append((a, pa, b, pb, float(bandwidth), int(latency_ns)))
         return len(self.links) - 1
 
@@ -269,3 +320,7 @@ class TopologyBuilder:
             switching_time_ns=dict(self.switching_time_ns),
             meta=dict(self.meta),
         )
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))

@@ -228,7 +228,8 @@ def build_topology(spec: dict, *, file: str | None = None) -> Topology:
             check_topology(nodes, links, max_port, hosts=hosts, file=file)
         return _BUILD[kind](args, file)
     except ValueError as e:
-        raise NetsteerError(str(e), file=file, field=_field_of(str(e), schema)) from None
+        reason = getattr(e, "reason", str(e))  # a TopologyBuilder error's, without its parameter name
+        raise NetsteerError(reason, file=file, field=_field_of(reason, schema)) from None
 
 
 def _field_of(message: str, schema: dict) -> str:

@@ -294,6 +294,40 @@ def estimate_step_flows(st, p: int, kw: dict | None = None) -> int | None:
         return None
 
 
+def check_ranks(steps, p: int) -> None:
+    """Refuse, without expanding, what expanding ``steps`` on ``p`` ranks would: a
+    ``send``'s or a root's rank past the job, an algorithm the rank count or size
+    rules out (closed-form counts, :func:`netsteer.traffic.collectives.counts.message_count`).
+    For builders that know the rank count (``netsteer.mpi_job``); fields as the
+    expansion's (``program.i.root``, ``program.i.algorithm``).
+
+    >>> check_ranks(parse_program([{"op": "alltoall", "bytes": "1KiB", "algorithm": "pairwise"}]), 6)
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.NetsteerError: program.0.algorithm: alltoall pairwise pairs ranks by XOR and needs a power-of-two rank count, got 6; use algorithm bruck
+    """
+    from .collectives.counts import message_count
+
+    choices = job_choices(steps)
+    for i, st in enumerate(steps):
+        if st.op == "compute":
+            continue
+        names = ("src", "dst") if st.op == "send" else ("root",)
+        for name in names:
+            rank = getattr(st, name, 0)
+            if rank >= p:
+                what = "root " if name == "root" else ""
+                raise NetsteerError(f"{what}{rank} is not a rank of this {p}-rank job (0..{p - 1})",
+                                    field=f"program.{i}.{name}")
+        if st.op == "send":
+            continue
+        try:
+            message_count(st.op, st.algorithm, p, getattr(st, "bytes", 0), getattr(st, "root", 0), st.elem_bytes,
+                          choices)
+        except NetsteerError as e:
+            raise e.located(prefix=f"program.{i}.algorithm") from None
+
+
 def check_job_size(job: MpiJob, dag: FlowDag) -> None:
     """Refuse ``job`` if its flows would not fit in ``dag``'s budget, without expanding
     it (:func:`expand_mpi_job` checks the same on the way in).
