@@ -315,3 +315,32 @@ def test_a_hybrid_network_without_electrical_uplinks_says_why_it_has_no_route():
     assert e.value.field == "topology.tor_uplinks" and "at time 0 no rack reaches another" in e.value.reason
     data["topology"].update(racks=1, servers_per_rack=2)  # one rack needs no uplink
     build(data)
+
+
+def congestion_scenario(**hybrid) -> dict:
+    """scenarios/hybrid-congestion.yaml with ``controller.hybrid`` keys replaced
+    (None removes one); ``driver`` keys go in as ``driver_*``."""
+    import pathlib
+
+    import yaml
+
+    data = yaml.safe_load((pathlib.Path(__file__).parents[2] / "scenarios" / "hybrid-congestion.yaml").read_text())
+    for k, v in hybrid.items():
+        if k.startswith("driver_"):
+            data["driver"][k[len("driver_"):]] = v
+        elif v is None:
+            data["controller"]["hybrid"].pop(k, None)
+        else:
+            data["controller"]["hybrid"][k] = v
+    return data
+
+
+def test_a_circuit_written_the_other_way_round_sends_its_switch_no_command():
+    # plane 1 joins racks 1 and 2 before and after ([1, 2, 1] then [1, 1, 2]): only
+    # plane 0 moves, so only ocs0 gets a command
+    data = congestion_scenario(congestion=None, schedule=[{"at": "1s", "circuits": [[0, 0, 1], [1, 1, 2]]}])
+    res = run_scenario(build(data), sample=False)
+    (r,) = reconfigs(res)
+    assert r["status"] == "done"
+    ocs = [e for e in res.applied_events if e["intent"] == "circuits"]
+    assert [e["switch"] for e in ocs] == ["ocs0"]

@@ -304,11 +304,13 @@ class HybridController(Controller):
         raise NetsteerError(f"a planned path crosses racks {a} and {b}, which no circuit joins")
 
     def pairings(self, config: HybridConfig) -> dict[int, tuple[tuple[int, int], ...]]:
-        """Each circuit switch's whole port pairing for ``config``."""
+        """Each circuit switch's whole port pairing for ``config``: each pair (low port,
+        high port), in port order, so a circuit written the other way round (``[k, b, a]``
+        for ``[k, a, b]``) is the same pairing and sends the switch no command."""
         out: dict[int, list] = {o: [] for o in self.ocs_nodes}
         for c in config.circuits:
             (oa, pa), (ob, pb) = self.circuit_port_of[c.a, c.ocs], self.circuit_port_of[c.b, c.ocs]
-            out[int(oa)].append((int(pa), int(pb)))
+            out[int(oa)].append((min(int(pa), int(pb)), max(int(pa), int(pb))))
         return {o: tuple(sorted(p)) for o, p in out.items()}
 
     def initial_state(self):
