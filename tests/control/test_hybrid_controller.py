@@ -344,3 +344,21 @@ def test_a_circuit_written_the_other_way_round_sends_its_switch_no_command():
     assert r["status"] == "done"
     ocs = [e for e in res.applied_events if e["intent"] == "circuits"]
     assert [e["switch"] for e in ocs] == ["ocs0"]
+
+
+def test_scheduled_actions_after_the_run_ended_are_named_in_its_notes():
+    from netsteer.report.result import result_dict
+
+    data = congestion_scenario(congestion=None, schedule=[{"at": "100s", "circuits": [[0, 0, 1]]}],
+                               requests=[{"at": "50s", "src": 0, "dst": 2, "bandwidth": "10Gbps"}])
+    b = build(data)
+    res = run_scenario(b, sample=False)
+    assert reconfigs(res) == []
+    notes = result_dict(b, res)["notes"]
+    assert any(n.startswith("controller.hybrid.schedule:") and "at 100 s" in n and "never happened" in n
+               for n in notes)
+    assert any(n.startswith("controller.hybrid.requests:") and "at 50 s" in n for n in notes)
+    # one that happened is not named
+    data = congestion_scenario(congestion=None, schedule=[{"at": "1s", "circuits": [[0, 0, 1]]}])
+    b = build(data)
+    assert "notes" not in result_dict(b, run_scenario(b, sample=False))

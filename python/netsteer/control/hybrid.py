@@ -667,6 +667,22 @@ class HybridController(Controller):
         self.history.append({"at_s": r.started_ns / 1e9, "what": "reconfiguration", "id": r.id, "status": r.status})
         return []
 
+    def unplayed(self, end_ns: int) -> list[str]:
+        """Notes for the scheduled reconfigurations and requests the run ended before,
+        and the reconfigurations still queued behind one in progress."""
+        from ..units import format_seconds
+
+        end = format_seconds(end_ns / 1e9)
+        out = [f"controller.hybrid.schedule: the reconfiguration at {format_seconds(t / 1e9)} to circuits "
+               f"{sorted(list(c) for c in circuits)} never happened: the run ended at {end}"
+               for t, circuits in self.schedule[self._sched_i:]]
+        out += [f"controller.hybrid.requests: the request at {format_seconds(r['at'] / 1e9)} was never served: "
+                f"the run ended at {end}" for r in self.requests[self._req_i:]]
+        out += [f"controller.hybrid: a {trigger} reconfiguration to circuits "
+                f"{sorted([c.ocs, c.a, c.b] for c in circuits)} was still waiting for the one in progress "
+                f"when the run ended at {end}" for trigger, circuits, _ in self._queue]
+        return out
+
     def report(self) -> dict[str, Any]:
         return {
             "method": self.method,
