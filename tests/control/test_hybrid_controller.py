@@ -189,7 +189,10 @@ def test_congestion_mode_windows_open_at_the_start_and_again_when_a_reconfigurat
     decisions = res.controller["hybrid"]["decisions"]
     assert decisions[0]["at_s"] == 0.2 and decisions[0]["served_now_gbps"] == 0.0
     assert decisions[1]["at_s"] == pytest.approx(end + 0.2, abs=1e-9)
-    assert decisions[1]["served_now_gbps"] == decisions[1]["served_planned_gbps"] == 10.0
+    # the flow fills its own circuit: no plan can serve more, and the bound says so
+    # without planning
+    assert decisions[1]["served_now_gbps"] == decisions[1]["bound_gbps"] == 10.0
+    assert decisions[1]["skipped"] == "bound" and decisions[1]["served_planned_gbps"] is None
 
 
 def test_an_application_request_pins_its_circuit_against_the_periodic_mode():
@@ -362,3 +365,21 @@ def test_scheduled_actions_after_the_run_ended_are_named_in_its_notes():
     data = congestion_scenario(congestion=None, schedule=[{"at": "1s", "circuits": [[0, 0, 1]]}])
     b = build(data)
     assert "notes" not in result_dict(b, run_scenario(b, sample=False))
+
+
+def test_congestion_mode_does_not_plan_again_for_what_it_already_knows(monkeypatch):
+    # after its reconfiguration the transfer fills its circuits and the background its
+    # own: polled hot every 20 ms, with no plan that could serve more. It plans once
+    # (the first decision), not at every second poll
+    from netsteer.control.hybrid import HybridController
+
+    calls = []
+    plan = HybridController._plan
+    monkeypatch.setattr(HybridController, "_plan", lambda self, *a, **k: calls.append(1) or plan(self, *a, **k))
+    data = congestion_scenario(congestion={"poll": "20ms", "utilization": 0.9, "hold": 2, "threshold": 0.1})
+    res = run_scenario(build(data), sample=False)
+    (r,) = reconfigs(res)
+    assert r["status"] == "done" and r["circuits_after"] == [[0, 0, 1], [1, 1, 2]]
+    decisions = res.controller["hybrid"]["decisions"]
+    assert len(decisions) > 50 and len(calls) == 1
+    assert all(d.get("skipped") for d in decisions[1:])

@@ -47,7 +47,7 @@ from ..errors import NetsteerError
 from .core import Controller, Inputs
 from .demand import estimate_demand, spread
 from .intents import PairRule, PushRules, RemoveRules, SetCircuits, TagPorts, VlanPath
-from .planning import Circuit, plan_circuits
+from .planning import Circuit, plan_circuits, upper_bound
 
 HIGH, LOW = 2, 1  # rule priorities: step 1's electrical detour, the circuit rules
 MAX_VLANS = 4094
@@ -183,6 +183,7 @@ class HybridController(Controller):
         self._watched = np.array([c for c, _ in links] + ocs_ch + self._electrical_uplinks(), dtype=np.int64)
         self.saturation, self.memory = saturation, int(memory)
         self._recent: tuple[int, np.ndarray] | None = None  # (time, remembered demand)
+        self._last_plan = None  # ((circuits in force, pinned), demand, plan, served): _evaluate's last
         self._index_channels()
 
     # -- configurations --------------------------------------------------------------
@@ -469,16 +470,35 @@ class HybridController(Controller):
         self._recent = (new[0], est)
         return est
 
-    def _evaluate(self, now: int, demand: np.ndarray, trigger: str):
-        """Plan for ``demand``; returns (plan, served now, served by the plan)."""
-        plan = self._plan(demand, pinned=self._pinned())
+    def _evaluate(self, now: int, demand: np.ndarray, trigger: str, threshold: float):
+        """Plan for ``demand``; returns (plan, served now, served by the plan), with
+        plan and served None when no plan could serve ``threshold`` more.
+
+        Planning is skipped (the decision says ``"skipped"``) when its answer is known:
+        the upper bound on what any plan serves is within ``threshold`` of what the
+        circuits in force serve (a bulk flow filling its own circuit, polled hot
+        forever), or the demand, the circuits in force and the pinned circuits are
+        those of the last plan (the planner depends on nothing else)."""
         cur = self.config.served_gbps(demand, self.capacity_gbps)
+        rec = {"at_s": now / 1e9, "trigger": trigger, "served_now_gbps": round(cur, 6)}
+        self.decisions.append(rec)
+        bound = upper_bound(demand, self.planes, self.capacity_gbps, hops=self.hops) if self.planes else 0.0
+        if bound <= cur * (1 + threshold) + 1e-9:
+            rec.update(served_planned_gbps=None, bound_gbps=round(bound, 6), skipped="bound")
+            return None, cur, None
+        key = (self.config.circuits, frozenset(self._pinned()))
+        last = self._last_plan
+        if last is not None and last[0] == key and np.allclose(last[1], demand, rtol=1e-9, atol=1e-9):
+            plan, new = last[2], last[3]
+            rec.update(served_planned_gbps=round(new, 6), skipped="unchanged")
+            return plan, cur, new
+        plan = self._plan(demand, pinned=self._pinned())
         if self.hops == 1:
             new = self.configure(plan.circuits).served_gbps(demand, self.capacity_gbps)
         else:
             new = float(plan.served_gbps)
-        self.decisions.append({"at_s": now / 1e9, "trigger": trigger, "served_now_gbps": round(cur, 6),
-                               "served_planned_gbps": round(new, 6)})
+        self._last_plan = (key, demand.copy(), plan, new)
+        rec["served_planned_gbps"] = round(new, 6)
         return plan, cur, new
 
     def _queue_plan(self, trigger: str, plan) -> None:
@@ -493,8 +513,9 @@ class HybridController(Controller):
         if demand is None or self.current is not None or self._queue:
             return
         p = self.periodic
-        plan, cur, new = self._evaluate(inp.now, demand, "periodic")
-        better = frozenset(plan.circuits) != self.config.circuits and new > cur * (1 + p["threshold"]) + 1e-9
+        plan, cur, new = self._evaluate(inp.now, demand, "periodic", p["threshold"])
+        better = (plan is not None and frozenset(plan.circuits) != self.config.circuits
+                  and new > cur * (1 + p["threshold"]) + 1e-9)
         # hysteresis: the gain must hold for `hold` periods in a row
         self._gain_streak = self._gain_streak + 1 if better else 0
         if self._gain_streak >= p["hold"]:
@@ -522,10 +543,11 @@ class HybridController(Controller):
             # the demand over the congested window, from the per-pair counters
             if demand is None:
                 return
-            plan, cur, new = self._evaluate(inp.now, demand, "congestion")
+            thr = self.congestion["threshold"]
+            plan, cur, new = self._evaluate(inp.now, demand, "congestion", thr)
             # only a plan that relieves enough: a bulk flow filling its own circuit
             # is congestion that no configuration cures
-            if frozenset(plan.circuits) != self.config.circuits and new > cur * (1 + self.congestion["threshold"]) + 1e-9:
+            if plan is not None and frozenset(plan.circuits) != self.config.circuits and new > cur * (1 + thr) + 1e-9:
                 self._queue_plan("congestion", plan)
 
     # -- make-before-break ---------------------------------------------------------------
