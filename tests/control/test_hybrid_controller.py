@@ -383,3 +383,20 @@ def test_congestion_mode_does_not_plan_again_for_what_it_already_knows(monkeypat
     decisions = res.controller["hybrid"]["decisions"]
     assert len(decisions) > 50 and len(calls) == 1
     assert all(d.get("skipped") for d in decisions[1:])
+
+
+def test_a_bandwidth_request_gets_one_circuit_and_keeps_the_circuit_other_traffic_uses():
+    # rack 2 sends to rack 1 over circuit 2-1 when a job asks for 10 Gbit/s from rack 0
+    # to rack 1: it gets one circuit 0-1 (what it needs), and 2-1 stays (the source:
+    # bandwidth-on-demand and monitoring coexist), not two 0-1 circuits
+    data = congestion_scenario(congestion=None, requests=[{"at": "0.5s", "until": "2s", "src": 0, "dst": 2,
+                                                           "bandwidth": "10Gbps"}])
+    rec = PairRecorder(100_000_000, [(2, 1)])
+    _, res = _run(data, rec)
+    (r,) = reconfigs(res)
+    assert r["trigger"] == "request" and r["status"] == "done"
+    after = {(a, b) for _, a, b in r["circuits_after"]} | {(b, a) for _, a, b in r["circuits_after"]}
+    assert sum(1 for _, a, b in r["circuits_after"] if {a, b} == {0, 1}) == 1
+    assert (1, 2) in after
+    t, g = np.array(rec.times), np.array(rec.gbps)
+    assert np.allclose(g[(t > r["end_s"] + 0.1) & (t < 2.9)], 10, rtol=1e-4)  # the background keeps its circuit

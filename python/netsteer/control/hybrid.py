@@ -21,8 +21,9 @@ says when). If the driver reports a failure, the step's changes are undone and t
 last good configuration stays in force.
 
 Control modes, which run together: ``schedule`` (reconfigure at given times),
-``requests`` (the application API: a job's demand matrix or bandwidth request,
-whose circuits are pinned until it ends), ``periodic`` (estimate the rack-to-rack
+``requests`` (the application API: a job's demand matrix or bandwidth request gets
+the circuits it needs, pinned until it ends, and the rest is planned for the
+measured demand), ``periodic`` (estimate the rack-to-rack
 demand from counters, replan, reconfigure when the gain passes a threshold for
 ``hold`` periods in a row) and ``congestion`` (poll the ports; when an inter-rack
 port stays above a utilisation for ``hold`` polls, replan and reconfigure at once).
@@ -184,6 +185,7 @@ class HybridController(Controller):
         self.saturation, self.memory = saturation, int(memory)
         self._recent: tuple[int, np.ndarray] | None = None  # (time, remembered demand)
         self._last_plan = None  # ((circuits in force, pinned), demand, plan, served): _evaluate's last
+        self._base = None  # pair counters when the configuration in force took over (request planning)
         self._index_channels()
 
     # -- configurations --------------------------------------------------------------
@@ -364,9 +366,7 @@ class HybridController(Controller):
             req = self.requests[self._req_i]
             self._req_i += 1
             self._active_requests.append(req)
-            plan = self._plan(req["demand"], pinned=self._pinned(exclude=req))
-            req["circuits"] = frozenset(plan.circuits)
-            self._queue_plan("request", plan)
+            self._request(inp, req)
         if self._next_period is not None and now >= self._next_period:
             self._next_period = now + self.periodic["period"]
             self._periodic(inp)
@@ -384,8 +384,10 @@ class HybridController(Controller):
 
     def _rebase(self, inp: Inputs, restart_clocks: bool) -> None:
         """Open the measurement windows at ``inp.now``: the counters read now are the
-        baseline of the next periodic estimate and the next congestion poll."""
+        baseline of the next periodic estimate, the next congestion poll and the
+        demand a request is planned with."""
         now = inp.now
+        self._base = self._pair_snapshot(inp)
         if self.periodic:
             self._last_counters = self._pair_snapshot(inp)
             if restart_clocks:
@@ -402,14 +404,34 @@ class HybridController(Controller):
     def _pinned(self, exclude=None) -> list:
         return [c for r in self._active_requests if r is not exclude for c in r.get("circuits", ())]
 
-    def _plan(self, demand: np.ndarray, pinned=()):
-        return plan_circuits(demand, self.planes, self.capacity_gbps, hops=self.hops, pinned=pinned)
+    def _plan(self, demand: np.ndarray, pinned=(), hops=None):
+        return plan_circuits(demand, self.planes, self.capacity_gbps, hops=hops or self.hops, pinned=pinned)
 
-    def _align(self, plan):
+    def _request(self, inp: Inputs, req: dict) -> None:
+        """Serve an application's request alongside the measured traffic: the request
+        gets the circuits it needs (direct ones, around the other requests' pinned
+        circuits), pinned; the rest is planned for the demand measured since the last
+        reconfiguration (and the memory), so the circuits other traffic uses stay."""
+        others = self._pinned(exclude=req)
+        asked = sum(r["demand"] for r in self._active_requests)  # the others' too: theirs are pinned
+        need = self._plan(asked, pinned=others, hops=1)
+        taken = set(others)
+        mine = [c for c in need.circuits if c not in taken]
+        measured = self._estimate(self._base, self._pair_snapshot(inp))
+        demand = np.maximum(spread(asked, self.capacity_gbps), 0 if measured is None else measured)
+        if self.memory > 0 and self._recent is not None and inp.now >= self._recent[0]:
+            demand = np.maximum(demand, self._recent[1] * 0.5 ** ((inp.now - self._recent[0]) / self.memory))
+        plan, to = self._align(self._plan(demand, pinned=others + mine), fixed={c.ocs for c in others})
+        # the request's circuits moved with their switch's whole matching
+        req["circuits"] = frozenset(Circuit(to[c.ocs], c.a, c.b) for c in mine)
+        self._queue.append(("request", frozenset(plan.circuits), plan.paths if self.hops > 1 else None))
+
+    def _align(self, plan, fixed=frozenset()):
         """The plan with its circuit switches relabelled to keep as many circuits of the
         configuration in force where they are: each switch's matching is a whole, so
         any permutation of switches is the same plan, and circuits that stay put move
-        no traffic during a reconfiguration."""
+        no traffic during a reconfiguration. The switches in ``fixed`` (those holding
+        pinned circuits) keep their label. Returns (plan, old label -> new label)."""
         from scipy.optimize import linear_sum_assignment
 
         k = self.planes
@@ -419,16 +441,19 @@ class HybridController(Controller):
             a, b = min(c.a, c.b), max(c.a, c.b)
             for j in range(k):
                 overlap[c.ocs, j] += (j, a, b) in old
+        for i in fixed:  # a pinned circuit is never moved to another switch
+            overlap[i, :] = overlap[:, i] = -2.0 * (len(plan.circuits) + 1)
+            overlap[i, i] = 0.0
         rows, cols = linear_sum_assignment(-overlap)
         to = dict(zip(rows.tolist(), cols.tolist()))
         if all(i == j for i, j in to.items()):
-            return plan
+            return plan, to
         move = lambda c: Circuit(to[c.ocs], c.a, c.b)  # noqa: E731
         paths = plan.paths
         if self.hops > 1:  # single-hop paths are derived from the circuits again
             paths = tuple(replace(p, circuits=tuple(move(c) for c in p.circuits)) for p in plan.paths)
         return replace(plan, circuits=tuple(sorted((move(c) for c in plan.circuits), key=lambda c: (c.ocs, c.a, c.b))),
-                       paths=paths)
+                       paths=paths), to
 
     def _pair_snapshot(self, inp: Inputs):
         c = inp.counters()
@@ -444,7 +469,19 @@ class HybridController(Controller):
         return np.maximum(d, 0.0)
 
     def _demand(self, old, new) -> np.ndarray | None:
-        """Natural rack-to-rack demand (Gbit/s) between two snapshots (module text)."""
+        """Natural rack-to-rack demand (Gbit/s) between two snapshots (module text),
+        fed into and taken with the memory."""
+        est = self._estimate(old, new)
+        if est is None:
+            return None
+        if self.memory > 0 and self._recent is not None and new[0] > self._recent[0]:
+            decay = 0.5 ** ((new[0] - self._recent[0]) / self.memory)
+            est = np.maximum(est, self._recent[1] * decay)
+        self._recent = (new[0], est)
+        return est
+
+    def _estimate(self, old, new) -> np.ndarray | None:
+        """Natural rack-to-rack demand (Gbit/s) between two snapshots, alone."""
         m = self._rate(old, new)
         if m is None:
             return None
@@ -463,12 +500,7 @@ class HybridController(Controller):
             else:
                 chans = self._elec_up[a] + self._elec_down[b]
             limited[a, b] = bool(chans) and bool(hot[chans].any())
-        est = spread(estimate_demand(m, limited, out_cap, in_cap), self.capacity_gbps)
-        if self.memory > 0 and self._recent is not None and new[0] > self._recent[0]:
-            decay = 0.5 ** ((new[0] - self._recent[0]) / self.memory)
-            est = np.maximum(est, self._recent[1] * decay)
-        self._recent = (new[0], est)
-        return est
+        return spread(estimate_demand(m, limited, out_cap, in_cap), self.capacity_gbps)
 
     def _evaluate(self, now: int, demand: np.ndarray, trigger: str, threshold: float):
         """Plan for ``demand``; returns (plan, served now, served by the plan), with
@@ -502,8 +534,7 @@ class HybridController(Controller):
         return plan, cur, new
 
     def _queue_plan(self, trigger: str, plan) -> None:
-        if not self._pinned():  # pinned circuits keep their switches
-            plan = self._align(plan)
+        plan, _ = self._align(plan, fixed={c.ocs for c in self._pinned()})  # pinned circuits keep their switches
         self._queue.append((trigger, frozenset(plan.circuits), plan.paths if self.hops > 1 else None))
 
     def _periodic(self, inp: Inputs) -> None:
