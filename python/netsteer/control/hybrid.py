@@ -52,6 +52,12 @@ from .planning import Circuit, plan_circuits, upper_bound
 
 HIGH, LOW = 2, 1  # rule priorities: step 1's electrical detour, the circuit rules
 MAX_VLANS = 4094
+# after the n-th failed reconfiguration in a row the modes wait BACKOFF_FIRST * 2**(n-1)
+# times the failed attempt's length (at least one poll or period), at most
+# BACKOFF_MAX times: each try detours traffic onto the electrical network, so a
+# fault that persists costs a shrinking share of the run, and one that clears is
+# retried within a bounded time
+BACKOFF_FIRST, BACKOFF_MAX = 4, 64
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,7 @@ class Reconfiguration:
     rolling_back: bool = False
     step1_applied: list = field(default_factory=list)
     undoable: list = field(default_factory=list)  # what steps 2 and 3 applied (a rollback undoes it)
+    retry_ns: int | None = None  # failed: the modes try again from then on (backoff)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -106,6 +113,7 @@ class Reconfiguration:
             "circuits_before": sorted([c.ocs, c.a, c.b] for c in self.old.circuits),
             "circuits_after": sorted([c.ocs, c.a, c.b] for c in self.new.circuits),
             "steps": self.steps,
+            **({} if self.retry_ns is None else {"modes_retry_from_s": self.retry_ns / 1e9}),
         }
 
 
@@ -176,6 +184,8 @@ class HybridController(Controller):
         self._last_poll = None  # the congestion mode's last pair-counter snapshot
         self._awaiting = False
         self._finished_at = None  # when the last reconfiguration ended
+        self._failures = 0  # failed reconfigurations in a row (backoff)
+        self._retry_at = None  # the modes plan no reconfiguration before then (backoff)
         self.decisions: list[dict] = []
         links = [(int(self.topo.out_channel[self.tors[r], self.tor_port_of[r, k]]), r) for r in range(self.racks)
                  for k in range(self.planes)]
@@ -537,11 +547,15 @@ class HybridController(Controller):
         plan, _ = self._align(plan, fixed={c.ocs for c in self._pinned()})  # pinned circuits keep their switches
         self._queue.append((trigger, frozenset(plan.circuits), plan.paths if self.hops > 1 else None))
 
+    def _backing_off(self, now: int) -> bool:
+        """The modes wait after a failed reconfiguration (``BACKOFF_FIRST``)."""
+        return self._retry_at is not None and now < self._retry_at
+
     def _periodic(self, inp: Inputs) -> None:
         snap = self._pair_snapshot(inp)
         demand = self._demand(self._last_counters, snap)
         self._last_counters = snap
-        if demand is None or self.current is not None or self._queue:
+        if demand is None or self.current is not None or self._queue or self._backing_off(inp.now):
             return
         p = self.periodic
         plan, cur, new = self._evaluate(inp.now, demand, "periodic", p["threshold"])
@@ -561,7 +575,7 @@ class HybridController(Controller):
         snap = self._pair_snapshot(inp)
         demand = self._demand(self._last_poll, snap)
         self._last_poll = snap
-        if last is None or c.time_ns <= last[0] or self.current is not None or self._queue:
+        if last is None or c.time_ns <= last[0] or self.current is not None or self._queue or self._backing_off(inp.now):
             self._hot_streak = 0
             return
         dt = (c.time_ns - last[0]) * 1e-9
@@ -713,6 +727,14 @@ class HybridController(Controller):
         if not r.rolling_back:
             r.status = "done"
             self.config = r.new
+            self._failures, self._retry_at = 0, None
+        else:
+            # back off: retrying at once would detour traffic again and again for a
+            # fault that persists (worse than no controller)
+            self._failures += 1
+            every = [m[k] for m, k in ((self.periodic, "period"), (self.congestion, "poll")) if m]
+            base = max([now - r.started_ns, 1] + ([min(every)] if every else []))
+            r.retry_ns = self._retry_at = now + base * min(BACKOFF_FIRST * 2 ** (self._failures - 1), BACKOFF_MAX)
         self.current = None
         # measure the new configuration only (decide() opens the windows at its end)
         self._finished_at = now
@@ -742,6 +764,8 @@ class HybridController(Controller):
             "circuits": sorted([c.ocs, c.a, c.b] for c in self.config.circuits),
             "reconfigurations": [r.as_dict() for r in self.reconfigurations],
             "decisions": self.decisions,
+            **({"failed_in_a_row": self._failures, "modes_retry_from_s": self._retry_at / 1e9}
+               if self._failures else {}),
         }
 
 
