@@ -424,3 +424,39 @@ def test_a_reconfiguration_that_keeps_failing_backs_off_and_costs_little_against
     rc = reconfigs(res)
     assert rc[0]["status"].startswith("failed") and rc[-1]["status"] == "done" and len(rc) == 2
     assert "failed_in_a_row" not in res.controller["hybrid"]
+
+
+def test_what_a_failed_rollback_left_installed_is_retried_and_reported_meanwhile():
+    # tor0 refuses rules from just after step 1: step 2 fails, and so does the
+    # rollback's removal of step 1's detours. They are retried until rules go in
+    # again (5 s), and only then does anything new start
+    fault = [{"kind": "rules", "switch": "tor0", "from": "0.2001s", "to": "5s"}]
+    res = run_scenario(build(congestion_scenario(driver_faults=fault)), sample=False)
+    r0 = reconfigs(res)[0]
+    assert r0["status"].startswith("failed, rolled back late: the rollback went through at 5")
+    rest = reconfigs(res)[1:]
+    high = [e for e in res.applied_events if e["intent"] == "remove_rules" and e["priority"] == 2
+            and (not rest or e["at_s"] < rest[0]["start_s"])]
+    assert len(high) > 10 and all(e.get("failed") for e in high[:-1]) and not high[-1].get("failed")
+    assert high[-1]["at_s"] >= 5.0 and all(r["start_s"] >= high[-1]["done_s"] for r in rest)
+    # a fault that never clears: the report says what is installed instead of the circuits
+    fault[0]["to"] = "300s"
+    res = run_scenario(build(congestion_scenario(driver_faults=fault)), sample=False)
+    pending = res.controller["hybrid"]["rollback_pending"]
+    assert "step-1 detour still installed for rack pairs [[0, 1]" in pending["status"] and pending["tries"] > 10
+    assert reconfigs(res)[0]["status"] == pending["status"]
+
+
+def test_a_rollback_that_cannot_move_a_circuit_back_keeps_the_detours_until_it_can():
+    # tor1 refuses tags (step 2 fails); ocs0 moved, then refuses to move back until 5 s:
+    # the moved pairs stay detoured on the electrical network until ocs0 is back
+    fault = [{"kind": "tags", "switch": "tor1", "from": "0s", "to": "30s"},
+             {"kind": "circuits", "switch": "ocs0", "from": "0.2005s", "to": "5s"}]
+    res = run_scenario(build(congestion_scenario(driver_faults=fault)), sample=False)
+    r0 = reconfigs(res)[0]
+    assert r0["status"].startswith("failed, rolled back late") and [s["step"] for s in r0["steps"]] == [1, 2, 2]
+    ocs = [e for e in res.applied_events if e["intent"] == "circuits"]
+    back = next(e for e in ocs[1:] if not e.get("failed"))
+    assert ocs[1].get("failed") and back["at_s"] >= 5.0 and back["pairs"] == ocs[1]["pairs"]
+    high = [e for e in res.applied_events if e["intent"] == "remove_rules" and e["priority"] == 2]
+    assert high[0]["at_s"] >= back["done_s"]  # the detours outlived the wrong circuit

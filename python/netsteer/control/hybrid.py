@@ -18,7 +18,8 @@ traffic nowhere).
 
 A step starts when every intent of the previous one has taken effect (the driver
 says when). If the driver reports a failure, the step's changes are undone and the
-last good configuration stays in force.
+last good configuration stays in force; the modes then back off. What a failing
+rollback could not undo is retried until it goes through, and reported meanwhile.
 
 Control modes, which run together: ``schedule`` (reconfigure at given times),
 ``requests`` (the application API: a job's demand matrix or bandwidth request gets
@@ -58,6 +59,8 @@ MAX_VLANS = 4094
 # fault that persists costs a shrinking share of the run, and one that clears is
 # retried within a bounded time
 BACKOFF_FIRST, BACKOFF_MAX = 4, 64
+# what a failed rollback left installed is retried at the same base interval, without
+# growing: a retry moves no traffic, and a fault that clears should be repaired soon after
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,8 @@ class Reconfiguration:
     step1_applied: list = field(default_factory=list)
     undoable: list = field(default_factory=list)  # what steps 2 and 3 applied (a rollback undoes it)
     retry_ns: int | None = None  # failed: the modes try again from then on (backoff)
+    not_undone: list = field(default_factory=list)  # rollback intents that failed (retried)
+    detours_left: tuple = ()  # (src, dst) whose step-1 detour is still installed (retried)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -185,6 +190,9 @@ class HybridController(Controller):
         self._awaiting = False
         self._finished_at = None  # when the last reconfiguration ended
         self._failures = 0  # failed reconfigurations in a row (backoff)
+        # what a failed rollback left installed, retried until it goes through:
+        # {"r": Reconfiguration, "base": ns, "tries": n, "next_ns": t, "pending": [intents]}
+        self._repair: dict | None = None
         self._retry_at = None  # the modes plan no reconfiguration before then (backoff)
         self.decisions: list[dict] = []
         links = [(int(self.topo.out_channel[self.tors[r], self.tor_port_of[r, k]]), r) for r in range(self.racks)
@@ -338,6 +346,9 @@ class HybridController(Controller):
             times.append(self._next_period)
         if self._next_poll is not None:
             times.append(self._next_poll)
+        if self._repair is not None and not self._repair["pending"]:
+            # polling, not scripted: a run whose traffic has ended does not wait for it
+            times.append(max(self._repair["next_ns"], now + 1))
         times = [t for t in times if t is not None and t > now]
         return min(times) if times else None
 
@@ -383,7 +394,11 @@ class HybridController(Controller):
         if self._next_poll is not None and now >= self._next_poll:
             self._next_poll = now + self.congestion["poll"]
             self._congestion(inp)
-        if self.current is None and self._queue and not out:
+        if self._repair is not None and self.current is None:
+            out += self._repair_step(inp)
+        # nothing new starts on a network whose rollback is not finished: its state
+        # is not the configuration in force, and step 2 would work from the wrong one
+        if self.current is None and self._queue and not out and self._repair is None:
             trigger, circuits, paths = self._queue.pop(0)
             out += self._start(now, trigger, circuits, paths)
         if self._finished_at == now:
@@ -501,10 +516,12 @@ class HybridController(Controller):
         out_cap = np.array([self._bw_gbps[[c for c in chs if busy[c]]].sum() for chs in self._nic_up])
         in_cap = np.array([self._bw_gbps[[c for c in chs if busy[c]]].sum() for chs in self._nic_down])
         limited = np.zeros_like(m, dtype=bool)
+        # a pair whose step-1 detour a failed rollback left installed is on the electrical network
+        detoured = set() if self._repair is None else set(self._repair["r"].detours_left)
         for a, b in zip(*np.nonzero(m > 0)):
             a, b = int(a), int(b)
             rule = self.config.rules.get((a, b))
-            if rule is not None and rule.paths:
+            if rule is not None and rule.paths and (a, b) not in detoured:
                 chans = [ch for vp in rule.paths for x, y, k in zip(vp.racks, vp.racks[1:], vp.planes)
                          for ch in (self._opt_up[x, k], self._opt_down[y, k])]
             else:
@@ -548,8 +565,63 @@ class HybridController(Controller):
         self._queue.append((trigger, frozenset(plan.circuits), plan.paths if self.hops > 1 else None))
 
     def _backing_off(self, now: int) -> bool:
-        """The modes wait after a failed reconfiguration (``BACKOFF_FIRST``)."""
-        return self._retry_at is not None and now < self._retry_at
+        """The modes wait after a failed reconfiguration (``BACKOFF_FIRST``), and while
+        a failed rollback is being repaired."""
+        return self._repair is not None or (self._retry_at is not None and now < self._retry_at)
+
+    def _repair_step(self, inp: Inputs) -> list:
+        """Retry what a failed rollback left installed: first the undo intents that
+        failed, then the removal of step 1's detours (kept until the rest is undone,
+        so no traffic follows rules onto circuits that are not there)."""
+        rp, now = self._repair, inp.now
+        r = rp["r"]
+        if rp["pending"]:
+            mine = [a for a in inp.applied if any(a.intent is i for i in rp["pending"])]
+            if not mine:
+                return []
+            rp["pending"] = []
+            for a in mine:
+                if not a.ok:
+                    continue
+                if isinstance(a.intent, RemoveRules) and a.intent.priority == HIGH:
+                    gone = set(a.intent.pairs)
+                    r.detours_left = tuple(k for k in r.detours_left if k not in gone)
+                else:
+                    r.not_undone = [i for i in r.not_undone if i is not a.intent]
+            rp["next_ns"] = max([now] + [a.done_ns for a in mine])
+            if any(not a.ok for a in mine):
+                rp["tries"] += 1
+                rp["next_ns"] = now + rp["base"]
+            elif not r.not_undone and not r.detours_left:
+                self._repair = None
+                r.status = (f"failed, rolled back late: the rollback went through at {rp['next_ns'] / 1e9:g} s "
+                            f"after {rp['tries'] + 1} tries; last good configuration kept")
+                self.history.append({"at_s": rp["next_ns"] / 1e9, "what": "rollback repaired", "id": r.id})
+                self._finished_at = now  # the windows measure the repaired network only
+            else:
+                self._set_repair_status(r)
+            return []
+        if now < rp["next_ns"]:
+            return []
+        if r.not_undone:
+            rp["pending"] = list(r.not_undone)
+        else:
+            rp["pending"] = [RemoveRules(HIGH, r.detours_left)]
+        return list(rp["pending"])
+
+    def _set_repair_status(self, r: Reconfiguration) -> None:
+        what = []
+        for i in r.not_undone:
+            if isinstance(i, SetCircuits):
+                what.append(f"circuit switch {self.topo.node_names[i.switch]} not moved back")
+            elif isinstance(i, TagPorts):
+                what.append(f"{len(i.ports)} ToR ports not re-tagged")
+            else:
+                what.append("circuit rules not restored")
+        if r.detours_left:
+            what.append(f"step-1 detour still installed for rack pairs {[list(k) for k in r.detours_left]} "
+                        "(on the electrical network)")
+        r.status = f"failed during rollback: {'; '.join(what)}; retried until it goes through"
 
     def _periodic(self, inp: Inputs) -> None:
         snap = self._pair_snapshot(inp)
@@ -718,7 +790,16 @@ class HybridController(Controller):
             r.status = "failed, rolled back: last good configuration kept"
             return self._enter(r, 3 if r.step == 1 else 2, now)
         if failed:
-            r.status = "failed during rollback"
+            # what did not go back stays installed: say so, and retry it (_repair_step)
+            bad = [a.intent for a in r.step_applied if not a.ok]
+            if r.step == 2:
+                # the undo failed: keep step 1's detours (no traffic onto circuits or
+                # tags that are not what the rules say) and remove them once undone
+                r.not_undone = bad
+                r.detours_left = tuple(k for a in r.step1_applied if a.ok for k in
+                                       ((x.src, x.dst) for x in a.intent.rules))
+                return self._finish(r, now)
+            r.detours_left = tuple(k for i in bad if isinstance(i, RemoveRules) for k in i.pairs)
         return self._enter(r, r.step + 1, now) if r.step < 3 else self._finish(r, now)
 
     def _finish(self, r: Reconfiguration, now: int) -> list:
@@ -735,6 +816,9 @@ class HybridController(Controller):
             every = [m[k] for m, k in ((self.periodic, "period"), (self.congestion, "poll")) if m]
             base = max([now - r.started_ns, 1] + ([min(every)] if every else []))
             r.retry_ns = self._retry_at = now + base * min(BACKOFF_FIRST * 2 ** (self._failures - 1), BACKOFF_MAX)
+            if r.not_undone or r.detours_left:
+                self._repair = {"r": r, "base": base, "tries": 0, "next_ns": now + base, "pending": []}
+                self._set_repair_status(r)
         self.current = None
         # measure the new configuration only (decide() opens the windows at its end)
         self._finished_at = now
@@ -766,6 +850,9 @@ class HybridController(Controller):
             "decisions": self.decisions,
             **({"failed_in_a_row": self._failures, "modes_retry_from_s": self._retry_at / 1e9}
                if self._failures else {}),
+            # the configuration in force is not what is installed: what differs
+            **({"rollback_pending": {"reconfiguration": self._repair["r"].id, "status": self._repair["r"].status,
+                                     "tries": self._repair["tries"]}} if self._repair is not None else {}),
         }
 
 
