@@ -189,7 +189,10 @@ def test_congestion_mode_windows_open_at_the_start_and_again_when_a_reconfigurat
     decisions = res.controller["hybrid"]["decisions"]
     assert decisions[0]["at_s"] == 0.2 and decisions[0]["served_now_gbps"] == 0.0
     assert decisions[1]["at_s"] == pytest.approx(end + 0.2, abs=1e-9)
-    assert decisions[1]["served_now_gbps"] == decisions[1]["served_planned_gbps"] == 10.0
+    # the flow fills its own circuit: no plan can serve more, and the bound says so
+    # without planning
+    assert decisions[1]["served_now_gbps"] == decisions[1]["bound_gbps"] == 10.0
+    assert decisions[1]["skipped"] == "bound" and decisions[1]["served_planned_gbps"] is None
 
 
 def test_an_application_request_pins_its_circuit_against_the_periodic_mode():
@@ -315,3 +318,145 @@ def test_a_hybrid_network_without_electrical_uplinks_says_why_it_has_no_route():
     assert e.value.field == "topology.tor_uplinks" and "at time 0 no rack reaches another" in e.value.reason
     data["topology"].update(racks=1, servers_per_rack=2)  # one rack needs no uplink
     build(data)
+
+
+def congestion_scenario(**hybrid) -> dict:
+    """scenarios/hybrid-congestion.yaml with ``controller.hybrid`` keys replaced
+    (None removes one); ``driver`` keys go in as ``driver_*``."""
+    import pathlib
+
+    import yaml
+
+    data = yaml.safe_load((pathlib.Path(__file__).parents[2] / "scenarios" / "hybrid-congestion.yaml").read_text())
+    for k, v in hybrid.items():
+        if k.startswith("driver_"):
+            data["driver"][k[len("driver_"):]] = v
+        elif v is None:
+            data["controller"]["hybrid"].pop(k, None)
+        else:
+            data["controller"]["hybrid"][k] = v
+    return data
+
+
+def test_a_circuit_written_the_other_way_round_sends_its_switch_no_command():
+    # plane 1 joins racks 1 and 2 before and after ([1, 2, 1] then [1, 1, 2]): only
+    # plane 0 moves, so only ocs0 gets a command
+    data = congestion_scenario(congestion=None, schedule=[{"at": "1s", "circuits": [[0, 0, 1], [1, 1, 2]]}])
+    res = run_scenario(build(data), sample=False)
+    (r,) = reconfigs(res)
+    assert r["status"] == "done"
+    ocs = [e for e in res.applied_events if e["intent"] == "circuits"]
+    assert [e["switch"] for e in ocs] == ["ocs0"]
+
+
+def test_scheduled_actions_after_the_run_ended_are_named_in_its_notes():
+    from netsteer.report.result import result_dict
+
+    data = congestion_scenario(congestion=None, schedule=[{"at": "100s", "circuits": [[0, 0, 1]]}],
+                               requests=[{"at": "50s", "src": 0, "dst": 2, "bandwidth": "10Gbps"}])
+    b = build(data)
+    res = run_scenario(b, sample=False)
+    assert reconfigs(res) == []
+    notes = result_dict(b, res)["notes"]
+    assert any(n.startswith("controller.hybrid.schedule:") and "at 100 s" in n and "never happened" in n
+               for n in notes)
+    assert any(n.startswith("controller.hybrid.requests:") and "at 50 s" in n for n in notes)
+    # one that happened is not named
+    data = congestion_scenario(congestion=None, schedule=[{"at": "1s", "circuits": [[0, 0, 1]]}])
+    b = build(data)
+    assert "notes" not in result_dict(b, run_scenario(b, sample=False))
+
+
+def test_congestion_mode_does_not_plan_again_for_what_it_already_knows(monkeypatch):
+    # after its reconfiguration the transfer fills its circuits and the background its
+    # own: polled hot every 20 ms, with no plan that could serve more. It plans once
+    # (the first decision), not at every second poll
+    from netsteer.control.hybrid import HybridController
+
+    calls = []
+    plan = HybridController._plan
+    monkeypatch.setattr(HybridController, "_plan", lambda self, *a, **k: calls.append(1) or plan(self, *a, **k))
+    data = congestion_scenario(congestion={"poll": "20ms", "utilization": 0.9, "hold": 2, "threshold": 0.1})
+    res = run_scenario(build(data), sample=False)
+    (r,) = reconfigs(res)
+    assert r["status"] == "done" and r["circuits_after"] == [[0, 0, 1], [1, 1, 2]]
+    decisions = res.controller["hybrid"]["decisions"]
+    assert len(decisions) > 50 and len(calls) == 1
+    assert all(d.get("skipped") for d in decisions[1:])
+
+
+def test_a_bandwidth_request_gets_one_circuit_and_keeps_the_circuit_other_traffic_uses():
+    # rack 2 sends to rack 1 over circuit 2-1 when a job asks for 10 Gbit/s from rack 0
+    # to rack 1: it gets one circuit 0-1 (what it needs), and 2-1 stays (the source:
+    # bandwidth-on-demand and monitoring coexist), not two 0-1 circuits
+    data = congestion_scenario(congestion=None, requests=[{"at": "0.5s", "until": "2s", "src": 0, "dst": 2,
+                                                           "bandwidth": "10Gbps"}])
+    rec = PairRecorder(100_000_000, [(2, 1)])
+    _, res = _run(data, rec)
+    (r,) = reconfigs(res)
+    assert r["trigger"] == "request" and r["status"] == "done"
+    after = {(a, b) for _, a, b in r["circuits_after"]} | {(b, a) for _, a, b in r["circuits_after"]}
+    assert sum(1 for _, a, b in r["circuits_after"] if {a, b} == {0, 1}) == 1
+    assert (1, 2) in after
+    t, g = np.array(rec.times), np.array(rec.gbps)
+    assert np.allclose(g[(t > r["end_s"] + 0.1) & (t < 2.9)], 10, rtol=1e-4)  # the background keeps its circuit
+
+
+def test_a_reconfiguration_that_keeps_failing_backs_off_and_costs_little_against_no_controller():
+    # ocs0 refuses every command for 30 s: each try detours the transfer onto the
+    # 1 Gbit/s network for its length. Retried at once (19 tries) the transfer took
+    # 7.7 s against 4.9 s with no reconfiguration at all
+    fault = [{"kind": "circuits", "switch": "ocs0", "from": "0s", "to": "30s"}]
+    res = run_scenario(build(congestion_scenario(driver_faults=fault)), sample=False)
+    static = run_scenario(build(congestion_scenario(driver_faults=fault, congestion={
+        "poll": "100ms", "utilization": 0.9, "hold": 2, "threshold": 2.0})), sample=False)
+    assert reconfigs(static) == []
+    rc = reconfigs(res)
+    assert 1 < len(rc) <= 4 and all(r["status"].startswith("failed, rolled back") for r in rc)
+    gaps = [b["start_s"] - a["end_s"] for a, b in zip(rc, rc[1:])]
+    assert all(g2 > 1.5 * g1 for g1, g2 in zip(gaps, gaps[1:]))  # exponential
+    assert all(b["start_s"] >= a["modes_retry_from_s"] for a, b in zip(rc, rc[1:]))
+    assert res.controller["hybrid"]["failed_in_a_row"] == len(rc)
+    assert res.makespan_ns <= 1.1 * static.makespan_ns
+    # a fault that clears: the next try (after the backoff) succeeds, and the count resets
+    fault[0]["to"] = "1s"
+    res = run_scenario(build(congestion_scenario(driver_faults=fault)), sample=False)
+    rc = reconfigs(res)
+    assert rc[0]["status"].startswith("failed") and rc[-1]["status"] == "done" and len(rc) == 2
+    assert "failed_in_a_row" not in res.controller["hybrid"]
+
+
+def test_what_a_failed_rollback_left_installed_is_retried_and_reported_meanwhile():
+    # tor0 refuses rules from just after step 1: step 2 fails, and so does the
+    # rollback's removal of step 1's detours. They are retried until rules go in
+    # again (5 s), and only then does anything new start
+    fault = [{"kind": "rules", "switch": "tor0", "from": "0.2001s", "to": "5s"}]
+    res = run_scenario(build(congestion_scenario(driver_faults=fault)), sample=False)
+    r0 = reconfigs(res)[0]
+    assert r0["status"].startswith("failed, rolled back late: the rollback went through at 5")
+    rest = reconfigs(res)[1:]
+    high = [e for e in res.applied_events if e["intent"] == "remove_rules" and e["priority"] == 2
+            and (not rest or e["at_s"] < rest[0]["start_s"])]
+    assert len(high) > 10 and all(e.get("failed") for e in high[:-1]) and not high[-1].get("failed")
+    assert high[-1]["at_s"] >= 5.0 and all(r["start_s"] >= high[-1]["done_s"] for r in rest)
+    # a fault that never clears: the report says what is installed instead of the circuits
+    fault[0]["to"] = "300s"
+    res = run_scenario(build(congestion_scenario(driver_faults=fault)), sample=False)
+    pending = res.controller["hybrid"]["rollback_pending"]
+    assert "step-1 detour still installed for rack pairs [[0, 1]" in pending["status"] and pending["tries"] > 10
+    assert reconfigs(res)[0]["status"] == pending["status"]
+
+
+def test_a_rollback_that_cannot_move_a_circuit_back_keeps_the_detours_until_it_can():
+    # tor1 refuses tags (step 2 fails); ocs0 moved, then refuses to move back until 5 s:
+    # the moved pairs stay detoured on the electrical network until ocs0 is back
+    fault = [{"kind": "tags", "switch": "tor1", "from": "0s", "to": "30s"},
+             {"kind": "circuits", "switch": "ocs0", "from": "0.2005s", "to": "5s"}]
+    res = run_scenario(build(congestion_scenario(driver_faults=fault)), sample=False)
+    r0 = reconfigs(res)[0]
+    assert r0["status"].startswith("failed, rolled back late") and [s["step"] for s in r0["steps"]] == [1, 2, 2]
+    ocs = [e for e in res.applied_events if e["intent"] == "circuits"]
+    back = next(e for e in ocs[1:] if not e.get("failed"))
+    assert ocs[1].get("failed") and back["at_s"] >= 5.0 and back["pairs"] == ocs[1]["pairs"]
+    high = [e for e in res.applied_events if e["intent"] == "remove_rules" and e["priority"] == 2]
+    assert high[0]["at_s"] >= back["done_s"]  # the detours outlived the wrong circuit

@@ -66,6 +66,11 @@ class Controller:
         """A JSON-able summary for the run's result, or None."""
         return None
 
+    def unplayed(self, end_ns: int) -> list[str]:
+        """Notes for the scripted actions (changes, requests) the run ended before:
+        a user who mistyped a time hears of it instead of a silent no-op."""
+        return []
+
 
 class ControllerStack(Controller):
     """Several controllers deciding together, in order."""
@@ -94,6 +99,9 @@ class ControllerStack(Controller):
     def report(self) -> dict[str, Any] | None:
         parts = {c.name: r for c in self.controllers if (r := c.report()) is not None}
         return parts or None
+
+    def unplayed(self, end_ns: int) -> list[str]:
+        return [n for c in self.controllers for n in c.unplayed(end_ns)]
 
 
 # a routing, or a function of (down_links, circuits) that builds one

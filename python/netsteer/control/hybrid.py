@@ -18,11 +18,13 @@ traffic nowhere).
 
 A step starts when every intent of the previous one has taken effect (the driver
 says when). If the driver reports a failure, the step's changes are undone and the
-last good configuration stays in force.
+last good configuration stays in force; the modes then back off. What a failing
+rollback could not undo is retried until it goes through, and reported meanwhile.
 
 Control modes, which run together: ``schedule`` (reconfigure at given times),
-``requests`` (the application API: a job's demand matrix or bandwidth request,
-whose circuits are pinned until it ends), ``periodic`` (estimate the rack-to-rack
+``requests`` (the application API: a job's demand matrix or bandwidth request gets
+the circuits it needs, pinned until it ends, and the rest is planned for the
+measured demand), ``periodic`` (estimate the rack-to-rack
 demand from counters, replan, reconfigure when the gain passes a threshold for
 ``hold`` periods in a row) and ``congestion`` (poll the ports; when an inter-rack
 port stays above a utilisation for ``hold`` polls, replan and reconfigure at once).
@@ -47,10 +49,18 @@ from ..errors import NetsteerError
 from .core import Controller, Inputs
 from .demand import estimate_demand, spread
 from .intents import PairRule, PushRules, RemoveRules, SetCircuits, TagPorts, VlanPath
-from .planning import Circuit, plan_circuits
+from .planning import Circuit, plan_circuits, upper_bound
 
 HIGH, LOW = 2, 1  # rule priorities: step 1's electrical detour, the circuit rules
 MAX_VLANS = 4094
+# after the n-th failed reconfiguration in a row the modes wait BACKOFF_FIRST * 2**(n-1)
+# times the failed attempt's length (at least one poll or period), at most
+# BACKOFF_MAX times: each try detours traffic onto the electrical network, so a
+# fault that persists costs a shrinking share of the run, and one that clears is
+# retried within a bounded time
+BACKOFF_FIRST, BACKOFF_MAX = 4, 64
+# what a failed rollback left installed is retried at the same base interval, without
+# growing: a retry moves no traffic, and a fault that clears should be repaired soon after
 
 
 @dataclass(frozen=True)
@@ -95,6 +105,9 @@ class Reconfiguration:
     rolling_back: bool = False
     step1_applied: list = field(default_factory=list)
     undoable: list = field(default_factory=list)  # what steps 2 and 3 applied (a rollback undoes it)
+    retry_ns: int | None = None  # failed: the modes try again from then on (backoff)
+    not_undone: list = field(default_factory=list)  # rollback intents that failed (retried)
+    detours_left: tuple = ()  # (src, dst) whose step-1 detour is still installed (retried)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -105,6 +118,7 @@ class Reconfiguration:
             "circuits_before": sorted([c.ocs, c.a, c.b] for c in self.old.circuits),
             "circuits_after": sorted([c.ocs, c.a, c.b] for c in self.new.circuits),
             "steps": self.steps,
+            **({} if self.retry_ns is None else {"modes_retry_from_s": self.retry_ns / 1e9}),
         }
 
 
@@ -175,6 +189,11 @@ class HybridController(Controller):
         self._last_poll = None  # the congestion mode's last pair-counter snapshot
         self._awaiting = False
         self._finished_at = None  # when the last reconfiguration ended
+        self._failures = 0  # failed reconfigurations in a row (backoff)
+        # what a failed rollback left installed, retried until it goes through:
+        # {"r": Reconfiguration, "base": ns, "tries": n, "next_ns": t, "pending": [intents]}
+        self._repair: dict | None = None
+        self._retry_at = None  # the modes plan no reconfiguration before then (backoff)
         self.decisions: list[dict] = []
         links = [(int(self.topo.out_channel[self.tors[r], self.tor_port_of[r, k]]), r) for r in range(self.racks)
                  for k in range(self.planes)]
@@ -183,6 +202,8 @@ class HybridController(Controller):
         self._watched = np.array([c for c, _ in links] + ocs_ch + self._electrical_uplinks(), dtype=np.int64)
         self.saturation, self.memory = saturation, int(memory)
         self._recent: tuple[int, np.ndarray] | None = None  # (time, remembered demand)
+        self._last_plan = None  # ((circuits in force, pinned), demand, plan, served): _evaluate's last
+        self._base = None  # pair counters when the configuration in force took over (request planning)
         self._index_channels()
 
     # -- configurations --------------------------------------------------------------
@@ -304,11 +325,13 @@ class HybridController(Controller):
         raise NetsteerError(f"a planned path crosses racks {a} and {b}, which no circuit joins")
 
     def pairings(self, config: HybridConfig) -> dict[int, tuple[tuple[int, int], ...]]:
-        """Each circuit switch's whole port pairing for ``config``."""
+        """Each circuit switch's whole port pairing for ``config``: each pair (low port,
+        high port), in port order, so a circuit written the other way round (``[k, b, a]``
+        for ``[k, a, b]``) is the same pairing and sends the switch no command."""
         out: dict[int, list] = {o: [] for o in self.ocs_nodes}
         for c in config.circuits:
             (oa, pa), (ob, pb) = self.circuit_port_of[c.a, c.ocs], self.circuit_port_of[c.b, c.ocs]
-            out[int(oa)].append((int(pa), int(pb)))
+            out[int(oa)].append((min(int(pa), int(pb)), max(int(pa), int(pb))))
         return {o: tuple(sorted(p)) for o, p in out.items()}
 
     def initial_state(self):
@@ -323,6 +346,9 @@ class HybridController(Controller):
             times.append(self._next_period)
         if self._next_poll is not None:
             times.append(self._next_poll)
+        if self._repair is not None and not self._repair["pending"]:
+            # polling, not scripted: a run whose traffic has ended does not wait for it
+            times.append(max(self._repair["next_ns"], now + 1))
         times = [t for t in times if t is not None and t > now]
         return min(times) if times else None
 
@@ -361,16 +387,18 @@ class HybridController(Controller):
             req = self.requests[self._req_i]
             self._req_i += 1
             self._active_requests.append(req)
-            plan = self._plan(req["demand"], pinned=self._pinned(exclude=req))
-            req["circuits"] = frozenset(plan.circuits)
-            self._queue_plan("request", plan)
+            self._request(inp, req)
         if self._next_period is not None and now >= self._next_period:
             self._next_period = now + self.periodic["period"]
             self._periodic(inp)
         if self._next_poll is not None and now >= self._next_poll:
             self._next_poll = now + self.congestion["poll"]
             self._congestion(inp)
-        if self.current is None and self._queue and not out:
+        if self._repair is not None and self.current is None:
+            out += self._repair_step(inp)
+        # nothing new starts on a network whose rollback is not finished: its state
+        # is not the configuration in force, and step 2 would work from the wrong one
+        if self.current is None and self._queue and not out and self._repair is None:
             trigger, circuits, paths = self._queue.pop(0)
             out += self._start(now, trigger, circuits, paths)
         if self._finished_at == now:
@@ -381,8 +409,10 @@ class HybridController(Controller):
 
     def _rebase(self, inp: Inputs, restart_clocks: bool) -> None:
         """Open the measurement windows at ``inp.now``: the counters read now are the
-        baseline of the next periodic estimate and the next congestion poll."""
+        baseline of the next periodic estimate, the next congestion poll and the
+        demand a request is planned with."""
         now = inp.now
+        self._base = self._pair_snapshot(inp)
         if self.periodic:
             self._last_counters = self._pair_snapshot(inp)
             if restart_clocks:
@@ -399,14 +429,34 @@ class HybridController(Controller):
     def _pinned(self, exclude=None) -> list:
         return [c for r in self._active_requests if r is not exclude for c in r.get("circuits", ())]
 
-    def _plan(self, demand: np.ndarray, pinned=()):
-        return plan_circuits(demand, self.planes, self.capacity_gbps, hops=self.hops, pinned=pinned)
+    def _plan(self, demand: np.ndarray, pinned=(), hops=None):
+        return plan_circuits(demand, self.planes, self.capacity_gbps, hops=hops or self.hops, pinned=pinned)
 
-    def _align(self, plan):
+    def _request(self, inp: Inputs, req: dict) -> None:
+        """Serve an application's request alongside the measured traffic: the request
+        gets the circuits it needs (direct ones, around the other requests' pinned
+        circuits), pinned; the rest is planned for the demand measured since the last
+        reconfiguration (and the memory), so the circuits other traffic uses stay."""
+        others = self._pinned(exclude=req)
+        asked = sum(r["demand"] for r in self._active_requests)  # the others' too: theirs are pinned
+        need = self._plan(asked, pinned=others, hops=1)
+        taken = set(others)
+        mine = [c for c in need.circuits if c not in taken]
+        measured = self._estimate(self._base, self._pair_snapshot(inp))
+        demand = np.maximum(spread(asked, self.capacity_gbps), 0 if measured is None else measured)
+        if self.memory > 0 and self._recent is not None and inp.now >= self._recent[0]:
+            demand = np.maximum(demand, self._recent[1] * 0.5 ** ((inp.now - self._recent[0]) / self.memory))
+        plan, to = self._align(self._plan(demand, pinned=others + mine), fixed={c.ocs for c in others})
+        # the request's circuits moved with their switch's whole matching
+        req["circuits"] = frozenset(Circuit(to[c.ocs], c.a, c.b) for c in mine)
+        self._queue.append(("request", frozenset(plan.circuits), plan.paths if self.hops > 1 else None))
+
+    def _align(self, plan, fixed=frozenset()):
         """The plan with its circuit switches relabelled to keep as many circuits of the
         configuration in force where they are: each switch's matching is a whole, so
         any permutation of switches is the same plan, and circuits that stay put move
-        no traffic during a reconfiguration."""
+        no traffic during a reconfiguration. The switches in ``fixed`` (those holding
+        pinned circuits) keep their label. Returns (plan, old label -> new label)."""
         from scipy.optimize import linear_sum_assignment
 
         k = self.planes
@@ -416,16 +466,19 @@ class HybridController(Controller):
             a, b = min(c.a, c.b), max(c.a, c.b)
             for j in range(k):
                 overlap[c.ocs, j] += (j, a, b) in old
+        for i in fixed:  # a pinned circuit is never moved to another switch
+            overlap[i, :] = overlap[:, i] = -2.0 * (len(plan.circuits) + 1)
+            overlap[i, i] = 0.0
         rows, cols = linear_sum_assignment(-overlap)
         to = dict(zip(rows.tolist(), cols.tolist()))
         if all(i == j for i, j in to.items()):
-            return plan
+            return plan, to
         move = lambda c: Circuit(to[c.ocs], c.a, c.b)  # noqa: E731
         paths = plan.paths
         if self.hops > 1:  # single-hop paths are derived from the circuits again
             paths = tuple(replace(p, circuits=tuple(move(c) for c in p.circuits)) for p in plan.paths)
         return replace(plan, circuits=tuple(sorted((move(c) for c in plan.circuits), key=lambda c: (c.ocs, c.a, c.b))),
-                       paths=paths)
+                       paths=paths), to
 
     def _pair_snapshot(self, inp: Inputs):
         c = inp.counters()
@@ -441,7 +494,19 @@ class HybridController(Controller):
         return np.maximum(d, 0.0)
 
     def _demand(self, old, new) -> np.ndarray | None:
-        """Natural rack-to-rack demand (Gbit/s) between two snapshots (module text)."""
+        """Natural rack-to-rack demand (Gbit/s) between two snapshots (module text),
+        fed into and taken with the memory."""
+        est = self._estimate(old, new)
+        if est is None:
+            return None
+        if self.memory > 0 and self._recent is not None and new[0] > self._recent[0]:
+            decay = 0.5 ** ((new[0] - self._recent[0]) / self.memory)
+            est = np.maximum(est, self._recent[1] * decay)
+        self._recent = (new[0], est)
+        return est
+
+    def _estimate(self, old, new) -> np.ndarray | None:
+        """Natural rack-to-rack demand (Gbit/s) between two snapshots, alone."""
         m = self._rate(old, new)
         if m is None:
             return None
@@ -451,48 +516,123 @@ class HybridController(Controller):
         out_cap = np.array([self._bw_gbps[[c for c in chs if busy[c]]].sum() for chs in self._nic_up])
         in_cap = np.array([self._bw_gbps[[c for c in chs if busy[c]]].sum() for chs in self._nic_down])
         limited = np.zeros_like(m, dtype=bool)
+        # a pair whose step-1 detour a failed rollback left installed is on the electrical network
+        detoured = set() if self._repair is None else set(self._repair["r"].detours_left)
         for a, b in zip(*np.nonzero(m > 0)):
             a, b = int(a), int(b)
             rule = self.config.rules.get((a, b))
-            if rule is not None and rule.paths:
+            if rule is not None and rule.paths and (a, b) not in detoured:
                 chans = [ch for vp in rule.paths for x, y, k in zip(vp.racks, vp.racks[1:], vp.planes)
                          for ch in (self._opt_up[x, k], self._opt_down[y, k])]
             else:
                 chans = self._elec_up[a] + self._elec_down[b]
             limited[a, b] = bool(chans) and bool(hot[chans].any())
-        est = spread(estimate_demand(m, limited, out_cap, in_cap), self.capacity_gbps)
-        if self.memory > 0 and self._recent is not None and new[0] > self._recent[0]:
-            decay = 0.5 ** ((new[0] - self._recent[0]) / self.memory)
-            est = np.maximum(est, self._recent[1] * decay)
-        self._recent = (new[0], est)
-        return est
+        return spread(estimate_demand(m, limited, out_cap, in_cap), self.capacity_gbps)
 
-    def _evaluate(self, now: int, demand: np.ndarray, trigger: str):
-        """Plan for ``demand``; returns (plan, served now, served by the plan)."""
-        plan = self._plan(demand, pinned=self._pinned())
+    def _evaluate(self, now: int, demand: np.ndarray, trigger: str, threshold: float):
+        """Plan for ``demand``; returns (plan, served now, served by the plan), with
+        plan and served None when no plan could serve ``threshold`` more.
+
+        Planning is skipped (the decision says ``"skipped"``) when its answer is known:
+        the upper bound on what any plan serves is within ``threshold`` of what the
+        circuits in force serve (a bulk flow filling its own circuit, polled hot
+        forever), or the demand, the circuits in force and the pinned circuits are
+        those of the last plan (the planner depends on nothing else)."""
         cur = self.config.served_gbps(demand, self.capacity_gbps)
+        rec = {"at_s": now / 1e9, "trigger": trigger, "served_now_gbps": round(cur, 6)}
+        self.decisions.append(rec)
+        bound = upper_bound(demand, self.planes, self.capacity_gbps, hops=self.hops) if self.planes else 0.0
+        if bound <= cur * (1 + threshold) + 1e-9:
+            rec.update(served_planned_gbps=None, bound_gbps=round(bound, 6), skipped="bound")
+            return None, cur, None
+        key = (self.config.circuits, frozenset(self._pinned()))
+        last = self._last_plan
+        if last is not None and last[0] == key and np.allclose(last[1], demand, rtol=1e-9, atol=1e-9):
+            plan, new = last[2], last[3]
+            rec.update(served_planned_gbps=round(new, 6), skipped="unchanged")
+            return plan, cur, new
+        plan = self._plan(demand, pinned=self._pinned())
         if self.hops == 1:
             new = self.configure(plan.circuits).served_gbps(demand, self.capacity_gbps)
         else:
             new = float(plan.served_gbps)
-        self.decisions.append({"at_s": now / 1e9, "trigger": trigger, "served_now_gbps": round(cur, 6),
-                               "served_planned_gbps": round(new, 6)})
+        self._last_plan = (key, demand.copy(), plan, new)
+        rec["served_planned_gbps"] = round(new, 6)
         return plan, cur, new
 
     def _queue_plan(self, trigger: str, plan) -> None:
-        if not self._pinned():  # pinned circuits keep their switches
-            plan = self._align(plan)
+        plan, _ = self._align(plan, fixed={c.ocs for c in self._pinned()})  # pinned circuits keep their switches
         self._queue.append((trigger, frozenset(plan.circuits), plan.paths if self.hops > 1 else None))
+
+    def _backing_off(self, now: int) -> bool:
+        """The modes wait after a failed reconfiguration (``BACKOFF_FIRST``), and while
+        a failed rollback is being repaired."""
+        return self._repair is not None or (self._retry_at is not None and now < self._retry_at)
+
+    def _repair_step(self, inp: Inputs) -> list:
+        """Retry what a failed rollback left installed: first the undo intents that
+        failed, then the removal of step 1's detours (kept until the rest is undone,
+        so no traffic follows rules onto circuits that are not there)."""
+        rp, now = self._repair, inp.now
+        r = rp["r"]
+        if rp["pending"]:
+            mine = [a for a in inp.applied if any(a.intent is i for i in rp["pending"])]
+            if not mine:
+                return []
+            rp["pending"] = []
+            for a in mine:
+                if not a.ok:
+                    continue
+                if isinstance(a.intent, RemoveRules) and a.intent.priority == HIGH:
+                    gone = set(a.intent.pairs)
+                    r.detours_left = tuple(k for k in r.detours_left if k not in gone)
+                else:
+                    r.not_undone = [i for i in r.not_undone if i is not a.intent]
+            rp["next_ns"] = max([now] + [a.done_ns for a in mine])
+            if any(not a.ok for a in mine):
+                rp["tries"] += 1
+                rp["next_ns"] = now + rp["base"]
+            elif not r.not_undone and not r.detours_left:
+                self._repair = None
+                r.status = (f"failed, rolled back late: the rollback went through at {rp['next_ns'] / 1e9:g} s "
+                            f"after {rp['tries'] + 1} tries; last good configuration kept")
+                self.history.append({"at_s": rp["next_ns"] / 1e9, "what": "rollback repaired", "id": r.id})
+                self._finished_at = now  # the windows measure the repaired network only
+            else:
+                self._set_repair_status(r)
+            return []
+        if now < rp["next_ns"]:
+            return []
+        if r.not_undone:
+            rp["pending"] = list(r.not_undone)
+        else:
+            rp["pending"] = [RemoveRules(HIGH, r.detours_left)]
+        return list(rp["pending"])
+
+    def _set_repair_status(self, r: Reconfiguration) -> None:
+        what = []
+        for i in r.not_undone:
+            if isinstance(i, SetCircuits):
+                what.append(f"circuit switch {self.topo.node_names[i.switch]} not moved back")
+            elif isinstance(i, TagPorts):
+                what.append(f"{len(i.ports)} ToR ports not re-tagged")
+            else:
+                what.append("circuit rules not restored")
+        if r.detours_left:
+            what.append(f"step-1 detour still installed for rack pairs {[list(k) for k in r.detours_left]} "
+                        "(on the electrical network)")
+        r.status = f"failed during rollback: {'; '.join(what)}; retried until it goes through"
 
     def _periodic(self, inp: Inputs) -> None:
         snap = self._pair_snapshot(inp)
         demand = self._demand(self._last_counters, snap)
         self._last_counters = snap
-        if demand is None or self.current is not None or self._queue:
+        if demand is None or self.current is not None or self._queue or self._backing_off(inp.now):
             return
         p = self.periodic
-        plan, cur, new = self._evaluate(inp.now, demand, "periodic")
-        better = frozenset(plan.circuits) != self.config.circuits and new > cur * (1 + p["threshold"]) + 1e-9
+        plan, cur, new = self._evaluate(inp.now, demand, "periodic", p["threshold"])
+        better = (plan is not None and frozenset(plan.circuits) != self.config.circuits
+                  and new > cur * (1 + p["threshold"]) + 1e-9)
         # hysteresis: the gain must hold for `hold` periods in a row
         self._gain_streak = self._gain_streak + 1 if better else 0
         if self._gain_streak >= p["hold"]:
@@ -507,7 +647,7 @@ class HybridController(Controller):
         snap = self._pair_snapshot(inp)
         demand = self._demand(self._last_poll, snap)
         self._last_poll = snap
-        if last is None or c.time_ns <= last[0] or self.current is not None or self._queue:
+        if last is None or c.time_ns <= last[0] or self.current is not None or self._queue or self._backing_off(inp.now):
             self._hot_streak = 0
             return
         dt = (c.time_ns - last[0]) * 1e-9
@@ -520,10 +660,11 @@ class HybridController(Controller):
             # the demand over the congested window, from the per-pair counters
             if demand is None:
                 return
-            plan, cur, new = self._evaluate(inp.now, demand, "congestion")
+            thr = self.congestion["threshold"]
+            plan, cur, new = self._evaluate(inp.now, demand, "congestion", thr)
             # only a plan that relieves enough: a bulk flow filling its own circuit
             # is congestion that no configuration cures
-            if frozenset(plan.circuits) != self.config.circuits and new > cur * (1 + self.congestion["threshold"]) + 1e-9:
+            if plan is not None and frozenset(plan.circuits) != self.config.circuits and new > cur * (1 + thr) + 1e-9:
                 self._queue_plan("congestion", plan)
 
     # -- make-before-break ---------------------------------------------------------------
@@ -649,7 +790,16 @@ class HybridController(Controller):
             r.status = "failed, rolled back: last good configuration kept"
             return self._enter(r, 3 if r.step == 1 else 2, now)
         if failed:
-            r.status = "failed during rollback"
+            # what did not go back stays installed: say so, and retry it (_repair_step)
+            bad = [a.intent for a in r.step_applied if not a.ok]
+            if r.step == 2:
+                # the undo failed: keep step 1's detours (no traffic onto circuits or
+                # tags that are not what the rules say) and remove them once undone
+                r.not_undone = bad
+                r.detours_left = tuple(k for a in r.step1_applied if a.ok for k in
+                                       ((x.src, x.dst) for x in a.intent.rules))
+                return self._finish(r, now)
+            r.detours_left = tuple(k for i in bad if isinstance(i, RemoveRules) for k in i.pairs)
         return self._enter(r, r.step + 1, now) if r.step < 3 else self._finish(r, now)
 
     def _finish(self, r: Reconfiguration, now: int) -> list:
@@ -658,6 +808,17 @@ class HybridController(Controller):
         if not r.rolling_back:
             r.status = "done"
             self.config = r.new
+            self._failures, self._retry_at = 0, None
+        else:
+            # back off: retrying at once would detour traffic again and again for a
+            # fault that persists (worse than no controller)
+            self._failures += 1
+            every = [m[k] for m, k in ((self.periodic, "period"), (self.congestion, "poll")) if m]
+            base = max([now - r.started_ns, 1] + ([min(every)] if every else []))
+            r.retry_ns = self._retry_at = now + base * min(BACKOFF_FIRST * 2 ** (self._failures - 1), BACKOFF_MAX)
+            if r.not_undone or r.detours_left:
+                self._repair = {"r": r, "base": base, "tries": 0, "next_ns": now + base, "pending": []}
+                self._set_repair_status(r)
         self.current = None
         # measure the new configuration only (decide() opens the windows at its end)
         self._finished_at = now
@@ -665,12 +826,33 @@ class HybridController(Controller):
         self.history.append({"at_s": r.started_ns / 1e9, "what": "reconfiguration", "id": r.id, "status": r.status})
         return []
 
+    def unplayed(self, end_ns: int) -> list[str]:
+        """Notes for the scheduled reconfigurations and requests the run ended before,
+        and the reconfigurations still queued behind one in progress."""
+        from ..units import format_seconds
+
+        end = format_seconds(end_ns / 1e9)
+        out = [f"controller.hybrid.schedule: the reconfiguration at {format_seconds(t / 1e9)} to circuits "
+               f"{sorted(list(c) for c in circuits)} never happened: the run ended at {end}"
+               for t, circuits in self.schedule[self._sched_i:]]
+        out += [f"controller.hybrid.requests: the request at {format_seconds(r['at'] / 1e9)} was never served: "
+                f"the run ended at {end}" for r in self.requests[self._req_i:]]
+        out += [f"controller.hybrid: a {trigger} reconfiguration to circuits "
+                f"{sorted([c.ocs, c.a, c.b] for c in circuits)} was still waiting for the one in progress "
+                f"when the run ended at {end}" for trigger, circuits, _ in self._queue]
+        return out
+
     def report(self) -> dict[str, Any]:
         return {
             "method": self.method,
             "circuits": sorted([c.ocs, c.a, c.b] for c in self.config.circuits),
             "reconfigurations": [r.as_dict() for r in self.reconfigurations],
             "decisions": self.decisions,
+            **({"failed_in_a_row": self._failures, "modes_retry_from_s": self._retry_at / 1e9}
+               if self._failures else {}),
+            # the configuration in force is not what is installed: what differs
+            **({"rollback_pending": {"reconfiguration": self._repair["r"].id, "status": self._repair["r"].status,
+                                     "tries": self._repair["tries"]}} if self._repair is not None else {}),
         }
 
 

@@ -57,6 +57,22 @@ class QosChanges(Controller):
             self.history.append({"at_s": inp.now / 1e9, "what": "qos", by: who, "sl": sl, "flows": len(flows)})
         return out
 
+    def unplayed(self, end_ns: int) -> list[str]:
+        """Notes for the priority changes the run ended before.
+
+        >>> from netsteer.qos.config import parse_qos
+        >>> from netsteer.qos.scenario import QosPlan
+        >>> import numpy as np
+        >>> c = QosChanges(QosPlan(parse_qos({"max_vls": 2}), np.zeros(2, dtype=int), [(10**10, "io", (1,), 1)]))
+        >>> c.unplayed(2 * 10**9)
+        ['qos.changes: the change of job io to SL 1 at 10 s never happened: the run ended at 2 s']
+        """
+        from ..units import format_seconds
+
+        return [f"qos.changes: the change of {by} {who} to SL {sl} at {format_seconds(at / 1e9)} never happened: "
+                f"the run ended at {format_seconds(end_ns / 1e9)}"
+                for at, (by, who), _flows, sl, *_ in self.steps[self._next:]]
+
     def report(self):
         return {"changes": self.history} if self.history else None
 

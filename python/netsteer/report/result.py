@@ -189,8 +189,11 @@ def result_dict(built, res) -> dict[str, Any]:
         out["sharing"] = "packet"  # credits and VL arbitration, not a sharing model
         out["fidelity"] = "packet"  # a flow run's result has no such key (as before)
         out["packet"] = packet_summary(built, res)
-    if getattr(built, "notes", None):
-        out["notes"] = list(built.notes)  # what the run left out of the file (--fidelity), and why
+    # what the run left out of the file (--fidelity), and why; then what the
+    # controllers were scheduled to do after the run had ended
+    notes = list(getattr(built, "notes", None) or []) + list(getattr(res, "notes", None) or [])
+    if notes:
+        out["notes"] = notes
     stalled = stalled_summary(built, res)
     if stalled is not None:
         out["status"] = "stalled"  # never "done" with work left

@@ -53,6 +53,9 @@ class SimResult:
     end_ns : int
         The engine's clock when the run ended: for a stalled run, when the last
         thing moved (-1 when not known).
+    notes : list of str
+        What the controllers were told to do and never did because the run ended
+        first (a scheduled change after the last job), for the result's ``notes``.
     """
 
     completion_ns: np.ndarray
@@ -72,6 +75,7 @@ class SimResult:
     packet: dict | None = None
     end_ns: int = -1
     sample_interval_ns: int | None = None  # the interval the samples ended at (auto may double it)
+    notes: list[str] = field(default_factory=list)
 
 
 def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
@@ -107,6 +111,7 @@ def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
         mpi=mpi,
         packet=eng.packet_report(),
         end_ns=int(eng.now),
+        notes=controller.unplayed(int(driver.now)),
     )
 
 
