@@ -149,3 +149,29 @@ def test_reproduce_cli_json():
     for k in ("standard", "steered"):
         assert set(d[k]) >= {"ring_gbps", "job_s"}
     assert "improvement" in d
+
+
+@pytest.mark.parametrize("n", [2, 3, 17])
+def test_reproduction_runs_few_iterations(n):
+    # a few iterations mean compute phases of minutes: they used to fill the port
+    # counters (1 ms samples) or, at 2, ask for more simulated iterations than there are
+    from netsteer.reproduce.hyperx import run
+
+    rep = run(iterations=n, beyond=False)
+    assert rep["standard"]["job_s"] == pytest.approx(2105.0, abs=0.5)
+    assert rep["steered"]["job_s"] <= rep["standard"]["job_s"]
+    assert rep["inputs"]["sim_iterations"] == min(3, n)
+
+
+def test_a_shortened_compute_phase_gives_the_whole_run_times(monkeypatch):
+    # the compute only delays each all-reduce: simulated shorter and added back, the
+    # iteration and job times are those of simulating it whole
+    import netsteer.reproduce.hyperx as hx
+
+    short = hx.run(iterations=1000, beyond=False)
+    monkeypatch.setattr(hx, "SIM_COMPUTE_NS", 10**10)
+    whole = hx.run(iterations=1000, beyond=False)
+    assert short["calibration"]["compute_simulated_ms"] < whole["calibration"]["compute_simulated_ms"]
+    for k in ("standard", "steered"):
+        for f in ("job_s", "iteration_ms", "allreduce_ms", "ring_gbps"):
+            assert short[k][f] == pytest.approx(whole[k][f], rel=1e-6), (k, f)
