@@ -3,17 +3,24 @@ minimal routing (Hung et al., "A Flexible HyperX Topology using Silicon Photonic
 Switching for Bandwidth Steering").
 
 Given switch-to-switch demand (the bytes the jobs, placed, will send), a configuration
-is scored by routing the demand over it with minimal routing
-(:class:`netsteer.routing.dor.MinimalRoutes`, each pair's demand split evenly over
-equal next hops) and reading each channel's *busy time*: its bytes at its rate, in
-seconds (how long the demand keeps it busy; a bound on the transfer's time).
-Configurations are compared by, in order:
+is scored by routing the demand over it with minimal routing exactly as the ``dor``
+tables route it (:class:`netsteer.routing.dor.MinimalRoutes`: among ``n`` equal next
+hops, traffic to host ``h`` takes the ``h mod n``-th) and reading each channel's *busy
+time*: its bytes at its rate, in seconds (how long the demand keeps it busy; a lower
+bound on the time to carry all of it). Configurations are compared by, in order:
 
 1. the longest busy time of any channel (the bottleneck a ring all-reduce runs at);
 2. how many channels are at that time (fewer bottlenecks: the way down a plateau,
    step by step);
 3. the total of all busy times (traffic times hops: shorter paths first);
 4. the number of circuit ports that move (each one is dark while its switch moves).
+
+The score rates the demand as one total: it does not see when each byte is sent
+(phases, dependencies, compute between them), nor host links (only the channels
+between switches, circuits included, are scored; an incast's bottleneck at the
+receiving host's link is not). So a pairing with a better score can lengthen a job
+whose steps load different channels in turn: the simulated job times, not the score,
+say whether steering helped.
 
 A circuit switch's configuration is a perfect matching of its cabled ports (a port
 left out when the count is odd); two ports that lead to the same packet switch are
@@ -31,7 +38,8 @@ Methods
     (a direct circuit for far pairs, a parallel one for neighbours), evaluates the
     ``candidates`` best, and
     applies the one that improves the score most. It stops when no move improves it
-    or after ``max_rounds``. The result is never worse than the start.
+    or after ``max_rounds``. Its score is never worse than the start's (the job
+    time can be: see above).
 ``auto``
     Exhaustive when it fits, local search otherwise.
 
