@@ -263,3 +263,35 @@ def test_read_demand_csv(tmp_path):
     p.write_text("0,1\n2,,\n")
     with pytest.raises(PlanningError, match=r"line 2, row 1, column 1: '' is not a number"):
         read_demand_csv(p)
+
+
+def test_bound_counts_the_circuits_a_switch_can_hold():
+    # three racks: each switch holds one circuit, K in all; the degree bound allowed 1.5 K
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        d = rng.pareto(0.8, (3, 3)) * 100
+        np.fill_diagonal(d, 0)
+        k, c = 40, 10.0
+        best = 0.0
+        for x in range(k + 1):  # x, y, k - x - y circuits on pairs 0-1, 0-2, 1-2
+            for y in range(k + 1 - x):
+                m = np.zeros((3, 3))
+                m[0, 1] = m[1, 0] = x
+                m[0, 2] = m[2, 0] = y
+                m[1, 2] = m[2, 1] = k - x - y
+                best = max(best, float(np.minimum(d, m * c).sum()))
+        assert upper_bound(d, k, c) == pytest.approx(best)
+        assert plan_circuits(d, k, c).served_gbps == pytest.approx(best)
+
+
+def test_many_switches_over_few_racks_plan_fast():
+    # K > n - 1: many switches are paired alike; the search used to walk each one
+    # (18 s at n=3, K=256, never stopping at the loose bound)
+    d = np.array([[0, 500, 0], [0, 0, 3000], [1, 0, 0]], dtype=float)
+    p = plan_circuits(d, 256, 10.0)
+    assert p.served_gbps == pytest.approx(2560.0) == pytest.approx(p.bound_gbps)
+    assert p.wall_s < 1.0
+    rng = np.random.default_rng(0)
+    d4 = rng.pareto(0.8, (4, 4)) * 100
+    np.fill_diagonal(d4, 0)
+    assert plan_circuits(d4, 256, 10.0).wall_s < 1.0  # no bound to stop at: 1.4 s before
