@@ -389,7 +389,8 @@ def plan_circuits(demand, k: int, capacity_gbps: float, *, hops: int = 1, pinned
         Capacity of one circuit in each direction (circuits are full duplex).
     hops : {1, 2}
         ``1``: demand is served only over direct circuits. ``2``: also over one intermediate
-        rack, split over several paths; spare ports are joined for relaying.
+        rack, split over several paths; spare ports are joined for relaying. Either way
+        the plan keeps only the circuits some path uses (and the pinned ones).
     pinned : iterable of Circuit or (ocs, a, b)
         Circuits that must be kept (an application asked for them); the rest is planned
         around them and they are never moved to another switch.
@@ -471,7 +472,11 @@ def plan_circuits(demand, k: int, capacity_gbps: float, *, hops: int = 1, pinned
                         served_now[racks[0], racks[-1]] += paths.carry(racks, left, new_vlans=False)
     out_paths = tuple(paths.direct_paths + paths.paths())
     o, a, b = st.circuits()
-    circuits = tuple(Circuit(int(x), int(y), int(z)) for x, y, z in sorted(zip(o.tolist(), a.tolist(), b.tolist())))
+    # circuits no path uses serve nothing (with two hops, spare ports joined for relaying
+    # that routing did not need): an OCS would be reconfigured for them in vain
+    used = {c for p in out_paths for c in p.circuits}
+    circuits = tuple(Circuit(int(x), int(y), int(z)) for x, y, z in sorted(zip(o.tolist(), a.tolist(), b.tolist()))
+                     if Circuit(int(x), int(y), int(z)) in used or st.pinned[x, y])
     served = float(sum(p.gbps for p in out_paths))
     return CircuitPlan(circuits, out_paths, served, bound, time.perf_counter() - t0, hops=hops, k=k,
                        capacity_gbps=c, demand_gbps=float(d.sum()), vlans=paths.vlans, notes=tuple(notes))
