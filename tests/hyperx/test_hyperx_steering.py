@@ -175,3 +175,33 @@ def test_a_shortened_compute_phase_gives_the_whole_run_times(monkeypatch):
     for k in ("standard", "steered"):
         for f in ("job_s", "iteration_ms", "allreduce_ms", "ring_gbps"):
             assert short[k][f] == pytest.approx(whole[k][f], rel=1e-6), (k, f)
+
+
+@pytest.mark.parametrize("demand, words", [
+    (np.zeros((16, 16)), "has shape (16, 16), expected (switches, hosts) = (8, 16)"),
+    (np.zeros(16), "has shape (16,)"),
+    (np.full((8, 16), -1.0), "entry (0, 0) is -1.0"),
+    (np.full((8, 16), np.nan), "is nan"),
+    (np.full((8, 16), np.inf), "is inf"),
+    ([["a"] * 16] * 8, "must hold numbers"),
+])
+def test_plan_steering_refuses_bad_demand(demand, words):
+    t = hyperx([2, 4], 1, 2, link_bandwidth=BW, link_latency_ns=0, circuits=[CircuitSpec(dim=0)])
+    with pytest.raises(NetsteerError) as e:
+        plan_steering(t, demand)
+    assert e.value.field == "demand" and words in str(e.value)
+
+
+@pytest.mark.parametrize("args, field, words", [
+    (([99], [0], [1.0]), "src_hosts", "host 99 (entry 0) does not exist"),
+    (([-1], [0], [1.0]), "src_hosts", "host -1"),  # was counted as the last host
+    (([0], [1.5], [1.0]), "dst_hosts", "integers"),
+    (([0], [1], [-2.0]), "nbytes", "is -2.0"),
+    (([0], [1], [float("nan")]), "nbytes", "is nan"),
+    (([0, 1], [1], [1.0]), "nbytes", "one entry per transfer"),
+])
+def test_switch_demand_refuses_bad_transfers(args, field, words):
+    t = hyperx([2, 4], 1, 2, link_bandwidth=BW, link_latency_ns=0, circuits=[CircuitSpec(dim=0)])
+    with pytest.raises(NetsteerError) as e:
+        switch_demand(t, *args)
+    assert e.value.field == field and words in str(e.value)

@@ -128,15 +128,60 @@ def switch_demand(topo: Topology, src_hosts, dst_hosts, nbytes) -> np.ndarray:
     >>> t = hyperx([2], 1, 2, link_bandwidth=1e9, link_latency_ns=0)
     >>> switch_demand(t, [0, 1, 2], [2, 2, 0], [5, 1, 2]).tolist()
     [[0.0, 0.0, 6.0, 0.0], [2.0, 0.0, 0.0, 0.0]]
+
+    Raises
+    ------
+    NetsteerError
+        Host lists that are not integers in ``0 .. n_hosts - 1``, byte counts that are
+        negative or not finite, or the three of different lengths (naming the argument).
     """
     from ..routing.dor import _host_switch
 
+    src = _hosts(topo, src_hosts, "src_hosts")
+    dst = _hosts(topo, dst_hosts, "dst_hosts")
+    b = _amounts(nbytes, "nbytes", ndim=1)
+    if not len(src) == len(dst) == len(b):
+        raise NetsteerError(f"src_hosts, dst_hosts and nbytes must have one entry per transfer; got "
+                            f"{len(src)}, {len(dst)} and {len(b)}", field="nbytes")
     idx = _switch_index(topo)
     hs = idx[_host_switch(topo)]
     out = np.zeros((int((idx >= 0).sum()), topo.n_hosts))
-    src, dst = np.asarray(src_hosts, dtype=np.int64), np.asarray(dst_hosts, dtype=np.int64)
-    np.add.at(out, (hs[src], dst), np.asarray(nbytes, dtype=np.float64))
+    np.add.at(out, (hs[src], dst), b)
     return out
+
+
+def _hosts(topo: Topology, hosts, field: str) -> np.ndarray:
+    """``hosts`` as host indices, or a NetsteerError naming ``field``."""
+    try:
+        raw = np.asarray(hosts)
+        h = raw.astype(np.int64)
+    except (TypeError, ValueError):
+        raise NetsteerError("must be a list of host indices", field=field) from None
+    if raw.ndim != 1 or (raw.size and (raw.dtype.kind not in "iuf" or (h != raw).any())):
+        raise NetsteerError("must be a list of host indices (integers)", field=field)
+    bad = np.flatnonzero((h < 0) | (h >= topo.n_hosts))
+    if len(bad):
+        raise NetsteerError(f"host {int(h[bad[0]])} (entry {int(bad[0])}) does not exist: {topo.name} has hosts "
+                            f"0..{topo.n_hosts - 1}", field=field)
+    return h
+
+
+def _amounts(values, field: str, *, ndim: int, shape: tuple | None = None) -> np.ndarray:
+    """``values`` as finite, non-negative float64 (of ``shape``, switches by hosts,
+    when given), or a NetsteerError naming ``field`` and the first bad entry."""
+    try:
+        a = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise NetsteerError("must hold numbers (bytes)", field=field) from None
+    if a.ndim != ndim or (shape is not None and a.shape != shape):
+        want = f"(switches, hosts) = {shape}" if shape is not None else f"{ndim} dimension"
+        raise NetsteerError(f"has shape {a.shape}, expected {want}", field=field)
+    bad = ~np.isfinite(a) | (a < 0)
+    if bad.any():
+        at = tuple(int(x) for x in np.argwhere(bad)[0])
+        raise NetsteerError(f"entry {at if len(at) > 1 else at[0]} is {a[at]}: bytes must be finite and >= 0",
+                            field=field)
+    return a
 
 
 def score(topo: Topology, demand: np.ndarray, circuits: dict | None, down_links=()) -> tuple[float, float, float]:
@@ -187,8 +232,9 @@ def plan_steering(
     Raises
     ------
     NetsteerError
-        No circuit switch, a demand of the wrong shape, an unknown method, or
-        ``exhaustive`` over more than ``max_configs`` configurations.
+        No circuit switch, a demand of the wrong shape or with a negative, NaN or
+        infinite entry (field ``demand``), an unknown method, or ``exhaustive`` over
+        more than ``max_configs`` configurations.
     """
     if method not in METHODS:
         raise NetsteerError(f"unknown steering method {method!r}; use one of {', '.join(METHODS)}",
@@ -201,7 +247,8 @@ def plan_steering(
         current = topo.meta.get("initial_circuits") or {}
     width = topo.out_channel.shape[1]
     cur = {n: pairs_of(np.asarray(current.get(n, np.full(width, -1)))) for n in nodes}
-    demand = np.asarray(demand, dtype=np.float64)
+    # [switches, hosts], as switch_demand builds it
+    demand = _amounts(demand, "demand", ndim=2, shape=(int((_switch_index(topo) >= 0).sum()), topo.n_hosts))
     down = tuple(down_links)
 
     def evaluate(conf: dict[int, tuple]) -> tuple[float, float, float, int]:
