@@ -205,3 +205,17 @@ def test_switch_demand_refuses_bad_transfers(args, field, words):
     with pytest.raises(NetsteerError) as e:
         switch_demand(t, *args)
     assert e.value.field == field and words in str(e.value)
+
+
+def test_configuration_count_is_what_exhaustive_scores_with_trunks():
+    # two cables per switch pair through the circuit switch: (n-1)!! counted the loop
+    # backs too (3 for 2), so exhaustive was refused at max_configs=2
+    from netsteer.control.steering import configuration_count
+
+    t = hyperx([2], 2, 1, link_bandwidth=BW, link_latency_ns=0, circuits=[CircuitSpec(dim=0)])
+    d = switch_demand(t, [0], [1], [1e6])
+    assert configuration_count(t) == 2
+    assert plan_steering(t, d, method="exhaustive", max_configs=2).evaluated == 1 + 2
+    t = hyperx([3], 2, 1, link_bandwidth=BW, link_latency_ns=0, circuits=[CircuitSpec(dim=0)])
+    d = switch_demand(t, [0, 1], [2, 2], [1e6, 1e6])
+    assert plan_steering(t, d, method="exhaustive").evaluated == 1 + configuration_count(t) < 1 + 11 * 9 * 7 * 5 * 3

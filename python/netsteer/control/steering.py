@@ -66,7 +66,10 @@ through one SiP switch), with two streams that both cross one mesh link:
 
 from __future__ import annotations
 
+import functools
 import itertools
+import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -438,20 +441,50 @@ def _matchings(ends_of: dict[int, int]):
 
 
 def configuration_count(topo: Topology, ends: dict | None = None) -> int:
-    """How many configurations ``exhaustive`` would score (at most about 10**15)."""
+    """How many configurations ``exhaustive`` scores besides the start: the product, over
+    the circuit switches, of their matchings without loop backs (exact, as
+    :func:`_matchings` lists them).
+
+    >>> from netsteer.topology.hyperx import hyperx, CircuitSpec
+    >>> t = hyperx([2], 2, 1, link_bandwidth=1e9, link_latency_ns=0, circuits=[CircuitSpec(dim=0)])
+    >>> configuration_count(t)  # 4 ports, two to each switch: 2 matchings (3 with loop backs)
+    2
+    """
     ends = _port_ends(topo) if ends is None else ends
-    return int(np.prod([float(_n_matchings(e)) for e in ends.values()]))
+    return math.prod(_n_matchings(e) for e in ends.values())
 
 
 def _n_matchings(ends_of: dict[int, int]) -> int:
-    """(n-1)!! for n cabled ports: an upper bound of the matchings (fast, no listing)."""
-    n = len(ends_of) - len(ends_of) % 2
-    out = 1
-    for k in range(n - 1, 0, -2):
-        out *= k
-        if out > 10**15:
-            break
-    return out
+    """The matchings :func:`_matchings` lists: perfect matchings (the lowest port out
+    when the count is odd) pairing no two ports that lead to the same switch.
+
+    >>> _n_matchings({1: 10, 2: 11, 3: 12, 4: 13}), _n_matchings({1: 10, 2: 10, 3: 11, 4: 11})
+    (3, 2)
+    """
+    ports = sorted(ends_of)
+    if len(ports) % 2:
+        ports = ports[1:]
+    sizes = tuple(sorted(Counter(ends_of[p] for p in ports).values(), reverse=True))
+    return _complete_multipartite_matchings(sizes)
+
+
+@functools.lru_cache(maxsize=4096)
+def _complete_multipartite_matchings(sizes: tuple[int, ...]) -> int:
+    """Perfect matchings between groups of ports of these sizes (largest first), no
+    two ports of one group paired: a port of the first group takes one of another's."""
+    if not sizes:
+        return 1
+    first, rest = sizes[0], sizes[1:]
+    total = 0
+    for j, g in enumerate(rest):
+        if j and g == rest[j - 1]:
+            continue  # groups of one size lead to the same count: counted below
+        same = rest.count(g)
+        left = list(rest)
+        left[j] = g - 1
+        nxt = tuple(sorted((x for x in (first - 1, *left) if x), reverse=True))
+        total += same * g * _complete_multipartite_matchings(nxt)
+    return total
 
 
 class SteeringController(Controller):
