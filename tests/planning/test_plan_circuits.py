@@ -183,6 +183,8 @@ def test_pinned_circuits_are_kept_on_their_switch():
     ([Circuit(0, 1, 9)], ["rack 9 does not exist"]),
     ([Circuit(0, 1, 1)], ["two different racks"]),
     (["x"], ["(ocs, a, b)"]),
+    ([(0, 1.7, 2)], ["(ocs, a, b) of integers", "1.7"]),  # was rack 1
+    ([(True, 1, 2)], ["of integers"]),
 ])
 def test_bad_pinned_circuits(pins, words):
     with pytest.raises(PlanningError) as exc:
@@ -201,6 +203,9 @@ def test_bad_pinned_circuits(pins, words):
     (np.ones((4, 4)), {"capacity_gbps": 0}, ["capacity must be > 0"]),
     (np.ones((4, 4)), {"hops": 3}, ["hops must be 1 or 2"]),
     (np.ones((4, 4)), {"ports_per_ocs": 3}, ["3 ports but there are 4 racks"]),
+    (np.ones((4, 4)), {"ports_per_ocs": "3"}, ["must be an integer, got '3'"]),  # was a raw TypeError
+    (np.ones((4, 4)), {"ports_per_ocs": 4.5}, ["must be an integer, got 4.5"]),  # was accepted
+    (np.ones((4, 4)), {"effort": -1}, ["effort", ">= 0"]),
 ])
 def test_bad_input(demand, kwargs, words):
     args = {"k": 2, "capacity_gbps": 10.0, **kwargs}

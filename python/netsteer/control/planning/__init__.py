@@ -204,9 +204,13 @@ def _top_gains(d: np.ndarray, k: int, c: float, count: int) -> float:
     return float((vals * take).sum())
 
 
-def _check_args(d, k, capacity_gbps, hops, ports_per_ocs):
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _check_args(d, k, capacity_gbps, hops, ports_per_ocs, effort=None):
     n = d.shape[0]
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= MAX_SWITCHES:
+    if not _is_int(k) or not 1 <= k <= MAX_SWITCHES:
         raise PlanningError(f"K (circuit switches, one uplink per rack on each) must be an integer "
                             f"from 1 to {MAX_SWITCHES}, got {k!r}", field="ocs")
     try:
@@ -218,6 +222,11 @@ def _check_args(d, k, capacity_gbps, hops, ports_per_ocs):
         raise PlanningError(f"circuit capacity must be > 0 Gbit/s, got {capacity_gbps!r}", field="capacity")
     if hops not in (1, 2):
         raise PlanningError(f"hops must be 1 or 2, got {hops!r}", field="hops")
+    if ports_per_ocs is not None and not _is_int(ports_per_ocs):
+        raise PlanningError(f"ports of a circuit switch must be an integer, got {ports_per_ocs!r}",
+                            field="ports_per_ocs")
+    if effort is not None and (not _is_int(effort) or effort < 0):
+        raise PlanningError(f"effort (local-search kicks) must be an integer >= 0, got {effort!r}", field="effort")
     if ports_per_ocs is not None and ports_per_ocs < n:
         raise PlanningError(
             f"a circuit switch has {ports_per_ocs} ports but there are {n} racks: every rack needs one "
@@ -231,9 +240,11 @@ def _pin(st: State, pinned) -> list[Circuit]:
     for i, p in enumerate(pinned):
         try:
             o, a, b = (p.ocs, p.a, p.b) if isinstance(p, Circuit) else p
-            o, a, b = int(o), int(a), int(b)
         except (TypeError, ValueError):
             raise PlanningError(f"a pinned circuit is (ocs, a, b), got {p!r}", field=f"pinned.{i}") from None
+        if not all(_is_int(x) for x in (o, a, b)):  # int() would make rack 1.7 rack 1
+            raise PlanningError(f"a pinned circuit is (ocs, a, b) of integers, got {p!r}", field=f"pinned.{i}")
+        o, a, b = int(o), int(a), int(b)
         if not 0 <= o < k:
             raise PlanningError(f"circuit switch {o} does not exist (K={k}: 0..{k - 1})", field=f"pinned.{i}")
         for r in (a, b):
@@ -411,7 +422,9 @@ def plan_circuits(demand, k: int, capacity_gbps: float, *, hops: int = 1, pinned
     ------
     PlanningError
         Bad demand (shape, NaN, negative: names row and column), ``k`` out of range, too few
-        ports, pinned circuits that name missing switches or racks or pair a port twice.
+        ports or a port count or ``effort`` that is not an integer (``effort`` below 0),
+        pinned circuits that are not integers, name missing switches or racks or pair a
+        port twice.
     VlanError
         The direct circuit paths alone need more than 4094 VLANs.
 
@@ -433,7 +446,7 @@ def plan_circuits(demand, k: int, capacity_gbps: float, *, hops: int = 1, pinned
     """
     t0 = time.perf_counter()
     d = check_demand(demand)
-    c = _check_args(d, k, capacity_gbps, hops, ports_per_ocs)
+    c = _check_args(d, k, capacity_gbps, hops, ports_per_ocs, effort)
     k = int(k)
     n = d.shape[0]
     st = State(d, k, c)
