@@ -544,4 +544,9 @@ class SteeringController(Controller):
         return out
 
     def report(self) -> dict[str, Any] | None:
-        return {"plans": self.plans} if self.plans else None
+        out: dict[str, Any] = {"plans": self.plans} if self.plans else {}
+        # a time after the run ended (every job done) never comes: say so, not nothing
+        late = [t / 1e9 for t, _ in self.steps[self._next:]]
+        if late:
+            out["not_reached_s"] = late
+        return out or None
