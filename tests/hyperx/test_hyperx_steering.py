@@ -59,6 +59,11 @@ def test_bad_hyperx_specs_are_located_errors():
     with pytest.raises(NetsteerError, match="already runs through circuits\\[0\\]"):
         build_topology(dict(base, circuits=[{"dim": 0, "switching_time": "1us"},
                                             {"links": [["x0_0", "x1_0"]], "switching_time": "1us"}]))
+    # one spec naming a cable twice: it said the cable "already runs through circuits[0]", itself
+    with pytest.raises(NetsteerError, match=r"circuits\[0\]: cable x0_0 - x1_0 is named twice, by dim 0 and by links\[0\]"):
+        build_topology(dict(base, circuits=[{"dim": 0, "links": [["x0_0", "x1_0"]], "switching_time": "1us"}]))
+    with pytest.raises(NetsteerError, match=r"by links\[0\] and by links\[1\]"):
+        build_topology(dict(base, circuits=[{"links": [["x0_0", "x1_0"], ["x1_0", "x0_0"]], "switching_time": "1us"}]))
 
 
 def test_cli_bad_spec_exit_2(tmp_path):
