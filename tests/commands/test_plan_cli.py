@@ -68,6 +68,7 @@ def test_table_output(matrix):
     ("0,1,1\n1,0,1\n1,1,0\n", ["--ports", "2"], ["--ports", "2 ports but there are 3 racks"]),
     ("0,1\n1,0\n", ["--capacity", "10parsecs"], ["--capacity", "unknown bandwidth unit"]),
     ("0,1\n1,0\n", ["--hops", "3"], ["--hops", "1 or 2"]),
+    ("0,1\n1,0\n", ["--effort", "-3"], ["--effort", "integer >= 0, got -3"]),  # was 0 kicks, silently
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, content, args, words):
     path = tmp_path / "m.csv"
@@ -85,3 +86,12 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, content, args, words):
 def test_missing_file(tmp_path):
     rc, _, err = netsteer("plan", "circuits", "--matrix", tmp_path / "nope.csv", "--ocs", 1, "--capacity", "10Gbps")
     assert rc == 2 and "nope.csv" in err and "cannot read" in err
+
+
+def test_a_byte_order_mark_is_read_past(tmp_path):
+    # spreadsheets' "CSV UTF-8" starts with one: it was '\ufeff0' is not a number
+    path = tmp_path / "m.csv"
+    path.write_bytes(b"\xef\xbb\xbf0,4\n3,0\n")
+    rc, out, err = netsteer("plan", "circuits", "--matrix", path, "--ocs", 1, "--capacity", "10Gbps", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["served_gbps"] == pytest.approx(7.0)

@@ -78,8 +78,16 @@ def test_each_steering_plan_is_printed(both):
     (p,) = ctl["steering"]["plans"]
     assert p["moved_ports"] > 0
     assert (f"steering at 0 s ({p['method']}, {p['evaluated']} configurations): {p['moved_ports']} ports moved, "
-            f"busiest channel {format_seconds(p['before']['max_channel_busy_s'])} -> "
+            f"busiest channel for all steered bytes at once {format_seconds(p['before']['max_channel_busy_s'])} -> "
             f"{format_seconds(p['after']['max_channel_busy_s'])}\n") in text
+
+
+def test_a_steering_time_after_the_run_is_reported(both):
+    # at: [100s] on a job of milliseconds did nothing and said nothing
+    text, ctl = both(STEERING.replace("at: [0s]", "at: [0s, 100s]"))
+    assert ctl["steering"]["not_reached_s"] == [100.0]
+    assert len(ctl["steering"]["plans"]) == 1
+    assert "steering at 100 s: not done, the run ended before it\n" in text
 
 
 SMALL = """

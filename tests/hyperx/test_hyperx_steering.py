@@ -59,6 +59,11 @@ def test_bad_hyperx_specs_are_located_errors():
     with pytest.raises(NetsteerError, match="already runs through circuits\\[0\\]"):
         build_topology(dict(base, circuits=[{"dim": 0, "switching_time": "1us"},
                                             {"links": [["x0_0", "x1_0"]], "switching_time": "1us"}]))
+    # one spec naming a cable twice: it said the cable "already runs through circuits[0]", itself
+    with pytest.raises(NetsteerError, match=r"circuits\[0\]: cable x0_0 - x1_0 is named twice, by dim 0 and by links\[0\]"):
+        build_topology(dict(base, circuits=[{"dim": 0, "links": [["x0_0", "x1_0"]], "switching_time": "1us"}]))
+    with pytest.raises(NetsteerError, match=r"by links\[0\] and by links\[1\]"):
+        build_topology(dict(base, circuits=[{"links": [["x0_0", "x1_0"], ["x1_0", "x0_0"]], "switching_time": "1us"}]))
 
 
 def test_cli_bad_spec_exit_2(tmp_path):
@@ -149,3 +154,93 @@ def test_reproduce_cli_json():
     for k in ("standard", "steered"):
         assert set(d[k]) >= {"ring_gbps", "job_s"}
     assert "improvement" in d
+
+
+@pytest.mark.parametrize("n", [2, 3, 17])
+def test_reproduction_runs_few_iterations(n):
+    # a few iterations mean compute phases of minutes: they used to fill the port
+    # counters (1 ms samples) or, at 2, ask for more simulated iterations than there are
+    from netsteer.reproduce.hyperx import run
+
+    rep = run(iterations=n, beyond=False)
+    assert rep["standard"]["job_s"] == pytest.approx(2105.0, abs=0.5)
+    assert rep["steered"]["job_s"] <= rep["standard"]["job_s"]
+    assert rep["inputs"]["sim_iterations"] == min(3, n)
+
+
+def test_a_shortened_compute_phase_gives_the_whole_run_times(monkeypatch):
+    # the compute only delays each all-reduce: simulated shorter and added back, the
+    # iteration and job times are those of simulating it whole
+    import netsteer.reproduce.hyperx as hx
+
+    short = hx.run(iterations=1000, beyond=False)
+    monkeypatch.setattr(hx, "SIM_COMPUTE_NS", 10**10)
+    whole = hx.run(iterations=1000, beyond=False)
+    assert short["calibration"]["compute_simulated_ms"] < whole["calibration"]["compute_simulated_ms"]
+    for k in ("standard", "steered"):
+        for f in ("job_s", "iteration_ms", "allreduce_ms", "ring_gbps"):
+            assert short[k][f] == pytest.approx(whole[k][f], rel=1e-6), (k, f)
+
+
+@pytest.mark.parametrize("demand, words", [
+    (np.zeros((16, 16)), "has shape (16, 16), expected (switches, hosts) = (8, 16)"),
+    (np.zeros(16), "has shape (16,)"),
+    (np.full((8, 16), -1.0), "entry (0, 0) is -1.0"),
+    (np.full((8, 16), np.nan), "is nan"),
+    (np.full((8, 16), np.inf), "is inf"),
+    ([["a"] * 16] * 8, "must hold numbers"),
+])
+def test_plan_steering_refuses_bad_demand(demand, words):
+    t = hyperx([2, 4], 1, 2, link_bandwidth=BW, link_latency_ns=0, circuits=[CircuitSpec(dim=0)])
+    with pytest.raises(NetsteerError) as e:
+        plan_steering(t, demand)
+    assert e.value.field == "demand" and words in str(e.value)
+
+
+@pytest.mark.parametrize("args, field, words", [
+    (([99], [0], [1.0]), "src_hosts", "host 99 (entry 0) does not exist"),
+    (([-1], [0], [1.0]), "src_hosts", "host -1"),  # was counted as the last host
+    (([0], [1.5], [1.0]), "dst_hosts", "integers"),
+    (([0], [1], [-2.0]), "nbytes", "is -2.0"),
+    (([0], [1], [float("nan")]), "nbytes", "is nan"),
+    (([0, 1], [1], [1.0]), "nbytes", "one entry per transfer"),
+])
+def test_switch_demand_refuses_bad_transfers(args, field, words):
+    t = hyperx([2, 4], 1, 2, link_bandwidth=BW, link_latency_ns=0, circuits=[CircuitSpec(dim=0)])
+    with pytest.raises(NetsteerError) as e:
+        switch_demand(t, *args)
+    assert e.value.field == field and words in str(e.value)
+
+
+def test_configuration_count_is_what_exhaustive_scores_with_trunks():
+    # two cables per switch pair through the circuit switch: (n-1)!! counted the loop
+    # backs too (3 for 2), so exhaustive was refused at max_configs=2
+    from netsteer.control.steering import configuration_count
+
+    t = hyperx([2], 2, 1, link_bandwidth=BW, link_latency_ns=0, circuits=[CircuitSpec(dim=0)])
+    d = switch_demand(t, [0], [1], [1e6])
+    assert configuration_count(t) == 2
+    assert plan_steering(t, d, method="exhaustive", max_configs=2).evaluated == 1 + 2
+    t = hyperx([3], 2, 1, link_bandwidth=BW, link_latency_ns=0, circuits=[CircuitSpec(dim=0)])
+    d = switch_demand(t, [0, 1], [2, 2], [1e6, 1e6])
+    assert plan_steering(t, d, method="exhaustive").evaluated == 1 + configuration_count(t) < 1 + 11 * 9 * 7 * 5 * 3
+
+
+def test_documented_beyond_the_source_table_is_what_the_model_gives():
+    # docs/hyperx.md said Valiant 0.1810 s while the model gave 0.1817 s
+    import re
+    from pathlib import Path
+
+    from netsteer.reproduce.hyperx import beyond_source
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "hyperx.md").read_text()
+    table = text[text.index("**Beyond the source**"):]
+    rows = dict(re.findall(r"^\| (minimal \(dor\)|minimal \+ steering \(local search\)|Valiant|UGAL-like) \| "
+                           r"([\d.]+ \| [\d.]+) \|$", table, flags=re.M))
+    runs = beyond_source()["runs"]
+    names = {"minimal (dor)": "minimal", "minimal + steering (local search)": "minimal+steering",
+             "Valiant": "valiant", "UGAL-like": "ugal"}
+    assert set(rows) == set(names)
+    for doc, key in names.items():
+        r = runs[key]
+        assert rows[doc] == f"{r['makespan_s']:.4f} | {r['mean_hops']:.3f}", doc

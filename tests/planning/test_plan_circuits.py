@@ -183,6 +183,8 @@ def test_pinned_circuits_are_kept_on_their_switch():
     ([Circuit(0, 1, 9)], ["rack 9 does not exist"]),
     ([Circuit(0, 1, 1)], ["two different racks"]),
     (["x"], ["(ocs, a, b)"]),
+    ([(0, 1.7, 2)], ["(ocs, a, b) of integers", "1.7"]),  # was rack 1
+    ([(True, 1, 2)], ["of integers"]),
 ])
 def test_bad_pinned_circuits(pins, words):
     with pytest.raises(PlanningError) as exc:
@@ -201,6 +203,9 @@ def test_bad_pinned_circuits(pins, words):
     (np.ones((4, 4)), {"capacity_gbps": 0}, ["capacity must be > 0"]),
     (np.ones((4, 4)), {"hops": 3}, ["hops must be 1 or 2"]),
     (np.ones((4, 4)), {"ports_per_ocs": 3}, ["3 ports but there are 4 racks"]),
+    (np.ones((4, 4)), {"ports_per_ocs": "3"}, ["must be an integer, got '3'"]),  # was a raw TypeError
+    (np.ones((4, 4)), {"ports_per_ocs": 4.5}, ["must be an integer, got 4.5"]),  # was accepted
+    (np.ones((4, 4)), {"effort": -1}, ["effort", ">= 0"]),
 ])
 def test_bad_input(demand, kwargs, words):
     args = {"k": 2, "capacity_gbps": 10.0, **kwargs}
@@ -263,3 +268,52 @@ def test_read_demand_csv(tmp_path):
     p.write_text("0,1\n2,,\n")
     with pytest.raises(PlanningError, match=r"line 2, row 1, column 1: '' is not a number"):
         read_demand_csv(p)
+
+
+def test_bound_counts_the_circuits_a_switch_can_hold():
+    # three racks: each switch holds one circuit, K in all; the degree bound allowed 1.5 K
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        d = rng.pareto(0.8, (3, 3)) * 100
+        np.fill_diagonal(d, 0)
+        k, c = 40, 10.0
+        best = 0.0
+        for x in range(k + 1):  # x, y, k - x - y circuits on pairs 0-1, 0-2, 1-2
+            for y in range(k + 1 - x):
+                m = np.zeros((3, 3))
+                m[0, 1] = m[1, 0] = x
+                m[0, 2] = m[2, 0] = y
+                m[1, 2] = m[2, 1] = k - x - y
+                best = max(best, float(np.minimum(d, m * c).sum()))
+        assert upper_bound(d, k, c) == pytest.approx(best)
+        assert plan_circuits(d, k, c).served_gbps == pytest.approx(best)
+
+
+def test_many_switches_over_few_racks_plan_fast():
+    # K > n - 1: many switches are paired alike; the search used to walk each one
+    # (18 s at n=3, K=256, never stopping at the loose bound)
+    d = np.array([[0, 500, 0], [0, 0, 3000], [1, 0, 0]], dtype=float)
+    p = plan_circuits(d, 256, 10.0)
+    assert p.served_gbps == pytest.approx(2560.0) == pytest.approx(p.bound_gbps)
+    assert p.wall_s < 1.0
+    rng = np.random.default_rng(0)
+    d4 = rng.pareto(0.8, (4, 4)) * 100
+    np.fill_diagonal(d4, 0)
+    assert plan_circuits(d4, 256, 10.0).wall_s < 1.0  # no bound to stop at: 1.4 s before
+
+
+@pytest.mark.parametrize("hops", [1, 2])
+def test_every_circuit_carries_a_path(hops):
+    # two hops joined every spare port "for relaying": 150 of 160 circuits carried nothing
+    rng = np.random.default_rng(2)
+    d = np.zeros((40, 40))
+    for _ in range(10):
+        d[rng.integers(40), rng.integers(40)] = 5.0
+    np.fill_diagonal(d, 0)
+    p = plan_circuits(d, 8, 10.0, hops=hops)
+    assert set(p.circuits) == {c for path in p.paths for c in path.circuits}
+    assert p.served_gbps == pytest.approx(d.sum())
+    zero = plan_circuits(np.zeros((3, 3)), 2, 10.0, hops=hops)
+    assert zero.circuits == () and zero.paths == ()
+    pinned = plan_circuits(np.zeros((3, 3)), 2, 10.0, hops=hops, pinned=[(1, 0, 2)])
+    assert pinned.circuits == (Circuit(1, 0, 2),)  # asked for: kept though idle

@@ -100,3 +100,13 @@ def test_bisection_limited_by_hosts():
     t = hyperx([4], 1, 1, link_bandwidth=100e9, link_latency_ns=0, host_bandwidth=1e9)
     assert bisection_bandwidth(t) == pytest.approx(2e9)
     assert np.isfinite(bisection_bandwidth(t))
+
+
+def test_flexible_hyperx_diameter_is_its_standing_pairings():
+    # the dimension-0 cables all run through the SiP switch: the diameter was null
+    from netsteer.topology.hyperx import CircuitSpec
+
+    t = hyperx([2, 4], 1, 2, link_bandwidth=1, link_latency_ns=0, circuits=[CircuitSpec(dim=0)])
+    assert switch_diameter(t) == switch_diameter(hyperx([2, 4], 1, 2, link_bandwidth=1, link_latency_ns=0)) == 2
+    t = hyperx([3, 3, 3], 1, 1, link_bandwidth=1, link_latency_ns=0, circuits=[CircuitSpec(dim=1)])
+    assert switch_diameter(t) == 3

@@ -203,14 +203,12 @@ def _fixed(x, d: int = 3) -> str:
 
 def _figures(plot: Path, draw) -> list[str]:
     """``draw(dir)`` (it returns the file names) into ``plot`` as a whole
-    (:func:`netsteer.report.outdir.output_dir`: the old figures or the new, never a
+    (:func:`netsteer.report.outdir.write_result_dir`: the old figures or the new, never a
     mix), with the manifest that lets a later run replace them."""
-    from ..report.outdir import MANIFEST, output_dir
+    from ..report.outdir import MANIFEST, write_result_dir
 
-    with output_dir(plot, field="--plot") as d:
-        files = draw(d)
-        (d / MANIFEST).write_text(json.dumps({"files": [MANIFEST, *files]}))
-    return [str(plot / f) for f in files]
+    files = write_result_dir(plot, draw, field="--plot")
+    return [str(plot / f) for f in files if f != MANIFEST]
 
 
 def _hyperx(as_json: bool, out: Path | None, plot: Path | None, nbytes: int, iterations: int, channel: str,

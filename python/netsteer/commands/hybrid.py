@@ -82,13 +82,15 @@ def reproduce_hybrid(
     if out is not None:
         import yaml
 
-        from ..report.outdir import output_dir
+        from ..report.outdir import write_result_dir
 
-        with output_dir(out) as d:
+        def write(d: Path) -> None:
             (d / "report.json").write_text(json.dumps(rep, indent=2))
             plot(rep, d / "fig3a_iperf.png", d / "fig3b_fftw.png")
             for name, data in scenarios(rep, params).items():
                 (d / f"{name}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+
+        write_result_dir(out, write)
     if as_json:
         slim = {k: [{kk: vv for kk, vv in r.items() if kk not in ("time_s", "gbps")} for r in v]
                 if isinstance(v, list) else v for k, v in rep.items()}
@@ -147,15 +149,18 @@ def reproduce_shifting(
     if out is not None:
         import yaml
 
-        from ..report.outdir import output_dir
+        from ..report.outdir import write_result_dir
 
         initial = static_best(st)
-        with output_dir(out) as d:
+
+        def write(d: Path) -> None:
             (d / "report.json").write_text(json.dumps(rep, indent=2))
             plot(rep, d / "job_times.png")
             for m in MODES:
                 name = m.replace(" ", "-")
                 (d / f"scenario-{name}.yaml").write_text(yaml.safe_dump(scenario(st, m, initial), sort_keys=False))
+
+        write_result_dir(out, write)
     if as_json:
         typer.echo(json.dumps(rep))
         return

@@ -42,11 +42,13 @@ def reproduce_hyperx(
             raise NetsteerError(str(exc), field="--iterations") from None
     slim = public(rep)
     if out is not None:
-        from ..report.outdir import output_dir
+        from ..report.outdir import write_result_dir
 
-        with output_dir(out) as d:
+        def write(d: Path) -> None:
             (d / "report.json").write_text(json.dumps(slim, indent=2))
             plot(rep, d / "fig3c_standard.png", d / "fig3d_steered.png")
+
+        write_result_dir(out, write)
     if as_json:
         typer.echo(json.dumps(slim))
         return

@@ -47,7 +47,8 @@ def circuits(
     try:
         plan = plan_circuits(demand, ocs, cap_gbps, hops=hops, ports_per_ocs=ports, effort=effort)
     except NetsteerError as exc:
-        field = {"ocs": "--ocs", "capacity": "--capacity", "hops": "--hops", "ports_per_ocs": "--ports"}.get(
+        field = {"ocs": "--ocs", "capacity": "--capacity", "hops": "--hops", "ports_per_ocs": "--ports",
+                 "effort": "--effort"}.get(
             exc.field or "", exc.field)
         raise type(exc)(exc.reason, file=str(matrix), field=field) from None
     info = plan.to_json()

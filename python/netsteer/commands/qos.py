@@ -56,12 +56,14 @@ def opensm_conf(
             raise NetsteerError(f"cannot be written to partitions.conf: {exc}", file=str(scenario),
                                 field="routing.partitions") from None
     if out is not None:
-        from ..report.outdir import output_dir
+        from ..report.outdir import write_result_dir
 
-        with output_dir(out) as d:
+        def write(d: Path) -> None:
             (d / "opensm.conf").write_text(conf)
             if parts_text is not None:
                 (d / "partitions.conf").write_text(parts_text)
+
+        write_result_dir(out, write)
     if as_json:
         typer.echo(json.dumps({"opensm_conf": parse_qos_conf(conf), "partitions_conf": parts_text,
                                "qos": built.qos.summary()}))
@@ -165,11 +167,13 @@ def reproduce_qos_staging(
     with progress_bar("reproducing qos-staging", STEPS, enabled=not as_json) as adv:
         rep = run(setup, progress=adv)
     if out is not None:
-        from ..report.outdir import output_dir
+        from ..report.outdir import write_result_dir
 
-        with output_dir(out) as d:
+        def write(d: Path) -> None:
             (d / "report.json").write_text(json.dumps(rep, indent=2))
             plot(rep, d)
+
+        write_result_dir(out, write)
     if as_json:
         typer.echo(json.dumps(rep))
         return

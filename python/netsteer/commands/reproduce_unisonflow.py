@@ -54,11 +54,13 @@ def reproduce_unisonflow(
     with progress_bar("reproducing unisonflow", STEPS) as adv:
         rep = run(dict(PARAMS, iterations=iterations, sample_interval_ns=sample_ns), progress=adv, osu_scale=osu_scale)
     if out is not None:
-        from ..report.outdir import output_dir
+        from ..report.outdir import write_result_dir
 
-        with output_dir(out) as d:
+        def write(d: Path) -> None:
             (d / "report.json").write_text(json.dumps(rep, indent=2))
             plot(rep, d)
+
+        write_result_dir(out, write)
     if as_json:
         slim = json.loads(json.dumps(rep))
         for mode in ("controller", "ecmp"):

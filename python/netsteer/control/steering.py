@@ -3,17 +3,24 @@ minimal routing (Hung et al., "A Flexible HyperX Topology using Silicon Photonic
 Switching for Bandwidth Steering").
 
 Given switch-to-switch demand (the bytes the jobs, placed, will send), a configuration
-is scored by routing the demand over it with minimal routing
-(:class:`netsteer.routing.dor.MinimalRoutes`, each pair's demand split evenly over
-equal next hops) and reading each channel's *busy time*: its bytes at its rate, in
-seconds (how long the demand keeps it busy; a bound on the transfer's time).
-Configurations are compared by, in order:
+is scored by routing the demand over it with minimal routing exactly as the ``dor``
+tables route it (:class:`netsteer.routing.dor.MinimalRoutes`: among ``n`` equal next
+hops, traffic to host ``h`` takes the ``h mod n``-th) and reading each channel's *busy
+time*: its bytes at its rate, in seconds (how long the demand keeps it busy; a lower
+bound on the time to carry all of it). Configurations are compared by, in order:
 
 1. the longest busy time of any channel (the bottleneck a ring all-reduce runs at);
 2. how many channels are at that time (fewer bottlenecks: the way down a plateau,
    step by step);
 3. the total of all busy times (traffic times hops: shorter paths first);
 4. the number of circuit ports that move (each one is dark while its switch moves).
+
+The score rates the demand as one total: it does not see when each byte is sent
+(phases, dependencies, compute between them), nor host links (only the channels
+between switches, circuits included, are scored; an incast's bottleneck at the
+receiving host's link is not). So a pairing with a better score can lengthen a job
+whose steps load different channels in turn: the simulated job times, not the score,
+say whether steering helped.
 
 A circuit switch's configuration is a perfect matching of its cabled ports (a port
 left out when the count is odd); two ports that lead to the same packet switch are
@@ -31,7 +38,8 @@ Methods
     (a direct circuit for far pairs, a parallel one for neighbours), evaluates the
     ``candidates`` best, and
     applies the one that improves the score most. It stops when no move improves it
-    or after ``max_rounds``. The result is never worse than the start.
+    or after ``max_rounds``. Its score is never worse than the start's (the job
+    time can be: see above).
 ``auto``
     Exhaustive when it fits, local search otherwise.
 
@@ -58,7 +66,10 @@ through one SiP switch), with two streams that both cross one mesh link:
 
 from __future__ import annotations
 
+import functools
 import itertools
+import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,15 +131,60 @@ def switch_demand(topo: Topology, src_hosts, dst_hosts, nbytes) -> np.ndarray:
     >>> t = hyperx([2], 1, 2, link_bandwidth=1e9, link_latency_ns=0)
     >>> switch_demand(t, [0, 1, 2], [2, 2, 0], [5, 1, 2]).tolist()
     [[0.0, 0.0, 6.0, 0.0], [2.0, 0.0, 0.0, 0.0]]
+
+    Raises
+    ------
+    NetsteerError
+        Host lists that are not integers in ``0 .. n_hosts - 1``, byte counts that are
+        negative or not finite, or the three of different lengths (naming the argument).
     """
     from ..routing.dor import _host_switch
 
+    src = _hosts(topo, src_hosts, "src_hosts")
+    dst = _hosts(topo, dst_hosts, "dst_hosts")
+    b = _amounts(nbytes, "nbytes", ndim=1)
+    if not len(src) == len(dst) == len(b):
+        raise NetsteerError(f"src_hosts, dst_hosts and nbytes must have one entry per transfer; got "
+                            f"{len(src)}, {len(dst)} and {len(b)}", field="nbytes")
     idx = _switch_index(topo)
     hs = idx[_host_switch(topo)]
     out = np.zeros((int((idx >= 0).sum()), topo.n_hosts))
-    src, dst = np.asarray(src_hosts, dtype=np.int64), np.asarray(dst_hosts, dtype=np.int64)
-    np.add.at(out, (hs[src], dst), np.asarray(nbytes, dtype=np.float64))
+    np.add.at(out, (hs[src], dst), b)
     return out
+
+
+def _hosts(topo: Topology, hosts, field: str) -> np.ndarray:
+    """``hosts`` as host indices, or a NetsteerError naming ``field``."""
+    try:
+        raw = np.asarray(hosts)
+        h = raw.astype(np.int64)
+    except (TypeError, ValueError):
+        raise NetsteerError("must be a list of host indices", field=field) from None
+    if raw.ndim != 1 or (raw.size and (raw.dtype.kind not in "iuf" or (h != raw).any())):
+        raise NetsteerError("must be a list of host indices (integers)", field=field)
+    bad = np.flatnonzero((h < 0) | (h >= topo.n_hosts))
+    if len(bad):
+        raise NetsteerError(f"host {int(h[bad[0]])} (entry {int(bad[0])}) does not exist: {topo.name} has hosts "
+                            f"0..{topo.n_hosts - 1}", field=field)
+    return h
+
+
+def _amounts(values, field: str, *, ndim: int, shape: tuple | None = None) -> np.ndarray:
+    """``values`` as finite, non-negative float64 (of ``shape``, switches by hosts,
+    when given), or a NetsteerError naming ``field`` and the first bad entry."""
+    try:
+        a = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise NetsteerError("must hold numbers (bytes)", field=field) from None
+    if a.ndim != ndim or (shape is not None and a.shape != shape):
+        want = f"(switches, hosts) = {shape}" if shape is not None else f"{ndim} dimension"
+        raise NetsteerError(f"has shape {a.shape}, expected {want}", field=field)
+    bad = ~np.isfinite(a) | (a < 0)
+    if bad.any():
+        at = tuple(int(x) for x in np.argwhere(bad)[0])
+        raise NetsteerError(f"entry {at if len(at) > 1 else at[0]} is {a[at]}: bytes must be finite and >= 0",
+                            field=field)
+    return a
 
 
 def score(topo: Topology, demand: np.ndarray, circuits: dict | None, down_links=()) -> tuple[float, float, float]:
@@ -179,8 +235,9 @@ def plan_steering(
     Raises
     ------
     NetsteerError
-        No circuit switch, a demand of the wrong shape, an unknown method, or
-        ``exhaustive`` over more than ``max_configs`` configurations.
+        No circuit switch, a demand of the wrong shape or with a negative, NaN or
+        infinite entry (field ``demand``), an unknown method, or ``exhaustive`` over
+        more than ``max_configs`` configurations.
     """
     if method not in METHODS:
         raise NetsteerError(f"unknown steering method {method!r}; use one of {', '.join(METHODS)}",
@@ -193,7 +250,8 @@ def plan_steering(
         current = topo.meta.get("initial_circuits") or {}
     width = topo.out_channel.shape[1]
     cur = {n: pairs_of(np.asarray(current.get(n, np.full(width, -1)))) for n in nodes}
-    demand = np.asarray(demand, dtype=np.float64)
+    # [switches, hosts], as switch_demand builds it
+    demand = _amounts(demand, "demand", ndim=2, shape=(int((_switch_index(topo) >= 0).sum()), topo.n_hosts))
     down = tuple(down_links)
 
     def evaluate(conf: dict[int, tuple]) -> tuple[float, float, float, int]:
@@ -383,20 +441,50 @@ def _matchings(ends_of: dict[int, int]):
 
 
 def configuration_count(topo: Topology, ends: dict | None = None) -> int:
-    """How many configurations ``exhaustive`` would score (at most about 10**15)."""
+    """How many configurations ``exhaustive`` scores besides the start: the product, over
+    the circuit switches, of their matchings without loop backs (exact, as
+    :func:`_matchings` lists them).
+
+    >>> from netsteer.topology.hyperx import hyperx, CircuitSpec
+    >>> t = hyperx([2], 2, 1, link_bandwidth=1e9, link_latency_ns=0, circuits=[CircuitSpec(dim=0)])
+    >>> configuration_count(t)  # 4 ports, two to each switch: 2 matchings (3 with loop backs)
+    2
+    """
     ends = _port_ends(topo) if ends is None else ends
-    return int(np.prod([float(_n_matchings(e)) for e in ends.values()]))
+    return math.prod(_n_matchings(e) for e in ends.values())
 
 
 def _n_matchings(ends_of: dict[int, int]) -> int:
-    """(n-1)!! for n cabled ports: an upper bound of the matchings (fast, no listing)."""
-    n = len(ends_of) - len(ends_of) % 2
-    out = 1
-    for k in range(n - 1, 0, -2):
-        out *= k
-        if out > 10**15:
-            break
-    return out
+    """The matchings :func:`_matchings` lists: perfect matchings (the lowest port out
+    when the count is odd) pairing no two ports that lead to the same switch.
+
+    >>> _n_matchings({1: 10, 2: 11, 3: 12, 4: 13}), _n_matchings({1: 10, 2: 10, 3: 11, 4: 11})
+    (3, 2)
+    """
+    ports = sorted(ends_of)
+    if len(ports) % 2:
+        ports = ports[1:]
+    sizes = tuple(sorted(Counter(ends_of[p] for p in ports).values(), reverse=True))
+    return _complete_multipartite_matchings(sizes)
+
+
+@functools.lru_cache(maxsize=4096)
+def _complete_multipartite_matchings(sizes: tuple[int, ...]) -> int:
+    """Perfect matchings between groups of ports of these sizes (largest first), no
+    two ports of one group paired: a port of the first group takes one of another's."""
+    if not sizes:
+        return 1
+    first, rest = sizes[0], sizes[1:]
+    total = 0
+    for j, g in enumerate(rest):
+        if j and g == rest[j - 1]:
+            continue  # groups of one size lead to the same count: counted below
+        same = rest.count(g)
+        left = list(rest)
+        left[j] = g - 1
+        nxt = tuple(sorted((x for x in (first - 1, *left) if x), reverse=True))
+        total += same * g * _complete_multipartite_matchings(nxt)
+    return total
 
 
 class SteeringController(Controller):
@@ -456,4 +544,9 @@ class SteeringController(Controller):
         return out
 
     def report(self) -> dict[str, Any] | None:
-        return {"plans": self.plans} if self.plans else None
+        out: dict[str, Any] = {"plans": self.plans} if self.plans else {}
+        # a time after the run ended (every job done) never comes: say so, not nothing
+        late = [t / 1e9 for t, _ in self.steps[self._next:]]
+        if late:
+            out["not_reached_s"] = late
+        return out or None

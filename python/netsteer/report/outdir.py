@@ -42,7 +42,7 @@ import shutil
 import signal
 import threading
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterable, Iterator, Optional
 
 from ..errors import NetsteerError
 
@@ -305,26 +305,71 @@ def _swap_handlers(held: _Held) -> dict:
     return swapped
 
 
+def write_result_dir(path: str | os.PathLike, write: Callable[[Path], Optional[Iterable[str]]], *,
+                     result: Optional[dict] = None, field: str = "--out") -> list[str]:
+    """Write a command's result directory as a whole (:func:`output_dir`), with the
+    manifest that lets the next run into ``path`` replace it.
+
+    Parameters
+    ----------
+    path
+        The directory (``--out DIR``).
+    write
+        ``write(tmp)`` writes the files into ``tmp``; it may return their names, in
+        the order the manifest should list them.
+    result
+        Written as ``result.json`` with its ``files`` set (in place); without it,
+        ``result.json`` holds the ``files`` list alone.
+    field
+        The option named in errors.
+
+    Returns
+    -------
+    list of str
+        The names the manifest lists, ``result.json`` first.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp()) / "out"
+    >>> def write(tmp):
+    ...     _ = (tmp / "a.txt").write_text("new")
+    >>> _ = write_result_dir(d, write)
+    >>> write_result_dir(d, write)  # the second run replaces the first
+    ['result.json', 'a.txt']
+    """
+    with output_dir(path, field=field) as tmp:
+        named = [str(n) for n in (write(tmp) or ())]
+        # everything written is listed, named or not: an unlisted file would make the
+        # next run refuse the directory as foreign
+        rest = sorted(n for n in os.listdir(tmp) if n not in named and n != MANIFEST)
+        files = [MANIFEST, *(n for n in named if n != MANIFEST), *rest]
+        manifest = {"files": files} if result is None else result
+        manifest["files"] = files
+        with open(tmp / MANIFEST, "w", encoding="utf-8") as f:
+            json.dump(manifest, f, indent=2)
+    return files
+
+
 RUN_FILES = ["result.json", "counters.parquet", "link_throughput.png", "job_completion.png"]
 
 
 def write_run_dir(out: str | os.PathLike, built, res, result: dict) -> dict:
     """Write a run's ``--out`` directory as a whole: result.json, counters.parquet and
     the two plots; ``result["files"]`` lists them. Returns ``result``."""
-    from .atomic import atomic_write
     from .counters import write_counters
     from .plots import plot_job_completion, plot_link_throughput
 
-    with output_dir(out) as tmp:
+    def write(tmp: Path) -> list[str]:
         write_counters(tmp / "counters.parquet", built.topology, res.sample_times_ns, res.channel_bytes)
         plot_link_throughput(tmp / "link_throughput.png", built.topology, res.sample_times_ns,
                              res.channel_bytes, title=built.name)
         plot_job_completion(tmp / "job_completion.png", result["jobs"], title=built.name)
-        result["files"] = list(RUN_FILES)
-        if getattr(res, "packet", None) is not None:
-            from .packet import write_packet_files
+        if getattr(res, "packet", None) is None:
+            return RUN_FILES[1:]
+        from .packet import write_packet_files
 
-            result["files"] += write_packet_files(tmp, built, res)
-        with atomic_write(tmp / "result.json") as f:
-            json.dump(result, f, indent=2)
+        return RUN_FILES[1:] + write_packet_files(tmp, built, res)
+
+    write_result_dir(out, write, result=result)
     return result

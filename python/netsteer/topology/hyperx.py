@@ -351,10 +351,12 @@ def _circuit_cables(specs, cables, coords, K, names) -> list[list[int]]:
         if not isinstance(spec, CircuitSpec):
             raise ValueError(f"circuits[{c}] must be a CircuitSpec, got {type(spec).__name__}")
         mine: list[int] = []
+        source: list[str] = []  # what put each cable in ``mine``, for errors
         if spec.dim is not None:
             if not _is_int(spec.dim) or not 0 <= spec.dim < coords.shape[1]:
                 raise ValueError(f"circuits[{c}].dim must be a dimension 0..{coords.shape[1] - 1}, got {spec.dim!r}")
             mine += [x for x, cab in enumerate(cables) if cab[4] == spec.dim]
+            source += [f"dim {spec.dim}"] * len(mine)
         for n, ref in enumerate(spec.links):
             where = f"circuits[{c}].links[{n}]"
             if not isinstance(ref, (list, tuple)) or len(ref) not in (2, 3):
@@ -379,8 +381,16 @@ def _circuit_cables(specs, cables, coords, K, names) -> list[list[int]]:
             if not _is_int(k) or not 0 <= k < K[d]:
                 raise ValueError(f"{where}: trunk {k!r} does not exist: dimension {d} has K={K[d]} cables per pair")
             mine.append(by_ends[(i, j, int(k))])
+            source.append(f"links[{n}]")
         if not mine:
             raise ValueError(f"circuits[{c}]: give links or dim: a circuit switch needs cables")
+        seen: dict[int, str] = {}
+        for x, src in zip(mine, source):
+            if x in seen:  # the spec names the cable twice (dim and links may overlap)
+                i, j = cables[x][:2]
+                raise ValueError(f"circuits[{c}]: cable {names[i]} - {names[j]} is named twice, by {seen[x]} "
+                                 f"and by {src}; name each cable once")
+            seen[x] = src
         for x in mine:
             if x in taken:
                 i, j = cables[x][:2]

@@ -233,13 +233,20 @@ def _switch_neighbors(topo: Topology, circuits: bool) -> dict[int, list[int]]:
 def switch_diameter(topo: Topology) -> int | None:
     """Switch-to-switch cables on the longest shortest path between host switches.
 
-    Only packet switches count (circuits are runtime state) and hosts never relay.
-    None when two host switches are not connected that way, or when the topology
-    has more than ``MAX_DIAMETER_SWITCHES`` switches (too costly).
+    Only packet switches count and hosts never relay. A circuit switch joins what its
+    standing pairing joins (``meta["initial_circuits"]``: a flexible HyperX counts as
+    the plain HyperX it starts as); without one (a hybrid network's circuits are
+    planned at run time) it joins nothing. None when two host switches are not
+    connected that way, or when the topology has more than
+    ``MAX_DIAMETER_SWITCHES`` switches (too costly).
 
     >>> from netsteer.topology.pgft import pgft
     >>> switch_diameter(pgft(3, [2, 2, 2], [1, 2, 2], link_bandwidth=1e9, link_latency_ns=0))
     4
+    >>> from netsteer.topology.hyperx import CircuitSpec, hyperx
+    >>> switch_diameter(hyperx([2, 4], 1, 2, link_bandwidth=1e9, link_latency_ns=0,
+    ...                        circuits=[CircuitSpec(dim=0)]))
+    2
     """
     sw = np.flatnonzero(topo.node_kind == SWITCH)
     if len(sw) == 0 or len(sw) > MAX_DIAMETER_SWITCHES:
@@ -251,6 +258,14 @@ def switch_diameter(topo: Topology) -> int | None:
     ok = (a >= 0) & (b >= 0)
     adj[a[ok], b[ok]] = 1
     adj[b[ok], a[ok]] = 1
+    if topo.meta.get("initial_circuits"):
+        from ..routing._graph import circuit_table, effective_neighbors
+
+        # the switch each port reaches through the standing circuits
+        reach_sw = effective_neighbors(topo, circuit_table(topo, None))[sw]
+        rows, ports = np.nonzero(reach_sw >= 0)
+        far = pos[reach_sw[rows, ports]]
+        adj[rows[far >= 0], far[far >= 0]] = 1
     attached = np.zeros(len(sw), dtype=bool)
     ha = (topo.node_kind[topo.link_a] == HOST) & (pos[topo.link_b] >= 0)
     hb = (topo.node_kind[topo.link_b] == HOST) & (pos[topo.link_a] >= 0)

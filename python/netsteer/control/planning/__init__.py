@@ -48,7 +48,7 @@ import numpy as np
 
 from .matrix import PlanningError, check_demand, read_demand_csv
 from .multihop import default_two_hop_kicks, fill_spare_ports, improve_two_hop, route_two_hop
-from .singlehop import State, default_kicks, plan_single_hop
+from .singlehop import State, default_kicks, pair_gain, plan_single_hop
 
 __all__ = [
     "Circuit", "CircuitPath", "CircuitPlan", "PlanningError", "VlanError", "MAX_VLANS", "MAX_SWITCHES",
@@ -162,7 +162,8 @@ def upper_bound(demand, k: int, capacity_gbps: float, *, hops: int = 1) -> float
     m = np.arange(k)[None, None, :] * c
     items = (np.clip(up[..., None] - m, 0, c) + np.clip(dn[..., None] - m, 0, c)).reshape(n, -1)
     top = -np.partition(-items, k - 1, axis=1)[:, :k] if items.shape[1] > k else items
-    b1 = float(0.5 * top.sum())
+    # each switch is a matching: at most floor(n/2) circuits each, K floor(n/2) in all
+    b1 = min(float(0.5 * top.sum()), _top_gains(d, k, c, k * (n // 2)))
     if hops == 1:
         return b1
     rows_b = float(np.minimum(d.sum(axis=1), k * c).sum())
@@ -170,9 +171,46 @@ def upper_bound(demand, k: int, capacity_gbps: float, *, hops: int = 1) -> float
     return min(float(d.sum()), rows_b, cols_b, 0.5 * (n * k * c + b1))
 
 
-def _check_args(d, k, capacity_gbps, hops, ports_per_ocs):
+def _top_gains(d: np.ndarray, k: int, c: float, count: int) -> float:
+    """The sum of the ``count`` largest marginal gains ``g_ab(m)``, over all pairs
+    ``a < b`` and ``m = 1..k``, in O(n^2 log n).
+
+    A pair's gains take at most four values in runs (``u >= v`` its two demands in
+    units of ``c``): ``2c`` while both directions fill the circuit (``m <= floor(v)``),
+    one partial, ``c`` while one direction does (up to ``floor(u)``), one partial.
+
+    >>> d = np.array([[0., 25., 0.], [4., 0., 0.], [0., 0., 0.]])
+    >>> _top_gains(d, 4, 10.0, 2), _top_gains(d, 4, 10.0, 9)
+    (24.0, 29.0)
+    """
     n = d.shape[0]
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= MAX_SWITCHES:
+    a, b = np.triu_indices(n, 1)
+    u = np.maximum(d[a, b], d[b, a]) / c
+    v = np.minimum(d[a, b], d[b, a]) / c
+    fu, fv = np.floor(u), np.floor(v)
+    # runs [start, end] of m, clipped to 1..k; a run's value is its first gain
+    starts = np.stack([np.ones_like(fv), fv + 1, fv + 2, fu + 1])
+    ends = np.stack([fv, fv + 1, fu, np.where(fu > fv, fu + 1, 0)])
+    ends = np.minimum(ends, k)
+    counts = np.maximum(ends - starts + 1, 0)
+    keep = counts > 0
+    m = starts[keep]
+    vals = pair_gain(d, c, np.broadcast_to(a, starts.shape)[keep], np.broadcast_to(b, starts.shape)[keep], m)
+    cnt = counts[keep]
+    order = np.argsort(-vals, kind="stable")
+    vals, cnt = vals[order], cnt[order]
+    before = np.cumsum(cnt) - cnt  # items ahead of each run
+    take = np.clip(count - before, 0, cnt)
+    return float((vals * take).sum())
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _check_args(d, k, capacity_gbps, hops, ports_per_ocs, effort=None):
+    n = d.shape[0]
+    if not _is_int(k) or not 1 <= k <= MAX_SWITCHES:
         raise PlanningError(f"K (circuit switches, one uplink per rack on each) must be an integer "
                             f"from 1 to {MAX_SWITCHES}, got {k!r}", field="ocs")
     try:
@@ -184,6 +222,11 @@ def _check_args(d, k, capacity_gbps, hops, ports_per_ocs):
         raise PlanningError(f"circuit capacity must be > 0 Gbit/s, got {capacity_gbps!r}", field="capacity")
     if hops not in (1, 2):
         raise PlanningError(f"hops must be 1 or 2, got {hops!r}", field="hops")
+    if ports_per_ocs is not None and not _is_int(ports_per_ocs):
+        raise PlanningError(f"ports of a circuit switch must be an integer, got {ports_per_ocs!r}",
+                            field="ports_per_ocs")
+    if effort is not None and (not _is_int(effort) or effort < 0):
+        raise PlanningError(f"effort (local-search kicks) must be an integer >= 0, got {effort!r}", field="effort")
     if ports_per_ocs is not None and ports_per_ocs < n:
         raise PlanningError(
             f"a circuit switch has {ports_per_ocs} ports but there are {n} racks: every rack needs one "
@@ -197,9 +240,11 @@ def _pin(st: State, pinned) -> list[Circuit]:
     for i, p in enumerate(pinned):
         try:
             o, a, b = (p.ocs, p.a, p.b) if isinstance(p, Circuit) else p
-            o, a, b = int(o), int(a), int(b)
         except (TypeError, ValueError):
             raise PlanningError(f"a pinned circuit is (ocs, a, b), got {p!r}", field=f"pinned.{i}") from None
+        if not all(_is_int(x) for x in (o, a, b)):  # int() would make rack 1.7 rack 1
+            raise PlanningError(f"a pinned circuit is (ocs, a, b) of integers, got {p!r}", field=f"pinned.{i}")
+        o, a, b = int(o), int(a), int(b)
         if not 0 <= o < k:
             raise PlanningError(f"circuit switch {o} does not exist (K={k}: 0..{k - 1})", field=f"pinned.{i}")
         for r in (a, b):
@@ -355,7 +400,8 @@ def plan_circuits(demand, k: int, capacity_gbps: float, *, hops: int = 1, pinned
         Capacity of one circuit in each direction (circuits are full duplex).
     hops : {1, 2}
         ``1``: demand is served only over direct circuits. ``2``: also over one intermediate
-        rack, split over several paths; spare ports are joined for relaying.
+        rack, split over several paths; spare ports are joined for relaying. Either way
+        the plan keeps only the circuits some path uses (and the pinned ones).
     pinned : iterable of Circuit or (ocs, a, b)
         Circuits that must be kept (an application asked for them); the rest is planned
         around them and they are never moved to another switch.
@@ -376,7 +422,9 @@ def plan_circuits(demand, k: int, capacity_gbps: float, *, hops: int = 1, pinned
     ------
     PlanningError
         Bad demand (shape, NaN, negative: names row and column), ``k`` out of range, too few
-        ports, pinned circuits that name missing switches or racks or pair a port twice.
+        ports or a port count or ``effort`` that is not an integer (``effort`` below 0),
+        pinned circuits that are not integers, name missing switches or racks or pair a
+        port twice.
     VlanError
         The direct circuit paths alone need more than 4094 VLANs.
 
@@ -398,14 +446,14 @@ def plan_circuits(demand, k: int, capacity_gbps: float, *, hops: int = 1, pinned
     """
     t0 = time.perf_counter()
     d = check_demand(demand)
-    c = _check_args(d, k, capacity_gbps, hops, ports_per_ocs)
+    c = _check_args(d, k, capacity_gbps, hops, ports_per_ocs, effort)
     k = int(k)
     n = d.shape[0]
     st = State(d, k, c)
     _pin(st, pinned)
     bound = upper_bound(d, k, c, hops=hops)
     plan_single_hop(st, kicks=default_kicks(n, k) if effort is None else int(effort), seed=seed,
-                    target=upper_bound(d, k, c) if hops == 1 else np.inf)
+                    target=bound if hops == 1 else np.inf)
     notes: list[str] = []
     if hops == 1:
         direct = np.minimum(d, c * st.mult[:n, :n])
@@ -437,7 +485,11 @@ def plan_circuits(demand, k: int, capacity_gbps: float, *, hops: int = 1, pinned
                         served_now[racks[0], racks[-1]] += paths.carry(racks, left, new_vlans=False)
     out_paths = tuple(paths.direct_paths + paths.paths())
     o, a, b = st.circuits()
-    circuits = tuple(Circuit(int(x), int(y), int(z)) for x, y, z in sorted(zip(o.tolist(), a.tolist(), b.tolist())))
+    # circuits no path uses serve nothing (with two hops, spare ports joined for relaying
+    # that routing did not need): an OCS would be reconfigured for them in vain
+    used = {c for p in out_paths for c in p.circuits}
+    circuits = tuple(Circuit(int(x), int(y), int(z)) for x, y, z in sorted(zip(o.tolist(), a.tolist(), b.tolist()))
+                     if Circuit(int(x), int(y), int(z)) in used or st.pinned[x, y])
     served = float(sum(p.gbps for p in out_paths))
     return CircuitPlan(circuits, out_paths, served, bound, time.perf_counter() - t0, hops=hops, k=k,
                        capacity_gbps=c, demand_gbps=float(d.sum()), vlans=paths.vlans, notes=tuple(notes))

@@ -69,7 +69,8 @@ def read_demand_csv(path: str | Path) -> np.ndarray:
     """Read an ``n x n`` demand matrix (Gbit/s) from a CSV file and check it.
 
     Numbers are separated by commas and/or blanks; blank lines and ``#`` comments are
-    skipped. Rows and columns in errors count from 0, like racks.
+    skipped; a leading UTF-8 byte-order mark is ignored. Rows and columns in errors
+    count from 0, like racks.
 
     Raises
     ------
@@ -84,6 +85,7 @@ def read_demand_csv(path: str | Path) -> np.ndarray:
         text = read_text(p, what="the demand matrix")
     except NetsteerError as exc:
         raise PlanningError(exc.reason, file=exc.file, field=exc.field) from None
+    text = text.removeprefix("\ufeff")  # the byte-order mark spreadsheets put first ("UTF-8 with BOM")
     rows: list[list[float]] = []
     for lineno, line in enumerate(text.splitlines(), start=1):
         line = line.split("#", 1)[0].strip()

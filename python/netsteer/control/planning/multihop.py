@@ -23,7 +23,9 @@ def fill_spare_ports(st: State, residual: np.ndarray) -> None:
     The value of a new circuit ``u - v`` is the residual demand it lets ride one extra hop
     (``u`` to ``v``'s neighbours, ``v``'s neighbours to ``u``, both ways) plus its direct gain.
     Demand a circuit makes relayable is counted once: it is struck from the working residual
-    before the next circuit is chosen. Ports left over are joined in index order.
+    before the next circuit is chosen. Ports left over are joined too, in index order
+    (routing may still relay over them); :func:`~netsteer.control.planning.plan_circuits`
+    drops the circuits routing did not use.
     """
     n = st.n
     W = residual.astype(np.float64, copy=True)

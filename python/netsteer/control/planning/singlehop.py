@@ -98,16 +98,28 @@ class State:
 
     # -- greedy ----------------------------------------------------------------------
     def _kempe(self, a: int, b: int) -> int:
-        """Free a common switch for ``a`` and ``b`` by one Kempe chain swap; -1 if none."""
-        k = self.k
-        fa, fb = self.free[a], self.free[b]
-        P = self.partner
-        for alpha in range(k):
-            if not fa >> alpha & 1:
+        """Free a common switch for ``a`` and ``b`` by one Kempe chain swap; -1 if none.
+
+        Tries switch ``alpha`` (free at ``a``) and ``beta`` (free at ``b``) in increasing
+        order and takes the first chain that works. A chain reads only the two switches'
+        pairings, so switches paired alike (many when K > n - 1) walk alike: each pair of
+        pairings is walked once, with the same outcome as walking every pair of switches."""
+        P, pinned = self.partner, self.pinned
+
+        def pairing(o: int) -> bytes:
+            return P[o].tobytes() + pinned[o].tobytes()
+
+        betas: dict[bytes, int] = {}  # a pairing -> the first switch free at b with it
+        for beta in _bits(self.free[b]):
+            betas.setdefault(pairing(beta), beta)
+        firsts = sorted(betas.values())
+        walked: set[bytes] = set()  # pairings of alpha whose chains all failed
+        for alpha in _bits(self.free[a]):
+            pa = pairing(alpha)
+            if pa in walked:
                 continue
-            for beta in range(k):
-                if not fb >> beta & 1 or alpha == beta:
-                    continue
+            walked.add(pa)
+            for beta in firsts:  # never alpha: a and b share no free switch
                 # chain from b: b -alpha- x1 -beta- x2 -alpha- ... (b lacks beta, has alpha)
                 path = []
                 cur, col, ok = b, alpha, True
@@ -115,7 +127,7 @@ class State:
                     nxt = int(P[col, cur])
                     if nxt < 0:
                         break
-                    if self.pinned[col, cur]:
+                    if pinned[col, cur]:
                         ok = False
                         break
                     path.append((col, cur, nxt))
@@ -191,16 +203,25 @@ class State:
         idle = 0  # switches in a row without improvement
         oi = 0
         passes = 0
+        # a switch's moves depend only on its own pairing and on mult: two switches with the
+        # same pairing (many when K > n - 1) have the same answer until a swap changes mult
+        settled: set[bytes] = set()
         while idle < k and passes < max_passes * k:
             passes += 1
             o = visit[oi]
             P = self.partner[o]
+            key = P.tobytes() + self.pinned[o].tobytes()
+            if key in settled:
+                idle += 1
+                oi = (oi + 1) % k
+                continue
             r = np.arange(n)
             movable = (P > r) & ~self.pinned[o]
             free = P < 0
             A = np.concatenate([r[movable], r[free]])
             B = np.concatenate([P[movable], np.full(int(free.sum()), n)])
             if len(A) < 2:
+                settled.add(key)
                 idle += 1
                 oi = (oi + 1) % k
                 continue
@@ -214,10 +235,12 @@ class State:
             np.fill_diagonal(best, 0.0)
             iu = np.nonzero(np.triu(best, 1) > tol)
             if len(iu[0]) == 0:
+                settled.add(key)
                 idle += 1
                 oi = (oi + 1) % k
                 continue
             idle = 0
+            settled.clear()
             vals = best[iu]
             order = np.argsort(-vals, kind="stable")
             used = np.zeros(len(A), dtype=bool)
@@ -333,6 +356,18 @@ class State:
                     stale = 0
                 best = max(best, s)
         return kept
+
+
+def _bits(mask: int):
+    """The set bits of ``mask``, lowest first.
+
+    >>> list(_bits(0b10110))
+    [1, 2, 4]
+    """
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
 
 
 def _full_gain(dp: np.ndarray, c: float, m: np.ndarray) -> np.ndarray:
