@@ -98,31 +98,57 @@ def test_extra_rules_are_rewritten_on_every_push():
 
 
 class FakeSwitch:
-    """Holds a table the way a switch would; refuses or drops out on demand."""
+    """Holds a table the way a switch would; refuses, drops out, commits but answers
+    late, or raises something else on demand. Like Open vSwitch, it refuses a
+    ``group add`` of a group it has."""
 
     def __init__(self):
         self.table = Table()
         self.refuse = False
         self.away = False
+        self.late = False  # commits, then the answer comes too late
+        self.raises: Exception | None = None
+        self.stats_fail = False
         self.bundles = 0
+        self.replaced = 0
 
     def bundle(self, lines):
+        if self.raises is not None:
+            raise self.raises
         if self.away:
             raise SwitchError("s: no answer within 10 s (disconnected?)")
         if self.refuse:
             raise SwitchError("s refused the change: OFPBFC_MSG_FAILED")
+        for line in lines:
+            if line.startswith("group add ") and int(line.split("group_id=")[1].split(",")[0]) in self.table.groups:
+                raise SwitchError("s refused the change: OFPGMFC_GROUP_EXISTS")
         self.table = apply_lines(self.table, lines)
         self.bundles += 1
+        if self.late:
+            raise SwitchError("s: no answer within 10 s (disconnected?)")
 
     def replace(self, flows, groups):
-        if self.away:
+        if self.away or self.refuse:
             raise SwitchError("s: no answer")
-        self.table = "replaced"
+        t = Table()
+        for f in flows:
+            head, _, act = f.partition(" actions=")
+            parts = head.split(",")
+            t.flows[(int(parts[0][6:]), int(parts[1][9:]), ",".join(parts[2:]))] = act
+        for g in groups:
+            gid, spec = g.split(",", 1)
+            t.groups[int(gid.split("=")[1])] = spec
+        self.table = t
+        self.replaced += 1
 
     def port_bytes(self):
-        return {}
+        if self.stats_fail:
+            raise SwitchError("s: no answer within 10 s")
+        return {p: (10**9, 2 * 10**9) for p in range(1, 20)}
 
     def flow_bytes(self, table):
+        if self.stats_fail:
+            raise SwitchError("s: no answer within 10 s")
         return {}
 
 
@@ -175,7 +201,8 @@ def test_a_switch_that_drops_out_is_resynchronised_when_it_answers():
     assert d.stale == {lay.tors[0]}
     sw[lay.tors[0]].away = False
     d.advance(d.now + 1000)
-    assert d.stale == set() and sw[lay.tors[0]].table == "replaced"
+    assert d.stale == set() and sw[lay.tors[0]].replaced == 2  # start-up, then the resync
+    assert sw[lay.tors[0]].table == d.tables[lay.tors[0]]
 
 
 def test_a_circuit_is_dark_for_its_switching_time():
@@ -255,3 +282,16 @@ def test_a_packet_reordered_by_a_path_change_is_not_counted_as_lost():
     assert lost_during({"lost_intervals": [(1.0, 1.1, 1), (1.1, 1.2, -1)]}, recs) == 0
     assert lost_during({"lost_intervals": [(1.0, 1.1, 3), (1.1, 1.2, -1)]}, recs) == 2
     assert lost_during({"lost_intervals": [(1.0, 1.1, -1)]}, recs) == 0  # a gap before the window
+
+
+def test_any_exception_from_a_switch_rolls_the_others_back_and_marks_it_stale():
+    # an OSError (ovs-ofctl's temporary file on a full disk) is a failed switch like
+    # a refusal: the switch that committed is rolled back, the failed one re-synced
+    b = built()
+    d, sw, lay, _ = driver(b)
+    before = {n: s.table.copy() for n, s in sw.items()}
+    sw[lay.tors[1]].raises = OSError(28, "No space left on device")
+    a = d.apply(PushRules(2, (PairRule(0, 2), PairRule(1, 2))))
+    assert not a.ok and "OSError" in a.failed and "rolled back" in a.failed
+    assert sw[lay.tors[0]].table == before[lay.tors[0]] == d.tables[lay.tors[0]]
+    assert d.stale == {lay.tors[1]}

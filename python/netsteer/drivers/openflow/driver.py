@@ -6,8 +6,9 @@ wanted table of each switch it touches (:mod:`.flows`); the difference to the
 table in force goes out as one bundle per switch, to all switches at once (a
 thread each). If any switch refuses its bundle or does not answer, the switches
 that committed get the reverse difference (rollback to the last good tables) and
-the intent is reported failed with the switch's words. A switch that failed is
-marked stale and re-synchronised with its whole table when it answers again.
+the intent is reported failed with the switch's words. Any exception counts as a
+failed switch, not only a refusal. A switch that failed is marked stale and
+re-synchronised with its whole table when it answers again.
 
 A circuit switch that re-pairs ports loses the moved ports' flows at once (dark)
 and gets the new ones after its switching time: the crossbar's dark period.
@@ -119,7 +120,12 @@ class OpenFlowDriver:
         self.tables = tables
 
     def _parallel(self, jobs: dict[int, Callable[[], None]]) -> dict[int, str]:
-        """Run one job per switch at once; returns {switch: error} of those that failed."""
+        """Run one job per switch at once; returns {switch: error} of those that failed.
+
+        Any exception counts as that switch failing (an ``OSError`` from ``ovs-ofctl``'s
+        temporary file as much as a refused bundle): the caller rolls the others back
+        and re-synchronises it, which an exception escaping here would skip.
+        """
         futures = {n: self._pool.submit(job) for n, job in jobs.items()}
         errors = {}
         for n, fut in futures.items():
@@ -127,6 +133,8 @@ class OpenFlowDriver:
                 fut.result()
             except SwitchError as exc:
                 errors[n] = str(exc)
+            except Exception as exc:  # noqa: BLE001 (module text)
+                errors[n] = f"{type(exc).__name__}: {exc}"
         return errors
 
     def _push(self, new_state: HybridState, nodes: list[int]) -> str | None:
