@@ -295,3 +295,20 @@ def test_any_exception_from_a_switch_rolls_the_others_back_and_marks_it_stale():
     assert not a.ok and "OSError" in a.failed and "rolled back" in a.failed
     assert sw[lay.tors[0]].table == before[lay.tors[0]] == d.tables[lay.tors[0]]
     assert d.stale == {lay.tors[1]}
+
+
+
+
+
+def test_a_failed_statistics_read_is_missing_not_zero():
+    b = built()
+    d, sw, lay, _ = driver(b)
+    t = b.topology
+    tor = lay.tors[0]
+    mine = [c for c in range(t.n_channels) if int(t.channel_src()[c]) == tor]
+    assert not np.isnan(d.counters().port_bytes).any()
+    sw[tor].stats_fail = True
+    c = d.counters()
+    assert np.isnan(c.port_bytes[mine]).all() and np.isnan(c.pair_bytes[0]).all()
+    others = [x for x in range(t.n_channels) if x not in mine and int(t.channel_dst()[x]) != tor]
+    assert not np.isnan(c.port_bytes[others]).any() and not np.isnan(c.pair_bytes[1:]).any()

@@ -383,6 +383,13 @@ class HybridController(Controller):
         """Open the measurement windows at ``inp.now``: the counters read now are the
         baseline of the next periodic estimate and the next congestion poll."""
         now = inp.now
+        if not _complete(inp.counters()):
+            # a switch did not answer: the next complete reading opens the windows
+            self._last_counters = self._last_ports = self._last_poll = None
+            if restart_clocks:
+                self._next_period = now + self.periodic["period"] if self.periodic else None
+                self._next_poll = now + self.congestion["poll"] if self.congestion else None
+            return
         if self.periodic:
             self._last_counters = self._pair_snapshot(inp)
             if restart_clocks:
@@ -485,6 +492,8 @@ class HybridController(Controller):
         self._queue.append((trigger, frozenset(plan.circuits), plan.paths if self.hops > 1 else None))
 
     def _periodic(self, inp: Inputs) -> None:
+        if not _complete(inp.counters()):
+            return  # a missing sample: the window runs on to the next complete one
         snap = self._pair_snapshot(inp)
         demand = self._demand(self._last_counters, snap)
         self._last_counters = snap
@@ -501,6 +510,8 @@ class HybridController(Controller):
 
     def _congestion(self, inp: Inputs) -> None:
         c = inp.counters()
+        if not _complete(c):
+            return  # a missing sample: the window runs on to the next complete one
         last, self._last_ports = self._last_ports, (c.time_ns, c.port_bytes.copy())
         # the demand of every poll interval feeds the memory: a burst that saturates
         # its path for one poll is seen at its peak, not averaged with its quiet time
@@ -672,6 +683,11 @@ class HybridController(Controller):
             "reconfigurations": [r.as_dict() for r in self.reconfigurations],
             "decisions": self.decisions,
         }
+
+
+def _complete(c) -> bool:
+    """Whether every reading of ``c`` is there (a switch that did not answer leaves NaN)."""
+    return not (np.isnan(c.port_bytes).any() or (c.pair_bytes is not None and np.isnan(c.pair_bytes).any()))
 
 
 _STEP_NAMES = {1: "traffic to the electrical network", 2: "circuits, VLAN tags and new rules",

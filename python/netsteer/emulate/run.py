@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable
 
-
+import numpy as np
 
 from ..errors import NetsteerError
 from ..drivers.openflow import OpenFlowDriver, run_wall_loop
@@ -187,10 +187,16 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
             "status": status, "channel": "custom" if switch_factory else channel, "testbed": tb.prefix,
             "scale": tb.scale, "time_scale": time_scale, "duration_s": end_s,
             "flows": results, "controller": report, "pushes": drv.pushes, "decisions": ctl.calls,
-            "counters": {"bytes_at": "topology rates (emulated bytes / scale)", "port_bytes": counters.port_bytes.tolist(),
-                         "pair_bytes": None if counters.pair_bytes is None else counters.pair_bytes.tolist()},
+            "counters": {"bytes_at": "topology rates (emulated bytes / scale); null: the switch did not answer",
+                         "port_bytes": _json_counts(counters.port_bytes),
+                         "pair_bytes": None if counters.pair_bytes is None else _json_counts(counters.pair_bytes)},
             "stale_switches": [topo.node_names[n] for n in sorted(drv.stale)],
         }
+
+
+def _json_counts(a) -> list:
+    """Counters for JSON: a missing reading (NaN) as null."""
+    return np.where(np.isnan(a), None, a).tolist()
 
 
 class _Timed:

@@ -19,6 +19,9 @@ which run apart from the OpenFlow channel, catch up. A change counts as done onl
 after ``settle`` (the testbed's :meth:`~netsteer.emulate.testbed.Testbed.settle`)
 put it in force, so make-before-break's step 2 never breaks a circuit that cached
 flows still send into.
+
+Counters a switch did not give (a failed statistics request) are NaN, missing,
+never 0; the controllers skip such a sample.
 """
 
 from __future__ import annotations
@@ -246,7 +249,11 @@ class OpenFlowDriver:
         return a
 
     def counters(self) -> Counters:
-        """Port tx bytes per channel and rack-pair bytes from the ToRs' counter flows."""
+        """Port tx bytes per channel and rack-pair bytes from the ToRs' counter flows.
+
+        A switch that does not answer leaves its readings NaN (missing), not 0: a
+        cumulative counter read as 0 would make a negative rate now and a spike at
+        the next poll (the controllers skip a sample with missing readings)."""
         nodes = sorted(self.switches)
         ports: dict[int, dict] = {}
         flows: dict[int, dict] = {}
@@ -256,18 +263,26 @@ class OpenFlowDriver:
             if n in self.layout.tors:
                 flows[n] = self.switches[n].flow_bytes(COUNT)
 
-        self._parallel({n: (lambda n=n: read(n)) for n in nodes})
+        failed = self._parallel({n: (lambda n=n: read(n)) for n in nodes})
+        for n in failed:  # a half-read switch counts as unread
+            ports.pop(n, None)
+            flows.pop(n, None)
         t = self.topo
         out = np.zeros(t.n_channels)
         src, sport, dst, dport = t.channel_src(), t.channel_src_port(), t.channel_dst(), t.channel_dst_port()
         for c in range(t.n_channels):
             s, d = int(src[c]), int(dst[c])
-            if s in ports and int(sport[c]) in ports[s]:
+            if s in failed or (s not in self.switches and d in failed):
+                out[c] = np.nan
+            elif s in ports and int(sport[c]) in ports[s]:
                 out[c] = ports[s][int(sport[c])][1]  # tx of the sending switch port
             elif d in ports and int(dport[c]) in ports[d]:
                 out[c] = ports[d][int(dport[c])][0]  # a host's NIC: rx at the switch
         lay = self.layout
         pairs = np.zeros((lay.racks, lay.racks))
+        for tor in failed:
+            if tor in lay.tors:
+                pairs[lay.rack_of_tor(tor)] = np.nan
         for tor, fl in flows.items():
             a = lay.rack_of_tor(tor)
             for match, n in fl.items():
