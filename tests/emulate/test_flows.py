@@ -297,6 +297,23 @@ def test_any_exception_from_a_switch_rolls_the_others_back_and_marks_it_stale():
     assert d.stale == {lay.tors[1]}
 
 
+def test_a_stale_switch_gets_its_whole_table_not_a_diff():
+    # tor1 commits a change that adds a select group but answers late: stale, and the
+    # others rolled back. The same change again, before any resync, must not diff
+    # against the table the driver thinks tor1 holds (its "group add" meets the group
+    # the late commit made, which Open vSwitch refuses)
+    b = built()
+    d, sw, lay, _ = driver(b)
+    two = (VlanPath(7, (1, 2), (0,), 0.5), VlanPath(8, (1, 2), (1,), 0.5))
+    intent = PushRules(2, (PairRule(0, 2), PairRule(1, 2, two)))
+    sw[lay.tors[1]].late = True
+    assert not d.apply(intent).ok and d.stale == {lay.tors[1]}
+    sw[lay.tors[1]].late = False
+    a = d.apply(intent)
+    assert a.ok, a.failed
+    assert sw[lay.tors[1]].replaced == 2 and d.stale == set()  # start-up, then this push
+    assert all(s.table == d.tables[n] for n, s in sw.items())
+
 
 
 

@@ -8,7 +8,9 @@ thread each). If any switch refuses its bundle or does not answer, the switches
 that committed get the reverse difference (rollback to the last good tables) and
 the intent is reported failed with the switch's words. Any exception counts as a
 failed switch, not only a refusal. A switch that failed is marked stale and
-re-synchronised with its whole table when it answers again.
+re-synchronised with its whole table when it answers again (every ``advance``);
+a change that reaches it before then also gives it its whole table, never a
+diff against a table it may not hold.
 
 A circuit switch that re-pairs ports loses the moved ports' flows at once (dark)
 and gets the new ones after its switching time: the crossbar's dark period.
@@ -141,12 +143,17 @@ class OpenFlowDriver:
         return errors
 
     def _push(self, new_state: HybridState, nodes: list[int]) -> str | None:
-        """Move ``nodes`` to their tables under ``new_state``, all or none."""
+        """Move ``nodes`` to their tables under ``new_state``, all or none.
+
+        A switch known to be stale gets its whole table (``replace``), not a diff
+        against a table it may not hold: a diff's ``group add`` of a group a late
+        commit already made is refused (``OFPGMFC_GROUP_EXISTS``)."""
         new = {n: self.wanted(n, new_state) for n in nodes}
         diffs = {n: diff(self.tables[n], new[n]) for n in nodes}
         diffs = {n: d for n, d in diffs.items() if d}
+        whole = {n for n in diffs if n in self.stale}
         t0 = self.clock()
-        errors = self._parallel({n: (lambda n=n: self.switches[n].bundle(diffs[n])) for n in diffs})
+        errors = self._parallel({n: self._job(n, new[n], None if n in whole else diffs[n]) for n in diffs})
         if diffs:
             self.settle()  # in force, not only committed: what a rollback leaves in force too
         push_ns = self.clock() - t0
@@ -155,12 +162,16 @@ class OpenFlowDriver:
                             "failed": sorted(errors)})
         if not errors:
             self.tables.update({n: new[n] for n in diffs})
+            self.stale.difference_update(whole)
             return None
-        # roll the switches that committed back to their last good tables
+        # roll the switches that committed back to their last good tables (whole
+        # tables where they had them whole)
         done = [n for n in diffs if n not in errors]
-        back = self._parallel({n: (lambda n=n: self.switches[n].bundle(diff(new[n], self.tables[n]))) for n in done})
+        back = self._parallel({n: self._job(n, self.tables[n], None if n in whole else diff(new[n], self.tables[n]))
+                               for n in done})
         if done:
             self.settle()
+        self.stale.difference_update(n for n in whole if n not in errors and n not in back)
         self.stale.update(errors)
         self.stale.update(back)
         names = self.topo.node_names
@@ -169,13 +180,19 @@ class OpenFlowDriver:
             msg += "; rollback failed on " + ", ".join(names[n] for n in sorted(back))
         return msg + " (rolled back: last good configuration kept)"
 
+    def _job(self, node: int, table: Table, lines: list[str] | None) -> Callable[[], None]:
+        """What gives ``node`` ``table``: the bundle ``lines``, or (None) the whole table."""
+        sw = self.switches[node]
+        if lines is None:
+            return lambda: sw.replace(table.flow_lines(), table.group_lines())
+        return lambda: sw.bundle(lines)
+
     def resync(self) -> list[int]:
         """Give stale switches their whole table again; returns those that took it."""
         if not self.stale:
             return []
         nodes = sorted(self.stale)
-        errors = self._parallel({n: (lambda n=n: self.switches[n].replace(self.tables[n].flow_lines(),
-                                                                          self.tables[n].group_lines())) for n in nodes})
+        errors = self._parallel({n: self._job(n, self.tables[n], None) for n in nodes})
         ok = [n for n in nodes if n not in errors]
         if ok:
             self.settle()
