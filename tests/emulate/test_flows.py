@@ -315,6 +315,47 @@ def test_a_stale_switch_gets_its_whole_table_not_a_diff():
     assert all(s.table == d.tables[n] for n, s in sw.items())
 
 
+def test_a_circuit_whose_switch_refuses_to_light_it_stays_down_until_it_takes_it():
+    b = built()
+    d, sw, lay, clock = driver(b)
+    ocs = lay.ocs[0]
+    (p, q), = b.hybrid.initial_state()[0][ocs]
+    new = ((p, 3),) if q != 3 else ((p, 2),)
+    assert d.apply(SetCircuits(ocs, new)).ok
+    (dark,) = d.reports()
+    assert not dark.up
+    sw[ocs].refuse = True
+    assert d.advance(None) != "changed"
+    assert d.reports() == [] and set(dark.links) <= d.down  # nothing reported up that does not forward
+    (f,) = d.failed_effects
+    assert f.intent == SetCircuits(ocs, new) and "not lit" in f.failed and d.applied[-1] is f
+    assert ocs in d.stale and sw[ocs].table == d.tables[ocs]  # the last good (dark) table holds
+    assert not any(m == f"in_port={new[0][0]}" for (_, _, m) in sw[ocs].table.flows)
+    # the switch answers again: its resync installs the lit table, then the links come up
+    sw[ocs].refuse = False
+    assert d.advance(d.now + 1000) == "changed"
+    (up,) = d.reports()
+    assert up.up and up.links == dark.links and not d.down and d.stale == set()
+    lit = sorted(m for (_, prio, m) in sw[ocs].table.flows if prio == 10)
+    assert lit == sorted([f"in_port={new[0][0]}", f"in_port={new[0][1]}"]) and sw[ocs].table == d.tables[ocs]
+
+
+def test_a_new_pairing_replaces_circuits_that_never_lit_and_brings_their_links_up():
+    b = built()
+    d, sw, lay, clock = driver(b)
+    ocs = lay.ocs[0]
+    (p, q), = b.hybrid.initial_state()[0][ocs]
+    new = ((p, 3),) if q != 3 else ((p, 2),)
+    d.apply(SetCircuits(ocs, new))
+    (dark,) = d.reports()
+    sw[ocs].refuse = True
+    d.advance(None)
+    sw[ocs].refuse = False
+    back = d.apply(SetCircuits(ocs, ((p, q),)))  # the controller rolls back before any resync
+    assert back.ok
+    assert d.advance(None) == "changed"
+    ups = [c for c in d.reports() if c.up]
+    assert set(dark.links) <= {x for c in ups for x in c.links} and not d.down
 
 
 def test_a_failed_statistics_read_is_missing_not_zero():

@@ -191,6 +191,7 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
                          "port_bytes": _json_counts(counters.port_bytes),
                          "pair_bytes": None if counters.pair_bytes is None else _json_counts(counters.pair_bytes)},
             "stale_switches": [topo.node_names[n] for n in sorted(drv.stale)],
+            "failed_effects": [a.as_dict(topo.node_names) for a in drv.failed_effects],
         }
 
 

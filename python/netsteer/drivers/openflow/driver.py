@@ -13,7 +13,10 @@ a change that reaches it before then also gives it its whole table, never a
 diff against a table it may not hold.
 
 A circuit switch that re-pairs ports loses the moved ports' flows at once (dark)
-and gets the new ones after its switching time: the crossbar's dark period.
+and gets the new ones after its switching time: the crossbar's dark period. If
+the switch does not take them then, the links stay down (nothing is reported up
+that does not forward), the failure is recorded (``applied``,
+``failed_effects``), and its re-synchronisation lights them and reports them up.
 
 A committed bundle is in the switch's tables, not yet in its data plane: Open
 vSwitch keeps forwarding by its cached datapath flows until its revalidators,
@@ -92,9 +95,14 @@ class OpenFlowDriver:
         self.stale: set[int] = set()
         self.down: set[int] = set()
         self.applied: list[Applied] = []
+        self.failed_effects: list[Applied] = []  # effects after apply() answered (a circuit not lit)
         self.pushes: list[dict] = []  # per apply: what went to how many switches, how long it took
         self._reports: list[NetworkChanged] = []
-        self._pending: list = []  # (time_ns, seq, switch, pairs, dark links)
+        self._pending: list = []  # (time_ns, seq, switch, pairs, dark links, intent)
+        # circuit switch -> (pairs, dark links, intent) of circuits whose light failed:
+        # dark and reported down until a resync gives the switch its lit table
+        self._unlit: dict[int, tuple] = {}
+        self._lights = 0  # circuit changes that came up (advance says "changed")
         self._seq = 0
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(16, len(self.switches))))
@@ -188,15 +196,26 @@ class OpenFlowDriver:
         return lambda: sw.bundle(lines)
 
     def resync(self) -> list[int]:
-        """Give stale switches their whole table again; returns those that took it."""
+        """Give stale switches their whole table again; returns those that took it.
+
+        A circuit switch whose circuits failed to light gets the lit table (the
+        circuits the controller asked for), and its links are reported up once it
+        took it: the dark table would put a circuit that may have lit dark again."""
         if not self.stale:
             return []
         nodes = sorted(self.stale)
-        errors = self._parallel({n: self._job(n, self.tables[n], None) for n in nodes})
+        want = {n: self.wanted(n, self._lit_state(n)) if n in self._unlit else self.tables[n] for n in nodes}
+        errors = self._parallel({n: self._job(n, want[n], None) for n in nodes})
         ok = [n for n in nodes if n not in errors]
         if ok:
             self.settle()
         self.stale.difference_update(ok)
+        for n in ok:
+            self.tables[n] = want[n]
+            if n in self._unlit:
+                pairs, dark, _ = self._unlit.pop(n)
+                self.state.pairing[n] = pairs
+                self._lit(dark)
         return ok
 
     # -- the driver protocol ----------------------------------------------------------
@@ -230,19 +249,18 @@ class OpenFlowDriver:
         delay = target - self.now
         if delay > 0:
             self.sleep(delay / 1e9)
+        lit = self._lights
         self.resync()
-        if self._due():
+        self._due()
+        if self._lights != lit:  # circuits came up (a circuit that failed to light did not)
             return "changed"
         return "done" if self.now >= self.end_ns else "until"
 
-    def _due(self) -> bool:
+    def _due(self) -> None:
         """Bring in the effects whose time has come (circuits lighting up)."""
-        hit = False
         while self._pending and self._pending[0][0] <= self.now:
-            _, _, sw, pairs, dark = heapq.heappop(self._pending)
-            self._light(sw, pairs, dark)
-            hit = True
-        return hit
+            _, _, sw, pairs, dark, intent = heapq.heappop(self._pending)
+            self._light(sw, pairs, dark, intent)
 
     def apply(self, intent) -> Applied:
         now = self.now
@@ -361,21 +379,48 @@ class OpenFlowDriver:
         if failed is not None:
             return failed, now
         self.state, self.circuits = new, trial
-        dark = _port_links(self.topo, sw, moved)
+        dark = set(_port_links(self.topo, sw, moved))
+        if sw in self._unlit:
+            # this change replaces circuits that never lit: their links come up with its own
+            dark |= set(self._unlit.pop(sw)[1])
+        dark = tuple(sorted(dark))
         lit_at = now + int(self.topo.switching_time_ns.get(sw, 0))
-        self.down.update(int(x) for x in dark)
+        self.down.update(dark)
         with self._lock:
-            self._reports.append(NetworkChanged(now, "circuits", tuple(int(x) for x in dark), False))
-        heapq.heappush(self._pending, (lit_at, self._seq, sw, tuple(tuple(p) for p in intent.pairs), tuple(dark)))
+            self._reports.append(NetworkChanged(now, "circuits", dark, False))
+        heapq.heappush(self._pending, (lit_at, self._seq, sw, tuple(tuple(p) for p in intent.pairs), dark, intent))
         self._seq += 1
         return None, lit_at
 
-    def _light(self, sw: int, pairs, dark) -> None:
+    def _light(self, sw: int, pairs, dark, intent) -> None:
+        """The switching time is over: the new circuits get their flows and come up.
+
+        If the switch does not take them, they stay dark and down (nothing is
+        reported up that does not forward), the failure is recorded as the intent's
+        (``applied``), and the switch's re-synchronisation lights them (:meth:`resync`).
+        """
         new = self.state.copy()
         new.pairing[sw] = pairs
         failed = self._push(new, [sw])
-        if failed is None:
-            self.state = new
+        if failed is not None:
+            self._unlit[sw] = (pairs, dark, intent)
+            self.stale.add(sw)  # also when the rollback worked: the resync lights it
+            now = self.now
+            a = Applied(intent, now, now, f"circuits not lit: {failed}")
+            self.applied.append(a)
+            self.failed_effects.append(a)
+            return
+        self.state = new
+        self._lit(dark)
+
+    def _lit_state(self, sw: int) -> HybridState:
+        """The state with ``sw``'s unlit circuits in force (what its resync installs)."""
+        new = self.state.copy()
+        new.pairing[sw] = self._unlit[sw][0]
+        return new
+
+    def _lit(self, dark) -> None:
+        self._lights += 1
         self.down.difference_update(dark)
         with self._lock:
             self._reports.append(NetworkChanged(self.now, "circuits", tuple(dark), True))
