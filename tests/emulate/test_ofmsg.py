@@ -183,3 +183,45 @@ def test_a_flow_cookie_is_set_on_add_and_matched_on_delete():
     assert (add.cookie, add.cookie_mask) == (0x4E0001, 0) and match_text(add.match) == "ip,in_port=1"
     gone = parse_message(enc.encode("flow delete_strict table=0,priority=2,cookie=0x4e0001,in_port=1,ip", 2))
     assert (gone.cookie, gone.cookie_mask) == (0x4E0001, (1 << 64) - 1)
+
+
+# a command that passes its checks stops here (exit 99) before building anything:
+# a refusal that regressed must not start a testbed in the offline tier
+_TRIPWIRE = """
+import os, sys
+import netsteer.emulate.testbed as tb
+def trip(*a, **k):
+    sys.stderr.write("the command passed its checks\\n"); os._exit(99)
+tb.ensure_ovs = trip
+tb.Testbed.__init__ = trip
+from netsteer.cli import main
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("args, option", [
+    (["emulate", "scenarios/hybrid-congestion.yaml", "--time-scale", "inf"], "--time-scale"),
+    (["emulate", "scenarios/hybrid-congestion.yaml", "--time-scale", "nan"], "--time-scale"),
+    (["emulate", "scenarios/hybrid-congestion.yaml", "--time-scale", "1e-300"], "--time-scale"),
+    (["emulate", "scenarios/hybrid-congestion.yaml", "--time-scale", "0"], "--time-scale"),
+    (["reproduce", "--emulate", "hybrid-reconfig", "--period", "inf"], "--period"),
+    (["reproduce", "--emulate", "hybrid-reconfig", "--period", "nan"], "--period"),
+    (["reproduce", "--emulate", "hybrid-reconfig", "--duration", "nan"], "--duration"),
+    (["reproduce", "--emulate", "hybrid-reconfig", "--duration", "inf"], "--duration"),
+])
+def test_a_float_option_that_is_not_a_finite_number_in_range_is_refused_before_anything_starts(args, option):
+    p = subprocess.run([sys.executable, "-c", _TRIPWIRE, *args], capture_output=True, text=True, cwd=ROOT,
+                       timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert option in p.stderr and "finite" in p.stderr
+
+
+def test_emulate_refuses_a_time_scale_that_is_not_finite_before_anything_starts():
+    from netsteer.emulate.run import emulate
+    from netsteer.errors import NetsteerError
+    from netsteer.scenario import build_scenario, load_scenario
+
+    built = build_scenario(load_scenario(ROOT / "scenarios/hybrid-congestion.yaml"))
+    with pytest.raises(NetsteerError, match="time_scale"):
+        emulate(built, time_scale=float("inf"), switch_factory=lambda br: pytest.fail("started"))
