@@ -87,7 +87,7 @@ def tag_tables(topo, rank_host: list[int], pins: dict[int, str] | None = None,
         for r, h in enumerate(rank_host):
             ports = f._next[s][h]
             match = f"dl_dst={_mac(r)}/{RANK_MASK}"
-            if f.peer[s][ports[0]][0] == h:  # the last switch: the host's true MAC back
+            if f.peer[s][ports[0]][0] == f.host_nodes[h]:  # the last switch: the host's true MAC back
                 tab.flows[(0, DELIVER_PRIORITY, match)] = f"set_field:{host_mac(h)}->eth_dst,output:{ports[0]}"
             else:
                 tab.flows[(0, TAG_PRIORITY, match)] = base[s].flows[(0, BASE_PRIORITY, f"dl_dst={host_mac(h)}")]
