@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from netsteer.emulate.fabric_routes import ecmp_tables, tag_tables
+from netsteer.emulate.fabric_routes import PIN_GROUPS, REACTIVE_GROUPS, ecmp_tables, tag_tables
 from netsteer.emulate.testbed import host_mac as true_mac
 from netsteer.topology.model import TopologyBuilder
 from netsteer.topology.pgft import pgft
@@ -73,6 +73,23 @@ def every_tagged_pair_is_delivered(topo, tabs, prims=("bcast", "reduce")):
                 ends = walks(topo, tabs, a, Tag(prim, 0, 0, a, b).value())
                 assert ends and all(node == hosts[b] and mac == _mac(true_mac(b)) for node, mac, _ in ends), \
                     (prim, a, b, ends)
+
+
+def test_group_ids_do_not_collide_beyond_a_thousand_hosts():
+    # 1040 hosts: host 1001's ECMP group (1002) was the bcast pin's (1000 + code 2)
+    topo = pgft(2, [40, 26], [1, 2], link_bandwidth=1e9, link_latency_ns=0)
+    tabs = tag_tables(topo, list(range(topo.n_hosts)), {2: "s2_0"})
+    fab = Fabric(topo)
+    for s, tab in tabs.items():
+        for h in range(topo.n_hosts):
+            act = tab.flows.get((0, 40, f"dl_dst={true_mac(h)}"))
+            if act and act.startswith("group:"):
+                spec = tab.groups[int(act[6:])]
+                assert spec == "type=select," + ",".join(f"bucket=output:{p}" for p in fab.next_ports(s, h)), (s, h)
+        assert all(g <= topo.n_hosts or PIN_GROUPS <= g < REACTIVE_GROUPS for g in tab.groups)
+    leaf = topo.node("s1_0")
+    assert tabs[leaf].flows[(0, 40, f"dl_dst={true_mac(1001)}")] == "group:1002"
+    assert tabs[leaf].groups[1002] == "type=select,bucket=output:41,bucket=output:42"
 
 
 def test_hosts_need_not_be_the_first_nodes():

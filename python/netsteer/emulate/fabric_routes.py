@@ -21,17 +21,29 @@ Examples
 from __future__ import annotations
 
 from ..drivers.openflow.flows import Table
+from ..errors import NetsteerError
 from ..unisonflow.fabric import Fabric
 from ..unisonflow.tags import format_mac
 from .testbed import host_mac
 
 BASE_PRIORITY = 10
 
+# Group id ranges, one per writer, so that the tables of one switch never reuse an
+# id: host ``h``'s ECMP group is ``h + 1`` (a topology has fewer than 2**24 hosts;
+# tags address 32768 ranks), pinned tables' groups start at PIN_GROUPS, the
+# reactive path's (:mod:`.reactive_tags`) at REACTIVE_GROUPS; OpenFlow's last
+# group id is 0xffffff00.
+PIN_GROUPS = 1 << 24
+REACTIVE_GROUPS = 2 << 24
+
 
 def ecmp_tables(topo, fabric: Fabric | None = None) -> dict[int, Table]:
     """Switch node -> its :class:`Table` (table 0, priority 10, one flow per host;
     group ``h + 1`` for host ``h`` where there are several next hops)."""
     f = fabric or Fabric(topo)
+    if topo.n_hosts >= PIN_GROUPS:
+        raise NetsteerError(f"{topo.n_hosts} hosts: ECMP group ids would run into the pinned tables' range",
+                            field="topology")
     out = {}
     for s in f.switches:
         tab = Table()
@@ -100,7 +112,7 @@ def tag_tables(topo, rank_host: list[int], pins: dict[int, str] | None = None,
             up = tuple(sorted(p for p, (n, _, _) in f.peer[s].items() if n == target))
             if not up:
                 continue
-            gid = 1000 + code
+            gid = PIN_GROUPS + code
             tab.groups[gid] = "type=select," + ",".join(f"bucket=output:{p}" for p in up)
             tab.flows[(0, PIN_PRIORITY, f"dl_dst={_mac(code << 42)}/{PRIM_MASK}")] = \
                 f"group:{gid}" if len(up) > 1 else f"output:{up[0]}"
@@ -201,4 +213,5 @@ def routing_tables(routing, circuits: dict | None = None) -> dict[int, Table]:
     return out
 
 
-__all__ = ["ecmp_tables", "notify_tables", "routing_tables", "tag_tables", "BASE_PRIORITY", "NOTIFY_COOKIE"]
+__all__ = ["ecmp_tables", "notify_tables", "routing_tables", "tag_tables", "BASE_PRIORITY", "NOTIFY_COOKIE",
+           "PIN_GROUPS", "REACTIVE_GROUPS"]

@@ -40,7 +40,7 @@ from typing import Any
 from ..drivers.openflow.switch import SwitchError
 from ..unisonflow.controller import PacketIn
 from ..unisonflow.tags import TagError
-from .fabric_routes import NOTIFY_COOKIE, _mac
+from .fabric_routes import NOTIFY_COOKIE, REACTIVE_GROUPS, _mac
 from .testbed import host_mac
 
 #: tag rules sit above the default routing (ECMP on true MACs, priority 40)
@@ -70,7 +70,7 @@ def rule_lines(rules, group_base: dict[int, int]) -> dict[int, list[str]]:
         if len(acts) == 1:
             lines.append(f"flow add {match} actions={acts[0]}")
             continue
-        gid = group_base.get(int(r.switch), 5000)
+        gid = group_base.get(int(r.switch), REACTIVE_GROUPS)  # above the default tables' groups
         group_base[int(r.switch)] = gid + 1
         lines.append(f"group add group_id={gid},type=all," + ",".join(f"bucket=actions={a}" for a in acts))
         lines.append(f"flow add {match} actions=group:{gid}")
