@@ -6,6 +6,7 @@ import pytest
 
 from netsteer.emulate.fabric_routes import PIN_GROUPS, REACTIVE_GROUPS, ecmp_tables, tag_tables
 from netsteer.emulate.testbed import host_mac as true_mac
+from netsteer.errors import NetsteerError
 from netsteer.topology.model import TopologyBuilder
 from netsteer.topology.pgft import pgft
 from netsteer.unisonflow.fabric import Fabric
@@ -73,6 +74,41 @@ def every_tagged_pair_is_delivered(topo, tabs, prims=("bcast", "reduce")):
                 ends = walks(topo, tabs, a, Tag(prim, 0, 0, a, b).value())
                 assert ends and all(node == hosts[b] and mac == _mac(true_mac(b)) for node, mac, _ in ends), \
                     (prim, a, b, ends)
+
+
+TOPOLOGIES = {
+    "source fabric (2 levels, parallel cables)": (pgft(2, [6, 4], [1, 2], [1, 4], link_bandwidth=1e9,
+                                                        link_latency_ns=0), ("s2_0", "s1_1")),
+    "3 levels, k=4": (pgft(3, [2, 2, 4], [1, 2, 2], link_bandwidth=1e9, link_latency_ns=0),
+                      ("s3_0", "s2_0", "s1_0")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TOPOLOGIES))
+def test_pinned_tables_deliver_every_tagged_pair_whatever_switch_they_pin_through(name):
+    topo, vias = TOPOLOGIES[name]
+    for via in vias:
+        tabs = tag_tables(topo, list(range(topo.n_hosts)), {2: via, 3: [vias[0], vias[-1]]})
+        assert any(p == 20 for t in tabs.values() for (_, p, _) in t.flows), via  # some pin rule
+        every_tagged_pair_is_delivered(topo, tabs)
+
+
+def test_a_pin_takes_its_via_switch_where_the_min_hop_paths_pass_it():
+    topo, _ = TOPOLOGIES["source fabric (2 levels, parallel cables)"]
+    tabs = tag_tables(topo, list(range(topo.n_hosts)), {2: "s2_0", 3: "s2_1"})
+    spines = {topo.node("s2_0"): "bcast", topo.node("s2_1"): "reduce"}
+    for prim in ("bcast", "reduce"):
+        for _, _, path in walks(topo, tabs, 0, Tag(prim, 0, 0, 0, 23).value()):
+            assert [spines[n] for n in path if n in spines] == [prim]
+
+
+def test_pins_that_name_no_packet_switch_are_refused():
+    topo, _ = TOPOLOGIES["3 levels, k=4"]
+    for pins, word in (({2: "s9_9"}, "does not exist"), ({2: topo.node_names[int(topo.hosts[0])]}, "not a packet switch"),
+                       ({64: "s3_0"}, "0..63"), ({2: []}, "via no switch")):
+        with pytest.raises(NetsteerError, match=word) as exc:
+            tag_tables(topo, list(range(topo.n_hosts)), pins)
+        assert exc.value.field == "pins"
 
 
 def test_group_ids_do_not_collide_beyond_a_thousand_hosts():
