@@ -225,3 +225,37 @@ def test_emulate_refuses_a_time_scale_that_is_not_finite_before_anything_starts(
     built = build_scenario(load_scenario(ROOT / "scenarios/hybrid-congestion.yaml"))
     with pytest.raises(NetsteerError, match="time_scale"):
         emulate(built, time_scale=float("inf"), switch_factory=lambda br: pytest.fail("started"))
+
+
+def test_the_app_gives_a_bundle_one_timeout_and_the_driver_waits_longer(monkeypatch):
+    """The app's barrier and commit share TIMEOUT_S (they had 10 s each, 20 s in all,
+    while the driver gave up after 15 s and rolled the others back under a commit
+    still in flight); the driver waits longer than the app's whole limit."""
+    from netsteer.drivers.openflow import osken, osken_app
+
+    assert osken.REPLY_WAIT_S > osken_app.TIMEOUT_S
+    clock = [1000.0]
+    waits = []
+
+    class Event:
+        def wait(self, timeout):
+            waits.append(timeout)
+            clock[0] += 7.0  # the switch takes 7 s to answer each
+            return True
+
+        def set(self):
+            pass
+
+    class Dp:
+        xid = 0
+
+        def send(self, data):
+            pass
+
+    monkeypatch.setattr(osken_app.hub, "Event", Event)
+    monkeypatch.setattr(osken_app.time, "monotonic", lambda: clock[0])
+    app = object.__new__(osken_app.NetsteerApp)
+    app.dps, app.waiting, app.encoder, app.bundle_ids = {5: Dp()}, {}, Encoder(), 0
+    with pytest.raises(RuntimeError):  # no commit reply: this fake switch answers nothing
+        app._handle({"op": "bundle", "dpid": 5, "lines": ["flow add table=0,priority=0 actions=drop"]})
+    assert waits == [osken_app.TIMEOUT_S, osken_app.TIMEOUT_S - 7.0]
