@@ -328,9 +328,11 @@ def _usage_error(exc) -> int | None:
     """Exit code for a click/typer usage error (printed as one line), or None if ``exc`` is not one."""
     for mod in _click_exceptions():
         if isinstance(exc, getattr(mod, "NoArgsIsHelpError", ())):
-            ctx = getattr(exc, "ctx", None)
-            if ctx is not None:
-                typer.echo(ctx.get_help())
+            # the error's message is the help: typer's rich help printed itself while
+            # the error was made (the message is then empty), plain click's is text
+            help_text = exc.format_message()
+            if help_text.strip():
+                typer.echo(help_text)
             return 2
         if isinstance(exc, mod.ClickException):
             _plain_option_error(exc, mod)

@@ -195,6 +195,38 @@ def test_congestion_mode_windows_open_at_the_start_and_again_when_a_reconfigurat
     assert decisions[1]["skipped"] == "bound" and decisions[1]["served_planned_gbps"] is None
 
 
+def test_a_poll_whose_counters_are_missing_is_skipped_not_read_as_zero(monkeypatch):
+    # as above, but the switches do not answer the poll at 0.1 s (the openflow driver
+    # reports NaN, missing): that sample is skipped and the window runs on, so the
+    # polls at 0.2 s (window 0..0.2 s) and 0.3 s are the two hot ones
+    from netsteer.control.driver import Counters
+    from netsteer.sim.driver import SimDriver
+
+    real = SimDriver.counters
+
+    def counters(self):
+        c = real(self)
+        if c.time_ns == 100_000_000:
+            return Counters(c.time_ns, np.full_like(c.port_bytes, np.nan),
+                            None if c.pair_bytes is None else np.full_like(c.pair_bytes, np.nan))
+        return c
+
+    monkeypatch.setattr(SimDriver, "counters", counters)
+    data = {
+        "name": "congestion-missing",
+        "topology": one_plane(2),
+        "routing": {"engine": "minhop"},
+        "jobs": [{"name": "a", "bulk": [{"src": 0, "dst": 1, "duration": "1s"}]}],
+        "controller": {"hybrid": {"congestion": {"poll": "100ms", "utilization": 0.9, "hold": 2,
+                                                 "threshold": 0.1}}},
+        "driver": {"delay": {"rule_time": "1ms", "vlan_tag_time": "33ms"}},
+    }
+    res = run_scenario(build(data), sample=False)
+    (r,) = reconfigs(res)
+    assert r["start_s"] == 0.3 and r["circuits_after"] == [[0, 0, 1]]
+    assert res.controller["hybrid"]["decisions"][0]["served_now_gbps"] == 0.0
+
+
 def test_an_application_request_pins_its_circuit_against_the_periodic_mode():
     data = {
         "name": "api",

@@ -98,31 +98,57 @@ def test_extra_rules_are_rewritten_on_every_push():
 
 
 class FakeSwitch:
-    """Holds a table the way a switch would; refuses or drops out on demand."""
+    """Holds a table the way a switch would; refuses, drops out, commits but answers
+    late, or raises something else on demand. Like Open vSwitch, it refuses a
+    ``group add`` of a group it has."""
 
     def __init__(self):
         self.table = Table()
         self.refuse = False
         self.away = False
+        self.late = False  # commits, then the answer comes too late
+        self.raises: Exception | None = None
+        self.stats_fail = False
         self.bundles = 0
+        self.replaced = 0
 
     def bundle(self, lines):
+        if self.raises is not None:
+            raise self.raises
         if self.away:
             raise SwitchError("s: no answer within 10 s (disconnected?)")
         if self.refuse:
             raise SwitchError("s refused the change: OFPBFC_MSG_FAILED")
+        for line in lines:
+            if line.startswith("group add ") and int(line.split("group_id=")[1].split(",")[0]) in self.table.groups:
+                raise SwitchError("s refused the change: OFPGMFC_GROUP_EXISTS")
         self.table = apply_lines(self.table, lines)
         self.bundles += 1
+        if self.late:
+            raise SwitchError("s: no answer within 10 s (disconnected?)")
 
     def replace(self, flows, groups):
-        if self.away:
+        if self.away or self.refuse:
             raise SwitchError("s: no answer")
-        self.table = "replaced"
+        t = Table()
+        for f in flows:
+            head, _, act = f.partition(" actions=")
+            parts = head.split(",")
+            t.flows[(int(parts[0][6:]), int(parts[1][9:]), ",".join(parts[2:]))] = act
+        for g in groups:
+            gid, spec = g.split(",", 1)
+            t.groups[int(gid.split("=")[1])] = spec
+        self.table = t
+        self.replaced += 1
 
     def port_bytes(self):
-        return {}
+        if self.stats_fail:
+            raise SwitchError("s: no answer within 10 s")
+        return {p: (10**9, 2 * 10**9) for p in range(1, 20)}
 
     def flow_bytes(self, table):
+        if self.stats_fail:
+            raise SwitchError("s: no answer within 10 s")
         return {}
 
 
@@ -175,7 +201,8 @@ def test_a_switch_that_drops_out_is_resynchronised_when_it_answers():
     assert d.stale == {lay.tors[0]}
     sw[lay.tors[0]].away = False
     d.advance(d.now + 1000)
-    assert d.stale == set() and sw[lay.tors[0]].table == "replaced"
+    assert d.stale == set() and sw[lay.tors[0]].replaced == 2  # start-up, then the resync
+    assert sw[lay.tors[0]].table == d.tables[lay.tors[0]]
 
 
 def test_a_circuit_is_dark_for_its_switching_time():
@@ -255,3 +282,91 @@ def test_a_packet_reordered_by_a_path_change_is_not_counted_as_lost():
     assert lost_during({"lost_intervals": [(1.0, 1.1, 1), (1.1, 1.2, -1)]}, recs) == 0
     assert lost_during({"lost_intervals": [(1.0, 1.1, 3), (1.1, 1.2, -1)]}, recs) == 2
     assert lost_during({"lost_intervals": [(1.0, 1.1, -1)]}, recs) == 0  # a gap before the window
+
+
+def test_any_exception_from_a_switch_rolls_the_others_back_and_marks_it_stale():
+    # an OSError (ovs-ofctl's temporary file on a full disk) is a failed switch like
+    # a refusal: the switch that committed is rolled back, the failed one re-synced
+    b = built()
+    d, sw, lay, _ = driver(b)
+    before = {n: s.table.copy() for n, s in sw.items()}
+    sw[lay.tors[1]].raises = OSError(28, "No space left on device")
+    a = d.apply(PushRules(2, (PairRule(0, 2), PairRule(1, 2))))
+    assert not a.ok and "OSError" in a.failed and "rolled back" in a.failed
+    assert sw[lay.tors[0]].table == before[lay.tors[0]] == d.tables[lay.tors[0]]
+    assert d.stale == {lay.tors[1]}
+
+
+def test_a_stale_switch_gets_its_whole_table_not_a_diff():
+    # tor1 commits a change that adds a select group but answers late: stale, and the
+    # others rolled back. The same change again, before any resync, must not diff
+    # against the table the driver thinks tor1 holds (its "group add" meets the group
+    # the late commit made, which Open vSwitch refuses)
+    b = built()
+    d, sw, lay, _ = driver(b)
+    two = (VlanPath(7, (1, 2), (0,), 0.5), VlanPath(8, (1, 2), (1,), 0.5))
+    intent = PushRules(2, (PairRule(0, 2), PairRule(1, 2, two)))
+    sw[lay.tors[1]].late = True
+    assert not d.apply(intent).ok and d.stale == {lay.tors[1]}
+    sw[lay.tors[1]].late = False
+    a = d.apply(intent)
+    assert a.ok, a.failed
+    assert sw[lay.tors[1]].replaced == 2 and d.stale == set()  # start-up, then this push
+    assert all(s.table == d.tables[n] for n, s in sw.items())
+
+
+def test_a_circuit_whose_switch_refuses_to_light_it_stays_down_until_it_takes_it():
+    b = built()
+    d, sw, lay, clock = driver(b)
+    ocs = lay.ocs[0]
+    (p, q), = b.hybrid.initial_state()[0][ocs]
+    new = ((p, 3),) if q != 3 else ((p, 2),)
+    assert d.apply(SetCircuits(ocs, new)).ok
+    (dark,) = d.reports()
+    assert not dark.up
+    sw[ocs].refuse = True
+    assert d.advance(None) != "changed"
+    assert d.reports() == [] and set(dark.links) <= d.down  # nothing reported up that does not forward
+    (f,) = d.failed_effects
+    assert f.intent == SetCircuits(ocs, new) and "not lit" in f.failed and d.applied[-1] is f
+    assert ocs in d.stale and sw[ocs].table == d.tables[ocs]  # the last good (dark) table holds
+    assert not any(m == f"in_port={new[0][0]}" for (_, _, m) in sw[ocs].table.flows)
+    # the switch answers again: its resync installs the lit table, then the links come up
+    sw[ocs].refuse = False
+    assert d.advance(d.now + 1000) == "changed"
+    (up,) = d.reports()
+    assert up.up and up.links == dark.links and not d.down and d.stale == set()
+    lit = sorted(m for (_, prio, m) in sw[ocs].table.flows if prio == 10)
+    assert lit == sorted([f"in_port={new[0][0]}", f"in_port={new[0][1]}"]) and sw[ocs].table == d.tables[ocs]
+
+
+def test_a_new_pairing_replaces_circuits_that_never_lit_and_brings_their_links_up():
+    b = built()
+    d, sw, lay, clock = driver(b)
+    ocs = lay.ocs[0]
+    (p, q), = b.hybrid.initial_state()[0][ocs]
+    new = ((p, 3),) if q != 3 else ((p, 2),)
+    d.apply(SetCircuits(ocs, new))
+    (dark,) = d.reports()
+    sw[ocs].refuse = True
+    d.advance(None)
+    sw[ocs].refuse = False
+    back = d.apply(SetCircuits(ocs, ((p, q),)))  # the controller rolls back before any resync
+    assert back.ok
+    assert d.advance(None) == "changed"
+    ups = [c for c in d.reports() if c.up]
+    assert set(dark.links) <= {x for c in ups for x in c.links} and not d.down
+
+
+def test_a_failed_statistics_read_is_missing_not_zero():
+    b = built()
+    d, sw, lay, _ = driver(b)
+    t = b.topology
+    tor = lay.tors[0]
+    mine = [c for c in range(t.n_channels) if int(t.channel_src()[c]) == tor]
+    assert not np.isnan(d.counters().port_bytes).any()
+    sw[tor].stats_fail = True
+    c = d.counters()
+    assert np.isnan(c.port_bytes[mine]).all() and np.isnan(c.pair_bytes[0]).all()
+    others = [x for x in range(t.n_channels) if x not in mine and int(t.channel_dst()[x]) != tor]
+    assert not np.isnan(c.port_bytes[others]).any() and not np.isnan(c.pair_bytes[1:]).any()

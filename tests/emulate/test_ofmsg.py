@@ -125,3 +125,137 @@ def test_emulate_options_before_a_reproduction_are_refused_not_dropped(args, opt
     assert f"{option}: applies with --emulate NAME only" in p.stderr, p.stderr
     assert p.stdout == ""
     assert not (tmp_path / "x.json").exists()
+
+
+def builders_lines() -> dict[str, list[str]]:
+    """The exact lines the fabric table builders and the reactive path write: whole
+    tables as a resync sends them, and their diffs."""
+    from netsteer.emulate.fabric_routes import ecmp_tables, notify_tables, routing_tables, tag_tables
+    from netsteer.emulate.reactive_tags import rule_lines
+    from netsteer.routing.ecmp import ecmp
+    from netsteer.topology.pgft import pgft
+    from netsteer.unisonflow.controller import InterconnectController
+    from netsteer.unisonflow.fabric import Fabric
+    from netsteer.unisonflow.modules import JobView
+    from netsteer.unisonflow.tags import Tag
+
+    t = pgft(2, [6, 4], [1, 2], [1, 4], link_bandwidth=1e9, link_latency_ns=1000)
+    out = {}
+    for name, tabs in (("ecmp_tables", ecmp_tables(t)),
+                       ("tag_tables", tag_tables(t, list(range(24)), {2: "s2_0", 3: "s2_1"})),
+                       ("notify_tables", notify_tables(t, list(range(24)))),
+                       ("routing_tables", routing_tables(ecmp(t)))):
+        lines = []
+        for tab in tabs.values():
+            lines += [f"group add {g}" for g in tab.group_lines()] + [f"flow add {f}" for f in tab.flow_lines()]
+            lines += diff(tab, Table()) + wipe_lines()
+        out[name] = lines
+    f = Fabric(t)
+    c = InterconnectController(f, {0: (JobView(0, {0: list(range(24))}), [{"module": "bcast-multicast"}])})
+    d = c.handle(Tag("bcast", 0, 0, 0, 0).value())
+    assert any(len(r.outputs) > 1 for r in d.rules)  # switch multicast: groups of type all
+    out["reactive rule_lines"] = [ln for ls in rule_lines(d.rules, {}).values() for ln in ls]
+    return out
+
+
+@pytest.mark.parametrize("name", ["ecmp_tables", "tag_tables", "notify_tables", "routing_tables",
+                                  "reactive rule_lines"])
+def test_the_os_ken_channel_encodes_every_line_the_table_builders_write(name):
+    enc = Encoder()
+    lines = builders_lines()[name]
+    assert any(ln.startswith("group add") for ln in lines)
+    for line in lines:
+        msg = enc.message(line)
+        msg.set_xid(1)
+        msg.serialize()
+        assert enc.encode(line, 1) == bytes(msg.buf), line
+        if line.startswith("group add"):
+            kind = "select" if "type=select" in line else "all"
+            weights = {b.weight for b in parse_message(bytes(msg.buf)).buckets}
+            # ovs-ofctl's defaults: a select bucket without weight weighs 1, others 0
+            assert weights == ({1} if kind == "select" else {0}), line
+
+
+def test_a_flow_cookie_is_set_on_add_and_matched_on_delete():
+    enc = Encoder()
+    add = parse_message(enc.encode("flow add table=0,priority=2,cookie=0x4e0001,in_port=1,ip "
+                                   "actions=CONTROLLER:128,resubmit(,1)", 1))
+    assert (add.cookie, add.cookie_mask) == (0x4E0001, 0) and match_text(add.match) == "ip,in_port=1"
+    gone = parse_message(enc.encode("flow delete_strict table=0,priority=2,cookie=0x4e0001,in_port=1,ip", 2))
+    assert (gone.cookie, gone.cookie_mask) == (0x4E0001, (1 << 64) - 1)
+
+
+# a command that passes its checks stops here (exit 99) before building anything:
+# a refusal that regressed must not start a testbed in the offline tier
+_TRIPWIRE = """
+import os, sys
+import netsteer.emulate.testbed as tb
+def trip(*a, **k):
+    sys.stderr.write("the command passed its checks\\n"); os._exit(99)
+tb.ensure_ovs = trip
+tb.Testbed.__init__ = trip
+from netsteer.cli import main
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("args, option", [
+    (["emulate", "scenarios/hybrid-congestion.yaml", "--time-scale", "inf"], "--time-scale"),
+    (["emulate", "scenarios/hybrid-congestion.yaml", "--time-scale", "nan"], "--time-scale"),
+    (["emulate", "scenarios/hybrid-congestion.yaml", "--time-scale", "1e-300"], "--time-scale"),
+    (["emulate", "scenarios/hybrid-congestion.yaml", "--time-scale", "0"], "--time-scale"),
+    (["reproduce", "--emulate", "hybrid-reconfig", "--period", "inf"], "--period"),
+    (["reproduce", "--emulate", "hybrid-reconfig", "--period", "nan"], "--period"),
+    (["reproduce", "--emulate", "hybrid-reconfig", "--duration", "nan"], "--duration"),
+    (["reproduce", "--emulate", "hybrid-reconfig", "--duration", "inf"], "--duration"),
+])
+def test_a_float_option_that_is_not_a_finite_number_in_range_is_refused_before_anything_starts(args, option):
+    p = subprocess.run([sys.executable, "-c", _TRIPWIRE, *args], capture_output=True, text=True, cwd=ROOT,
+                       timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert option in p.stderr and "finite" in p.stderr
+
+
+def test_emulate_refuses_a_time_scale_that_is_not_finite_before_anything_starts():
+    from netsteer.emulate.run import emulate
+    from netsteer.errors import NetsteerError
+    from netsteer.scenario import build_scenario, load_scenario
+
+    built = build_scenario(load_scenario(ROOT / "scenarios/hybrid-congestion.yaml"))
+    with pytest.raises(NetsteerError, match="time_scale"):
+        emulate(built, time_scale=float("inf"), switch_factory=lambda br: pytest.fail("started"))
+
+
+def test_the_app_gives_a_bundle_one_timeout_and_the_driver_waits_longer(monkeypatch):
+    """The app's barrier and commit share TIMEOUT_S (they had 10 s each, 20 s in all,
+    while the driver gave up after 15 s and rolled the others back under a commit
+    still in flight); the driver waits longer than the app's whole limit."""
+    from netsteer.drivers.openflow import osken, osken_app
+
+    assert osken.REPLY_WAIT_S > osken_app.TIMEOUT_S
+    clock = [1000.0]
+    waits = []
+
+    class Event:
+        def wait(self, timeout):
+            waits.append(timeout)
+            clock[0] += 7.0  # the switch takes 7 s to answer each
+            return True
+
+        def set(self):
+            pass
+
+    class Dp:
+        xid = 0
+
+        def send(self, data):
+            pass
+
+    monkeypatch.setattr(osken_app.hub, "Event", Event)
+    monkeypatch.setattr(osken_app.time, "monotonic", lambda: clock[0])
+    app = object.__new__(osken_app.NetsteerApp)
+    app.dps, app.waiting, app.encoder, app.bundle_ids = {5: Dp()}, {}, Encoder(), 0
+    with pytest.raises(RuntimeError):  # no commit reply: this fake switch answers nothing
+        app._handle({"op": "bundle", "dpid": 5, "lines": ["flow add table=0,priority=0 actions=drop"]})
+    assert waits == [osken_app.TIMEOUT_S, osken_app.TIMEOUT_S - 7.0]

@@ -151,3 +151,55 @@ def test_a_tag_the_controller_cannot_decode_goes_by_the_default_routing_or_to_it
             assert rules == [] and "no host known for rank 2" in rep["failures"][0]
         else:
             assert len(rules) == 1 and f"dl_dst={_mac(bad)}" in rules[0] and want in rules[0]
+
+
+class Bouncer(PrimitiveModule):
+    """Rules the controller accepts (switches, ports, match) that send the tag up to a
+    spine and straight back down the way it came: frames die at the spine."""
+
+    name = "bouncer-for-test"
+
+    def rules(self, tag, state):
+        from netsteer.unisonflow.rules import FlowRule
+
+        f = self.fabric
+        s, d = self.job.comms[tag.comm][tag.src], self.job.comms[tag.comm][tag.dst]
+        leaf = f.switch_of_host[s]
+        up = f.up_ports(leaf, d)[0]
+        spine, back, _ = f.peer[leaf][up]
+        return [FlowRule(leaf, tag.value(), ((up, None),)), FlowRule(spine, tag.value(), ((back, None),))]
+
+
+def test_rules_that_do_not_deliver_are_not_installed_and_the_tag_takes_the_default(monkeypatch):
+    """As the simulator's data plane: the rules are followed before they go out."""
+    monkeypatch.setitem(REGISTRY, Bouncer.name, Bouncer)
+    topo, fab, ctl, sw = setup([{"module": "bouncer-for-test", "primitive": "reduce"}])
+    osk = Osken()
+    leaf = sw[topo.node("s1_0")]
+    tag = Tag("reduce", 0, 0, 0, 3).value()
+    osk.events.put(frame(leaf, tag))
+    with ReactiveTags(osk, sw, ctl) as r:
+        pass
+    rep = r.report()
+    assert rep["by_module"] == {"default": 1} and "bouncer-for-test" in rep["failures"][0]
+    assert "loop" in rep["failures"][0] and ctl.report()["failures"] == 1
+    rules = [x for s in sw.values() for b in s.bundles for x in b]
+    assert rules == [f"flow add table=0,priority=50,dl_dst={_mac_of(tag)} actions=resubmit(,1)"]
+
+
+def test_a_multicast_tree_reaching_every_other_host_of_the_communicator_is_installed():
+    topo, fab, ctl, sw = setup([{"module": "bcast-multicast"}])
+    osk = Osken()
+    leaf = sw[topo.node("s1_0")]
+    osk.events.put(frame(leaf, Tag("bcast", 0, 0, 0, 0).value()))
+    with ReactiveTags(osk, sw, ctl) as r:
+        pass
+    rep = r.report()
+    assert rep["by_module"] == {"bcast-multicast": 1} and rep["failures"] == []
+    assert any("type=all" in x for s in sw.values() for b in s.bundles for x in b)
+
+
+def _mac_of(tag: int) -> str:
+    from netsteer.emulate.fabric_routes import _mac
+
+    return _mac(tag)

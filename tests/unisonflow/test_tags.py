@@ -138,3 +138,29 @@ def test_reproduce_refuses_more_iterations_than_memory_allows():
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert p.stderr.count("\n") == 1 and "--iterations" in p.stderr and "memory limit" in p.stderr
+
+
+def test_numpy_integers_are_the_same_numbers():
+    import numpy as np
+
+    t = Tag("bcast", np.int64(1), np.int32(0), np.int64(0), np.uint16(5))
+    assert t == Tag("bcast", 1, 0, 0, 5) and type(t.dst) is int
+    assert encode(t) == encode(Tag("bcast", 1, 0, 0, 5)) == decode(np.int64(encode(t)), np.int64(8)).value()
+    with pytest.raises(TagError, match="must be an integer"):
+        encode(Tag("bcast", 1.0, 0, 0, 5))
+
+
+def test_a_mac_with_mixed_separators_is_refused():
+    for text in ("0a:04-00:00:00:05", "0a-04:00-00:00-05"):
+        with pytest.raises(TagError, match="not a MAC address"):
+            parse_mac(text)
+    assert parse_mac("0a-04-00-00-00-05") == parse_mac("0a:04:00:00:00:05")
+
+
+@pytest.mark.parametrize("argv", [[], ["tag"], ["reproduce"], ["plan"]])
+def test_a_command_group_without_a_subcommand_prints_its_usage_once(argv):
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "netsteer", *argv], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and p.stdout.count("Usage:") == 1 and p.stderr == "", p.stdout

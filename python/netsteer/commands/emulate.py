@@ -65,11 +65,10 @@ def emulate_cmd(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the JSON report to this file."),
 ) -> None:
     """Run a scenario on real switches: namespaces, Open vSwitch, tc rates, iperf3."""
-    from ..emulate.run import emulate
+    from ..emulate.run import TIME_SCALE, check_number, emulate
     from ..scenario import build_scenario, load_scenario
 
-    if not time_scale > 0:
-        raise NetsteerError(f"must be above 0, not {time_scale}", field="--time-scale")
+    check_number(time_scale, "--time-scale", *TIME_SCALE)
     _check_channel(channel)
     if out is not None:
         from ..report.atomic import check_writable
@@ -172,8 +171,10 @@ def reproduce_emulated(
     _check_channel(channel)
     if any(n < 0 or n > 100_000 for n in counts):
         raise NetsteerError("each count must be 0..100000", field="--rules")
-    if not 0.5 <= period <= 30 or not period * 1.5 <= duration <= 60:
-        raise NetsteerError("--period must be 0.5..30 s and --duration 1.5 periods..60 s", field="--period")
+    from ..emulate.run import check_number
+
+    check_number(period, "--period", 0.5, 30, " s")
+    check_number(duration, "--duration", 1.5 * period, 60, " s (1.5 periods at least)")
     if out is not None:
         from ..report.atomic import check_writable
 

@@ -69,7 +69,8 @@ class Counters:
 
     ``port_bytes[c]`` is the bytes sent on channel ``c`` (a port's tx counter);
     ``pair_bytes[a, b]``, when the network has racks, the bytes rack ``a`` sent to
-    rack ``b`` (what the servers' per-destination-rack rules count).
+    rack ``b`` (what the servers' per-destination-rack rules count). A reading a
+    switch did not give (its statistics request failed) is NaN: missing, never 0.
     """
 
     time_ns: int

@@ -412,6 +412,13 @@ class HybridController(Controller):
         baseline of the next periodic estimate, the next congestion poll and the
         demand a request is planned with."""
         now = inp.now
+        if not _complete(inp.counters()):
+            # a switch did not answer: the next complete reading opens the windows
+            self._base = self._last_counters = self._last_ports = self._last_poll = None
+            if restart_clocks:
+                self._next_period = now + self.periodic["period"] if self.periodic else None
+                self._next_poll = now + self.congestion["poll"] if self.congestion else None
+            return
         self._base = self._pair_snapshot(inp)
         if self.periodic:
             self._last_counters = self._pair_snapshot(inp)
@@ -442,7 +449,8 @@ class HybridController(Controller):
         need = self._plan(asked, pinned=others, hops=1)
         taken = set(others)
         mine = [c for c in need.circuits if c not in taken]
-        measured = self._estimate(self._base, self._pair_snapshot(inp))
+        # a reading a switch did not answer measures nothing: the request alone
+        measured = self._estimate(self._base, self._pair_snapshot(inp)) if _complete(inp.counters()) else None
         demand = np.maximum(spread(asked, self.capacity_gbps), 0 if measured is None else measured)
         if self.memory > 0 and self._recent is not None and inp.now >= self._recent[0]:
             demand = np.maximum(demand, self._recent[1] * 0.5 ** ((inp.now - self._recent[0]) / self.memory))
@@ -624,6 +632,8 @@ class HybridController(Controller):
         r.status = f"failed during rollback: {'; '.join(what)}; retried until it goes through"
 
     def _periodic(self, inp: Inputs) -> None:
+        if not _complete(inp.counters()):
+            return  # a missing sample: the window runs on to the next complete one
         snap = self._pair_snapshot(inp)
         demand = self._demand(self._last_counters, snap)
         self._last_counters = snap
@@ -641,6 +651,8 @@ class HybridController(Controller):
 
     def _congestion(self, inp: Inputs) -> None:
         c = inp.counters()
+        if not _complete(c):
+            return  # a missing sample: the window runs on to the next complete one
         last, self._last_ports = self._last_ports, (c.time_ns, c.port_bytes.copy())
         # the demand of every poll interval feeds the memory: a burst that saturates
         # its path for one poll is seen at its peak, not averaged with its quiet time
@@ -854,6 +866,11 @@ class HybridController(Controller):
             **({"rollback_pending": {"reconfiguration": self._repair["r"].id, "status": self._repair["r"].status,
                                      "tries": self._repair["tries"]}} if self._repair is not None else {}),
         }
+
+
+def _complete(c) -> bool:
+    """Whether every reading of ``c`` is there (a switch that did not answer leaves NaN)."""
+    return not (np.isnan(c.port_bytes).any() or (c.pair_bytes is not None and np.isnan(c.pair_bytes).any()))
 
 
 _STEP_NAMES = {1: "traffic to the electrical network", 2: "circuits, VLAN tags and new rules",

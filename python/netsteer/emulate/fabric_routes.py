@@ -21,17 +21,29 @@ Examples
 from __future__ import annotations
 
 from ..drivers.openflow.flows import Table
+from ..errors import NetsteerError
 from ..unisonflow.fabric import Fabric
 from ..unisonflow.tags import format_mac
 from .testbed import host_mac
 
 BASE_PRIORITY = 10
 
+# Group id ranges, one per writer, so that the tables of one switch never reuse an
+# id: host ``h``'s ECMP group is ``h + 1`` (a topology has fewer than 2**24 hosts;
+# tags address 32768 ranks), pinned tables' groups start at PIN_GROUPS, the
+# reactive path's (:mod:`.reactive_tags`) at REACTIVE_GROUPS; OpenFlow's last
+# group id is 0xffffff00.
+PIN_GROUPS = 1 << 24
+REACTIVE_GROUPS = 2 << 24
+
 
 def ecmp_tables(topo, fabric: Fabric | None = None) -> dict[int, Table]:
     """Switch node -> its :class:`Table` (table 0, priority 10, one flow per host;
     group ``h + 1`` for host ``h`` where there are several next hops)."""
     f = fabric or Fabric(topo)
+    if topo.n_hosts >= PIN_GROUPS:
+        raise NetsteerError(f"{topo.n_hosts} hosts: ECMP group ids would run into the pinned tables' range",
+                            field="topology")
     out = {}
     for s in f.switches:
         tab = Table()
@@ -65,18 +77,26 @@ def tag_tables(topo, rank_host: list[int], pins: dict[int, str] | None = None,
     destination rank is ``r`` (priority 10) goes on the min-hop ports towards
     ``rank_host[r]`` (a select group where several), and the last switch writes the
     host's true MAC back before the host port (priority 30). ``pins`` (primitive
-    code -> switch name, the ``pin`` module): at every other switch, a tag of that
-    primitive leaves by its cables to that switch, where it has some (priority 20).
+    code -> switch name or list of names) do what the ``pin`` module does: a tag of
+    that primitive to rank ``r`` leaves, among the min-hop ports towards
+    ``rank_host[r]``, by those that lead to a ``via`` switch, where there are some
+    and not all of them are (priority 20). It never leaves min-hop routing, so
+    every pair is delivered on any topology; a pair whose paths meet no ``via``
+    switch takes them as unpinned.
+
+    Group ids: ECMP's ``h + 1``, the pins' from :data:`PIN_GROUPS` (one per distinct
+    port set of a switch).
 
     >>> from netsteer.topology.pgft import pgft
     >>> t = pgft(2, [2, 2], [1, 2], link_bandwidth=1e9, link_latency_ns=0)
     >>> tab = tag_tables(t, [0, 1, 2, 3], {2: "s2_1"})[t.node("s1_0")]
     >>> tab.flows[(0, 30, "dl_dst=00:00:00:00:00:01/00:00:00:00:7f:ff")]
     'set_field:02:00:00:00:00:01->eth_dst,output:2'
-    >>> tab.flows[(0, 20, "dl_dst=08:00:00:00:00:00/fc:00:00:00:00:00")]
+    >>> tab.flows[(0, 20, "dl_dst=08:00:00:00:00:02/fc:00:00:00:7f:ff")]  # bcast to rank 2: via s2_1
     'output:4'
     """
     f = fabric or Fabric(topo)
+    via = _pin_targets(topo, f, pins or {})
     out = {}
     base = ecmp_tables(topo, f)
     for s in f.switches:
@@ -84,27 +104,50 @@ def tag_tables(topo, rank_host: list[int], pins: dict[int, str] | None = None,
         for (t, _, m), a in base[s].flows.items():
             tab.flows[(t, HOST_PRIORITY, m)] = a
         tab.groups.update(base[s].groups)
+        pin_groups: dict[tuple, int] = {}
         for r, h in enumerate(rank_host):
             ports = f._next[s][h]
             match = f"dl_dst={_mac(r)}/{RANK_MASK}"
-            if f.peer[s][ports[0]][0] == h:  # the last switch: the host's true MAC back
+            if f.peer[s][ports[0]][0] == f.host_nodes[h]:  # the last switch: the host's true MAC back
                 tab.flows[(0, DELIVER_PRIORITY, match)] = f"set_field:{host_mac(h)}->eth_dst,output:{ports[0]}"
-            else:
-                tab.flows[(0, TAG_PRIORITY, match)] = base[s].flows[(0, BASE_PRIORITY, f"dl_dst={host_mac(h)}")]
-        for code, via in sorted((pins or {}).items()):
-            target = topo.node(via)
-            if s == target:
                 continue
-            # the switches cabled to ``via`` (a leaf under a pinned spine) send it there;
-            # local destinations are delivered first (priority 30)
-            up = tuple(sorted(p for p, (n, _, _) in f.peer[s].items() if n == target))
-            if not up:
-                continue
-            gid = 1000 + code
-            tab.groups[gid] = "type=select," + ",".join(f"bucket=output:{p}" for p in up)
-            tab.flows[(0, PIN_PRIORITY, f"dl_dst={_mac(code << 42)}/{PRIM_MASK}")] = \
-                f"group:{gid}" if len(up) > 1 else f"output:{up[0]}"
+            tab.flows[(0, TAG_PRIORITY, match)] = base[s].flows[(0, BASE_PRIORITY, f"dl_dst={host_mac(h)}")]
+            for code, targets in via.items():
+                best = tuple(p for p in ports if f.peer[s][p][0] in targets)
+                if not best or len(best) == len(ports):
+                    continue  # no port towards a via switch here, or all are: the tag rule does it
+                if len(best) == 1:
+                    action = f"output:{best[0]}"
+                else:
+                    gid = pin_groups.setdefault(best, PIN_GROUPS + len(pin_groups))
+                    tab.groups[gid] = "type=select," + ",".join(f"bucket=output:{p}" for p in best)
+                    action = f"group:{gid}"
+                tab.flows[(0, PIN_PRIORITY, f"dl_dst={_mac(code << 42 | r)}/{PIN_MASK}")] = action
         out[s] = tab
+    return out
+
+
+PIN_MASK = "fc:00:00:00:7f:ff"  # primitive and destination rank
+
+
+def _pin_targets(topo, f: Fabric, pins: dict) -> dict[int, frozenset]:
+    """``pins`` as primitive code -> via switch nodes, checked (``NetsteerError``)."""
+    out = {}
+    for code, names in sorted(pins.items()):
+        if not isinstance(code, int) or not 0 <= code < 64:
+            raise NetsteerError(f"a primitive code is 0..63, not {code!r}", field="pins")
+        nodes = set()
+        for name in [names] if isinstance(names, str) else list(names):
+            try:
+                node = topo.node(str(name))
+            except KeyError:
+                raise NetsteerError(f"switch {name!r} does not exist in {topo.name}", field="pins") from None
+            if node not in f.switch_set:
+                raise NetsteerError(f"{name!r} is not a packet switch", field="pins")
+            nodes.add(node)
+        if not nodes:
+            raise NetsteerError(f"primitive {code} is pinned via no switch", field="pins")
+        out[code] = frozenset(nodes)
     return out
 
 
@@ -201,4 +244,5 @@ def routing_tables(routing, circuits: dict | None = None) -> dict[int, Table]:
     return out
 
 
-__all__ = ["ecmp_tables", "notify_tables", "routing_tables", "tag_tables", "BASE_PRIORITY", "NOTIFY_COOKIE"]
+__all__ = ["ecmp_tables", "notify_tables", "routing_tables", "tag_tables", "BASE_PRIORITY", "NOTIFY_COOKIE",
+           "PIN_GROUPS", "REACTIVE_GROUPS"]

@@ -22,7 +22,10 @@ whole frame; a truncated one is dropped and TCP sends it again.
 
 A module that fails is the controller's business: it answers with the default
 module's rules and the reason, which is counted in the report; the traffic goes
-on. A tag the controller cannot decode goes on by the default routing (table
+on. Rules the controller accepted are followed before they go out (where they
+lead: every receiver once, its true MAC restored), as the simulator's data plane
+does; rules that loop or lose a receiver are not installed, the tag goes on by the
+default routing and the reason is counted as a failure. A tag the controller cannot decode goes on by the default routing (table
 ``default_table`` of :func:`.fabric_routes.notify_tables`, which knows each rank's
 host), quietly; without a default table, its destination rank's host from
 ``rank_host`` gets its true MAC back and the frame goes on by the true-MAC rules,
@@ -39,8 +42,10 @@ from typing import Any
 
 from ..drivers.openflow.switch import SwitchError
 from ..unisonflow.controller import PacketIn
-from ..unisonflow.tags import TagError
-from .fabric_routes import NOTIFY_COOKIE, _mac
+from ..unisonflow.rules import RuleError, follow
+from ..unisonflow.tags import TagError, decode
+from ..unisonflow.tags import host_mac as true_mac
+from .fabric_routes import NOTIFY_COOKIE, REACTIVE_GROUPS, _mac
 from .testbed import host_mac
 
 #: tag rules sit above the default routing (ECMP on true MACs, priority 40)
@@ -70,7 +75,7 @@ def rule_lines(rules, group_base: dict[int, int]) -> dict[int, list[str]]:
         if len(acts) == 1:
             lines.append(f"flow add {match} actions={acts[0]}")
             continue
-        gid = group_base.get(int(r.switch), 5000)
+        gid = group_base.get(int(r.switch), REACTIVE_GROUPS)  # above the default tables' groups
         group_base[int(r.switch)] = gid + 1
         lines.append(f"group add group_id={gid},type=all," + ",".join(f"bucket=actions={a}" for a in acts))
         lines.append(f"flow add {match} actions=group:{gid}")
@@ -184,10 +189,17 @@ class ReactiveTags:
         try:
             d = self.controller.handle(tag, now)
             rules, entry["module"], entry["failed"] = d.rules, d.module, d.failed
+            entry["module_asked"] = d.module
         except TagError as exc:
             # not a tag the controller knows: the true MAC back where the tag names
             # a host, and the default routing from there
             rules, entry["module"], entry["failed"] = (), "default", exc.message()
+        if rules:
+            try:
+                self._check(tag, rules)
+            except RuleError as exc:  # as the simulator's data plane: the default routing instead
+                rules, entry["module"] = (), "default"
+                entry["failed"] = f"module {entry['module_asked']} rules refused: {exc.message()}"
         if entry["failed"]:
             self.controller._failed(PacketIn(now, node, tag), entry["failed"])
         mine = rule_lines(rules, self._groups) or self._fallback(tag, node, entry)
@@ -196,6 +208,18 @@ class ReactiveTags:
         entry["rules"] = sum(map(len, mine.values()))
         entry["at"] = set(mine)  # the switches that hold a rule for it
         return entry
+
+    def _check(self, tag: int, rules) -> None:
+        """Where ``rules`` take the tag's frames: every receiver once, with its true
+        MAC back (:func:`netsteer.unisonflow.rules.follow`, the check the simulator's
+        data plane makes before it installs). A multicast tag (source rank = destination
+        rank, the root) goes to every other host of its communicator."""
+        c = self.controller
+        hosts = c.jobs[(tag >> 34) & 0x3F].comms[(tag >> 30) & 0xF]
+        t = decode(tag, len(hosts))
+        src = hosts[t.src]
+        dsts = sorted({h for h in hosts if h != src}) if t.src == t.dst else [hosts[t.dst]]
+        follow(rules, c.fabric, src, dsts, [true_mac(h) for h in dsts])
 
     def _fallback(self, tag: int, node: int, entry: dict) -> dict[int, list[str]]:
         """The rule for a tag no module decided: the default routing, or the true MAC

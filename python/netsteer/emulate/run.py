@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable
 
-
+import numpy as np
 
 from ..errors import NetsteerError
 from ..drivers.openflow import OpenFlowDriver, run_wall_loop
@@ -27,6 +27,27 @@ from .testbed import MAX_RATE_BPS, Testbed, dpid_of, iperf_json, wait_port
 
 MAX_RUN_S = 120.0  # one emulated run on a shared machine
 FIRST_PORT = 5201
+#: scenario times are multiplied by this much at most and at least: below, a scaled
+#: 100 ms poll would be under a millisecond, far below what a real switch answers in
+TIME_SCALE = (0.01, 100.0)
+
+
+def check_number(value: float, field: str, lo: float, hi: float, unit: str = "") -> float:
+    """``value`` if it is a finite number in ``lo..hi``; NetsteerError naming ``field``
+    otherwise (NaN fails every comparison, so each check is written to refuse it).
+
+    >>> check_number(2.0, "--period", 0.5, 30, " s")
+    2.0
+    >>> check_number(float("inf"), "--time-scale", *TIME_SCALE)
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.NetsteerError: --time-scale: must be a finite number 0.01..100, not inf
+    """
+    import math
+
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and lo <= value <= hi):
+        raise NetsteerError(f"must be a finite number {lo:g}..{hi:g}{unit}, not {value}", field=field)
+    return float(value)
 
 
 @dataclass
@@ -128,6 +149,7 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
     hybrid = built.hybrid
     if hybrid is None:
         raise NetsteerError("emulate needs a scenario with a hybrid controller (controller.hybrid)", field="controller")
+    check_number(time_scale, "time_scale", *TIME_SCALE)
     scale_controller(hybrid, time_scale)
     ends = [t for t, _ in hybrid.schedule]
     flows = flows_of(built, time_scale, 0.0)
@@ -140,7 +162,7 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
             # a transfer's time at its NIC's rate, with room for a slower path
             f.duration_s = f.bytes * 8 / float(topo.link_bandwidth.min()) * time_scale
     end_s = max([f.start_s + f.duration_s for f in flows] + [e * 1e-9 for e in ends] + [1.0])
-    if end_s > MAX_RUN_S:
+    if not end_s <= MAX_RUN_S:  # NaN too
         raise NetsteerError(f"the run would last {end_s:.0f} s; at most {MAX_RUN_S:.0f} s here (lower --time-scale)",
                             field="time_scale")
     layout = HybridLayout.of(topo, built.routing)
@@ -187,10 +209,17 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
             "status": status, "channel": "custom" if switch_factory else channel, "testbed": tb.prefix,
             "scale": tb.scale, "time_scale": time_scale, "duration_s": end_s,
             "flows": results, "controller": report, "pushes": drv.pushes, "decisions": ctl.calls,
-            "counters": {"bytes_at": "topology rates (emulated bytes / scale)", "port_bytes": counters.port_bytes.tolist(),
-                         "pair_bytes": None if counters.pair_bytes is None else counters.pair_bytes.tolist()},
+            "counters": {"bytes_at": "topology rates (emulated bytes / scale); null: the switch did not answer",
+                         "port_bytes": _json_counts(counters.port_bytes),
+                         "pair_bytes": None if counters.pair_bytes is None else _json_counts(counters.pair_bytes)},
             "stale_switches": [topo.node_names[n] for n in sorted(drv.stale)],
+            "failed_effects": [a.as_dict(topo.node_names) for a in drv.failed_effects],
         }
+
+
+def _json_counts(a) -> list:
+    """Counters for JSON: a missing reading (NaN) as null."""
+    return np.where(np.isnan(a), None, a).tolist()
 
 
 class _Timed:

@@ -184,7 +184,7 @@ class Testbed:
             _run("ip", "netns", "add", ns)
             self.namespaces.append(ns)
             _run("ip", "-n", ns, "link", "set", "lo", "up")
-        for node in range(n, t.n_nodes):
+        for node in t.switches.tolist():  # a topology's hosts need not be its first nodes
             br = f"{self.prefix}s{node}"
             _add_bridge(br, dpid_of(node))
             self.bridges[node] = br
@@ -201,16 +201,17 @@ class Testbed:
             mids = (f"{self.prefix}l{link}x", f"{self.prefix}l{link}y")
             self._shaped_link(ends, mids, rate)
             for end, node, port in ((ends[0], a, pa), (ends[1], b, pb)):
-                if node < n and not self.host_bridges:
-                    self._host_end(node, end)
-                elif node < n:
+                h = int(t.host_index[node])  # -1: a switch
+                if h >= 0 and not self.host_bridges:
+                    self._host_end(h, end)
+                elif h >= 0:
                     # the host's own bridge: port 2 its link, port 1 a veth into the host
-                    inner, outer = f"{self.prefix}b{node}i", f"{self.prefix}b{node}o"
+                    inner, outer = f"{self.prefix}b{h}i", f"{self.prefix}b{h}o"
                     _run("ip", "link", "add", inner, "type", "veth", "peer", "name", outer)
                     self.veths += [inner, outer]
-                    self._host_end(node, inner)
+                    self._host_end(h, inner)
                     for dev, p in ((outer, 1), (end, 2)):
-                        vsctl += self._switch_port(self.host_bridges[node], dev, p)
+                        vsctl += self._switch_port(self.host_bridges[h], dev, p)
                 else:
                     vsctl += self._switch_port(self.bridges[node], end, port)
         if vsctl:

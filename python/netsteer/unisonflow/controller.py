@@ -203,6 +203,8 @@ class InterconnectController(Controller):
             self._capacity = self.fabric.topo.channel_bandwidth() / 8.0
             self._last = (0, np.zeros_like(c.port_bytes))
         t0, b0 = self._last
+        if np.isnan(c.port_bytes).any():
+            return  # a switch did not answer (NaN, missing): measure over a longer window next time
         if c.time_ns > t0:
             self.state.util = (c.port_bytes - b0) / ((c.time_ns - t0) / 1e9) / self._capacity
             self._last = (c.time_ns, c.port_bytes.copy())

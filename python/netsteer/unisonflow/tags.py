@@ -35,6 +35,7 @@ True
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from numbers import Integral
 
 from ..errors import NetsteerError
 
@@ -84,6 +85,14 @@ class Tag:
     src: int
     dst: int
 
+    def __post_init__(self) -> None:
+        # a NumPy integer (a rank from an array) is the same number: kept as an int,
+        # so tags compare, hash and print as Python's; other values are refused by encode
+        for name in ("job", "comm", "src", "dst"):
+            v = getattr(self, name)
+            if type(v) is not int and isinstance(v, Integral) and not isinstance(v, bool):
+                object.__setattr__(self, name, int(v))
+
     def value(self) -> int:
         """The 48-bit tag (kept from decoding: a controller asks for it per rule)."""
         v = self.__dict__.get("_v")
@@ -100,10 +109,16 @@ class Tag:
         return asdict(self)
 
 
+def _integer(value, field: str) -> int:
+    """``value`` as an int: Python's or NumPy's integers, not a bool or a float."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or type(value).__name__ == "bool_":
+        raise TagError(f"must be an integer, got {value!r}", field=field)
+    return int(value)
+
+
 def _field(name: str, value: int) -> int:
     shift, bits = LAYOUT[name]
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TagError(f"must be an integer, got {value!r}", field=name)
+    value = _integer(value, name)
     if not 0 <= value < (1 << bits):
         raise TagError(f"{value} does not fit the tag's {bits} bits (0..{(1 << bits) - 1})", field=name)
     return value << shift
@@ -143,8 +158,7 @@ def check_comm_size(comm_size: int | None, field: str = "comm_size") -> None:
     """
     if comm_size is None:
         return
-    if isinstance(comm_size, bool) or not isinstance(comm_size, int):
-        raise TagError(f"must be an integer, got {comm_size!r}", field=field)
+    comm_size = _integer(comm_size, field)
     if not 1 <= comm_size <= MAX_RANKS:
         raise TagError(f"communicator size must be 1..{MAX_RANKS} (the tag's ranks have {LAYOUT['src'][1]} bits), "
                        f"got {comm_size}", field=field)
@@ -165,14 +179,19 @@ def parse_mac(mac: str | int) -> int:
 
     >>> parse_mac("0A-04-00-00-00-05") == parse_mac("0a0400000005") == 0x0a0400000005
     True
+    >>> parse_mac("0a:04-00:00:00:05")  # one separator throughout
+    Traceback (most recent call last):
+    ...
+    netsteer.unisonflow.tags.TagError: mac: '0a:04-00:00:00:05' is not a MAC address (six hex octets, aa:bb:cc:dd:ee:ff)
     """
-    if isinstance(mac, int) and not isinstance(mac, bool):
+    if isinstance(mac, Integral) and not isinstance(mac, bool) and type(mac).__name__ != "bool_":
+        mac = int(mac)
         if not 0 <= mac <= _MASK48:
             raise TagError(f"{mac} is not a 48-bit address", field="mac")
         return mac
     text = str(mac).strip().lower()
     digits = text.replace(":", "").replace("-", "")
-    seps_ok = len(text) == 12 or (len(text) == 17 and all(text[i] in ":-" for i in range(2, 17, 3)))
+    seps_ok = len(text) == 12 or (len(text) == 17 and len(set(text[2::3])) == 1 and text[2] in ":-")
     if len(digits) != 12 or not seps_ok or any(c not in "0123456789abcdef" for c in digits):
         raise TagError(f"{str(mac)[:40]!r} is not a MAC address (six hex octets, aa:bb:cc:dd:ee:ff)", field="mac")
     return int(digits, 16)

@@ -6,11 +6,17 @@ wanted table of each switch it touches (:mod:`.flows`); the difference to the
 table in force goes out as one bundle per switch, to all switches at once (a
 thread each). If any switch refuses its bundle or does not answer, the switches
 that committed get the reverse difference (rollback to the last good tables) and
-the intent is reported failed with the switch's words. A switch that failed is
-marked stale and re-synchronised with its whole table when it answers again.
+the intent is reported failed with the switch's words. Any exception counts as a
+failed switch, not only a refusal. A switch that failed is marked stale and
+re-synchronised with its whole table when it answers again (every ``advance``);
+a change that reaches it before then also gives it its whole table, never a
+diff against a table it may not hold.
 
 A circuit switch that re-pairs ports loses the moved ports' flows at once (dark)
-and gets the new ones after its switching time: the crossbar's dark period.
+and gets the new ones after its switching time: the crossbar's dark period. If
+the switch does not take them then, the links stay down (nothing is reported up
+that does not forward), the failure is recorded (``applied``,
+``failed_effects``), and its re-synchronisation lights them and reports them up.
 
 A committed bundle is in the switch's tables, not yet in its data plane: Open
 vSwitch keeps forwarding by its cached datapath flows until its revalidators,
@@ -18,6 +24,9 @@ which run apart from the OpenFlow channel, catch up. A change counts as done onl
 after ``settle`` (the testbed's :meth:`~netsteer.emulate.testbed.Testbed.settle`)
 put it in force, so make-before-break's step 2 never breaks a circuit that cached
 flows still send into.
+
+Counters a switch did not give (a failed statistics request) are NaN, missing,
+never 0; the controllers skip such a sample.
 """
 
 from __future__ import annotations
@@ -86,9 +95,14 @@ class OpenFlowDriver:
         self.stale: set[int] = set()
         self.down: set[int] = set()
         self.applied: list[Applied] = []
+        self.failed_effects: list[Applied] = []  # effects after apply() answered (a circuit not lit)
         self.pushes: list[dict] = []  # per apply: what went to how many switches, how long it took
         self._reports: list[NetworkChanged] = []
-        self._pending: list = []  # (time_ns, seq, switch, pairs, dark links)
+        self._pending: list = []  # (time_ns, seq, switch, pairs, dark links, intent)
+        # circuit switch -> (pairs, dark links, intent) of circuits whose light failed:
+        # dark and reported down until a resync gives the switch its lit table
+        self._unlit: dict[int, tuple] = {}
+        self._lights = 0  # circuit changes that came up (advance says "changed")
         self._seq = 0
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(16, len(self.switches))))
@@ -119,7 +133,12 @@ class OpenFlowDriver:
         self.tables = tables
 
     def _parallel(self, jobs: dict[int, Callable[[], None]]) -> dict[int, str]:
-        """Run one job per switch at once; returns {switch: error} of those that failed."""
+        """Run one job per switch at once; returns {switch: error} of those that failed.
+
+        Any exception counts as that switch failing (an ``OSError`` from ``ovs-ofctl``'s
+        temporary file as much as a refused bundle): the caller rolls the others back
+        and re-synchronises it, which an exception escaping here would skip.
+        """
         futures = {n: self._pool.submit(job) for n, job in jobs.items()}
         errors = {}
         for n, fut in futures.items():
@@ -127,15 +146,22 @@ class OpenFlowDriver:
                 fut.result()
             except SwitchError as exc:
                 errors[n] = str(exc)
+            except Exception as exc:  # noqa: BLE001 (module text)
+                errors[n] = f"{type(exc).__name__}: {exc}"
         return errors
 
     def _push(self, new_state: HybridState, nodes: list[int]) -> str | None:
-        """Move ``nodes`` to their tables under ``new_state``, all or none."""
+        """Move ``nodes`` to their tables under ``new_state``, all or none.
+
+        A switch known to be stale gets its whole table (``replace``), not a diff
+        against a table it may not hold: a diff's ``group add`` of a group a late
+        commit already made is refused (``OFPGMFC_GROUP_EXISTS``)."""
         new = {n: self.wanted(n, new_state) for n in nodes}
         diffs = {n: diff(self.tables[n], new[n]) for n in nodes}
         diffs = {n: d for n, d in diffs.items() if d}
+        whole = {n for n in diffs if n in self.stale}
         t0 = self.clock()
-        errors = self._parallel({n: (lambda n=n: self.switches[n].bundle(diffs[n])) for n in diffs})
+        errors = self._parallel({n: self._job(n, new[n], None if n in whole else diffs[n]) for n in diffs})
         if diffs:
             self.settle()  # in force, not only committed: what a rollback leaves in force too
         push_ns = self.clock() - t0
@@ -144,12 +170,16 @@ class OpenFlowDriver:
                             "failed": sorted(errors)})
         if not errors:
             self.tables.update({n: new[n] for n in diffs})
+            self.stale.difference_update(whole)
             return None
-        # roll the switches that committed back to their last good tables
+        # roll the switches that committed back to their last good tables (whole
+        # tables where they had them whole)
         done = [n for n in diffs if n not in errors]
-        back = self._parallel({n: (lambda n=n: self.switches[n].bundle(diff(new[n], self.tables[n]))) for n in done})
+        back = self._parallel({n: self._job(n, self.tables[n], None if n in whole else diff(new[n], self.tables[n]))
+                               for n in done})
         if done:
             self.settle()
+        self.stale.difference_update(n for n in whole if n not in errors and n not in back)
         self.stale.update(errors)
         self.stale.update(back)
         names = self.topo.node_names
@@ -158,17 +188,34 @@ class OpenFlowDriver:
             msg += "; rollback failed on " + ", ".join(names[n] for n in sorted(back))
         return msg + " (rolled back: last good configuration kept)"
 
+    def _job(self, node: int, table: Table, lines: list[str] | None) -> Callable[[], None]:
+        """What gives ``node`` ``table``: the bundle ``lines``, or (None) the whole table."""
+        sw = self.switches[node]
+        if lines is None:
+            return lambda: sw.replace(table.flow_lines(), table.group_lines())
+        return lambda: sw.bundle(lines)
+
     def resync(self) -> list[int]:
-        """Give stale switches their whole table again; returns those that took it."""
+        """Give stale switches their whole table again; returns those that took it.
+
+        A circuit switch whose circuits failed to light gets the lit table (the
+        circuits the controller asked for), and its links are reported up once it
+        took it: the dark table would put a circuit that may have lit dark again."""
         if not self.stale:
             return []
         nodes = sorted(self.stale)
-        errors = self._parallel({n: (lambda n=n: self.switches[n].replace(self.tables[n].flow_lines(),
-                                                                          self.tables[n].group_lines())) for n in nodes})
+        want = {n: self.wanted(n, self._lit_state(n)) if n in self._unlit else self.tables[n] for n in nodes}
+        errors = self._parallel({n: self._job(n, want[n], None) for n in nodes})
         ok = [n for n in nodes if n not in errors]
         if ok:
             self.settle()
         self.stale.difference_update(ok)
+        for n in ok:
+            self.tables[n] = want[n]
+            if n in self._unlit:
+                pairs, dark, _ = self._unlit.pop(n)
+                self.state.pairing[n] = pairs
+                self._lit(dark)
         return ok
 
     # -- the driver protocol ----------------------------------------------------------
@@ -202,19 +249,18 @@ class OpenFlowDriver:
         delay = target - self.now
         if delay > 0:
             self.sleep(delay / 1e9)
+        lit = self._lights
         self.resync()
-        if self._due():
+        self._due()
+        if self._lights != lit:  # circuits came up (a circuit that failed to light did not)
             return "changed"
         return "done" if self.now >= self.end_ns else "until"
 
-    def _due(self) -> bool:
+    def _due(self) -> None:
         """Bring in the effects whose time has come (circuits lighting up)."""
-        hit = False
         while self._pending and self._pending[0][0] <= self.now:
-            _, _, sw, pairs, dark = heapq.heappop(self._pending)
-            self._light(sw, pairs, dark)
-            hit = True
-        return hit
+            _, _, sw, pairs, dark, intent = heapq.heappop(self._pending)
+            self._light(sw, pairs, dark, intent)
 
     def apply(self, intent) -> Applied:
         now = self.now
@@ -238,7 +284,11 @@ class OpenFlowDriver:
         return a
 
     def counters(self) -> Counters:
-        """Port tx bytes per channel and rack-pair bytes from the ToRs' counter flows."""
+        """Port tx bytes per channel and rack-pair bytes from the ToRs' counter flows.
+
+        A switch that does not answer leaves its readings NaN (missing), not 0: a
+        cumulative counter read as 0 would make a negative rate now and a spike at
+        the next poll (the controllers skip a sample with missing readings)."""
         nodes = sorted(self.switches)
         ports: dict[int, dict] = {}
         flows: dict[int, dict] = {}
@@ -248,18 +298,26 @@ class OpenFlowDriver:
             if n in self.layout.tors:
                 flows[n] = self.switches[n].flow_bytes(COUNT)
 
-        self._parallel({n: (lambda n=n: read(n)) for n in nodes})
+        failed = self._parallel({n: (lambda n=n: read(n)) for n in nodes})
+        for n in failed:  # a half-read switch counts as unread
+            ports.pop(n, None)
+            flows.pop(n, None)
         t = self.topo
         out = np.zeros(t.n_channels)
         src, sport, dst, dport = t.channel_src(), t.channel_src_port(), t.channel_dst(), t.channel_dst_port()
         for c in range(t.n_channels):
             s, d = int(src[c]), int(dst[c])
-            if s in ports and int(sport[c]) in ports[s]:
+            if s in failed or (s not in self.switches and d in failed):
+                out[c] = np.nan
+            elif s in ports and int(sport[c]) in ports[s]:
                 out[c] = ports[s][int(sport[c])][1]  # tx of the sending switch port
             elif d in ports and int(dport[c]) in ports[d]:
                 out[c] = ports[d][int(dport[c])][0]  # a host's NIC: rx at the switch
         lay = self.layout
         pairs = np.zeros((lay.racks, lay.racks))
+        for tor in failed:
+            if tor in lay.tors:
+                pairs[lay.rack_of_tor(tor)] = np.nan
         for tor, fl in flows.items():
             a = lay.rack_of_tor(tor)
             for match, n in fl.items():
@@ -321,21 +379,48 @@ class OpenFlowDriver:
         if failed is not None:
             return failed, now
         self.state, self.circuits = new, trial
-        dark = _port_links(self.topo, sw, moved)
+        dark = set(_port_links(self.topo, sw, moved))
+        if sw in self._unlit:
+            # this change replaces circuits that never lit: their links come up with its own
+            dark |= set(self._unlit.pop(sw)[1])
+        dark = tuple(sorted(dark))
         lit_at = now + int(self.topo.switching_time_ns.get(sw, 0))
-        self.down.update(int(x) for x in dark)
+        self.down.update(dark)
         with self._lock:
-            self._reports.append(NetworkChanged(now, "circuits", tuple(int(x) for x in dark), False))
-        heapq.heappush(self._pending, (lit_at, self._seq, sw, tuple(tuple(p) for p in intent.pairs), tuple(dark)))
+            self._reports.append(NetworkChanged(now, "circuits", dark, False))
+        heapq.heappush(self._pending, (lit_at, self._seq, sw, tuple(tuple(p) for p in intent.pairs), dark, intent))
         self._seq += 1
         return None, lit_at
 
-    def _light(self, sw: int, pairs, dark) -> None:
+    def _light(self, sw: int, pairs, dark, intent) -> None:
+        """The switching time is over: the new circuits get their flows and come up.
+
+        If the switch does not take them, they stay dark and down (nothing is
+        reported up that does not forward), the failure is recorded as the intent's
+        (``applied``), and the switch's re-synchronisation lights them (:meth:`resync`).
+        """
         new = self.state.copy()
         new.pairing[sw] = pairs
         failed = self._push(new, [sw])
-        if failed is None:
-            self.state = new
+        if failed is not None:
+            self._unlit[sw] = (pairs, dark, intent)
+            self.stale.add(sw)  # also when the rollback worked: the resync lights it
+            now = self.now
+            a = Applied(intent, now, now, f"circuits not lit: {failed}")
+            self.applied.append(a)
+            self.failed_effects.append(a)
+            return
+        self.state = new
+        self._lit(dark)
+
+    def _lit_state(self, sw: int) -> HybridState:
+        """The state with ``sw``'s unlit circuits in force (what its resync installs)."""
+        new = self.state.copy()
+        new.pairing[sw] = self._unlit[sw][0]
+        return new
+
+    def _lit(self, dark) -> None:
+        self._lights += 1
         self.down.difference_update(dark)
         with self._lock:
             self._reports.append(NetworkChanged(self.now, "circuits", tuple(dark), True))

@@ -128,7 +128,7 @@ class HybridLayout:
         for i in range(len(src)):
             for c in channels[offsets[i]:offsets[i + 1]]:
                 node = int(csrc[c])
-                if node >= n:  # a switch: forward towards dst out of this port
+                if topo.host_index[node] < 0:  # a switch (hosts need not be the first nodes)
                     base.setdefault((node, int(dst[i])), int(cport[c]))
         return cls(int(m["racks"]), spr, [int(x) for x in m["tors"]], np.asarray(m["tor_port_of"]),
                    [int(x) for x in m["circuit_switches"]], base)

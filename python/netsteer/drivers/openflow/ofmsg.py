@@ -4,8 +4,11 @@
 table=1,priority=101,ip,nw_dst=10.64.1.0/24 actions=group:7``); this module turns
 those lines into os-ken's message objects (``OFPFlowMod``, ``OFPGroupMod``) and
 into the bytes of one **bundle** (``OFPBundleCtrlMsg`` open, one
-``OFPBundleAddMsg`` per change, commit). Only the vocabulary :mod:`.flows` writes
-is understood; anything else raises :class:`ValueError` naming the token.
+``OFPBundleAddMsg`` per change, commit). The vocabulary :mod:`.flows`, the fabric
+table builders (:mod:`netsteer.emulate.fabric_routes`) and the reactive path
+(:mod:`netsteer.emulate.reactive_tags`) write is understood, with ``ovs-ofctl``'s
+meaning (a bucket without ``weight:``, a flow's ``cookie=``); anything else raises
+:class:`ValueError` naming the token.
 
 Speed: os-ken builds and serializes about 10,000 flow-mods a second here, so a
 5000-rule change would spend half a second in encoding alone. A flow-mod is a
@@ -156,34 +159,61 @@ def _split_actions(text: str) -> list[str]:
 
 
 def _flow_fields(spec: str):
-    """``table=1,priority=101,ip,... actions=...`` -> (table, priority, match, actions)."""
+    """``table=1,priority=101,cookie=0x4e0001,ip,... actions=...`` -> (table, priority,
+    cookie, match, actions)."""
     head, _, actions = spec.partition(" actions=")
-    table, prio, rest = 0, 0x8000, []
+    table, prio, cookie, rest = 0, 0x8000, 0, []
     for tok in head.split(","):
         if tok.startswith("table="):
             table = _int(tok[6:])
         elif tok.startswith("priority="):
             prio = _int(tok[9:])
+        elif tok.startswith("cookie="):
+            cookie = _int(tok[7:])
         elif tok:
             rest.append(tok)
-    return table, prio, ",".join(rest), actions or None
+    return table, prio, cookie, ",".join(rest), actions or None
+
+
+def _cookie_mask(verb: str, cookie: int) -> int:
+    """Adds and modifies set the flow's cookie; a delete naming one deletes only the
+    flow with that cookie (OpenFlow matches the cookie under the mask)."""
+    return (1 << 64) - 1 if verb.startswith("delete") and cookie else 0
 
 
 def _group(spec: str, command: int) -> p.OFPGroupMod:
-    """``group_id=7,type=select,bucket=weight:500,actions=...,bucket=...``."""
+    """``group_id=7,type=select,bucket=weight:500,actions=...,bucket=...``.
+
+    A bucket is written as ``ovs-ofctl`` takes it: ``weight:N,actions=A``,
+    ``actions=A`` or bare actions ``A``. A select group's bucket without a weight
+    weighs 1, another group's 0, as ``ovs-ofctl`` gives them (OpenFlow defines the
+    weight for select groups only).
+
+    >>> g = _group("group_id=3,type=select,bucket=output:3,bucket=weight:2,actions=output:4", ofp.OFPGC_ADD)
+    >>> [(b.weight, b.actions[0].port) for b in g.buckets]
+    [(1, 3), (2, 4)]
+    >>> [b.weight for b in _group("group_id=5,type=all,bucket=actions=output:1,output:2", ofp.OFPGC_ADD).buckets]
+    [0]
+    """
     head, *buckets = spec.split(",bucket=")
     fields = dict(tok.split("=", 1) for tok in head.split(","))
-    out = []
-    for b in buckets:
-        weight, _, actions = b.partition(",actions=")
-        if not weight.startswith("weight:"):
-            raise ValueError(f"bucket {b!r}: weight:N,actions=... expected")
-        inst = parse_actions(actions)
-        acts = inst[0].actions if inst else []
-        out.append(p.OFPBucket(weight=_int(weight[7:]), actions=acts))
     kind = fields.get("type", "all")
     if kind not in _GROUP_TYPES:
         raise ValueError(f"group type {kind!r} is not understood by the os-ken channel")
+    out = []
+    for b in buckets:
+        weight = 1 if kind == "select" else 0
+        actions = b
+        if b.startswith("weight:") or b.startswith("weight="):
+            w, _, actions = b.partition(",")
+            weight = _int(w[7:])
+        if actions.startswith("actions="):
+            actions = actions[len("actions="):]
+        if not actions:
+            raise ValueError(f"bucket {b!r}: no actions")
+        inst = parse_actions(actions)
+        acts = inst[0].actions if inst else []
+        out.append(p.OFPBucket(weight=weight, actions=acts))
     return p.OFPGroupMod(DP, command, _GROUP_TYPES[kind], _int(fields["group_id"]), out)
 
 
@@ -201,8 +231,9 @@ class Encoder:
         if kind == "flow":
             if verb not in _FLOW_CMDS:
                 raise ValueError(f"flow command {verb!r} is not understood")
-            table, prio, match, actions = _flow_fields(spec)
-            return p.OFPFlowMod(DP, table_id=table, priority=prio, command=_FLOW_CMDS[verb],
+            table, prio, cookie, match, actions = _flow_fields(spec)
+            return p.OFPFlowMod(DP, cookie=cookie, cookie_mask=_cookie_mask(verb, cookie),
+                                table_id=table, priority=prio, command=_FLOW_CMDS[verb],
                                 match=parse_match(match), instructions=parse_actions(actions or ""),
                                 out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY, buffer_id=ofp.OFP_NO_BUFFER)
         if kind == "group":
@@ -221,7 +252,7 @@ class Encoder:
             return bytes(msg.buf)
         if verb not in _FLOW_CMDS:
             raise ValueError(f"flow command {verb!r} is not understood")
-        table, prio, match, actions = _flow_fields(spec)
+        table, prio, cookie, match, actions = _flow_fields(spec)
         mb = self._match.get(match)
         if mb is None:
             buf = bytearray()
@@ -235,7 +266,8 @@ class Encoder:
             ib = self._inst[actions or ""] = bytes(buf)
         n = ofp.OFP_FLOW_MOD_SIZE - ofp.OFP_MATCH_SIZE + len(mb) + len(ib)
         return b"".join((_HEADER.pack(ofp.OFP_VERSION, ofp.OFPT_FLOW_MOD, n, xid),
-                         _FLOW_MOD.pack(0, 0, table, _FLOW_CMDS[verb], 0, 0, prio, ofp.OFP_NO_BUFFER,
+                         _FLOW_MOD.pack(cookie, _cookie_mask(verb, cookie), table, _FLOW_CMDS[verb], 0, 0, prio,
+                                        ofp.OFP_NO_BUFFER,
                                         ofp.OFPP_ANY, ofp.OFPG_ANY, 0, 0),
                          mb, ib))
 

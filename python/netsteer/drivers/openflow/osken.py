@@ -32,6 +32,13 @@ from .ofmsg import wipe_lines
 from .switch import TIMEOUT_S, SwitchError
 
 
+#: how long the driver waits for the app's answer: the app's own limit for a request
+#: at the switch (TIMEOUT_S, a bundle's barrier and commit together) and a margin for
+#: the app's encoding and its socket, so a commit the app still waits for is never
+#: reported failed (and rolled back elsewhere) before the app knows
+REPLY_WAIT_S = TIMEOUT_S + 5
+
+
 def free_port() -> int:
     """A TCP port on loopback that nothing listens on now."""
     with socket.socket() as s:
@@ -104,7 +111,7 @@ class OskenController:
             fut.set_result({"error": "the os-ken application stopped"})
         self.events.put(None)
 
-    def request(self, op: str, timeout: float = TIMEOUT_S + 5, **args) -> dict:
+    def request(self, op: str, timeout: float = REPLY_WAIT_S, **args) -> dict:
         """Send one request; its answer (``error`` set when it failed)."""
         rid = next(self._ids)
         fut: Future = Future()

@@ -22,8 +22,11 @@ Frames a switch sends to the controller (packet-in) go to the driver unasked, as
 "truncated": BOOL, "cookie": INT}`` (the cookie of the flow that sent it).
 
 Every request runs in its own green thread, so bundles to many switches are in
-flight at once. A switch that is not connected, or that does not answer within
-``timeout`` seconds, fails the request (the driver rolls back and re-syncs).
+flight at once. A switch that is not connected, or that has not answered a request
+within :data:`TIMEOUT_S` seconds (a bundle's barrier and commit together), fails
+the request (the driver rolls back and re-syncs). The driver waits longer for the
+app's answer (:data:`netsteer.drivers.openflow.osken.REPLY_WAIT_S`), so it never
+gives up on a bundle the app is still committing.
 """
 
 from __future__ import annotations
@@ -39,8 +42,7 @@ from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_4 as ofp
 
 from .ofmsg import DP, Encoder, _ctrl, match_text
-
-TIMEOUT_S = 10.0
+from .switch import TIMEOUT_S  # one request's whole time at the switch, as ovs-ofctl's --timeout
 _CHANNEL_FD = None  # set by main() before the app is made
 
 
@@ -131,8 +133,10 @@ class NetsteerApp(app_manager.OSKenApp):
                "cookie": int(getattr(m, "cookie", 0) or 0)}
         self._emit(out)
 
-    def _ask(self, dpid: int, chunks: list[bytes], xid: int, also: range = range(0)) -> list:
-        """Send ``chunks``; wait for the replies to ``xid`` (errors of ``also`` count too)."""
+    def _ask(self, dpid: int, chunks: list[bytes], xid: int, also: range = range(0),
+             deadline: float | None = None) -> list:
+        """Send ``chunks``; wait for the replies to ``xid`` (errors of ``also`` count too)
+        until ``deadline`` (``time.monotonic()``; default :data:`TIMEOUT_S` from now)."""
         dp = self.dps.get(dpid)
         if dp is None:
             raise RuntimeError("not connected")
@@ -142,7 +146,8 @@ class NetsteerApp(app_manager.OSKenApp):
             self.waiting[k] = (w, k[1] == xid)
         try:
             dp.send(b"".join(chunks))  # one write: the bundle goes out as one stream
-            if not w[0].wait(timeout=TIMEOUT_S):
+            left = TIMEOUT_S if deadline is None else deadline - time.monotonic()
+            if left <= 0 or not w[0].wait(timeout=left):
                 raise RuntimeError(f"no answer within {TIMEOUT_S:g} s")
             if w[2]:
                 raise RuntimeError("; ".join(w[2]))
@@ -171,6 +176,7 @@ class NetsteerApp(app_manager.OSKenApp):
             self.bundle_ids += 1
             bid = self.bundle_ids
             t0 = time.perf_counter()
+            deadline = time.monotonic() + TIMEOUT_S  # barrier and commit share it (module text)
             *adds, commit = self.encoder.bundle(lines, bid, first)
             t1 = time.perf_counter()
             commit_xid, barrier_xid = first + len(lines) + 1, first + len(lines) + 2
@@ -178,12 +184,13 @@ class NetsteerApp(app_manager.OSKenApp):
             # bundle, so a commit would apply the rest: the barrier's reply says every
             # add was taken (their errors come before it); only then commit
             try:
-                self._ask(dpid, adds + [_barrier(barrier_xid)], barrier_xid, also=range(first, commit_xid))
+                self._ask(dpid, adds + [_barrier(barrier_xid)], barrier_xid, also=range(first, commit_xid),
+                          deadline=deadline)
             except RuntimeError:
                 if dpid in self.dps:
                     self.dps[dpid].send(_ctrl(bid, ofp.OFPBCT_DISCARD_REQUEST, commit_xid))
                 raise
-            replies = self._ask(dpid, [commit], commit_xid)
+            replies = self._ask(dpid, [commit], commit_xid, deadline=deadline)
             if not any(r.type == ofp.OFPBCT_COMMIT_REPLY for r in replies):
                 raise RuntimeError("bundle not committed")
             # the app's own time (encoding) and the wait for the switch (send to commit reply)
