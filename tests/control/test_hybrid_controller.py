@@ -247,6 +247,38 @@ def test_an_application_request_pins_its_circuit_against_the_periodic_mode():
     assert later[0]["circuits_after"] == [[0, 0, 1]]
 
 
+def test_a_request_when_the_switches_do_not_answer_is_planned_from_the_request(monkeypatch):
+    # the request at 0.1 s meets a reading the switches did not answer (NaN; the one at
+    # 0 s was whole): it is
+    # planned from what it asks for, not from NaN demand, and gets its circuit
+    from netsteer.control.driver import Counters
+    from netsteer.sim.driver import SimDriver
+
+    real = SimDriver.counters
+
+    def counters(self):
+        c = real(self)
+        if c.time_ns == 100_000_000:
+            return Counters(c.time_ns, np.full_like(c.port_bytes, np.nan),
+                            None if c.pair_bytes is None else np.full_like(c.pair_bytes, np.nan))
+        return c
+
+    monkeypatch.setattr(SimDriver, "counters", counters)
+    data = {
+        "name": "request-missing",
+        "topology": one_plane(3),
+        "routing": {"engine": "minhop"},
+        "jobs": [{"name": "heavy", "bulk": [{"src": 0, "dst": 1, "duration": "2s"}]}],
+        "controller": {"hybrid": {"requests": [{"at": "100ms", "until": "1s", "src": 1, "dst": 2,
+                                                "bandwidth": "10Gbps"}]}},
+        "driver": {"delay": {"rule_time": "1ms", "vlan_tag_time": "100ms"}},
+    }
+    res = run_scenario(build(data), sample=False)
+    rc = reconfigs(res)
+    assert rc[0]["trigger"] == "request" and rc[0]["circuits_after"] == [[0, 1, 2]]
+    assert "failed" not in rc[0]["status"]
+
+
 def test_bad_controller_input_is_one_line_and_exit_2(tmp_path):
     cases = {
         "no-such-host": {"requests": [{"at": "1s", "src": 0, "dst": 99, "bandwidth": "1Gbps"}]},
