@@ -249,8 +249,8 @@ def test_an_application_request_pins_its_circuit_against_the_periodic_mode():
 
 def test_a_request_when_the_switches_do_not_answer_is_planned_from_the_request(monkeypatch):
     # the request at 0.1 s meets a reading the switches did not answer (NaN; the one at
-    # 0 s was whole): it is
-    # planned from what it asks for, not from NaN demand, and gets its circuit
+    # 0 s was whole): it is planned from what it asks for, not from NaN demand, and
+    # gets its circuit
     from netsteer.control.driver import Counters
     from netsteer.sim.driver import SimDriver
 
