@@ -524,3 +524,51 @@ def test_a_rollback_that_cannot_move_a_circuit_back_keeps_the_detours_until_it_c
     assert ocs[1].get("failed") and back["at_s"] >= 5.0 and back["pairs"] == ocs[1]["pairs"]
     high = [e for e in res.applied_events if e["intent"] == "remove_rules" and e["priority"] == 2]
     assert high[0]["at_s"] >= back["done_s"]  # the detours outlived the wrong circuit
+
+
+def test_congestion_mode_does_not_flap_between_two_configurations_that_each_favour_the_other():
+    # the source's FFT (8 MiB blocks: short transposes) beside the background: with both
+    # circuits the background leaves the FFT on the electrical network, where it looks
+    # network-limited, so the next plan gives it a circuit; there its short bursts look
+    # small and the next plan gives the background both again, and so on, each move
+    # detouring traffic for 1.2 s. Going back to a configuration that lasted 0.4 s must
+    # pay for both moves in 0.4 s: it never does, and the FFT keeps its circuit
+    from netsteer.reproduce.hybrid import Reconfig, fftw_scenarios
+
+    runs = dict(fftw_scenarios("1307ms", Reconfig(fft_bytes="8MiB", fft_phases=8)))
+    ends = {}
+    for label in ("background", "background, congestion-triggered"):
+        b, res = _run(runs[label], None)
+        ends[label] = float(res.completion_ns[b.job_of_flow == b.job_names.index("fftw")].max()) * 1e-9
+    rc = reconfigs(res)
+    assert [r["circuits_after"] for r in rc] == [[[0, 1, 2], [1, 1, 2]], [[0, 1, 2], [1, 0, 1]]]
+    back = [d for d in res.controller["hybrid"]["decisions"] if d.get("skipped") == "return"]
+    assert back and all(d["returned_to_lasted_s"] == pytest.approx(0.4, abs=0.02) and d["gain_gbit"] < d["cost_gbit"]
+                        for d in back)
+    # flapping, it ended 33 % after the run with no reconfiguration (16.4 s against 12.4 s)
+    assert ends["background, congestion-triggered"] < 1.1 * ends["background"]
+
+
+def test_a_return_pays_when_the_configuration_left_had_lasted():
+    # the rule itself: the same gain pays for a return to a configuration that held for
+    # 20 s, not for one that held for 0.4 s (each move: 1 s detouring 10 Gbit/s)
+    from netsteer.control.hybrid import HybridController
+    from netsteer.control.planning import Circuit
+
+    h = build(congestion_scenario()).hybrid
+    assert isinstance(h, HybridController)
+    plan = h._plan(np.array([[0, 10.0, 0], [10.0, 0, 0], [0, 0, 0]]))  # a circuit 0-1 instead of 0-2
+    target = frozenset(h._align(plan)[0].circuits)
+    demand = np.array([[0, 0, 10.0], [0, 0, 0], [10.0, 0, 0]])  # what the circuits in force (0-2) serve
+    h._reconfig_ns = 1_000_000_000
+    for lasted, pays in ((400_000_000, False), (20_000_000_000, True)):
+        h._left = {target: (10.0, lasted)}
+        h.decisions.append({})
+        _, ok = h._pays(demand, plan, cur=20.0, new=22.0)
+        assert ok is pays
+        d = h.decisions[-1]
+        assert d["cost_gbit"] == pytest.approx(10.0 + 1.0 * 20.0) and d["gain_gbit"] == pytest.approx(2.0 * lasted / 1e9)
+        assert d.get("skipped") == (None if pays else "return")
+    h._left = {}
+    assert h._pays(demand, plan, cur=20.0, new=22.0)[1]  # a configuration not left recently: at once
+    assert Circuit(0, 0, 2) in h.config.circuits

@@ -28,6 +28,9 @@ measured demand), ``periodic`` (estimate the rack-to-rack
 demand from counters, replan, reconfigure when the gain passes a threshold for
 ``hold`` periods in a row) and ``congestion`` (poll the ports; when an inter-rack
 port stays above a utilisation for ``hold`` polls, replan and reconfigure at once).
+The last two go back to a configuration they left recently only when the gain pays
+for both moves within as long as it lasted last time (``HybridController._pays``):
+the demand estimate depends on the configuration, and following it could flap.
 
 Both estimate the demand from counters the way Helios does
 (:mod:`netsteer.control.demand`): a rack pair whose current path (its circuits, or
@@ -61,6 +64,10 @@ MAX_VLANS = 4094
 BACKOFF_FIRST, BACKOFF_MAX = 4, 64
 # what a failed rollback left installed is retried at the same base interval, without
 # growing: a retry moves no traffic, and a fault that clears should be repaired soon after
+
+# the modes return to a configuration one of the last RETURNS reconfigurations left only
+# once the gain has paid for both moves (HybridController._pays)
+RETURNS = 4
 
 
 @dataclass(frozen=True)
@@ -108,6 +115,7 @@ class Reconfiguration:
     retry_ns: int | None = None  # failed: the modes try again from then on (backoff)
     not_undone: list = field(default_factory=list)  # rollback intents that failed (retried)
     detours_left: tuple = ()  # (src, dst) whose step-1 detour is still installed (retried)
+    detour_gbps: float = 0.0  # what the pairs step 1 detours were served when it started (HybridController._pays)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -203,6 +211,12 @@ class HybridController(Controller):
         self.saturation, self.memory = saturation, int(memory)
         self._recent: tuple[int, np.ndarray] | None = None  # (time, remembered demand)
         self._last_plan = None  # ((circuits in force, pinned), demand, plan, served): _evaluate's last
+        # returns (_pays): how long the last reconfiguration took (the driver's answer),
+        # since when the configuration in force is, and the configurations recent
+        # reconfigurations left: circuits -> (Gbit that move cost, ns they had lasted)
+        self._reconfig_ns: int | None = None
+        self._in_force_since = 0
+        self._left: dict[frozenset, tuple[float, int]] = {}
         self._base = None  # pair counters when the configuration in force took over (request planning)
         self._index_channels()
 
@@ -568,6 +582,51 @@ class HybridController(Controller):
         rec["served_planned_gbps"] = round(new, 6)
         return plan, cur, new
 
+    def _detour_gbps(self, demand: np.ndarray, new: HybridConfig) -> float:
+        """What the rack pairs a reconfiguration to ``new`` detours in step 1 (those with
+        traffic whose forwarding changes) are served now: their estimated demand, up to
+        their paths' capacity. They lose it for the reconfiguration's length (less what
+        the electrical network gives them, not counted)."""
+        return float(sum(min(float(demand[a, b]), len(rule.paths) * self.capacity_gbps)
+                         for (a, b), rule in self.config.rules.items()
+                         if demand[a, b] > 0 and new.rules.get((a, b)) != rule))
+
+    def _pays(self, demand: np.ndarray, plan, cur: float, new: float):
+        """Whether the modes may reconfigure to ``plan``; returns (the plan aligned to the
+        configuration in force, yes or no), and says why in the decision.
+
+        A plan back to a configuration that one of the last ``RETURNS`` reconfigurations
+        left (A -> B -> A) contradicts the estimate that left it: the demand estimate
+        changes with the configuration (each one makes the rack pairs it leaves off the
+        circuits look network-limited), and following it flaps. The controller has seen
+        how long A lasted before its estimate turned against it, and expects a return
+        to last as long: the return must pay for both moves within that time, i.e. what
+        the plan serves more than the circuits in force, times how long A lasted, must
+        reach the cost of leaving A (recorded when it was left) plus the cost of coming
+        back. A move costs its length (the last one's, as the driver reported it) times
+        what the rack pairs it detours in step 1 are served now (:meth:`_detour_gbps`).
+        A configuration that held for long pays back quickly (a workload that returns
+        to an old pattern); one that held for less than a reconfiguration's worth of
+        gain does not. A move to a configuration not left recently is taken at once."""
+        plan, _ = self._align(plan, fixed={c.ocs for c in self._pinned()})  # pinned circuits keep their switches
+        target = frozenset(plan.circuits)
+        if target not in self._left or self._reconfig_ns is None:
+            return plan, True
+        try:
+            after = self.configure(target, plan.paths if self.hops > 1 else None)
+        except NetsteerError:
+            return plan, True  # _start reports it
+        paid, lasted_ns = self._left[target]
+        cost = paid + self._reconfig_ns * 1e-9 * self._detour_gbps(demand, after)
+        gain = (new - cur) * lasted_ns * 1e-9
+        rec = self.decisions[-1]
+        rec.update(returned_to_lasted_s=lasted_ns / 1e9, gain_gbit=round(gain, 6),
+                   cost_gbit=round(cost, 6))
+        if gain + 1e-9 >= cost:
+            return plan, True
+        rec["skipped"] = "return" if "skipped" not in rec else f"{rec['skipped']}, return"
+        return plan, False
+
     def _queue_plan(self, trigger: str, plan) -> None:
         plan, _ = self._align(plan, fixed={c.ocs for c in self._pinned()})  # pinned circuits keep their switches
         self._queue.append((trigger, frozenset(plan.circuits), plan.paths if self.hops > 1 else None))
@@ -643,9 +702,13 @@ class HybridController(Controller):
         plan, cur, new = self._evaluate(inp.now, demand, "periodic", p["threshold"])
         better = (plan is not None and frozenset(plan.circuits) != self.config.circuits
                   and new > cur * (1 + p["threshold"]) + 1e-9)
-        # hysteresis: the gain must hold for `hold` periods in a row
+        # hysteresis: the gain must hold for `hold` periods in a row (and a return to a
+        # configuration left recently must pay for both moves: _pays)
         self._gain_streak = self._gain_streak + 1 if better else 0
-        if self._gain_streak >= p["hold"]:
+        if not better:
+            return
+        plan, pays = self._pays(demand, plan, cur, new)
+        if self._gain_streak >= p["hold"] and pays:
             self._gain_streak = 0
             self._queue_plan("periodic", plan)
 
@@ -676,7 +739,10 @@ class HybridController(Controller):
             plan, cur, new = self._evaluate(inp.now, demand, "congestion", thr)
             # only a plan that relieves enough: a bulk flow filling its own circuit
             # is congestion that no configuration cures
-            if plan is not None and frozenset(plan.circuits) != self.config.circuits and new > cur * (1 + thr) + 1e-9:
+            if plan is None or frozenset(plan.circuits) == self.config.circuits or new <= cur * (1 + thr) + 1e-9:
+                return
+            plan, pays = self._pays(demand, plan, cur, new)
+            if pays:
                 self._queue_plan("congestion", plan)
 
     # -- make-before-break ---------------------------------------------------------------
@@ -692,6 +758,8 @@ class HybridController(Controller):
         old = self.config
         moved = tuple(sorted(k for k in set(old.rules) | set(new.rules) if old.rules.get(k) != new.rules.get(k)))
         r = Reconfiguration(len(self.reconfigurations), trigger, self.method, old, new, now, moved_pairs=moved)
+        if self._recent is not None:
+            r.detour_gbps = self._detour_gbps(self._recent[1], new)
         self.reconfigurations.append(r)
         self.current = r
         if self.method == "break-before-make":
@@ -821,6 +889,15 @@ class HybridController(Controller):
             r.status = "done"
             self.config = r.new
             self._failures, self._retry_at = 0, None
+            # what the next one is expected to take, what leaving r.old cost and how
+            # long r.old had lasted (_pays)
+            self._reconfig_ns = now - r.started_ns
+            self._left.pop(r.new.circuits, None)
+            self._left.pop(r.old.circuits, None)  # the newest goes last (the oldest is forgotten first)
+            self._left[r.old.circuits] = (self._reconfig_ns * 1e-9 * r.detour_gbps, r.started_ns - self._in_force_since)
+            self._in_force_since = now
+            while len(self._left) > RETURNS:
+                self._left.pop(next(iter(self._left)))
         else:
             # back off: retrying at once would detour traffic again and again for a
             # fault that persists (worse than no controller)
