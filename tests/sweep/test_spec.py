@@ -157,3 +157,17 @@ def test_check_past_its_limit_still_validates_every_value(write_sweep):
     assert 6 <= r["checked"] <= 11 and r["refused"] >= 1
     assert {json.loads(e["point"])["jobs.0.ranks"] for e in r["examples"]} == {-1}
     assert refused_points(sw)["refused"] == 10  # all 40: -1 with each repeat and seed
+
+
+def test_seeds_go_to_mpi_jobs_only_so_a_base_with_a_flow_job_runs(write_sweep, tmp_path):
+    # the scenario refuses a seed on a job without a program (it draws nothing); a
+    # sweep with repeat_seeds over a base with background flows must not add one
+    base = yaml.safe_load((tmp_path / "base.yaml").read_text())
+    base["jobs"].append({"name": "bg", "flows": [{"src": 0, "dst": 1, "bytes": "1MiB"}]})
+    (tmp_path / "base-bg.yaml").write_text(yaml.safe_dump(base, sort_keys=False))
+    sw = load_sweep(write_sweep("base: base-bg.yaml\npoints: [{}]\nrepeat_seeds: [1, 2]\n"))
+    for p in sw.points:
+        sc = yaml.safe_load(point_scenario_text(sw.base_raw, p.overrides, p.seed))
+        assert sc["jobs"][0]["seed"] == p.seed and "seed" not in sc["jobs"][-1]
+        r = run_point(sw.base_raw, p.overrides, p.seed, sw.base_file)
+        assert r["status"] == "done", r

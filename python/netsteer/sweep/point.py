@@ -34,7 +34,7 @@ def _set_seeds(node: Any, seed: int) -> Any:
 def point_scenario(base_raw: dict, overrides: dict[str, Any], seed: int | None = None) -> dict:
     """The base scenario with ``overrides`` set (shallow paths first, so a deeper
     path refines a subtree that a shallower one replaced) and, given ``seed``,
-    every job's seed and every other ``seed`` key set to it."""
+    every MPI job's seed and every other ``seed`` key set to it."""
     raw = base_raw
     for path in sorted(overrides, key=lambda p: p.count(".")):
         raw = set_path(raw, path, overrides[path])
@@ -43,8 +43,10 @@ def point_scenario(base_raw: dict, overrides: dict[str, Any], seed: int | None =
     if seed is not None:
         _set_seeds(raw, seed)
         for job in raw.get("jobs") or []:
-            if isinstance(job, dict):
-                job["seed"] = seed  # a job without one runs with the default 0
+            # an MPI job without one runs with the default 0; a flow job has no seed
+            # (the scenario refuses one: it draws nothing)
+            if isinstance(job, dict) and "program" in job:
+                job["seed"] = seed
     return raw
 
 
