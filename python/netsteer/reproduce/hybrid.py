@@ -73,7 +73,7 @@ class Reconfig:
     poll : str
         FFTW, congestion-triggered mode: the port counters' polling interval.
     fft_ranks, fft_bytes, fft_phases : int, str, int
-        The FFT: ranks (half on each of racks 1 and 2, so ``fft_ranks / 2`` servers
+        The FFT: ranks (a power of two, half on each of racks 1 and 2, so ``fft_ranks / 2`` servers
         a rack), bytes each rank sends each other rank in a phase's pairwise
         alltoall, and phases (a compute step, then the alltoall).
     fft_alone : str
@@ -90,7 +90,7 @@ class Reconfig:
     >>> Reconfig(fft_ranks=3).check()
     Traceback (most recent call last):
     ...
-    netsteer.errors.NetsteerError: fft_ranks: must be even (half the ranks on each rack), got 3
+    netsteer.errors.NetsteerError: fft_ranks: must be a power of two (the FFT's pairwise alltoall pairs ranks by XOR), got 3
     """
 
     rules: tuple[int, ...] = (100, 5000)
@@ -118,8 +118,10 @@ class Reconfig:
             v, least = getattr(self, key), 0 if key == "fft_rules" else (2 if key == "fft_ranks" else 1)
             if isinstance(v, bool) or not isinstance(v, int) or v < least:
                 raise NetsteerError(f"must be an integer >= {least}, got {v!r}", field=key)
-        if self.fft_ranks % 2:
-            raise NetsteerError(f"must be even (half the ranks on each rack), got {self.fft_ranks}", field="fft_ranks")
+        if self.fft_ranks & (self.fft_ranks - 1):
+            # the FFT's pairwise alltoall pairs ranks by XOR (and half go on each rack)
+            raise NetsteerError(f"must be a power of two (the FFT's pairwise alltoall pairs ranks by XOR), "
+                                f"got {self.fft_ranks}", field="fft_ranks")
         if not self.rules or any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in self.rules):
             raise NetsteerError(f"must be one or more integers >= 0, got {list(self.rules)!r}", field="rules")
         if self.push not in ("sequential", "parallel"):
