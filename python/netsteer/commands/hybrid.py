@@ -111,6 +111,9 @@ def reproduce_hybrid(
         t.add_row(r["run"], f"{r['completion_s']:.2f}", ", ".join(
             f"{x['trigger']} {x['start_s']:.1f}-{x['end_s']:.1f} s" for x in r["reconfigurations"]) or "-")
     out_console.print(t)
+    for r in rep["fftw"]:
+        for n in r.get("notes", ()):
+            out_console.print(f"note: {r['run']}: {n}")
 
 
 def reproduce_shifting(

@@ -124,6 +124,9 @@ class Reconfig:
                                 f"got {self.fft_ranks}", field="fft_ranks")
         if not self.rules or any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in self.rules):
             raise NetsteerError(f"must be one or more integers >= 0, got {list(self.rules)!r}", field="rules")
+        if len(set(self.rules)) < len(self.rules):
+            # the same runs twice, under the same name (and the same scenario file)
+            raise NetsteerError(f"must not repeat a count, got {list(self.rules)!r}", field="rules")
         if self.push not in ("sequential", "parallel"):
             raise NetsteerError(f"must be sequential or parallel, got {self.push!r}", field="push")
         ns = {}
@@ -388,6 +391,8 @@ def fftw_runs(progress: Callable[[], None] = lambda: None,
             "peak_gbps": max(rec.gbps) if rec.gbps else 0.0,
             "windows": [[r["start_s"], r["end_s"]] for r in rc],
             "time_s": rec.times, "gbps": rec.gbps,
+            # a trigger past the run's end: the run is the plain background run, say so
+            **({"notes": res.notes} if res.notes else {}),
         })
         progress()
     return out, {"communication_s": comm, "compute_per_phase_s": compute_s, "phases": phases,
