@@ -492,8 +492,10 @@ def test_a_reconfiguration_that_keeps_failing_backs_off_and_costs_little_against
 
 def test_what_a_failed_rollback_left_installed_is_retried_and_reported_meanwhile():
     # tor0 refuses rules from just after step 1: step 2 fails, and so does the
-    # rollback's removal of step 1's detours. They are retried until rules go in
-    # again (5 s), and only then does anything new start
+    # rollback's removal of step 1's detours. They are retried, backing off, until
+    # rules go in again (5 s), and only then does anything new start
+    from netsteer.control.hybrid import REPAIR_MAX
+
     fault = [{"kind": "rules", "switch": "tor0", "from": "0.2001s", "to": "5s"}]
     res = run_scenario(build(congestion_scenario(driver_faults=fault)), sample=False)
     r0 = reconfigs(res)[0]
@@ -501,14 +503,87 @@ def test_what_a_failed_rollback_left_installed_is_retried_and_reported_meanwhile
     rest = reconfigs(res)[1:]
     high = [e for e in res.applied_events if e["intent"] == "remove_rules" and e["priority"] == 2
             and (not rest or e["at_s"] < rest[0]["start_s"])]
-    assert len(high) > 10 and all(e.get("failed") for e in high[:-1]) and not high[-1].get("failed")
+    assert all(e.get("failed") for e in high[:-1]) and not high[-1].get("failed")
     assert high[-1]["at_s"] >= 5.0 and all(r["start_s"] >= high[-1]["done_s"] for r in rest)
+    # the tries (after the rollback's own) double from one attempt's length (0.2 s), and the
+    # wait stays bounded: a fault that clears is repaired within REPAIR_MAX of them
+    gaps = np.diff([e["at_s"] for e in high[1:]])
+    assert gaps == pytest.approx([0.2 * min(2 ** i, REPAIR_MAX) for i in range(len(gaps))], rel=1e-2)
+    assert high[-1]["at_s"] - 5.0 <= 0.2 * REPAIR_MAX
     # a fault that never clears: the report says what is installed instead of the circuits
     fault[0]["to"] = "300s"
     res = run_scenario(build(congestion_scenario(driver_faults=fault)), sample=False)
     pending = res.controller["hybrid"]["rollback_pending"]
-    assert "step-1 detour still installed for rack pairs [[0, 1]" in pending["status"] and pending["tries"] > 10
+    assert "step-1 detour still installed for rack pairs [[0, 1]" in pending["status"]
     assert reconfigs(res)[0]["status"] == pending["status"]
+    # over the 35 s run: a try every 0.2 s would be 170 of them
+    assert 10 < pending["tries"] < 35 and pending["next_try_s"] > res.makespan_ns / 1e9
+
+
+def test_a_repair_that_never_goes_through_blocks_later_reconfigurations_and_says_so():
+    # every ToR refuses rules from 0.3 s on: reconfiguration 0's rollback cannot remove
+    # its detours, and the scheduled reconfigurations (0.5 s, 1 s) must not start on top
+    # of them; the notes name the repair, not a reconfiguration "in progress"
+    sched = [{"at": "0.5s", "circuits": [[0, 0, 1]]}, {"at": "1s", "circuits": [[0, 0, 2], [1, 1, 2]]}]
+    data = congestion_scenario(schedule=sched, driver_faults=[{"kind": "rules", "from": "0.3s"}])
+    res = run_scenario(build(data), sample=False)
+    assert len(reconfigs(res)) == 1
+    pending = res.controller["hybrid"]["rollback_pending"]
+    assert pending["blocks"] == ["schedule reconfiguration at 0.5 s", "schedule reconfiguration at 1 s"]
+    notes = [n for n in res.notes if n.startswith("controller.hybrid:")]
+    assert len(notes) == 2 and all("waiting for the repair of reconfiguration 0's failed rollback" in n
+                                   and "in progress" not in n for n in notes)
+    assert "at 500 ms" in notes[0]
+    # a request queued behind it is unserved, and says why
+    data = congestion_scenario(requests=[{"at": "0.5s", "until": "2s", "src": 0, "dst": 2, "bandwidth": "10Gbps"}],
+                               driver_faults=[{"kind": "rules", "from": "0.3s"}])
+    res = run_scenario(build(data), sample=False)
+    (u,) = res.controller["hybrid"]["unserved_requests"]
+    assert u["at_s"] == 0.5 and "waiting for the repair of reconfiguration 0" in u["why"]
+    assert any(n.startswith("controller.hybrid.requests: the request at 500 ms was not served") for n in res.notes)
+
+
+def test_a_request_whose_reconfiguration_failed_pins_no_circuits():
+    # ocs0 refuses to move until 1 s: the request's reconfiguration rolls back, so its
+    # circuit was never installed; the periodic mode is not held to it until the request
+    # ends (4 s), and the report says the request went unserved
+    data = {
+        "name": "api", "topology": one_plane(3), "routing": {"engine": "minhop"},
+        "jobs": [{"name": "heavy", "bulk": [{"src": 0, "dst": 1, "duration": "6s"}]}],
+        "controller": {"hybrid": {"requests": [{"at": "100ms", "until": "4s", "src": 1, "dst": 2,
+                                                "bandwidth": "10Gbps"}],
+                                  "periodic": {"period": "500ms", "threshold": 0.1, "hold": 1}}},
+        "driver": {"delay": {"rule_time": "1ms", "vlan_tag_time": "100ms"},
+                   "faults": [{"kind": "circuits", "switch": "ocs0", "from": "0s", "to": "1s"}]},
+    }
+    res = run_scenario(build(data), sample=False)
+    rc = reconfigs(res)
+    assert rc[0]["trigger"] == "request" and rc[0]["status"].startswith("failed, rolled back")
+    assert rc[1]["trigger"] == "periodic" and rc[1]["start_s"] < 4.0 and rc[1]["circuits_after"] == [[0, 0, 1]]
+    (u,) = res.controller["hybrid"]["unserved_requests"]
+    assert u == {"at_s": 0.1, "why": "reconfiguration 0, which was to install its circuits, failed and was rolled back"}
+    assert "controller.hybrid.requests: the request at 100 ms was not served: reconfiguration 0" in res.notes[0]
+
+
+def test_a_repair_waits_for_every_intent_of_its_try():
+    # a driver may answer a try's intents one by one: the repair must not send the one
+    # still in flight again, and must count the later answer
+    from netsteer.control.core import Inputs
+    from netsteer.control.driver import Applied
+    from netsteer.control.hybrid import Reconfiguration
+    from netsteer.control.intents import SetCircuits
+
+    h = build(congestion_scenario()).hybrid
+    a, b = SetCircuits(h.ocs_nodes[0], ()), SetCircuits(h.ocs_nodes[1], ())
+    r = Reconfiguration(0, "schedule", h.method, h.config, h.config, 0, rolling_back=True, not_undone=[a, b])
+    h.reconfigurations.append(r)
+    h._repair = {"r": r, "base": 10, "tries": 0, "next_ns": 0, "pending": [], "answered": []}
+    assert h._repair_step(Inputs(1, None)) == [a, b]
+    assert h._repair_step(Inputs(2, None, applied=[Applied(a, 2, 2)])) == []
+    assert h._repair_step(Inputs(50, None)) == []  # b is still in flight
+    assert h._repair["pending"] == [b]
+    assert h._repair_step(Inputs(60, None, applied=[Applied(b, 60, 60)])) == []
+    assert h._repair is None and r.status.startswith("failed, rolled back late")
 
 
 def test_a_rollback_that_cannot_move_a_circuit_back_keeps_the_detours_until_it_can():

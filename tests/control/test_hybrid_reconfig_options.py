@@ -79,12 +79,17 @@ def test_the_command_writes_every_run_as_a_scenario_that_reruns_alone(tmp_path, 
     (["--core-bandwidth", "0Gbps"], "--core-bandwidth", "bandwidth must be positive"),
     (["--trigger", "abc"], "--trigger", "expected a duration"),
     (["--poll", "0s"], "--poll", "must be longer than 0"),
-    (["--fft-ranks", "3"], "--fft-ranks", "must be even"),
+    (["--fft-ranks", "3"], "--fft-ranks", "must be a power of two"),
+    # even is not enough: pairwise alltoall pairs ranks by XOR (the scenario's field is no option)
+    (["--fft-ranks", "6"], "--fft-ranks", "must be a power of two"),
+    # the same runs twice under one name, and one scenario file for both with --out
+    (["--rules", "100,100"], "--rules", "must not repeat a count"),
+    (["--fft-ranks", "100"], "--fft-ranks", "must be a power of two"),
     (["--fft-ranks", "0"], "--fft-ranks", "must be an integer >= 2"),
     (["--fft-bytes", "0"], "--fft-bytes", "must be at least 1 byte"),
     (["--fft-phases", "0"], "--fft-phases", "must be an integer >= 1"),
     (["--fft-rules", "-2"], "--fft-rules", "must be an integer >= 0"),
-    (["--fft-ranks", "100000"], "--fft-ranks, --fft-phases", "the FFT's messages would need"),
+    (["--fft-ranks", "131072"], "--fft-ranks, --fft-phases", "the FFT's messages would need"),
     (["--fft-ranks", "2", "--fft-phases", "1", "--fft-alone", "1ms"], "--fft-alone",
      "the FFT's communication alone takes"),
 ])
@@ -101,3 +106,18 @@ def test_check_names_the_parameter():
     with pytest.raises(NetsteerError) as e:
         Reconfig(rules=()).check()
     assert e.value.field == "rules"
+
+
+def test_a_trigger_past_the_fft_run_is_noted(capsys):
+    # the run with the reconfiguration ends before it: it is the background run, and
+    # the report says so instead of listing no reconfiguration silently
+    from netsteer.cli import run_cli
+
+    args = [a if a != "0.5s" else "1000s" for a in SMALL]
+    assert run_cli(["reproduce", "hybrid-reconfig", *args, "--json"]) == 0
+    fftw = {r["run"]: r for r in json.loads(capsys.readouterr().out)["fftw"]}
+    late = fftw["background, reconfiguration at 1000 s"]
+    assert late["reconfigurations"] == [] and len(late["notes"]) == 1
+    assert late["notes"][0].startswith("controller.hybrid.schedule: the reconfiguration at 1000 s") \
+        and "never happened: the run ended at" in late["notes"][0]
+    assert "notes" not in fftw["background"]

@@ -52,6 +52,10 @@ def test_sl_weights_come_from_the_table(cli):
     (["--vlarb-high", "0:999"], "--vlarb-high", "weight 999 of VL 0 is outside 0..255"),
     (["--vlarb-low", "0:0,1:0"], "--vlarb-high, --vlarb-low", "SL 1 is used and maps to VL 1"),
     (["--noise-streams", "1000000000"], "--noise-streams, --staging-nodes", "would need about"),
+    # too slow for the bandwidth test to end within the simulator's clock: refused up
+    # front, or (slow enough only with the noise) when the run stalls, not a RuntimeError
+    (["--link-bandwidth", "0.1bps"], "--link-bandwidth", "past the simulator's clock"),
+    (["--link-bandwidth", "1bps"], "--link-bandwidth", "would still be sending after 146 years"),
 ])
 def test_the_command_names_the_option_typed(cli, args, option, reason):
     code, out, err = cli("reproduce", "qos-staging", *args, "--json")

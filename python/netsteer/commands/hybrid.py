@@ -43,7 +43,8 @@ def reproduce_hybrid(
     trigger: str = typer.Option("15s", help="FFTW: when the scheduled reconfiguration to topology 2 starts "
                                 "(the source: 15 s)."),
     poll: str = typer.Option("200ms", help="FFTW, congestion-triggered mode: polling interval."),
-    fft_ranks: int = typer.Option(8, help="FFTW ranks, half on each of racks 1 and 2 (the source: 4 servers a rack)."),
+    fft_ranks: int = typer.Option(8, help="FFTW ranks, a power of two (pairwise alltoall), half on each of racks 1 and 2 "
+                                  "(the source: 4 servers a rack)."),
     fft_bytes: str = typer.Option("32MiB", help="FFTW: bytes each rank sends each other rank per phase (assumed)."),
     fft_phases: int = typer.Option(20, help="FFTW: phases, each a compute step and a pairwise alltoall (assumed)."),
     fft_alone: str = typer.Option("28.7s", help="FFTW: uncongested run time the compute steps are calibrated "
@@ -110,6 +111,9 @@ def reproduce_hybrid(
         t.add_row(r["run"], f"{r['completion_s']:.2f}", ", ".join(
             f"{x['trigger']} {x['start_s']:.1f}-{x['end_s']:.1f} s" for x in r["reconfigurations"]) or "-")
     out_console.print(t)
+    for r in rep["fftw"]:
+        for n in r.get("notes", ()):
+            out_console.print(f"note: {r['run']}: {n}")
 
 
 def reproduce_shifting(

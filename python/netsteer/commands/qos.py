@@ -165,7 +165,10 @@ def reproduce_qos_staging(
 
         check_out_path(out)
     with progress_bar("reproducing qos-staging", STEPS, enabled=not as_json) as adv:
-        rep = run(setup, progress=adv)
+        try:
+            rep = run(setup, progress=adv)
+        except NetsteerError as exc:  # a rate too slow for the runs to end (reproduce/qos.py)
+            raise _setup_error(exc) from None
     if out is not None:
         from ..report.outdir import write_result_dir
 

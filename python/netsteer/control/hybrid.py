@@ -19,7 +19,8 @@ traffic nowhere).
 A step starts when every intent of the previous one has taken effect (the driver
 says when). If the driver reports a failure, the step's changes are undone and the
 last good configuration stays in force; the modes then back off. What a failing
-rollback could not undo is retried until it goes through, and reported meanwhile.
+rollback could not undo is retried (backing off) until it goes through, and reported
+meanwhile; nothing new starts until then (docs/control.md says why).
 
 Control modes, which run together: ``schedule`` (reconfigure at given times),
 ``requests`` (the application API: a job's demand matrix or bandwidth request gets
@@ -62,8 +63,12 @@ MAX_VLANS = 4094
 # fault that persists costs a shrinking share of the run, and one that clears is
 # retried within a bounded time
 BACKOFF_FIRST, BACKOFF_MAX = 4, 64
-# what a failed rollback left installed is retried at the same base interval, without
-# growing: a retry moves no traffic, and a fault that clears should be repaired soon after
+# what a failed rollback left installed is retried after the base interval, doubling
+# after each failed try up to REPAIR_MAX times it: a retry moves no traffic (a smaller
+# cap than the modes': nothing new starts until the repair goes through, so a fault
+# that clears should be repaired soon after), but a fault that persists is not
+# hammered at a fixed rate for the rest of the run
+REPAIR_MAX = 8
 
 # the modes return to a configuration one of the last RETURNS reconfigurations left only
 # once the gain has paid for both moves (HybridController._pays)
@@ -116,6 +121,7 @@ class Reconfiguration:
     not_undone: list = field(default_factory=list)  # rollback intents that failed (retried)
     detours_left: tuple = ()  # (src, dst) whose step-1 detour is still installed (retried)
     detour_gbps: float = 0.0  # what the pairs step 1 detours were served when it started (HybridController._pays)
+    request: dict | None = None  # the request it serves (unpinned if it fails)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -184,7 +190,10 @@ class HybridController(Controller):
         self.periodic, self.congestion = periodic, congestion
         self.reconfigurations: list[Reconfiguration] = []
         self.current: Reconfiguration | None = None
-        self._queue: list[tuple[str, frozenset]] = []  # (trigger, circuits) waiting for the current one
+        # waiting for the current reconfiguration (or a rollback's repair):
+        # (trigger, circuits, paths, queued at ns, the request it serves or None)
+        self._queue: list[tuple] = []
+        self._unserved: list[dict] = []  # requests whose circuits were never installed: at_s, why
         self._sched_i = self._req_i = 0
         self._active_requests: list[dict] = []
         self._next_period = periodic["period"] if periodic else None
@@ -199,7 +208,8 @@ class HybridController(Controller):
         self._finished_at = None  # when the last reconfiguration ended
         self._failures = 0  # failed reconfigurations in a row (backoff)
         # what a failed rollback left installed, retried until it goes through:
-        # {"r": Reconfiguration, "base": ns, "tries": n, "next_ns": t, "pending": [intents]}
+        # {"r": Reconfiguration, "base": ns, "tries": n, "next_ns": t, "pending": [intents],
+        #  "answered": [Applied]}
         self._repair: dict | None = None
         self._retry_at = None  # the modes plan no reconfiguration before then (backoff)
         self.decisions: list[dict] = []
@@ -395,7 +405,7 @@ class HybridController(Controller):
         while self._sched_i < len(self.schedule) and self.schedule[self._sched_i][0] <= now:
             _, circuits = self.schedule[self._sched_i]
             self._sched_i += 1
-            self._queue.append(("schedule", frozenset(Circuit(*c) for c in circuits), None))
+            self._queue.append(("schedule", frozenset(Circuit(*c) for c in circuits), None, now, None))
         self._active_requests = [r for r in self._active_requests if r.get("until") is None or r["until"] > now]
         while self._req_i < len(self.requests) and self.requests[self._req_i]["at"] <= now:
             req = self.requests[self._req_i]
@@ -410,11 +420,13 @@ class HybridController(Controller):
             self._congestion(inp)
         if self._repair is not None and self.current is None:
             out += self._repair_step(inp)
-        # nothing new starts on a network whose rollback is not finished: its state
-        # is not the configuration in force, and step 2 would work from the wrong one
+        # nothing new starts on a network whose rollback is not finished (docs/control.md):
+        # its state is not the configuration in force, so step 2 would diff from the
+        # wrong one, and step 3 would lift the leftover detours onto circuits or tags
+        # that are not there; the repair's backoff bounds the wait once the fault clears
         if self.current is None and self._queue and not out and self._repair is None:
-            trigger, circuits, paths = self._queue.pop(0)
-            out += self._start(now, trigger, circuits, paths)
+            trigger, circuits, paths, _, req = self._queue.pop(0)
+            out += self._start(now, trigger, circuits, paths, req)
         if self._finished_at == now:
             # measure the new configuration only: the windows start once it is in
             # force, and each is a whole period (poll) long
@@ -470,8 +482,17 @@ class HybridController(Controller):
             demand = np.maximum(demand, self._recent[1] * 0.5 ** ((inp.now - self._recent[0]) / self.memory))
         plan, to = self._align(self._plan(demand, pinned=others + mine), fixed={c.ocs for c in others})
         # the request's circuits moved with their switch's whole matching
+        # (pinned from now, so requests queued behind it plan around them; unpinned if
+        # its reconfiguration fails: _unserve)
         req["circuits"] = frozenset(Circuit(to[c.ocs], c.a, c.b) for c in mine)
-        self._queue.append(("request", frozenset(plan.circuits), plan.paths if self.hops > 1 else None))
+        self._queue.append(("request", frozenset(plan.circuits), plan.paths if self.hops > 1 else None,
+                            inp.now, req))
+
+    def _unserve(self, req: dict, why: str) -> None:
+        """``req``'s circuits were never installed: no later plan keeps them, and the
+        report says the request went unserved."""
+        req.pop("circuits", None)
+        self._unserved.append({"at_s": req["at"] / 1e9, "why": why})
 
     def _align(self, plan, fixed=frozenset()):
         """The plan with its circuit switches relabelled to keep as many circuits of the
@@ -629,7 +650,7 @@ class HybridController(Controller):
 
     def _queue_plan(self, trigger: str, plan) -> None:
         plan, _ = self._align(plan, fixed={c.ocs for c in self._pinned()})  # pinned circuits keep their switches
-        self._queue.append((trigger, frozenset(plan.circuits), plan.paths if self.hops > 1 else None))
+        self._queue.append((trigger, frozenset(plan.circuits), plan.paths if self.hops > 1 else None, None, None))
 
     def _backing_off(self, now: int) -> bool:
         """The modes wait after a failed reconfiguration (``BACKOFF_FIRST``), and while
@@ -644,9 +665,13 @@ class HybridController(Controller):
         r = rp["r"]
         if rp["pending"]:
             mine = [a for a in inp.applied if any(a.intent is i for i in rp["pending"])]
-            if not mine:
+            # a driver may answer the intents one by one: only once all are answered is
+            # the try over (sending one still in flight again would double it)
+            rp["answered"] += mine
+            rp["pending"] = [i for i in rp["pending"] if not any(a.intent is i for a in mine)]
+            if rp["pending"] or not mine:
                 return []
-            rp["pending"] = []
+            mine, rp["answered"] = rp["answered"], []
             for a in mine:
                 if not a.ok:
                     continue
@@ -658,7 +683,7 @@ class HybridController(Controller):
             rp["next_ns"] = max([now] + [a.done_ns for a in mine])
             if any(not a.ok for a in mine):
                 rp["tries"] += 1
-                rp["next_ns"] = now + rp["base"]
+                rp["next_ns"] = max(now, rp["next_ns"]) + rp["base"] * min(2 ** (rp["tries"] - 1), REPAIR_MAX)
             elif not r.not_undone and not r.detours_left:
                 self._repair = None
                 r.status = (f"failed, rolled back late: the rollback went through at {rp['next_ns'] / 1e9:g} s "
@@ -688,7 +713,8 @@ class HybridController(Controller):
         if r.detours_left:
             what.append(f"step-1 detour still installed for rack pairs {[list(k) for k in r.detours_left]} "
                         "(on the electrical network)")
-        r.status = f"failed during rollback: {'; '.join(what)}; retried until it goes through"
+        r.status = (f"failed during rollback: {'; '.join(what)}; retried, backing off, until it goes through; "
+                    "no reconfiguration starts meanwhile")
 
     def _periodic(self, inp: Inputs) -> None:
         if not _complete(inp.counters()):
@@ -747,17 +773,20 @@ class HybridController(Controller):
 
     # -- make-before-break ---------------------------------------------------------------
 
-    def _start(self, now: int, trigger: str, circuits: frozenset, paths) -> list:
+    def _start(self, now: int, trigger: str, circuits: frozenset, paths, req: dict | None = None) -> list:
         try:
             new = self.configure(circuits, paths)
         except NetsteerError as exc:
             self.history.append({"at_s": now / 1e9, "what": "reconfiguration", "failed": exc.message()})
+            if req is not None:
+                self._unserve(req, f"its circuits could not be configured: {exc.message()}")
             return []
         if new.circuits == self.config.circuits:
             return []
         old = self.config
         moved = tuple(sorted(k for k in set(old.rules) | set(new.rules) if old.rules.get(k) != new.rules.get(k)))
-        r = Reconfiguration(len(self.reconfigurations), trigger, self.method, old, new, now, moved_pairs=moved)
+        r = Reconfiguration(len(self.reconfigurations), trigger, self.method, old, new, now, moved_pairs=moved,
+                            request=req)
         if self._recent is not None:
             r.detour_gbps = self._detour_gbps(self._recent[1], new)
         self.reconfigurations.append(r)
@@ -905,8 +934,12 @@ class HybridController(Controller):
             every = [m[k] for m, k in ((self.periodic, "period"), (self.congestion, "poll")) if m]
             base = max([now - r.started_ns, 1] + ([min(every)] if every else []))
             r.retry_ns = self._retry_at = now + base * min(BACKOFF_FIRST * 2 ** (self._failures - 1), BACKOFF_MAX)
+            if r.request is not None:
+                self._unserve(r.request, f"reconfiguration {r.id}, which was to install its circuits, failed "
+                                         "and was rolled back")
             if r.not_undone or r.detours_left:
-                self._repair = {"r": r, "base": base, "tries": 0, "next_ns": now + base, "pending": []}
+                self._repair = {"r": r, "base": base, "tries": 0, "next_ns": now + base, "pending": [],
+                                "answered": []}
                 self._set_repair_status(r)
         self.current = None
         # measure the new configuration only (decide() opens the windows at its end)
@@ -926,10 +959,30 @@ class HybridController(Controller):
                for t, circuits in self.schedule[self._sched_i:]]
         out += [f"controller.hybrid.requests: the request at {format_seconds(r['at'] / 1e9)} was never served: "
                 f"the run ended at {end}" for r in self.requests[self._req_i:]]
-        out += [f"controller.hybrid: a {trigger} reconfiguration to circuits "
-                f"{sorted([c.ocs, c.a, c.b] for c in circuits)} was still waiting for the one in progress "
-                f"when the run ended at {end}" for trigger, circuits, _ in self._queue]
+        out += [f"controller.hybrid: a {trigger} reconfiguration{'' if at is None else ' at ' + format_seconds(at / 1e9)}"
+                f" to circuits {sorted([c.ocs, c.a, c.b] for c in circuits)} never started: {self._blocked_by()}"
+                f" when the run ended at {end}" for trigger, circuits, _, at, req in self._queue if req is None]
+        out += [f"controller.hybrid.requests: the request at {format_seconds(u['at_s'])} was not served: {u['why']}"
+                + (f" when the run ended at {end}" if u.get("queued") else "") for u in self._unserved_all()]
         return out
+
+    def _unserved_all(self) -> list[dict]:
+        """The requests whose circuits were never installed, with why: those whose
+        reconfiguration failed, and those still queued."""
+        return self._unserved + [{"at_s": req["at"] / 1e9, "queued": True,
+                                  "why": f"its reconfiguration to circuits {sorted([c.ocs, c.a, c.b] for c in circuits)} "
+                                         f"never started: {self._blocked_by()}"}
+                                 for _, circuits, _, _, req in self._queue if req is not None]
+
+    def _blocked_by(self) -> str:
+        """What the queued reconfigurations wait for."""
+        if self._repair is not None:
+            r = self._repair["r"]
+            return (f"it was waiting for the repair of reconfiguration {r.id}'s failed rollback "
+                    f"({self._repair['tries']} tries so far; nothing new starts until it goes through)")
+        if self.current is not None:
+            return f"it was waiting for reconfiguration {self.current.id}, still in progress"
+        return "it was still queued"
 
     def report(self) -> dict[str, Any]:
         return {
@@ -941,7 +994,13 @@ class HybridController(Controller):
                if self._failures else {}),
             # the configuration in force is not what is installed: what differs
             **({"rollback_pending": {"reconfiguration": self._repair["r"].id, "status": self._repair["r"].status,
-                                     "tries": self._repair["tries"]}} if self._repair is not None else {}),
+                                     "tries": self._repair["tries"],
+                                     "next_try_s": self._repair["next_ns"] / 1e9,
+                                     "blocks": [f"{t} reconfiguration" + ("" if at is None else f" at {at / 1e9:g} s")
+                                                for t, _, _, at, _ in self._queue]}}
+               if self._repair is not None else {}),
+            **({"unserved_requests": [{k: v for k, v in u.items() if k != "queued"} for u in self._unserved_all()]}
+               if self._unserved or any(q[4] is not None for q in self._queue) else {}),
         }
 
 

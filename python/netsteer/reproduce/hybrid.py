@@ -73,7 +73,7 @@ class Reconfig:
     poll : str
         FFTW, congestion-triggered mode: the port counters' polling interval.
     fft_ranks, fft_bytes, fft_phases : int, str, int
-        The FFT: ranks (half on each of racks 1 and 2, so ``fft_ranks / 2`` servers
+        The FFT: ranks (a power of two, half on each of racks 1 and 2, so ``fft_ranks / 2`` servers
         a rack), bytes each rank sends each other rank in a phase's pairwise
         alltoall, and phases (a compute step, then the alltoall).
     fft_alone : str
@@ -90,7 +90,7 @@ class Reconfig:
     >>> Reconfig(fft_ranks=3).check()
     Traceback (most recent call last):
     ...
-    netsteer.errors.NetsteerError: fft_ranks: must be even (half the ranks on each rack), got 3
+    netsteer.errors.NetsteerError: fft_ranks: must be a power of two (the FFT's pairwise alltoall pairs ranks by XOR), got 3
     """
 
     rules: tuple[int, ...] = (100, 5000)
@@ -118,10 +118,15 @@ class Reconfig:
             v, least = getattr(self, key), 0 if key == "fft_rules" else (2 if key == "fft_ranks" else 1)
             if isinstance(v, bool) or not isinstance(v, int) or v < least:
                 raise NetsteerError(f"must be an integer >= {least}, got {v!r}", field=key)
-        if self.fft_ranks % 2:
-            raise NetsteerError(f"must be even (half the ranks on each rack), got {self.fft_ranks}", field="fft_ranks")
+        if self.fft_ranks & (self.fft_ranks - 1):
+            # the FFT's pairwise alltoall pairs ranks by XOR (and half go on each rack)
+            raise NetsteerError(f"must be a power of two (the FFT's pairwise alltoall pairs ranks by XOR), "
+                                f"got {self.fft_ranks}", field="fft_ranks")
         if not self.rules or any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in self.rules):
             raise NetsteerError(f"must be one or more integers >= 0, got {list(self.rules)!r}", field="rules")
+        if len(set(self.rules)) < len(self.rules):
+            # the same runs twice, under the same name (and the same scenario file)
+            raise NetsteerError(f"must not repeat a count, got {list(self.rules)!r}", field="rules")
         if self.push not in ("sequential", "parallel"):
             raise NetsteerError(f"must be sequential or parallel, got {self.push!r}", field="push")
         ns = {}
@@ -386,6 +391,8 @@ def fftw_runs(progress: Callable[[], None] = lambda: None,
             "peak_gbps": max(rec.gbps) if rec.gbps else 0.0,
             "windows": [[r["start_s"], r["end_s"]] for r in rc],
             "time_s": rec.times, "gbps": rec.gbps,
+            # a trigger past the run's end: the run is the plain background run, say so
+            **({"notes": res.notes} if res.notes else {}),
         })
         progress()
     return out, {"communication_s": comm, "compute_per_phase_s": compute_s, "phases": phases,

@@ -25,6 +25,7 @@ from ..errors import NetsteerError
 from ..qos.scenario import apply_qos
 from ..qos.staging import Staging, StagingDriver
 from ..routing import build_routing
+from ..sim.run import CLOCK_RANGE_NS
 from ..sim.simulate import run_driver
 from ..topology import pgft
 from ..traffic.dag import FlowDag
@@ -103,6 +104,15 @@ class Setup:
         if max(SIZES) * self.window > MAX_BYTES:
             raise NetsteerError(f"a window of {self.window} {max(SIZES)}-byte messages is more than the "
                                 f"{MAX_BYTES} bytes a flow may carry", field="window")
+        # the bandwidth test's two windows of the largest message alone must end within
+        # the simulator's clock (slower, and the run stalls; noise makes it slower still:
+        # _Case.run reports that)
+        secs = 2 * self.window * max(SIZES) * 8 / self.link_bps
+        if secs * 1e9 >= CLOCK_RANGE_NS:
+            raise NetsteerError(f"{self.link_bps:g} bit/s is too slow: the bandwidth test's {2 * self.window} "
+                                f"{max(SIZES)}-byte messages alone would take {secs / 86400 / 365.25:,.0f} years, "
+                                f"past the simulator's clock ({CLOCK_RANGE_NS / 1e9 / 86400 / 365.25:.0f} years)",
+                                field="link_bps")
         hosts = self.compute_nodes + self.staging_nodes + 1
         flows = self.noise_streams * self.compute_nodes + APP_RANKS * 200
         check(FLOW_BYTES * flows + NODE_BYTES * hosts, "a run of the reproduction",
@@ -201,7 +211,17 @@ class _Case:
                             staging_hosts=self.staging_hosts(), pfs_hosts=[self.pfs()], background=bg, **extra)
         res = run_driver(drv, Controller())
         if res.status != "done":
-            raise RuntimeError(f"the model run ended {res.status}")
+            # every flow of these runs ends unless a rate is so low that it would end
+            # past the simulator's clock: the set-up's rates are the cause (the devices'
+            # too when a flow that must end reads or writes them)
+            years = CLOCK_RANGE_NS / 1e9 / 86400 / 365.25
+            fg = ~bg
+            devices = set(self.staging_hosts()) | {self.pfs()}
+            staged = bool(np.isin(np.asarray(self.dag.src)[fg], list(devices)).any()
+                          or np.isin(np.asarray(self.dag.dst)[fg], list(devices)).any())
+            raise NetsteerError(f"a run of the reproduction ended {res.status}: its flows would still be sending "
+                                f"after {years:.0f} years of simulated time; the rate is too slow",
+                                field="link_bps, ssd_rate, pfs_rate" if staged else "link_bps")
         return res.completion_ns
 
 
