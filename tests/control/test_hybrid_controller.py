@@ -195,10 +195,9 @@ def test_congestion_mode_windows_open_at_the_start_and_again_when_a_reconfigurat
     assert decisions[1]["skipped"] == "bound" and decisions[1]["served_planned_gbps"] is None
 
 
-def test_a_poll_whose_counters_are_missing_is_skipped_not_read_as_zero(monkeypatch):
-    # as above, but the switches do not answer the poll at 0.1 s (the openflow driver
-    # reports NaN, missing): that sample is skipped and the window runs on, so the
-    # polls at 0.2 s (window 0..0.2 s) and 0.3 s are the two hot ones
+def unanswered_at(monkeypatch, t_ns: int) -> None:
+    """The simulated switches do not answer the counter reading at ``t_ns``: every
+    value NaN, as the openflow driver reports a read that failed."""
     from netsteer.control.driver import Counters
     from netsteer.sim.driver import SimDriver
 
@@ -206,12 +205,19 @@ def test_a_poll_whose_counters_are_missing_is_skipped_not_read_as_zero(monkeypat
 
     def counters(self):
         c = real(self)
-        if c.time_ns == 100_000_000:
+        if c.time_ns == t_ns:
             return Counters(c.time_ns, np.full_like(c.port_bytes, np.nan),
                             None if c.pair_bytes is None else np.full_like(c.pair_bytes, np.nan))
         return c
 
     monkeypatch.setattr(SimDriver, "counters", counters)
+
+
+def test_a_poll_whose_counters_are_missing_is_skipped_not_read_as_zero(monkeypatch):
+    # as above, but the switches do not answer the poll at 0.1 s (the openflow driver
+    # reports NaN, missing): that sample is skipped and the window runs on, so the
+    # polls at 0.2 s (window 0..0.2 s) and 0.3 s are the two hot ones
+    unanswered_at(monkeypatch, 100_000_000)
     data = {
         "name": "congestion-missing",
         "topology": one_plane(2),
@@ -251,19 +257,7 @@ def test_a_request_when_the_switches_do_not_answer_is_planned_from_the_request(m
     # the request at 0.1 s meets a reading the switches did not answer (NaN; the one at
     # 0 s was whole): it is planned from what it asks for, not from NaN demand, and
     # gets its circuit
-    from netsteer.control.driver import Counters
-    from netsteer.sim.driver import SimDriver
-
-    real = SimDriver.counters
-
-    def counters(self):
-        c = real(self)
-        if c.time_ns == 100_000_000:
-            return Counters(c.time_ns, np.full_like(c.port_bytes, np.nan),
-                            None if c.pair_bytes is None else np.full_like(c.pair_bytes, np.nan))
-        return c
-
-    monkeypatch.setattr(SimDriver, "counters", counters)
+    unanswered_at(monkeypatch, 100_000_000)
     data = {
         "name": "request-missing",
         "topology": one_plane(3),
