@@ -128,13 +128,18 @@ def test_group_ids_do_not_collide_beyond_a_thousand_hosts():
     assert tabs[leaf].groups[1002] == "type=select,bucket=output:41,bucket=output:42"
 
 
-def test_hosts_need_not_be_the_first_nodes():
+def switch_first():
+    """One switch listed before its three hosts (the shipped generators list hosts
+    first): the topology and the switch's node."""
     b = TopologyBuilder("switch-first")
     s0 = b.add_switch("s0", level=1)
-    hosts = [b.add_host(f"h{i}") for i in range(3)]
-    for h in hosts:
+    for h in [b.add_host(f"h{i}") for i in range(3)]:
         b.add_link(h, s0, bandwidth=1e9, latency_ns=0)
-    topo = b.build()
+    return b.build(), s0
+
+
+def test_hosts_need_not_be_the_first_nodes():
+    topo, s0 = switch_first()
     assert int(topo.hosts[0]) != 0
     tabs = tag_tables(topo, [0, 1, 2])
     every_tagged_pair_is_delivered(topo, tabs, prims=("send",))
@@ -147,12 +152,7 @@ def test_the_testbed_makes_namespaces_of_hosts_and_bridges_of_switches_wherever_
 
     import netsteer.emulate.testbed as tb
 
-    b = TopologyBuilder("switch-first")
-    s0 = b.add_switch("s0", level=1)
-    hosts = [b.add_host(f"h{i}") for i in range(3)]
-    for h in hosts:
-        b.add_link(h, s0, bandwidth=1e9, latency_ns=0)
-    topo = b.build()
+    topo, s0 = switch_first()
     ran, bridges = [], []
     monkeypatch.setattr(tb, "_run", lambda *cmd, **kw: ran.append(cmd))
     monkeypatch.setattr(tb, "_add_bridge", lambda br, dpid: bridges.append(br))
