@@ -649,7 +649,8 @@ class HybridController(Controller):
         return plan, False
 
     def _queue_plan(self, trigger: str, plan) -> None:
-        plan, _ = self._align(plan, fixed={c.ocs for c in self._pinned()})  # pinned circuits keep their switches
+        """Queue a mode's ``plan``, already aligned to the configuration in force
+        (:meth:`_pays` aligns it to know what it returns to)."""
         self._queue.append((trigger, frozenset(plan.circuits), plan.paths if self.hops > 1 else None, None, None))
 
     def _backing_off(self, now: int) -> bool:
@@ -985,6 +986,7 @@ class HybridController(Controller):
         return "it was still queued"
 
     def report(self) -> dict[str, Any]:
+        unserved = self._unserved_all()
         return {
             "method": self.method,
             "circuits": sorted([c.ocs, c.a, c.b] for c in self.config.circuits),
@@ -999,8 +1001,8 @@ class HybridController(Controller):
                                      "blocks": [f"{t} reconfiguration" + ("" if at is None else f" at {at / 1e9:g} s")
                                                 for t, _, _, at, _ in self._queue]}}
                if self._repair is not None else {}),
-            **({"unserved_requests": [{k: v for k, v in u.items() if k != "queued"} for u in self._unserved_all()]}
-               if self._unserved or any(q[4] is not None for q in self._queue) else {}),
+            **({"unserved_requests": [{k: v for k, v in u.items() if k != "queued"} for u in unserved]}
+               if unserved else {}),
         }
 
 
