@@ -258,6 +258,18 @@ class NetsteerError(Exception):
             field = f"{prefix}.{field}" if field else prefix
         return type(self)(self.reason, file=self.file or file, field=field)
 
+    def as_options(self, renamed: dict[str, str] | None = None) -> "NetsteerError":
+        """Return a copy whose fields (comma-separated parameter names of a study) are
+        named as a command's options: ``vlan_tag_time`` is ``--vlan-tag-time``, or the
+        option ``renamed`` gives it.
+
+        >>> NetsteerError("too slow", field="link_bps, ssd_rate").as_options({"link_bps": "--link-bandwidth"}).message()
+        '--link-bandwidth, --ssd-rate: too slow'
+        """
+        renamed = renamed or {}
+        fields = [f.strip() for f in (self.field or "").split(",")]
+        return type(self)(self.reason, field=", ".join(renamed.get(f, "--" + f.replace("_", "-")) for f in fields))
+
 
 class LimitError(NetsteerError):
     """Input that would need more memory than the limit (``--max-memory``) allows."""

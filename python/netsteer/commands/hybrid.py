@@ -21,13 +21,6 @@ def register(app: typer.Typer) -> None:
     reproduce_app.command("hybrid-shifting")(reproduce_shifting)
 
 
-def _study_options(exc):
-    """A study's error with its parameters named as this command's options
-    (``vlan_tag_time`` is ``--vlan-tag-time``)."""
-    options = ", ".join("--" + f.strip().replace("_", "-") for f in (exc.field or "").split(","))
-    return type(exc)(exc.reason, field=options)
-
-
 def reproduce_hybrid(
     rules: str = typer.Option("100,5000", help="Rules pushed per iperf reconfiguration, comma-separated: two runs "
                               "(make-before-break, break-before-make) each (the source: 100 and 5000)."),
@@ -70,7 +63,7 @@ def reproduce_hybrid(
     try:
         params.check()
     except NetsteerError as exc:
-        raise _study_options(exc) from None
+        raise exc.as_options() from None
     if out is not None:
         from ..report.outdir import check_out_path
 
@@ -79,7 +72,7 @@ def reproduce_hybrid(
         try:
             rep = run(progress=adv, params=params)
         except NetsteerError as exc:  # the calibration: its field is a parameter too
-            raise _study_options(exc) from None
+            raise exc.as_options() from None
     if out is not None:
         import yaml
 
@@ -143,7 +136,7 @@ def reproduce_shifting(
     try:
         st.check()
     except NetsteerError as exc:  # the study's parameters are this command's options: racks is --racks
-        raise _study_options(exc) from None
+        raise exc.as_options() from None
     if out is not None:
         from ..report.outdir import check_out_path
 

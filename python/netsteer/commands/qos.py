@@ -106,13 +106,8 @@ def tune_cmd(
         out_console.print("opensm.conf: " + "  ".join(f"{k} {v}" for k, v in rep["opensm"].items()))
 
 
+# the set-up's fields whose option is named otherwise (the rest: ssd_rate is --ssd-rate)
 _SETUP_OPTIONS = {"link_bps": "--link-bandwidth", "link_latency_ns": "--link-latency"}
-
-
-def _setup_error(exc):
-    """A set-up's error with its fields named as this command's options."""
-    fields = [f.strip() for f in (exc.field or "").split(",")]
-    return type(exc)(exc.reason, field=", ".join(_SETUP_OPTIONS.get(f, "--" + f.replace("_", "-")) for f in fields))
 
 
 def reproduce_qos_staging(
@@ -159,7 +154,7 @@ def reproduce_qos_staging(
     try:
         setup.check()
     except NetsteerError as exc:
-        raise _setup_error(exc) from None
+        raise exc.as_options(_SETUP_OPTIONS) from None
     if out is not None:
         from ..report.outdir import check_out_path
 
@@ -168,7 +163,7 @@ def reproduce_qos_staging(
         try:
             rep = run(setup, progress=adv)
         except NetsteerError as exc:  # a rate too slow for the runs to end (reproduce/qos.py)
-            raise _setup_error(exc) from None
+            raise exc.as_options(_SETUP_OPTIONS) from None
     if out is not None:
         from ..report.outdir import write_result_dir
 
