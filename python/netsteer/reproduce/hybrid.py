@@ -38,6 +38,7 @@ import numpy as np
 
 from ..control.core import Controller, ControllerStack, Inputs
 from ..errors import NetsteerError
+from ._params import check_ints, parsed
 from ..units import checked_duration, checked_size, parse_bandwidth, parse_duration
 
 GBIT = 1e9
@@ -114,10 +115,7 @@ class Reconfig:
         the error's field is the parameter."""
         from ..limits import FLOW_BYTES, check
 
-        for key in ("fft_ranks", "fft_phases", "fft_rules"):
-            v, least = getattr(self, key), 0 if key == "fft_rules" else (2 if key == "fft_ranks" else 1)
-            if isinstance(v, bool) or not isinstance(v, int) or v < least:
-                raise NetsteerError(f"must be an integer >= {least}, got {v!r}", field=key)
+        check_ints(self, {"fft_ranks": 2, "fft_phases": 1, "fft_rules": 0})
         if self.fft_ranks & (self.fft_ranks - 1):
             # the FFT's pairwise alltoall pairs ranks by XOR (and half go on each rack)
             raise NetsteerError(f"must be a power of two (the FFT's pairwise alltoall pairs ranks by XOR), "
@@ -132,10 +130,7 @@ class Reconfig:
         ns = {}
         for key in ("period", "duration", "vlan_tag_time", "rule_time", "switching_time", "trigger", "poll",
                     "fft_alone"):
-            try:
-                ns[key] = checked_duration(getattr(self, key))
-            except ValueError as exc:
-                raise NetsteerError(str(exc), field=key) from None
+            ns[key] = parsed(self, key, checked_duration)
             if key in ("period", "duration", "poll", "fft_alone") and ns[key] <= 0:
                 raise NetsteerError("must be longer than 0", field=key)
         if ns["period"] >= ns["duration"]:
@@ -144,16 +139,10 @@ class Reconfig:
         if ns["duration"] // ns["period"] > MAX_RECONFIGURATIONS:
             raise NetsteerError(f"duration / period asks for {ns['duration'] // ns['period']:,} reconfigurations, "
                                 f"more than {MAX_RECONFIGURATIONS:,}", field="period")
-        try:
-            if checked_size(self.fft_bytes) < 1:
-                raise ValueError("must be at least 1 byte")
-        except ValueError as exc:
-            raise NetsteerError(str(exc), field="fft_bytes") from None
-        try:
-            if parse_bandwidth(self.core_bandwidth) <= 0:
-                raise ValueError("must be above 0")
-        except ValueError as exc:
-            raise NetsteerError(str(exc), field="core_bandwidth") from None
+        if parsed(self, "fft_bytes", checked_size) < 1:
+            raise NetsteerError("must be at least 1 byte", field="fft_bytes")
+        if parsed(self, "core_bandwidth", parse_bandwidth) <= 0:
+            raise NetsteerError("must be above 0", field="core_bandwidth")
         # pairwise alltoall: every rank sends every other rank in every phase
         flows = self.fft_phases * (self.fft_ranks * (self.fft_ranks - 1) + self.fft_ranks)
         check(FLOW_BYTES * flows, "the FFT's messages", detail=f"{flows:,} flows", field="fft_ranks, fft_phases")

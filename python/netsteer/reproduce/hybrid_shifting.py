@@ -46,6 +46,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import NetsteerError
+from ._params import check_ints, parsed
 from ..units import parse_bandwidth, parse_duration, parse_size
 
 MODES = ("electrical", "static best", "periodic", "congestion")
@@ -89,10 +90,8 @@ class Study:
         from ..control.planning import MAX_SWITCHES
         from ..limits import check
 
-        for key in ("racks", "servers_per_rack", "circuit_switches", "jobs", "phases", "hold", "seed"):
-            v, least = getattr(self, key), 0 if key == "seed" else 1
-            if isinstance(v, bool) or not isinstance(v, int) or v < least:
-                raise NetsteerError(f"must be an integer >= {least}, got {v!r}", field=key)
+        check_ints(self, {k: 0 if k == "seed" else 1 for k in ("racks", "servers_per_rack", "circuit_switches",
+                                                                "jobs", "phases", "hold", "seed")})
         if self.racks < 2 * self.jobs:
             raise NetsteerError(f"{self.racks} racks cannot give {self.jobs} jobs two racks each", field="racks")
         if self.circuit_switches > MAX_SWITCHES:
@@ -104,25 +103,13 @@ class Study:
         flows = self.jobs * self.phases * ((self.racks // self.jobs) // 2 * 2 * self.servers_per_rack + 1)
         check(STUDY_FLOW_BYTES * flows, "the study's transfers", detail=f"{flows:,} flows, one per server of "
               "every job's racks each way in every phase", field="racks, servers_per_rack, phases")
-        try:
-            b = parse_size(self.bytes)
-        except ValueError as exc:
-            raise NetsteerError(str(exc), field="bytes") from None
-        if b < 1:
+        if parsed(self, "bytes", parse_size) < 1:
             raise NetsteerError("must be at least 1 byte", field="bytes")
         for key in ("period", "poll"):
-            try:
-                ok = parse_duration(getattr(self, key)) > 0
-            except ValueError as exc:
-                raise NetsteerError(str(exc), field=key) from None
-            if not ok:
+            if parsed(self, key, parse_duration) <= 0:
                 raise NetsteerError("must be longer than 0", field=key)
         for key in ("server_bandwidth", "circuit_bandwidth", "core_bandwidth"):
-            try:
-                ok = parse_bandwidth(getattr(self, key)) > 0
-            except ValueError as exc:
-                raise NetsteerError(str(exc), field=key) from None
-            if not ok:
+            if parsed(self, key, parse_bandwidth) <= 0:
                 raise NetsteerError("must be above 0", field=key)
 
 

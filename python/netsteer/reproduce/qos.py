@@ -22,6 +22,7 @@ import numpy as np
 
 from ..control.core import Controller
 from ..errors import NetsteerError
+from ._params import check_ints
 from ..qos.scenario import apply_qos
 from ..qos.staging import Staging, StagingDriver
 from ..routing import build_routing
@@ -86,11 +87,8 @@ class Setup:
         from ..qos.config import check_sl_served, parse_qos
         from ..units import MAX_BYTES
 
-        for key, least in (("noise_streams", 1), ("window", 1), ("compute_nodes", 2), ("staging_nodes", 1),
-                           ("alltoall_ranks", 2), ("link_latency_ns", 0)):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or v < least:
-                raise NetsteerError(f"must be an integer >= {least}, got {v!r}", field=key)
+        check_ints(self, {"noise_streams": 1, "window": 1, "compute_nodes": 2, "staging_nodes": 1,
+                          "alltoall_ranks": 2, "link_latency_ns": 0})
         for key in ("link_bps", "ssd_rate", "pfs_rate"):
             v = getattr(self, key)
             if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
