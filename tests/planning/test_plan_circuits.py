@@ -317,3 +317,31 @@ def test_every_circuit_carries_a_path(hops):
     assert zero.circuits == () and zero.paths == ()
     pinned = plan_circuits(np.zeros((3, 3)), 2, 10.0, hops=hops, pinned=[(1, 0, 2)])
     assert pinned.circuits == (Circuit(1, 0, 2),)  # asked for: kept though idle
+
+
+def test_fair_plans_give_another_pair_its_first_circuit_before_a_pair_its_second():
+    # rack 2 sends 40 Gbit/s to rack 1, racks 0 and 1 exchange 40 each way; K = 2, 10 Gbit/s
+    # circuits. By Gbit/s alone, two circuits 0-1 serve 40 and the fair split only 30
+    d = np.zeros((3, 3))
+    d[2, 1] = d[0, 1] = d[1, 0] = 40.0
+    linear = plan_circuits(d, 2, 10.0)
+    fair = plan_circuits(d, 2, 10.0, fair=True)
+    assert sorted((c.a, c.b) for c in linear.circuits) == [(0, 1), (0, 1)]
+    assert sorted((c.a, c.b) for c in fair.circuits) == [(0, 1), (1, 2)]
+    # paths and served stay in Gbit/s of the demand given; the bound is still a bound
+    assert fair.served_gbps == pytest.approx(30.0) and fair.bound_gbps >= linear.served_gbps
+    assert sum(p.gbps for p in fair.paths) == pytest.approx(fair.served_gbps)
+
+
+def test_fair_plans_stack_circuits_when_no_other_pair_wants_one():
+    # one pair wanting four circuits' worth gets all four: a further circuit still counts
+    d = np.zeros((3, 3))
+    d[0, 1] = d[1, 0] = 40.0
+    p = plan_circuits(d, 4, 10.0, fair=True)
+    assert len(p.circuits) == 4 and p.served_gbps == pytest.approx(80.0)
+
+
+def test_fair_counting_is_single_hop_only():
+    with pytest.raises(PlanningError, match="single-hop") as e:
+        plan_circuits(np.ones((3, 3)), 2, 10.0, hops=2, fair=True)
+    assert e.value.field == "fair"

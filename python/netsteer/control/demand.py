@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["estimate_demand", "spread"]
+__all__ = ["estimate_demand", "spread", "unspread"]
 
 
 def spread(demand: np.ndarray, capacity_gbps: float) -> np.ndarray:
@@ -46,6 +46,18 @@ def spread(demand: np.ndarray, capacity_gbps: float) -> np.ndarray:
     if capacity_gbps <= 0:
         return d
     return np.where(d > capacity_gbps, np.sqrt(d * capacity_gbps), d)
+
+
+def unspread(spread_demand: np.ndarray, capacity_gbps: float) -> np.ndarray:
+    """The demand that :func:`spread` maps to ``spread_demand`` (its inverse).
+
+    >>> unspread(spread(np.array([[0, 5.0], [40.0, 0]]), 10), 10).tolist()
+    [[0.0, 5.0], [40.0, 0.0]]
+    """
+    d = np.maximum(np.asarray(spread_demand, dtype=float), 0.0)
+    if capacity_gbps <= 0:
+        return d
+    return np.where(d > capacity_gbps, d * d / capacity_gbps, d)
 
 
 def estimate_demand(measured: np.ndarray, limited: np.ndarray, out_cap: np.ndarray, in_cap: np.ndarray,

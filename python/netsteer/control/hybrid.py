@@ -38,8 +38,10 @@ Both estimate the demand from counters the way Helios does
 the electrical uplink and downlink) runs at ``saturation`` or above is limited by the
 network, so its demand is its fair share of what the racks' active servers can send
 and receive, not the rate it measured. Demand above one circuit's worth is then
-compressed (:func:`netsteer.control.demand.spread`) so circuits are spread across
-pairs before they are stacked on one.
+compressed (:func:`netsteer.control.demand.spread`), and single-hop plans count a
+pair's circuits the same way (``fair`` in :func:`netsteer.control.planning.plan_circuits`):
+a pair's next circuit counts less than another pair's first, so circuits are spread
+across pairs before they are stacked on one.
 """
 
 from __future__ import annotations
@@ -51,9 +53,10 @@ import numpy as np
 
 from ..errors import NetsteerError
 from .core import Controller, Inputs
-from .demand import estimate_demand, spread
+from .demand import estimate_demand, spread, unspread
 from .intents import PairRule, PushRules, RemoveRules, SetCircuits, TagPorts, VlanPath
 from .planning import Circuit, plan_circuits, upper_bound
+from .planning.singlehop import ladder
 
 HIGH, LOW = 2, 1  # rule priorities: step 1's electrical detour, the circuit rules
 MAX_VLANS = 4094
@@ -84,15 +87,23 @@ class HybridConfig:
     rules: dict  # (src, dst) -> PairRule with paths
     tags: dict  # (tor, port) -> frozenset of VLANs
 
-    def served_gbps(self, demand: np.ndarray, capacity_gbps: float) -> float:
-        """Demand served directly by the circuits (each way, up to their capacity)."""
-        n = np.zeros_like(demand)
-        for c in self.circuits:
-            n[c.a, c.b] += 1
-            n[c.b, c.a] += 1
-        d = demand.copy()
-        np.fill_diagonal(d, 0)
-        return float(np.minimum(d, n * capacity_gbps).sum())
+    def served_gbps(self, demand: np.ndarray, capacity_gbps: float, fair: bool = False) -> float:
+        """Demand served directly by the circuits (each way, up to their capacity; with
+        ``fair`` a pair's circuits counted by :func:`~netsteer.control.planning.singlehop.ladder`)."""
+        return float(direct_served(self.circuits, demand, capacity_gbps, fair).sum())
+
+
+def direct_served(circuits, demand: np.ndarray, capacity_gbps: float, fair: bool = False) -> np.ndarray:
+    """Per rack pair, what ``circuits`` serve of ``demand`` directly (each way, up to their
+    capacity; with ``fair`` a pair's circuits counted by
+    :func:`~netsteer.control.planning.singlehop.ladder`)."""
+    n = np.zeros_like(demand)
+    for c in circuits:
+        n[c.a, c.b] += 1
+        n[c.b, c.a] += 1
+    d = demand.copy()
+    np.fill_diagonal(d, 0)
+    return np.minimum(d, ladder(n, capacity_gbps, fair))
 
 
 @dataclass
@@ -463,7 +474,32 @@ class HybridController(Controller):
         return [c for r in self._active_requests if r is not exclude for c in r.get("circuits", ())]
 
     def _plan(self, demand: np.ndarray, pinned=(), hops=None):
-        return plan_circuits(demand, self.planes, self.capacity_gbps, hops=hops or self.hops, pinned=pinned)
+        """Plan for ``demand`` (spread, as the modes estimate it): single-hop plans count
+        a pair's circuits fairly, as :meth:`_served` does."""
+        hops = hops or self.hops
+        if hops == 1:
+            return plan_circuits(unspread(demand, self.capacity_gbps), self.planes, self.capacity_gbps,
+                                 pinned=pinned, fair=True)
+        return plan_circuits(demand, self.planes, self.capacity_gbps, hops=hops, pinned=pinned)
+
+    def _served(self, config: HybridConfig, demand: np.ndarray) -> float:
+        """What ``config``'s circuits serve of ``demand`` (spread), each further circuit of
+        a pair counting less: as the single-hop planner counts it (``ladder``); with
+        two hops, each pair's Gbit/s spread again, as :meth:`_plan_served` counts a plan."""
+        if self.hops == 1:
+            return config.served_gbps(demand, self.capacity_gbps, fair=True)
+        return float(spread(direct_served(config.circuits, demand, self.capacity_gbps), self.capacity_gbps).sum())
+
+    def _plan_served(self, plan, demand: np.ndarray) -> float:
+        """What ``plan`` serves of ``demand`` (spread), counted as :meth:`_served` counts
+        the circuits in force: a two-hop plan's Gbit/s per rack pair (direct and relayed)
+        spread again, so a pair's second circuit's worth counts less than another's first."""
+        if self.hops == 1:
+            return self._served(self.configure(plan.circuits), demand)
+        per = np.zeros_like(demand)
+        for p in plan.paths:
+            per[p.src, p.dst] += p.gbps
+        return float(spread(per, self.capacity_gbps).sum())
 
     def _request(self, inp: Inputs, req: dict) -> None:
         """Serve an application's request alongside the measured traffic: the request
@@ -472,7 +508,7 @@ class HybridController(Controller):
         reconfiguration (and the memory), so the circuits other traffic uses stay."""
         others = self._pinned(exclude=req)
         asked = sum(r["demand"] for r in self._active_requests)  # the others' too: theirs are pinned
-        need = self._plan(asked, pinned=others, hops=1)
+        need = self._plan(spread(asked, self.capacity_gbps), pinned=others, hops=1)
         taken = set(others)
         mine = [c for c in need.circuits if c not in taken]
         # a reading a switch did not answer measures nothing: the request alone
@@ -581,10 +617,11 @@ class HybridController(Controller):
         circuits in force serve (a bulk flow filling its own circuit, polled hot
         forever), or the demand, the circuits in force and the pinned circuits are
         those of the last plan (the planner depends on nothing else)."""
-        cur = self.config.served_gbps(demand, self.capacity_gbps)
+        cur = self._served(self.config, demand)
         rec = {"at_s": now / 1e9, "trigger": trigger, "served_now_gbps": round(cur, 6)}
         self.decisions.append(rec)
-        bound = upper_bound(demand, self.planes, self.capacity_gbps, hops=self.hops) if self.planes else 0.0
+        bound = upper_bound(demand, self.planes, self.capacity_gbps, hops=self.hops,
+                            fair=self.hops == 1) if self.planes else 0.0
         if bound <= cur * (1 + threshold) + 1e-9:
             rec.update(served_planned_gbps=None, bound_gbps=round(bound, 6), skipped="bound")
             return None, cur, None
@@ -595,10 +632,7 @@ class HybridController(Controller):
             rec.update(served_planned_gbps=round(new, 6), skipped="unchanged")
             return plan, cur, new
         plan = self._plan(demand, pinned=self._pinned())
-        if self.hops == 1:
-            new = self.configure(plan.circuits).served_gbps(demand, self.capacity_gbps)
-        else:
-            new = float(plan.served_gbps)
+        new = self._plan_served(plan, demand)
         self._last_plan = (key, demand.copy(), plan, new)
         rec["served_planned_gbps"] = round(new, 6)
         return plan, cur, new

@@ -46,9 +46,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..demand import spread
 from .matrix import PlanningError, check_demand, read_demand_csv
 from .multihop import default_two_hop_kicks, fill_spare_ports, improve_two_hop, route_two_hop
-from .singlehop import State, default_kicks, pair_gain, plan_single_hop
+from .singlehop import State, _step, default_kicks, pair_gain, plan_single_hop
 
 __all__ = [
     "Circuit", "CircuitPath", "CircuitPlan", "PlanningError", "VlanError", "MAX_VLANS", "MAX_SWITCHES",
@@ -132,7 +133,7 @@ class CircuitPlan:
         }
 
 
-def upper_bound(demand, k: int, capacity_gbps: float, *, hops: int = 1) -> float:
+def upper_bound(demand, k: int, capacity_gbps: float, *, hops: int = 1, fair: bool = False) -> float:
     """An upper bound on the demand any plan can serve, computed in O(n^2).
 
     ``hops=1``: a rack's ``k`` ports carry at most its ``k`` largest *marginal* gains
@@ -141,6 +142,8 @@ def upper_bound(demand, k: int, capacity_gbps: float, *, hops: int = 1) -> float
     switch matchings to a degree bound and lets each rack pick alone; it is an upper bound,
     not the optimum.
 
+    ``fair``: the same for circuits counted by :func:`~.singlehop.ladder` (``demand``
+    already :func:`~netsteer.control.demand.spread`), without the matching bound.
     ``hops=2``: the least of the total demand, ``sum_s min(row_s, k c)`` (a rack sends over
     its ``k`` circuits), the same over columns, and ``(n k c + B1) / 2`` (relayed Gbit/s use
     two circuit directions out of at most ``n k c`` in all; direct ones at most ``B1``, the
@@ -159,11 +162,13 @@ def upper_bound(demand, k: int, capacity_gbps: float, *, hops: int = 1) -> float
     idx = np.argpartition(-g1, kk - 1, axis=1)[:, :kk]
     rows = np.arange(n)[:, None]
     up, dn = d[rows, idx], d.T[rows, idx]
-    m = np.arange(k)[None, None, :] * c
-    items = (np.clip(up[..., None] - m, 0, c) + np.clip(dn[..., None] - m, 0, c)).reshape(n, -1)
+    lo, width = _step(np.arange(1, k + 1)[None, None, :], c, fair)
+    items = (np.clip(up[..., None] - lo, 0, width) + np.clip(dn[..., None] - lo, 0, width)).reshape(n, -1)
     top = -np.partition(-items, k - 1, axis=1)[:, :k] if items.shape[1] > k else items
-    # each switch is a matching: at most floor(n/2) circuits each, K floor(n/2) in all
-    b1 = min(float(0.5 * top.sum()), _top_gains(d, k, c, k * (n // 2)))
+    b1 = float(0.5 * top.sum())
+    if not fair:
+        # each switch is a matching: at most floor(n/2) circuits each, K floor(n/2) in all
+        b1 = min(b1, _top_gains(d, k, c, k * (n // 2)))
     if hops == 1:
         return b1
     rows_b = float(np.minimum(d.sum(axis=1), k * c).sum())
@@ -386,7 +391,8 @@ class _Paths:
 
 
 def plan_circuits(demand, k: int, capacity_gbps: float, *, hops: int = 1, pinned: Iterable[Circuit] = (),
-                  ports_per_ocs: int | None = None, effort: int | None = None, seed: int = 0) -> CircuitPlan:
+                  ports_per_ocs: int | None = None, effort: int | None = None, seed: int = 0,
+                  fair: bool = False) -> CircuitPlan:
     """Plan the circuits of ``k`` circuit switches for a rack-to-rack demand matrix.
 
     Parameters
@@ -413,6 +419,12 @@ def plan_circuits(demand, k: int, capacity_gbps: float, *, hops: int = 1, pinned
         racks). Results depend only on the inputs, ``effort`` and ``seed``.
     seed : int
         Seed of the local search's random choices.
+    fair : bool
+        Choose circuits for the demand spread (:func:`~netsteer.control.demand.spread`)
+        and a pair's circuits counted by :func:`~.singlehop.ladder` (``c sqrt(m)``): each
+        further circuit of a pair counts less than the one before, so another pair's
+        first circuit is preferred to a second one serving as much (single hop only).
+        The paths, ``served_gbps`` and ``bound_gbps`` stay in Gbit/s of ``demand``.
 
     Returns
     -------
@@ -447,13 +459,16 @@ def plan_circuits(demand, k: int, capacity_gbps: float, *, hops: int = 1, pinned
     t0 = time.perf_counter()
     d = check_demand(demand)
     c = _check_args(d, k, capacity_gbps, hops, ports_per_ocs, effort)
+    if fair and hops != 1:
+        raise PlanningError("fair counting of a pair's circuits is for single-hop plans (hops=1)", field="fair")
     k = int(k)
     n = d.shape[0]
-    st = State(d, k, c)
+    st = State(spread(d, c), k, c, fair=True) if fair else State(d, k, c)
     _pin(st, pinned)
     bound = upper_bound(d, k, c, hops=hops)
+    target = upper_bound(st.d, k, c, fair=True) if fair else bound if hops == 1 else np.inf
     plan_single_hop(st, kicks=default_kicks(n, k) if effort is None else int(effort), seed=seed,
-                    target=bound if hops == 1 else np.inf)
+                    target=target)
     notes: list[str] = []
     if hops == 1:
         direct = np.minimum(d, c * st.mult[:n, :n])

@@ -26,15 +26,38 @@ import heapq
 import numpy as np
 
 
-def pair_gain(d: np.ndarray, c: float, a, b, m):
-    """Demand served by the ``m``-th circuit (``m >= 1``) between racks ``a`` and ``b`` (both ways).
+def ladder(m, c: float, fair: bool = False):
+    """What ``m`` circuits of a pair carry each way, as the planner counts it: ``m c``, or
+    with ``fair`` ``c sqrt(m)``, so each further circuit counts less than the one before
+    (:func:`netsteer.control.demand.spread` applied to the capacity: with demand spread
+    the same way, a pair's value is the spread of what it is served).
+
+    >>> ladder(np.arange(5), 10.0).tolist(), ladder(np.arange(5), 10.0, fair=True).round(2).tolist()
+    ([0.0, 10.0, 20.0, 30.0, 40.0], [0.0, 10.0, 14.14, 17.32, 20.0])
+    """
+    m = np.asarray(m, dtype=float)
+    return c * np.sqrt(m) if fair else m * c
+
+
+def pair_gain(d: np.ndarray, c: float, a, b, m, fair: bool = False):
+    """Demand served by the ``m``-th circuit (``m >= 1``) between racks ``a`` and ``b`` (both
+    ways), counted by :func:`ladder`.
 
     >>> d = np.array([[0., 25.], [4., 0.]])
     >>> [float(pair_gain(d, 10.0, 0, 1, m)) for m in (1, 2, 3, 4)]
     [14.0, 10.0, 5.0, 0.0]
+    >>> [round(float(pair_gain(d, 10.0, 0, 1, m, fair=True)), 2) for m in (1, 2, 3, 4)]
+    [14.0, 4.14, 3.18, 2.68]
     """
-    lo = (np.asarray(m) - 1) * c
-    return np.clip(d[a, b] - lo, 0.0, c) + np.clip(d[b, a] - lo, 0.0, c)
+    lo, width = _step(m, c, fair)
+    return np.clip(d[a, b] - lo, 0.0, width) + np.clip(d[b, a] - lo, 0.0, width)
+
+
+def _step(m, c: float, fair: bool):
+    """Where the ``m``-th circuit's count starts, and how much it adds (``c`` exactly
+    when counted linearly: no rounding of ``m c - (m - 1) c``)."""
+    lo = ladder(np.asarray(m) - 1, c, fair)
+    return lo, (ladder(m, c, fair) - lo) if fair else c
 
 
 class State:
@@ -48,11 +71,13 @@ class State:
         Circuit switches (one uplink per rack on each).
     c : float
         Capacity of one circuit, each way, Gbit/s.
+    fair : bool
+        Count a pair's circuits by :func:`ladder` with ``fair``.
     """
 
-    def __init__(self, d: np.ndarray, k: int, c: float):
+    def __init__(self, d: np.ndarray, k: int, c: float, fair: bool = False):
         self.n = n = d.shape[0]
-        self.k, self.c = k, c
+        self.k, self.c, self.fair = k, c, fair
         self.d = d
         # padded with a dummy rack n (zero demand) for free ports in 2-opt
         self.dp = np.zeros((n + 1, n + 1))
@@ -91,10 +116,14 @@ class State:
         return o[keep], a[keep], b[keep]
 
     def served(self) -> float:
-        """Demand served directly, Gbit/s."""
+        """Demand served directly, Gbit/s (counted by :func:`ladder`)."""
         n = self.n
         m = self.mult[:n, :n]
-        return float(np.minimum(self.d, m * self.c).sum())
+        return float(np.minimum(self.d, ladder(m, self.c, self.fair)).sum())
+
+    def gain(self, d: np.ndarray, a, b, m):
+        """:func:`pair_gain` of this plan's count."""
+        return pair_gain(d, self.c, a, b, m, self.fair)
 
     # -- greedy ----------------------------------------------------------------------
     def _kempe(self, a: int, b: int) -> int:
@@ -160,7 +189,7 @@ class State:
         """Add circuits in decreasing order of marginal gain while ports are free."""
         n, c, d = self.n, self.c, self.d
         iu, ju = np.triu_indices(n, 1)
-        g = pair_gain(d, c, iu, ju, self.mult[iu, ju] + 1)
+        g = self.gain(d, iu, ju, self.mult[iu, ju] + 1)
         sel = np.nonzero(g > 0)[0]
         order = sel[np.argsort(-g[sel], kind="stable")]
         ca, cb, cg = iu[order].tolist(), ju[order].tolist(), g[order].tolist()
@@ -170,8 +199,7 @@ class State:
 
         def accepted(a, b):
             nonlocal seq
-            lo = int(self.mult[a, b]) * c
-            gn = min(max(float(d[a, b]) - lo, 0.0), c) + min(max(float(d[b, a]) - lo, 0.0), c)
+            gn = float(self.gain(d, a, b, int(self.mult[a, b]) + 1))
             if gn > 0:
                 seq += 1
                 heapq.heappush(heap, (-gn, seq, a, b))
@@ -197,7 +225,7 @@ class State:
         n, c = self.n, self.c
         visit = list(range(self.k)) if switches is None else sorted(switches)
         k = len(visit)
-        G = _full_gain(self.dp, c, self.mult + 1)
+        G = _full_gain(self.dp, c, self.mult + 1, self.fair)
         tol = 1e-9 * max(1.0, c)
         swaps = 0
         idle = 0  # switches in a row without improvement
@@ -227,7 +255,7 @@ class State:
                 continue
             loss = np.zeros(len(A))
             nm = int(movable.sum())
-            loss[:nm] = pair_gain(self.dp, c, A[:nm], B[:nm], self.mult[A[:nm], B[:nm]])
+            loss[:nm] = self.gain(self.dp, A[:nm], B[:nm], self.mult[A[:nm], B[:nm]])
             base = loss[:, None] + loss[None, :]
             d1 = G[A[:, None], A[None, :]] + G[B[:, None], B[None, :]] - base
             d2 = G[A[:, None], B[None, :]] + G[B[:, None], A[None, :]] - base
@@ -266,14 +294,16 @@ class State:
                 swaps += 1
             if changed:
                 cx, cy = np.array(changed).T
-                G[cx, cy] = G[cy, cx] = pair_gain(self.dp, c, cx, cy, self.mult[cx, cy] + 1)
+                G[cx, cy] = G[cy, cx] = self.gain(self.dp, cx, cy, self.mult[cx, cy] + 1)
             oi = (oi + 1) % k
         return swaps
 
     def drop_idle(self) -> None:
         """Remove circuits (not pinned) that serve nothing: more circuits than a pair needs."""
         n, c = self.n, self.c
-        need = np.ceil(np.maximum(self.d, self.d.T) / c).astype(np.int64)
+        top = np.maximum(self.d, self.d.T) / c
+        # the circuits after which a further one adds nothing: ladder(need) >= demand
+        need = np.ceil(top * top if self.fair else top).astype(np.int64)
         surplus = self.mult[:n, :n] - need
         if not (surplus > 0).any():
             return
@@ -296,7 +326,7 @@ class State:
         R = np.array([r for r in range(self.n) if self.free[r]], dtype=np.int64)
         if len(R) < 2:
             return
-        g = pair_gain(self.d, self.c, R[:, None], R[None, :], self.mult[R[:, None], R[None, :]] + 1)
+        g = self.gain(self.d, R[:, None], R[None, :], self.mult[R[:, None], R[None, :]] + 1)
         iu, ju = np.triu_indices(len(R), 1)
         gv = g[iu, ju]
         sel = np.nonzero(gv > 0)[0]
@@ -316,7 +346,7 @@ class State:
             return
         a = int(racks[rng.integers(len(racks))])
         b = int(P[a])
-        g = pair_gain(self.d, self.c, a, np.arange(n), self.mult[a, :n] + 1)
+        g = self.gain(self.d, a, np.arange(n), self.mult[a, :n] + 1)
         g[[a, b]] = -1.0
         top = np.argsort(-g, kind="stable")[:3]
         y = int(top[rng.integers(len(top))])
@@ -370,9 +400,9 @@ def _bits(mask: int):
         mask ^= low
 
 
-def _full_gain(dp: np.ndarray, c: float, m: np.ndarray) -> np.ndarray:
-    lo = (m - 1) * c
-    return np.clip(dp - lo, 0.0, c) + np.clip(dp.T - lo, 0.0, c)
+def _full_gain(dp: np.ndarray, c: float, m: np.ndarray, fair: bool = False) -> np.ndarray:
+    lo, width = _step(m, c, fair)
+    return np.clip(dp - lo, 0.0, width) + np.clip(dp.T - lo, 0.0, width)
 
 
 def default_kicks(n: int, k: int) -> int:
