@@ -95,3 +95,14 @@ def test_a_byte_order_mark_is_read_past(tmp_path):
     rc, out, err = netsteer("plan", "circuits", "--matrix", path, "--ocs", 1, "--capacity", "10Gbps", "--json")
     assert rc == 0, err
     assert json.loads(out)["served_gbps"] == pytest.approx(7.0)
+
+
+def test_fair_is_the_fair_plan_and_single_hop_only(matrix):
+    path, d = matrix
+    rc, out, err = netsteer("plan", "circuits", "-m", path, "-k", 3, "-c", "10Gbps", "--fair", "--json")
+    assert rc == 0, err
+    want = plan_circuits(d, 3, 10.0, fair=True)
+    assert json.loads(out)["circuits"] == [{"ocs": c.ocs, "a": c.a, "b": c.b} for c in want.circuits]
+    assert want.circuits != plan_circuits(d, 3, 10.0).circuits  # the option changes the plan
+    rc, out, err = netsteer("plan", "circuits", "-m", path, "-k", 3, "-c", "10Gbps", "--fair", "--hops", 2)
+    assert rc == 2 and "--fair" in err and "single-hop" in err and "Traceback" not in err

@@ -33,6 +33,8 @@ def circuits(
     hops: int = typer.Option(1, "--hops", help="1: direct circuits only; 2: also relay through one rack."),
     ports: Optional[int] = typer.Option(None, "--ports", help="Ports of each circuit switch (default: as many as racks)."),
     effort: Optional[int] = typer.Option(None, "--effort", help="Local-search kicks (default: by instance size)."),
+    fair: bool = typer.Option(False, "--fair", help="Count a pair's m circuits as c*sqrt(m) (single hop): another pair's "
+                              "first circuit before a pair's second; served stays in Gbit/s."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
     """Choose the circuits of K circuit switches that serve the most demand (with its VLAN paths)."""
@@ -45,10 +47,10 @@ def circuits(
         raise NetsteerError(str(exc), field="--capacity") from None
     demand = read_demand_csv(matrix)
     try:
-        plan = plan_circuits(demand, ocs, cap_gbps, hops=hops, ports_per_ocs=ports, effort=effort)
+        plan = plan_circuits(demand, ocs, cap_gbps, hops=hops, ports_per_ocs=ports, effort=effort, fair=fair)
     except NetsteerError as exc:
         field = {"ocs": "--ocs", "capacity": "--capacity", "hops": "--hops", "ports_per_ocs": "--ports",
-                 "effort": "--effort"}.get(
+                 "effort": "--effort", "fair": "--fair"}.get(
             exc.field or "", exc.field)
         raise type(exc)(exc.reason, file=str(matrix), field=field) from None
     info = plan.to_json()
