@@ -40,6 +40,11 @@ network, so its demand is its fair share of what the racks' active servers can s
 and receive, not the rate it measured. Demand above one circuit's worth is then
 compressed (:func:`netsteer.control.demand.spread`) so circuits are spread across
 pairs before they are stacked on one.
+
+A reading a switch did not answer (NaN) is not planned on; a switch silent for
+several readings in a row is named in the report and the notes
+(:mod:`netsteer.control.unanswered`), and the first whole reading after its silence
+opens new windows.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ from .core import Controller, Inputs
 from .demand import estimate_demand, spread
 from .intents import PairRule, PushRules, RemoveRules, SetCircuits, TagPorts, VlanPath
 from .planning import Circuit, plan_circuits, upper_bound
+from .unanswered import Unanswered
 
 HIGH, LOW = 2, 1  # rule priorities: step 1's electrical detour, the circuit rules
 MAX_VLANS = 4094
@@ -228,6 +234,7 @@ class HybridController(Controller):
         self._in_force_since = 0
         self._left: dict[frozenset, tuple[float, int]] = {}
         self._base = None  # pair counters when the configuration in force took over (request planning)
+        self._unanswered = Unanswered(topo, self.tors)  # switches that did not answer the counter readings
         self._index_channels()
 
     # -- configurations --------------------------------------------------------------
@@ -438,7 +445,7 @@ class HybridController(Controller):
         baseline of the next periodic estimate, the next congestion poll and the
         demand a request is planned with."""
         now = inp.now
-        if not _complete(inp.counters()):
+        if self._unanswered.see(inp.counters()) == "missing":
             # a switch did not answer: the next complete reading opens the windows
             self._base = self._last_counters = self._last_ports = self._last_poll = None
             if restart_clocks:
@@ -476,7 +483,7 @@ class HybridController(Controller):
         taken = set(others)
         mine = [c for c in need.circuits if c not in taken]
         # a reading a switch did not answer measures nothing: the request alone
-        measured = self._estimate(self._base, self._pair_snapshot(inp)) if _complete(inp.counters()) else None
+        measured = self._estimate(self._base, self._pair_snapshot(inp)) if self._answered(inp) else None
         demand = np.maximum(spread(asked, self.capacity_gbps), 0 if measured is None else measured)
         if self.memory > 0 and self._recent is not None and inp.now >= self._recent[0]:
             demand = np.maximum(demand, self._recent[1] * 0.5 ** ((inp.now - self._recent[0]) / self.memory))
@@ -717,8 +724,19 @@ class HybridController(Controller):
         r.status = (f"failed during rollback: {'; '.join(what)}; retried, backing off, until it goes through; "
                     "no reconfiguration starts meanwhile")
 
+    def _answered(self, inp: Inputs) -> bool:
+        """Whether every switch answered the counters read now (``Unanswered`` counts
+        who did not). The first whole reading after a switch's silence opens new
+        windows (and restarts the hold): no mode plans on an average over the silence,
+        nor on a streak it began before."""
+        seen = self._unanswered.see(inp.counters())
+        if seen == "back":
+            self._hot_streak = self._gain_streak = 0
+            self._rebase(inp, restart_clocks=False)
+        return seen != "missing"
+
     def _periodic(self, inp: Inputs) -> None:
-        if not _complete(inp.counters()):
+        if not self._answered(inp):
             return  # a missing sample: the window runs on to the next complete one
         snap = self._pair_snapshot(inp)
         demand = self._demand(self._last_counters, snap)
@@ -741,7 +759,7 @@ class HybridController(Controller):
 
     def _congestion(self, inp: Inputs) -> None:
         c = inp.counters()
-        if not _complete(c):
+        if not self._answered(inp):
             return  # a missing sample: the window runs on to the next complete one
         last, self._last_ports = self._last_ports, (c.time_ns, c.port_bytes.copy())
         # the demand of every poll interval feeds the memory: a burst that saturates
@@ -965,7 +983,20 @@ class HybridController(Controller):
                 f" when the run ended at {end}" for trigger, circuits, _, at, req in self._queue if req is None]
         out += [f"controller.hybrid.requests: the request at {format_seconds(u['at_s'])} was not served: {u['why']}"
                 + (f" when the run ended at {end}" if u.get("queued") else "") for u in self._unserved_all()]
+        out += self._unanswered.notes("controller.hybrid", end_ns, self._meanwhile)
         return out
+
+    def _meanwhile(self, spans) -> str:
+        """What the controller did while a switch was silent (``spans``: from, to ns)."""
+        modes = [m for m, on in (("periodic", self.periodic), ("congestion", self.congestion)) if on]
+        ran = [r for r in self.reconfigurations
+               if any(r.started_ns < b and (r.end_ns is None or r.end_ns >= a) for a, b in spans)]
+        out = [f"the {' and '.join(modes)} mode{'s' if len(modes) > 1 else ''} planned nothing on those readings"
+               ] if modes else []
+        out.append("the circuits in force were kept" if not ran else
+                   "the only reconfigurations in progress were " + ", ".join(
+                       f"{r.id} ({r.trigger}, {r.status})" for r in ran))
+        return ", ".join(out)
 
     def _unserved_all(self) -> list[dict]:
         """The requests whose circuits were never installed, with why: those whose
@@ -1003,12 +1034,8 @@ class HybridController(Controller):
                if self._repair is not None else {}),
             **({"unserved_requests": [{k: v for k, v in u.items() if k != "queued"} for u in unserved]}
                if unserved else {}),
+            **({"unanswered": u} if (u := self._unanswered.report()) is not None else {}),
         }
-
-
-def _complete(c) -> bool:
-    """Whether every reading of ``c`` is there (a switch that did not answer leaves NaN)."""
-    return not (np.isnan(c.port_bytes).any() or (c.pair_bytes is not None and np.isnan(c.pair_bytes).any()))
 
 
 _STEP_NAMES = {1: "traffic to the electrical network", 2: "circuits, VLAN tags and new rules",
