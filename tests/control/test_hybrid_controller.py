@@ -118,6 +118,58 @@ def test_a_failing_circuit_switch_rolls_back_to_the_last_good_configuration():
     assert np.allclose(g[t > r["end_s"] + 0.1], 10, rtol=1e-4)  # back on the old circuit
 
 
+def unlit_once(monkeypatch, switch: str, from_ns: int, until_ns: int) -> None:
+    """The circuit switch ``switch`` does not light the first circuits it makes from
+    ``from_ns`` on: their links stay down until ``until_ns``, as the openflow driver
+    keeps a circuit dark when the switch refuses its lit table (its resync lights it
+    once the switch takes it)."""
+    from netsteer.sim.driver import SimDriver
+
+    real = SimDriver._effect
+    done = []
+
+    def effect(self, what, payload):
+        t = self.topo
+        n = t.node(switch)
+        if (what == "lit" and not done and from_ns <= self.now < until_ns
+                and any(n in (int(t.link_a[x]), int(t.link_b[x])) for x in payload)):
+            done.append(self.now)
+            self._schedule(until_ns, "lit", payload)
+            return
+        real(self, what, payload)
+
+    monkeypatch.setattr(SimDriver, "_effect", effect)
+
+
+def test_a_circuit_that_does_not_light_is_not_taken_as_in_force(monkeypatch):
+    # ocs0 moves, but the new circuit stays dark (until 5 s): step 3 used to lift the
+    # detours onto it (the pair's traffic went nowhere until 5 s) and the report gave
+    # [1, 0, 1] as in force. Now step 2 fails on it and rolls back to the last good
+    # circuit, which carries the traffic again
+    unlit_once(monkeypatch, "ocs0", 2_000_000_000, 5_000_000_000)
+    rec = PairRecorder(100_000_000, [(0, 1)])
+    _, res = _run(iperf(schedule=[{"at": "2s", "circuits": [[1, 0, 1]]}]), rec)
+    (r,) = reconfigs(res)
+    assert r["status"].startswith("failed, rolled back")
+    assert r["steps"][1]["step"] == 2 and r["steps"][1]["failed"] == [
+        "circuit [1, 0, 1] not lit: its links were still down when step 2 ended"]
+    assert res.controller["hybrid"]["circuits"] == [[0, 0, 1]]
+    t, g = np.array(rec.times), np.array(rec.gbps)
+    assert r["end_s"] < 4.5 and np.allclose(g[(t > r["end_s"] + 0.1) & (t < 4.9)], 10, rtol=1e-4)
+
+
+def test_a_mode_retries_a_circuit_that_did_not_light(monkeypatch):
+    # the congestion mode's first circuit does not light (until 0.5 s): rolled back,
+    # not counted as serving the flow, and planned again after the backoff
+    unlit_once(monkeypatch, "ocs0", 0, 500_000_000)
+    res = run_scenario(build(congestion_bulk()), sample=False)
+    rc = reconfigs(res)
+    assert [r["status"].split(":")[0] for r in rc] == ["failed, rolled back", "done"]
+    assert "circuit [0, 0, 1] not lit" in rc[0]["steps"][0]["failed"][0]
+    assert rc[1]["circuits_after"] == [[0, 0, 1]] and rc[1]["start_s"] >= rc[0]["modes_retry_from_s"]
+    assert res.controller["hybrid"]["circuits"] == [[0, 0, 1]]
+
+
 def test_a_failing_tor_mid_step_two_undoes_the_circuit_switch_too():
     data = iperf(schedule=[{"at": "2s", "circuits": [[1, 0, 1]]}])
     data["driver"]["faults"] = [{"kind": "tags", "switch": "tor1", "from": "0s", "to": "5s"}]

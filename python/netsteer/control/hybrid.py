@@ -17,8 +17,10 @@ needs no step-1 detour, and its rule is pushed in step 3, once its circuit is up
 traffic nowhere).
 
 A step starts when every intent of the previous one has taken effect (the driver
-says when). If the driver reports a failure, the step's changes are undone and the
-last good configuration stays in force; the modes then back off. What a failing
+says when). If the driver reports a failure, or a circuit step 2 makes has not lit
+(its circuit-switch links are still down in the driver's view when the step ends),
+the step's changes are undone and the last good configuration stays in force; the
+modes then back off. What a failing
 rollback could not undo is retried (backing off) until it goes through, and reported
 meanwhile; nothing new starts until then (docs/control.md says why).
 
@@ -407,7 +409,7 @@ class HybridController(Controller):
             mine = [a for a in inp.applied if any(a.intent is i for i in self.current.pending)]
             self.current.step_applied += mine
             if now >= self.current.step_end or mine:
-                out += self._advance(now)
+                out += self._advance(now, inp.view.down_links)
         # triggers
         while self._sched_i < len(self.schedule) and self.schedule[self._sched_i][0] <= now:
             _, circuits = self.schedule[self._sched_i]
@@ -894,7 +896,7 @@ class HybridController(Controller):
         self._awaiting = True
         return intents
 
-    def _advance(self, now: int) -> list:
+    def _advance(self, now: int, down_links=frozenset()) -> list:
         r = self.current
         if r.step_applied and self._awaiting:
             # the driver just answered this step's intents: when does it end?
@@ -912,6 +914,14 @@ class HybridController(Controller):
         if now < r.step_end:
             return []
         failed = r.steps[-1].get("failed")
+        if r.step == 2 and not r.rolling_back and not failed:
+            # the circuit switches took the command, but a circuit may not have lit
+            # (the openflow driver keeps it dark when its switch refuses the lit table):
+            # it is not in force, so step 3 must not send traffic onto it
+            dark = self._unlit(r, down_links)
+            if dark:
+                failed = r.steps[-1]["failed"] = [
+                    f"circuit {c} not lit: its links were still down when step 2 ended" for c in dark]
         r.steps[-1]["end_s"] = now / 1e9
         if failed and not r.rolling_back:
             r.rolling_back = True
@@ -929,6 +939,16 @@ class HybridController(Controller):
                 return self._finish(r, now)
             r.detours_left = tuple(k for i in bad if isinstance(i, RemoveRules) for k in i.pairs)
         return self._enter(r, r.step + 1, now) if r.step < 3 else self._finish(r, now)
+
+    def _unlit(self, r: Reconfiguration, down_links) -> list[list[int]]:
+        """The circuits ``r`` makes (not in force before it) whose circuit-switch links
+        are down: the switch moved, but the circuit did not light."""
+        if not down_links:
+            return []
+        old = {(c.ocs, min(c.a, c.b), max(c.a, c.b)) for c in r.old.circuits}
+        return [[c.ocs, c.a, c.b] for c in sorted(r.new.circuits, key=lambda c: (c.ocs, c.a, c.b))
+                if (c.ocs, min(c.a, c.b), max(c.a, c.b)) not in old
+                and any(int(self._opt_down[x, c.ocs]) // 2 in down_links for x in (c.a, c.b))]
 
     def _finish(self, r: Reconfiguration, now: int) -> list:
         r.steps[-1]["end_s"] = now / 1e9
