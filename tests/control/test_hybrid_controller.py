@@ -118,6 +118,58 @@ def test_a_failing_circuit_switch_rolls_back_to_the_last_good_configuration():
     assert np.allclose(g[t > r["end_s"] + 0.1], 10, rtol=1e-4)  # back on the old circuit
 
 
+def unlit_once(monkeypatch, switch: str, from_ns: int, until_ns: int) -> None:
+    """The circuit switch ``switch`` does not light the first circuits it makes from
+    ``from_ns`` on: their links stay down until ``until_ns``, as the openflow driver
+    keeps a circuit dark when the switch refuses its lit table (its resync lights it
+    once the switch takes it)."""
+    from netsteer.sim.driver import SimDriver
+
+    real = SimDriver._effect
+    done = []
+
+    def effect(self, what, payload):
+        t = self.topo
+        n = t.node(switch)
+        if (what == "lit" and not done and from_ns <= self.now < until_ns
+                and any(n in (int(t.link_a[x]), int(t.link_b[x])) for x in payload)):
+            done.append(self.now)
+            self._schedule(until_ns, "lit", payload)
+            return
+        real(self, what, payload)
+
+    monkeypatch.setattr(SimDriver, "_effect", effect)
+
+
+def test_a_circuit_that_does_not_light_is_not_taken_as_in_force(monkeypatch):
+    # ocs0 moves, but the new circuit stays dark (until 5 s): step 3 used to lift the
+    # detours onto it (the pair's traffic went nowhere until 5 s) and the report gave
+    # [1, 0, 1] as in force. Now step 2 fails on it and rolls back to the last good
+    # circuit, which carries the traffic again
+    unlit_once(monkeypatch, "ocs0", 2_000_000_000, 5_000_000_000)
+    rec = PairRecorder(100_000_000, [(0, 1)])
+    _, res = _run(iperf(schedule=[{"at": "2s", "circuits": [[1, 0, 1]]}]), rec)
+    (r,) = reconfigs(res)
+    assert r["status"].startswith("failed, rolled back")
+    assert r["steps"][1]["step"] == 2 and r["steps"][1]["failed"] == [
+        "circuit [1, 0, 1] not lit: its links were still down when step 2 ended"]
+    assert res.controller["hybrid"]["circuits"] == [[0, 0, 1]]
+    t, g = np.array(rec.times), np.array(rec.gbps)
+    assert r["end_s"] < 4.5 and np.allclose(g[(t > r["end_s"] + 0.1) & (t < 4.9)], 10, rtol=1e-4)
+
+
+def test_a_mode_retries_a_circuit_that_did_not_light(monkeypatch):
+    # the congestion mode's first circuit does not light (until 0.5 s): rolled back,
+    # not counted as serving the flow, and planned again after the backoff
+    unlit_once(monkeypatch, "ocs0", 0, 500_000_000)
+    res = run_scenario(build(congestion_bulk()), sample=False)
+    rc = reconfigs(res)
+    assert [r["status"].split(":")[0] for r in rc] == ["failed, rolled back", "done"]
+    assert "circuit [0, 0, 1] not lit" in rc[0]["steps"][0]["failed"][0]
+    assert rc[1]["circuits_after"] == [[0, 0, 1]] and rc[1]["start_s"] >= rc[0]["modes_retry_from_s"]
+    assert res.controller["hybrid"]["circuits"] == [[0, 0, 1]]
+
+
 def test_a_failing_tor_mid_step_two_undoes_the_circuit_switch_too():
     data = iperf(schedule=[{"at": "2s", "circuits": [[1, 0, 1]]}])
     data["driver"]["faults"] = [{"kind": "tags", "switch": "tor1", "from": "0s", "to": "5s"}]
@@ -231,6 +283,114 @@ def test_a_poll_whose_counters_are_missing_is_skipped_not_read_as_zero(monkeypat
     (r,) = reconfigs(res)
     assert r["start_s"] == 0.3 and r["circuits_after"] == [[0, 0, 1]]
     assert res.controller["hybrid"]["decisions"][0]["served_now_gbps"] == 0.0
+
+
+def silent(monkeypatch, switch: str, from_ns: int, to_ns: int | None = None, every: int = 1) -> None:
+    """The simulated switch ``switch`` does not answer the counter readings from
+    ``from_ns`` until before ``to_ns`` (None: for good; ``every``: only each
+    ``every``-th of them): its ports' readings and, for a ToR, its rack's pair
+    counters are NaN, as the openflow driver reports a switch whose request failed."""
+    from netsteer.control.driver import Counters
+    from netsteer.sim.driver import SimDriver
+
+    real = SimDriver.counters
+    seen = []
+
+    def counters(self):
+        c = real(self)
+        if c.time_ns < from_ns or (to_ns is not None and c.time_ns >= to_ns):
+            return c
+        seen.append(c.time_ns) if c.time_ns not in seen else None
+        if seen.index(c.time_ns) % every:
+            return c
+        t = self.topo
+        n = t.node(switch)
+        host = t.node_kind == 0
+        src, dst = t.channel_src(), t.channel_dst()
+        owner = np.where(host[src], dst, src)
+        ports = c.port_bytes.copy()
+        ports[owner == n] = np.nan
+        pairs = None if c.pair_bytes is None else c.pair_bytes.copy()
+        tors = [int(x) for x in t.meta.get("tors", ())]
+        if pairs is not None and n in tors:
+            pairs[tors.index(n)] = np.nan
+        return Counters(c.time_ns, ports, pairs)
+
+    monkeypatch.setattr(SimDriver, "counters", counters)
+
+
+def congestion_bulk(duration: str = "2s") -> dict:
+    """A bulk flow 0 -> 1 saturating the 1 Gbit/s electrical core of a one-plane,
+    two-rack network, under the congestion mode (polls every 100 ms, hold 2)."""
+    return {
+        "name": "congestion-silent",
+        "topology": one_plane(2),
+        "routing": {"engine": "minhop"},
+        "jobs": [{"name": "a", "bulk": [{"src": 0, "dst": 1, "duration": duration}]}],
+        "controller": {"hybrid": {"congestion": {"poll": "100ms", "utilization": 0.9, "hold": 2,
+                                                 "threshold": 0.1}}},
+        "driver": {"delay": {"rule_time": "1ms", "vlan_tag_time": "33ms"}},
+    }
+
+
+def test_a_switch_silent_for_a_while_is_named_once_with_its_recovery_and_no_plan_rests_on_the_silence(monkeypatch):
+    # tor1 does not answer the polls from 0.1 s to 0.9 s (9 in a row): the mode plans
+    # nothing meanwhile (it used to be silent about it); the report and the notes say
+    # who, since when, how many readings and when it answered again. The first whole
+    # poll (1.0 s) opens new windows, so the decision comes two hot polls later (1.2 s),
+    # not at 1.1 s on a window averaged over the silence
+    from netsteer.report.result import result_dict
+
+    silent(monkeypatch, "tor1", 100_000_000, 1_000_000_000)
+    b = build(congestion_bulk())
+    res = run_scenario(b, sample=False)
+    (r,) = reconfigs(res)
+    assert r["start_s"] == 1.2 and r["circuits_after"] == [[0, 0, 1]]
+    u = res.controller["hybrid"]["unanswered"]
+    assert u["silent_after_readings"] == 3 and u["readings_incomplete"] == 9
+    (sw,) = u["switches"]
+    assert sw["switch"] == "tor1" and sw["readings_missed"] == 9
+    assert sw["silences"] == [{"from_s": 0.1, "last_missed_s": 0.9, "readings": 9, "answered_again_s": 1.0}]
+    notes = [n for n in result_dict(b, res)["notes"] if "did not answer" in n]
+    assert notes == ["controller.hybrid: switch tor1 did not answer 9 counter readings in a row, from 100 ms to "
+                     "900 ms; it answered again at 1 s; meanwhile the congestion mode planned nothing on those "
+                     "readings, the circuits in force were kept"]
+
+
+@pytest.mark.parametrize("schedule", [False, True])
+def test_a_switch_that_never_answers_is_named_and_the_controller_keeps_running(monkeypatch, schedule):
+    # the congestion mode plans nothing (and says so); a scheduled reconfiguration
+    # still runs, and the note names it
+    from netsteer.report.result import result_dict
+
+    silent(monkeypatch, "tor0", 100_000_000)
+    data = congestion_bulk("1s")
+    if schedule:
+        data["controller"]["hybrid"]["schedule"] = [{"at": "500ms", "circuits": [[0, 0, 1]]}]
+    b = build(data)
+    res = run_scenario(b, sample=False)
+    assert [r["trigger"] for r in reconfigs(res)] == (["schedule"] if schedule else []) and res.status == "done"
+    (sw,) = res.controller["hybrid"]["unanswered"]["switches"]
+    (s,) = sw["silences"]
+    assert sw["switch"] == "tor0" and s["from_s"] == 0.1 and s["answered_again_s"] is None
+    (note,) = [n for n in result_dict(b, res)["notes"] if "did not answer" in n]
+    assert "switch tor0" in note and "from 100 ms" in note
+    assert "it had not answered again when the run ended at 1 s" in note
+    assert note.endswith("the only reconfigurations in progress were 0 (schedule, done)" if schedule
+                         else "the circuits in force were kept")
+
+
+def test_a_reading_missed_now_and_then_is_counted_not_noted(monkeypatch):
+    # every other poll from 0.1 s is unanswered: never 3 in a row, so no note (one
+    # missed reply is no news), but the report counts them
+    from netsteer.report.result import result_dict
+
+    silent(monkeypatch, "tor1", 100_000_000, every=2)
+    b = build(congestion_bulk("1s"))
+    res = run_scenario(b, sample=False)
+    (sw,) = res.controller["hybrid"]["unanswered"]["switches"]
+    assert sw["switch"] == "tor1" and sw["readings_missed"] >= 4 and sw["silences"] == []
+    assert not any("did not answer" in n for n in result_dict(b, res).get("notes", []))
 
 
 def test_an_application_request_pins_its_circuit_against_the_periodic_mode():

@@ -107,3 +107,48 @@ def test_pin_and_default_route_every_pair(name):
     assert pinned > 0
     if name == "2-level full bisection":
         assert failed == 0  # a spine is on a min-hop path of every inter-leaf pair
+
+
+def test_a_switch_that_does_not_answer_keeps_its_links_as_last_measured_and_is_named_once():
+    # the controller reads the port counters at each packet-in; spine s2_0 does not
+    # answer from the second reading to the fifth. Its links keep the utilization last
+    # measured and the other links are measured as usual (one silent switch used to
+    # freeze the whole fabric's utilization, silently); the report and the notes say
+    # which switch, since when, how many readings and when it answered again
+    from netsteer.control.core import Inputs
+    from netsteer.control.driver import Counters, NetworkView
+    from netsteer.unisonflow.controller import PacketIn
+
+    topo = pgft(2, [2, 2], [1, 2], link_bandwidth=8e9, link_latency_ns=0)  # 1 GB/s links
+    _, _, c = controller(topo, [])
+    spine = topo.node("s2_0")
+    mine = topo.channel_src() == spine
+    mac = Tag("bcast", 0, 0, 0, 3).value()
+
+    def read(t_ms, spine_bytes):
+        # the links carry 0.5 GB/s until 100 ms, 0.2 GB/s after; the spine's links read
+        # spine_bytes (None: no answer)
+        s = t_ms / 1e3
+        ports = np.full(topo.n_channels, 0.5e9 * s if s <= 0.1 else 0.05e9 + 0.2e9 * (s - 0.1))
+        ports[mine] = np.nan if spine_bytes is None else spine_bytes
+        counters = Counters(t_ms * 10**6, ports)
+        c.decide(Inputs(t_ms * 10**6, NetworkView(t_ms * 10**6, frozenset()), [PacketIn(t_ms * 10**6, 0, mac)],
+                        read_counters=lambda: counters))
+
+    read(100, 0.05e9)  # all links half busy
+    assert np.allclose(c.state.util, 0.5)
+    for t in (200, 300, 400, 500):
+        read(t, None)
+        # the others are measured (they stayed at 0.5 with the spine silent); the spine's kept
+        assert np.allclose(c.state.util[~mine], 0.2) and np.allclose(c.state.util[mine], 0.5)
+    # the spine's links ran at 0.9 GB/s since 100 ms: measured over that longer window
+    read(600, 0.05e9 + 0.5 * 0.9e9)
+    assert np.allclose(c.state.util[~mine], 0.2) and np.allclose(c.state.util[mine], 0.9)
+    u = c.report()["unanswered"]
+    (sw,) = u["switches"]
+    assert sw["switch"] == "s2_0" and sw["readings_missed"] == 4 and u["readings_incomplete"] == 4
+    assert sw["silences"] == [{"from_s": 0.2, "last_missed_s": 0.5, "readings": 4, "answered_again_s": 0.6}]
+    (note,) = c.unplayed(10**9)
+    assert note.startswith("controller.unisonflow: switch s2_0 did not answer 4 counter readings in a row, "
+                           "from 200 ms to 500 ms; it answered again at 600 ms")
+    assert "the links without a reading kept the utilization last measured" in note

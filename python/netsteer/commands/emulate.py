@@ -110,6 +110,8 @@ def emulate_cmd(
                           + ("none" if sim is None else f"at {num(sim['start_s'])} s, delay {num(sim['delay_s'])} s"))
     for s in sims[len(rep["steps"]):]:
         out_console.print(f"simulated only: reconfiguration ({s['trigger']}) at {num(s['start_s'])} s")
+    for note in rep.get("notes", []):
+        err_console.print(f"[yellow]note:[/] {note}")
 
 
 def reproduce_emulated(

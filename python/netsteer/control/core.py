@@ -68,7 +68,9 @@ class Controller:
 
     def unplayed(self, end_ns: int) -> list[str]:
         """Notes for the scripted actions (changes, requests) the run ended before:
-        a user who mistyped a time hears of it instead of a silent no-op."""
+        a user who mistyped a time hears of it instead of a silent no-op; and for
+        what else the run's notes should say (switches that stayed silent to counter
+        readings: :mod:`netsteer.control.unanswered`)."""
         return []
 
 

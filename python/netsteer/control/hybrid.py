@@ -17,8 +17,10 @@ needs no step-1 detour, and its rule is pushed in step 3, once its circuit is up
 traffic nowhere).
 
 A step starts when every intent of the previous one has taken effect (the driver
-says when). If the driver reports a failure, the step's changes are undone and the
-last good configuration stays in force; the modes then back off. What a failing
+says when). If the driver reports a failure, or a circuit step 2 makes has not lit
+(its circuit-switch links are still down in the driver's view when the step ends),
+the step's changes are undone and the last good configuration stays in force; the
+modes then back off. What a failing
 rollback could not undo is retried (backing off) until it goes through, and reported
 meanwhile; nothing new starts until then (docs/control.md says why).
 
@@ -42,6 +44,11 @@ compressed (:func:`netsteer.control.demand.spread`), and single-hop plans count 
 pair's circuits the same way (``fair`` in :func:`netsteer.control.planning.plan_circuits`):
 a pair's next circuit counts less than another pair's first, so circuits are spread
 across pairs before they are stacked on one.
+
+A reading a switch did not answer (NaN) is not planned on; a switch silent for
+several readings in a row is named in the report and the notes
+(:mod:`netsteer.control.unanswered`), and the first whole reading after its silence
+opens new windows.
 """
 
 from __future__ import annotations
@@ -57,6 +64,7 @@ from .demand import estimate_demand, spread, unspread
 from .intents import PairRule, PushRules, RemoveRules, SetCircuits, TagPorts, VlanPath
 from .planning import Circuit, plan_circuits, upper_bound
 from .planning.singlehop import ladder
+from .unanswered import Unanswered
 
 HIGH, LOW = 2, 1  # rule priorities: step 1's electrical detour, the circuit rules
 MAX_VLANS = 4094
@@ -239,6 +247,7 @@ class HybridController(Controller):
         self._in_force_since = 0
         self._left: dict[frozenset, tuple[float, int]] = {}
         self._base = None  # pair counters when the configuration in force took over (request planning)
+        self._unanswered = Unanswered(topo, self.tors)  # switches that did not answer the counter readings
         self._index_channels()
 
     # -- configurations --------------------------------------------------------------
@@ -411,7 +420,7 @@ class HybridController(Controller):
             mine = [a for a in inp.applied if any(a.intent is i for i in self.current.pending)]
             self.current.step_applied += mine
             if now >= self.current.step_end or mine:
-                out += self._advance(now)
+                out += self._advance(now, inp.view.down_links)
         # triggers
         while self._sched_i < len(self.schedule) and self.schedule[self._sched_i][0] <= now:
             _, circuits = self.schedule[self._sched_i]
@@ -449,7 +458,7 @@ class HybridController(Controller):
         baseline of the next periodic estimate, the next congestion poll and the
         demand a request is planned with."""
         now = inp.now
-        if not _complete(inp.counters()):
+        if self._unanswered.see(inp.counters()) == "missing":
             # a switch did not answer: the next complete reading opens the windows
             self._base = self._last_counters = self._last_ports = self._last_poll = None
             if restart_clocks:
@@ -512,7 +521,7 @@ class HybridController(Controller):
         taken = set(others)
         mine = [c for c in need.circuits if c not in taken]
         # a reading a switch did not answer measures nothing: the request alone
-        measured = self._estimate(self._base, self._pair_snapshot(inp)) if _complete(inp.counters()) else None
+        measured = self._estimate(self._base, self._pair_snapshot(inp)) if self._answered(inp) else None
         demand = np.maximum(spread(asked, self.capacity_gbps), 0 if measured is None else measured)
         if self.memory > 0 and self._recent is not None and inp.now >= self._recent[0]:
             demand = np.maximum(demand, self._recent[1] * 0.5 ** ((inp.now - self._recent[0]) / self.memory))
@@ -751,8 +760,19 @@ class HybridController(Controller):
         r.status = (f"failed during rollback: {'; '.join(what)}; retried, backing off, until it goes through; "
                     "no reconfiguration starts meanwhile")
 
+    def _answered(self, inp: Inputs) -> bool:
+        """Whether every switch answered the counters read now (``Unanswered`` counts
+        who did not). The first whole reading after a switch's silence opens new
+        windows (and restarts the hold): no mode plans on an average over the silence,
+        nor on a streak it began before."""
+        seen = self._unanswered.see(inp.counters())
+        if seen == "back":
+            self._hot_streak = self._gain_streak = 0
+            self._rebase(inp, restart_clocks=False)
+        return seen != "missing"
+
     def _periodic(self, inp: Inputs) -> None:
-        if not _complete(inp.counters()):
+        if not self._answered(inp):
             return  # a missing sample: the window runs on to the next complete one
         snap = self._pair_snapshot(inp)
         demand = self._demand(self._last_counters, snap)
@@ -775,7 +795,7 @@ class HybridController(Controller):
 
     def _congestion(self, inp: Inputs) -> None:
         c = inp.counters()
-        if not _complete(c):
+        if not self._answered(inp):
             return  # a missing sample: the window runs on to the next complete one
         last, self._last_ports = self._last_ports, (c.time_ns, c.port_bytes.copy())
         # the demand of every poll interval feeds the memory: a burst that saturates
@@ -910,7 +930,7 @@ class HybridController(Controller):
         self._awaiting = True
         return intents
 
-    def _advance(self, now: int) -> list:
+    def _advance(self, now: int, down_links=frozenset()) -> list:
         r = self.current
         if r.step_applied and self._awaiting:
             # the driver just answered this step's intents: when does it end?
@@ -928,6 +948,14 @@ class HybridController(Controller):
         if now < r.step_end:
             return []
         failed = r.steps[-1].get("failed")
+        if r.step == 2 and not r.rolling_back and not failed:
+            # the circuit switches took the command, but a circuit may not have lit
+            # (the openflow driver keeps it dark when its switch refuses the lit table):
+            # it is not in force, so step 3 must not send traffic onto it
+            dark = self._unlit(r, down_links)
+            if dark:
+                failed = r.steps[-1]["failed"] = [
+                    f"circuit {c} not lit: its links were still down when step 2 ended" for c in dark]
         r.steps[-1]["end_s"] = now / 1e9
         if failed and not r.rolling_back:
             r.rolling_back = True
@@ -945,6 +973,16 @@ class HybridController(Controller):
                 return self._finish(r, now)
             r.detours_left = tuple(k for i in bad if isinstance(i, RemoveRules) for k in i.pairs)
         return self._enter(r, r.step + 1, now) if r.step < 3 else self._finish(r, now)
+
+    def _unlit(self, r: Reconfiguration, down_links) -> list[list[int]]:
+        """The circuits ``r`` makes (not in force before it) whose circuit-switch links
+        are down: the switch moved, but the circuit did not light."""
+        if not down_links:
+            return []
+        old = {(c.ocs, min(c.a, c.b), max(c.a, c.b)) for c in r.old.circuits}
+        return [[c.ocs, c.a, c.b] for c in sorted(r.new.circuits, key=lambda c: (c.ocs, c.a, c.b))
+                if (c.ocs, min(c.a, c.b), max(c.a, c.b)) not in old
+                and any(int(self._opt_down[x, c.ocs]) // 2 in down_links for x in (c.a, c.b))]
 
     def _finish(self, r: Reconfiguration, now: int) -> list:
         r.steps[-1]["end_s"] = now / 1e9
@@ -999,7 +1037,20 @@ class HybridController(Controller):
                 f" when the run ended at {end}" for trigger, circuits, _, at, req in self._queue if req is None]
         out += [f"controller.hybrid.requests: the request at {format_seconds(u['at_s'])} was not served: {u['why']}"
                 + (f" when the run ended at {end}" if u.get("queued") else "") for u in self._unserved_all()]
+        out += self._unanswered.notes("controller.hybrid", end_ns, self._meanwhile)
         return out
+
+    def _meanwhile(self, spans) -> str:
+        """What the controller did while a switch was silent (``spans``: from, to ns)."""
+        modes = [m for m, on in (("periodic", self.periodic), ("congestion", self.congestion)) if on]
+        ran = [r for r in self.reconfigurations
+               if any(r.started_ns < b and (r.end_ns is None or r.end_ns >= a) for a, b in spans)]
+        out = [f"the {' and '.join(modes)} mode{'s' if len(modes) > 1 else ''} planned nothing on those readings"
+               ] if modes else []
+        out.append("the circuits in force were kept" if not ran else
+                   "the only reconfigurations in progress were " + ", ".join(
+                       f"{r.id} ({r.trigger}, {r.status})" for r in ran))
+        return ", ".join(out)
 
     def _unserved_all(self) -> list[dict]:
         """The requests whose circuits were never installed, with why: those whose
@@ -1037,12 +1088,8 @@ class HybridController(Controller):
                if self._repair is not None else {}),
             **({"unserved_requests": [{k: v for k, v in u.items() if k != "queued"} for u in unserved]}
                if unserved else {}),
+            **({"unanswered": u} if (u := self._unanswered.report()) is not None else {}),
         }
-
-
-def _complete(c) -> bool:
-    """Whether every reading of ``c`` is there (a switch that did not answer leaves NaN)."""
-    return not (np.isnan(c.port_bytes).any() or (c.pair_bytes is not None and np.isnan(c.pair_bytes).any()))
 
 
 _STEP_NAMES = {1: "traffic to the electrical network", 2: "circuits, VLAN tags and new rules",

@@ -144,7 +144,8 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
     Returns
     -------
     dict with ``scale``, ``time_scale``, ``flows`` (iperf3 results), ``controller``
-    (its report), ``pushes`` (the driver's bundles) and ``counters``.
+    (its report), ``pushes`` (the driver's bundles), ``counters`` and, when the
+    controller has any, ``notes`` (as a simulated run's).
     """
     hybrid = built.hybrid
     if hybrid is None:
@@ -200,6 +201,8 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
                 sj = iperf_json(s, timeout=5)
                 results.append(_summary(f, cj, sj, udp_bps is not None, tb.scale))
             report = hybrid.report()
+            # what the run's notes say (switches that stayed silent to counter readings...)
+            notes = hybrid.unplayed(drv.now)
             if udp_bps is not None:
                 for r in results:
                     r["lost_during_reconfig"] = lost_during(r, report["reconfigurations"])
@@ -214,6 +217,7 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
                          "pair_bytes": None if counters.pair_bytes is None else _json_counts(counters.pair_bytes)},
             "stale_switches": [topo.node_names[n] for n in sorted(drv.stale)],
             "failed_effects": [a.as_dict(topo.node_names) for a in drv.failed_effects],
+            **({"notes": notes} if notes else {}),
         }
 
 

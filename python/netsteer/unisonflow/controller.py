@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..control.core import Controller, Inputs
+from ..control.unanswered import Unanswered
 from ..errors import NetsteerError
 from . import modules as _modules
 from .fabric import Fabric
@@ -132,6 +133,7 @@ class InterconnectController(Controller):
         self.failures: list[dict[str, Any]] = []
         self.n_failures = 0
         self._capacity = None
+        self._unanswered = Unanswered(fabric.topo, tors=())  # switches that did not answer the port counters
         self.dataplane = None  # a driver with tag tables: its counts join the report
 
     def handle(self, mac: int, now: int = 0) -> Decision:
@@ -197,17 +199,34 @@ class InterconnectController(Controller):
 
     def _measure(self, inp: Inputs) -> None:
         """Link utilization since the last reading, from the port counters (what
-        a controller polls with port-stats requests before it places paths)."""
+        a controller polls with port-stats requests before it places paths).
+
+        A switch that did not answer (its readings NaN, missing) leaves its links'
+        utilization as last measured, and they are measured over a longer window once
+        it answers; the other links are measured as usual. ``Unanswered`` keeps count
+        for the report and the notes."""
         c = inp.counters()
         if self._capacity is None:
             self._capacity = self.fabric.topo.channel_bandwidth() / 8.0
-            self._last = (0, np.zeros_like(c.port_bytes))
+            self._last = (np.zeros(len(c.port_bytes), dtype=np.int64), np.zeros_like(c.port_bytes))
+        self._unanswered.see(c)
         t0, b0 = self._last
-        if np.isnan(c.port_bytes).any():
-            return  # a switch did not answer (NaN, missing): measure over a longer window next time
-        if c.time_ns > t0:
-            self.state.util = (c.port_bytes - b0) / ((c.time_ns - t0) / 1e9) / self._capacity
-            self._last = (c.time_ns, c.port_bytes.copy())
+        got = ~np.isnan(c.port_bytes) & (c.time_ns > t0)
+        if not got.any():
+            return
+        util = np.zeros(len(b0)) if self.state.util is None else self.state.util.copy()
+        util[got] = (c.port_bytes[got] - b0[got]) / ((c.time_ns - t0[got]) / 1e9) / self._capacity[got]
+        self.state.util = util
+        t0, b0 = t0.copy(), b0.copy()
+        t0[got], b0[got] = c.time_ns, c.port_bytes[got]
+        self._last = (t0, b0)
+
+    def unplayed(self, end_ns: int) -> list[str]:
+        """Notes for the switches that did not answer the port counters for a while."""
+        return self._unanswered.notes(
+            "controller.unisonflow", end_ns,
+            lambda spans: "the links without a reading kept the utilization last measured (idle if never "
+                          "measured), the others were measured as usual")
 
     def installed(self, channels) -> None:
         """The driver reports the channels a tag's installed rules send it over."""
@@ -222,6 +241,9 @@ class InterconnectController(Controller):
     def report(self) -> dict[str, Any]:
         out = {"packet_ins": self.packet_ins, "rules": self.rules_made, "by_module": dict(self.by_module),
                "failures": self.n_failures, "failed": list(self.failures)}
+        unanswered = self._unanswered.report()
+        if unanswered is not None:
+            out["unanswered"] = unanswered
         stats = getattr(self.dataplane, "stats", None)
         if stats is not None:
             out["tables"] = dict(stats)

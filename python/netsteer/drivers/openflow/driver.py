@@ -26,7 +26,8 @@ put it in force, so make-before-break's step 2 never breaks a circuit that cache
 flows still send into.
 
 Counters a switch did not give (a failed statistics request) are NaN, missing,
-never 0; the controllers skip such a sample.
+never 0; the controllers skip what is missing and report which switch did not
+answer (:mod:`netsteer.control.unanswered`).
 """
 
 from __future__ import annotations
