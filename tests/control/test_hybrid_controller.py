@@ -118,11 +118,11 @@ def test_a_failing_circuit_switch_rolls_back_to_the_last_good_configuration():
     assert np.allclose(g[t > r["end_s"] + 0.1], 10, rtol=1e-4)  # back on the old circuit
 
 
-def unlit_once(monkeypatch, switch: str, from_ns: int, until_ns: int) -> None:
+def unlit_once(monkeypatch, switch: str, from_ns: int, until_ns: int, times: int = 1) -> None:
     """The circuit switch ``switch`` does not light the first circuits it makes from
-    ``from_ns`` on: their links stay down until ``until_ns``, as the openflow driver
-    keeps a circuit dark when the switch refuses its lit table (its resync lights it
-    once the switch takes it)."""
+    ``from_ns`` on (the first ``times`` moves): their links stay down until
+    ``until_ns``, as the openflow driver keeps a circuit dark when the switch refuses
+    its lit table (its resync lights it once the switch takes it)."""
     from netsteer.sim.driver import SimDriver
 
     real = SimDriver._effect
@@ -131,7 +131,7 @@ def unlit_once(monkeypatch, switch: str, from_ns: int, until_ns: int) -> None:
     def effect(self, what, payload):
         t = self.topo
         n = t.node(switch)
-        if (what == "lit" and not done and from_ns <= self.now < until_ns
+        if (what == "lit" and len(done) < times and from_ns <= self.now < until_ns
                 and any(n in (int(t.link_a[x]), int(t.link_b[x])) for x in payload)):
             done.append(self.now)
             self._schedule(until_ns, "lit", payload)
@@ -168,6 +168,58 @@ def test_a_mode_retries_a_circuit_that_did_not_light(monkeypatch):
     assert "circuit [0, 0, 1] not lit" in rc[0]["steps"][0]["failed"][0]
     assert rc[1]["circuits_after"] == [[0, 0, 1]] and rc[1]["start_s"] >= rc[0]["modes_retry_from_s"]
     assert res.controller["hybrid"]["circuits"] == [[0, 0, 1]]
+
+
+def test_a_rollback_whose_old_circuit_does_not_light_keeps_the_detours_until_it_does(monkeypatch):
+    # ocs0 lights neither the new circuit nor, moved back by the rollback, the old one
+    # (both dark until 6 s): the old configuration is not in force when the rollback's
+    # step 2 ends. The rollback used to end there ("failed, rolled back") and remove the
+    # step-1 detour, sending the pair onto the dark circuit (nothing got through until
+    # 6 s). Now it is a failed undo: the detour stays (1 Gbit/s, never zero), the repair
+    # retries ocs0 until the circuit lights, and only then lifts the detour
+    unlit_once(monkeypatch, "ocs0", 2_000_000_000, 6_000_000_000, times=2)
+    rec = PairRecorder(100_000_000, [(0, 1)])
+    _, res = _run(iperf(schedule=[{"at": "2s", "circuits": [[1, 0, 1]]}]), rec)
+    (r,) = reconfigs(res)
+    assert [s["step"] for s in r["steps"]] == [1, 2, 2]
+    assert r["steps"][2]["failed"] == [
+        "circuit [0, 0, 1] not lit: its links were still down when the rollback's step 2 ended"]
+    assert r["status"].startswith("failed, rolled back late: the rollback went through at 6")
+    high = [e for e in res.applied_events if e["intent"] == "remove_rules" and e["priority"] == 2]
+    assert high and high[0]["at_s"] >= 6.0 and not high[0].get("failed")
+    t, g = np.array(rec.times), np.array(rec.gbps)
+    assert np.allclose(g[(t > r["steps"][2]["end_s"] + 0.1) & (t < 5.9)], 1, rtol=1e-3)  # detoured, not dark
+    assert np.allclose(g[(t > high[0]["done_s"] + 0.1) & (t < 9.9)], 10, rtol=1e-4)  # back on the old circuit
+    assert res.controller["hybrid"]["circuits"] == [[0, 0, 1]]
+    # while it lasts, the report says what is wrong
+    unlit_once(monkeypatch, "ocs0", 2_000_000_000, 60_000_000_000, times=2)
+    _, res = _run(iperf(schedule=[{"at": "2s", "circuits": [[1, 0, 1]]}]), PairRecorder(100_000_000, [(0, 1)]))
+    pending = res.controller["hybrid"]["rollback_pending"]
+    assert "circuit switch ocs0 moved back but circuit [0, 0, 1] not lit" in pending["status"]
+    assert "step-1 detour still installed for rack pairs [[0, 1]" in pending["status"] and pending["tries"] >= 2
+
+
+def test_a_repair_counts_a_circuit_switch_moved_back_once_its_circuit_lights(monkeypatch):
+    # tor1 refuses tags (step 2 fails); ocs0 refuses to move back until 5 s, then takes
+    # the command but its circuit stays dark until 8 s. The repair used to count the
+    # accepted command as done and lift the detours onto the dark circuit at once; now
+    # it backs off until the circuit is lit
+    from netsteer.control.hybrid import REPAIR_MAX
+
+    fault = [{"kind": "tags", "switch": "tor1", "from": "0s", "to": "30s"},
+             {"kind": "circuits", "switch": "ocs0", "from": "0.2005s", "to": "5s"}]
+    unlit_once(monkeypatch, "ocs0", 5_000_000_000, 8_000_000_000)
+    res = run_scenario(build(congestion_scenario(driver_faults=fault)), sample=False)
+    r0 = reconfigs(res)[0]
+    assert r0["status"].startswith("failed, rolled back late: the rollback went through at 8")
+    ocs = [e for e in res.applied_events if e["intent"] == "circuits" and e["switch"] == "ocs0"]
+    taken = [e for e in ocs[1:] if not e.get("failed")]
+    assert len(taken) >= 2 and 5.0 <= taken[0]["at_s"] < 8.0  # taken, not lit: sent again
+    high = [e for e in res.applied_events if e["intent"] == "remove_rules" and e["priority"] == 2]
+    assert high[0]["at_s"] >= 8.0
+    # backing off between the tries that were taken but did not light
+    gaps = np.diff([e["at_s"] for e in taken])
+    assert all(0 < g <= 0.2 * REPAIR_MAX + 1e-6 for g in gaps)
 
 
 def test_a_failing_tor_mid_step_two_undoes_the_circuit_switch_too():

@@ -33,6 +33,51 @@ class Switch:
         self.out.append((in_port, data))
 
 
+class Flaky(Switch):
+    """Refuses its first ``times`` bundles (None: every one), as a switch whose table
+    is full, then takes them; ``tried`` counts every bundle sent."""
+
+    def __init__(self, dpid, times=None):
+        super().__init__(dpid)
+        self.times, self.tried, self.at = times, 0, []
+
+    def bundle(self, lines):
+        import time
+
+        self.tried += 1
+        self.at.append(time.monotonic())
+        if self.times is None or self.tried <= self.times:
+            raise SwitchError(f"switch {self.dpid} refused the change: OFPFMFC_TABLE_FULL")
+        self.bundles.append(list(lines))
+
+
+def held(switch) -> set[str]:
+    """The flows (match) and groups (id) a recording switch holds after its bundles."""
+    out = set()
+    for b in switch.bundles:
+        for x in b:
+            what, verb, rest = x.split(" ", 2)
+            key = rest.split(" actions=")[0] if what == "flow" else rest.split(",")[0]
+            if verb == "add":
+                out.add(f"{what} {key}")
+            else:
+                out.discard(f"{what} {key}")
+    return out
+
+
+def settled(r, timeout=5.0):
+    """Wait until no tag ``r`` serves is waiting for a retry; its report."""
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        rep = r.report()
+        if rep["refused"] and all(x["outcome"] != "pending" for x in rep["refused"]):
+            return rep
+        time.sleep(0.005)
+    raise AssertionError(f"still pending: {r.report()['refused']}")
+
+
 class Broken(PrimitiveModule):
     name = "broken-for-test"
 
@@ -102,6 +147,60 @@ def test_a_switch_that_refuses_is_reported_and_the_loop_goes_on():
         pass
     rep = r.report()
     assert rep["tags"] == 2 and any("no room" in e for e in rep["errors"])
+
+
+def test_a_tag_a_switch_refused_is_rolled_back_everywhere_and_retried_until_it_goes_in():
+    """The spine refuses the batch's bundle once: the leaves, which took it, get the
+    tags' rules removed (no tag half-installed), and the tags are tried again after
+    the backoff on all three switches. It used to be given up, its rules left on the
+    leaves (frames sent to a spine that had none) and never asked again."""
+    topo, fab, ctl, sw = setup([{"module": "pin", "primitive": "bcast", "via": "s2_1"}])
+    spine = sw[topo.node("s2_1")] = Flaky(100 + topo.node("s2_1"), times=1)
+    osk = Osken()
+    leaf, far = sw[topo.node("s1_0")], sw[topo.node("s1_1")]
+    tags = [Tag("bcast", 0, 0, 0, d).value() for d in (2, 3)]
+    for t in tags:
+        osk.events.put(frame(leaf, t))
+    with ReactiveTags(osk, sw, ctl, backoff_s=0.05) as r:
+        rep = settled(r)
+    assert rep["tags"] == 2 and rep["refused_tags"] == 2
+    for x in rep["refused"]:
+        assert x["retries"] == 1 and x["outcome"] == "installed on retry 1" and x["switch"] == "s1_0"
+        assert list(x["refused_by"]) == ["s2_1"] and "TABLE_FULL" in x["refused_by"]["s2_1"]
+    # the leaves: the tags' rules, then their removal, then the rules again
+    for s in (leaf, far):
+        assert len(s.bundles) == 3 and all(x.startswith("flow delete_strict") for x in s.bundles[1])
+    assert spine.tried == 2 and len(spine.bundles) == 1
+    # in the end every switch of the path holds both tags' rules
+    assert all(len([k for k in held(s) if "priority=50" in k]) == 2 for s in (leaf, spine, far))
+    (note,) = rep["notes"]
+    assert "switch s2_1 refused the bundle with the rules of 2 tags" in note and "2 installed on retry 1" in note
+    # their frames came before the rules were in: not sent back into the tables
+    assert rep["dropped"] == 2 and rep["resent"] == 0
+
+
+def test_a_tag_a_switch_keeps_refusing_is_given_up_after_the_retries_and_left_nowhere_half_installed():
+    from netsteer.emulate.reactive_tags import RETRIES
+
+    topo, fab, ctl, sw = setup([{"module": "pin", "primitive": "bcast", "via": "s2_1"}])
+    spine = sw[topo.node("s2_1")] = Flaky(100 + topo.node("s2_1"))
+    osk = Osken()
+    leaf, far = sw[topo.node("s1_0")], sw[topo.node("s1_1")]
+    tag = Tag("bcast", 0, 0, 0, 2).value()
+    osk.events.put(frame(leaf, tag))
+    with ReactiveTags(osk, sw, ctl, backoff_s=0.01) as r:
+        rep = settled(r)
+    (x,) = rep["refused"]
+    assert x["retries"] == RETRIES and spine.tried == RETRIES + 1
+    assert x["outcome"] == f"given up after {RETRIES} retries: rolled back, the default routing carries it"
+    assert held(leaf) == held(far) == set() and spine.bundles == []
+    (note,) = rep["notes"]
+    assert f"retried up to {RETRIES} times" in note and "1 given up after" in note and _mac_of(tag) in note
+    # each try is taken by the leaves, then rolled back
+    assert len(leaf.bundles) == 2 * (RETRIES + 1)
+    # the backoff doubles: the tries went out 0.01, 0.02, 0.04 s after each refusal
+    gaps = [b - a for a, b in zip(spine.at, spine.at[1:])]
+    assert all(g >= 0.01 * 2 ** i for i, g in enumerate(gaps))
 
 
 def test_frames_the_default_rules_forwarded_are_not_sent_again_and_a_silent_switch_gets_a_quiet_rule():

@@ -304,6 +304,8 @@ def _unisonflow(as_json: bool, out: Path | None, plot: Path | None = None, tagge
                           f"{m['spine2_bytes']:,}", f"{cmp['bytes_ratio']:.2f}")
     out_console.print(t)
     err_console.print("controller: " + rep["controller_mode"])
+    for n in (rep["controller"].get("controller") or {}).get("notes", []):
+        err_console.print("note: " + n)
     o = rep["overhead"]
     t = Table(title=f"OSU-like between hosts {o['pair'][0]} and {o['pair'][1]}, median of {o['repeat']} "
                     f"(links {o['link_mbs']:g} MB/s)")

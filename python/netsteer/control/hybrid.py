@@ -21,7 +21,8 @@ says when). If the driver reports a failure, or a circuit step 2 makes has not l
 (its circuit-switch links are still down in the driver's view when the step ends),
 the step's changes are undone and the last good configuration stays in force; the
 modes then back off. What a failing
-rollback could not undo is retried (backing off) until it goes through, and reported
+rollback could not undo (an old circuit it re-makes that has not lit counts) is
+retried (backing off) until it goes through, a circuit once it is lit, and reported
 meanwhile; nothing new starts until then (docs/control.md says why).
 
 Control modes, which run together: ``schedule`` (reconfigure at given times),
@@ -138,6 +139,7 @@ class Reconfiguration:
     undoable: list = field(default_factory=list)  # what steps 2 and 3 applied (a rollback undoes it)
     retry_ns: int | None = None  # failed: the modes try again from then on (backoff)
     not_undone: list = field(default_factory=list)  # rollback intents that failed (retried)
+    unlit_back: list = field(default_factory=list)  # [k, a, b] the rollback restored that did not light
     detours_left: tuple = ()  # (src, dst) whose step-1 detour is still installed (retried)
     detour_gbps: float = 0.0  # what the pairs step 1 detours were served when it started (HybridController._pays)
     request: dict | None = None  # the request it serves (unpinned if it fails)
@@ -704,9 +706,14 @@ class HybridController(Controller):
     def _repair_step(self, inp: Inputs) -> list:
         """Retry what a failed rollback left installed: first the undo intents that
         failed, then the removal of step 1's detours (kept until the rest is undone,
-        so no traffic follows rules onto circuits that are not there)."""
+        so no traffic follows rules onto circuits that are not there). A circuit
+        switch moved back counts as undone once the old circuits it re-makes are lit
+        (their links up in the driver's view when its answer said they would be), not
+        when it takes the command."""
         rp, now = self._repair, inp.now
         r = rp["r"]
+        rp.setdefault("lighting", [])  # SetCircuits taken back, waiting to light
+        rp.setdefault("counted", False)  # the try in progress already counted as failed
         if rp["pending"]:
             mine = [a for a in inp.applied if any(a.intent is i for i in rp["pending"])]
             # a driver may answer the intents one by one: only once all are answered is
@@ -722,33 +729,68 @@ class HybridController(Controller):
                 if isinstance(a.intent, RemoveRules) and a.intent.priority == HIGH:
                     gone = set(a.intent.pairs)
                     r.detours_left = tuple(k for k in r.detours_left if k not in gone)
+                elif isinstance(a.intent, SetCircuits) and self._restores(r, a.intent.switch):
+                    rp["lighting"].append(a.intent)  # undone once lit (below)
                 else:
                     r.not_undone = [i for i in r.not_undone if i is not a.intent]
             rp["next_ns"] = max([now] + [a.done_ns for a in mine])
-            if any(not a.ok for a in mine):
+            rp["counted"] = any(not a.ok for a in mine)
+            if rp["counted"]:
                 rp["tries"] += 1
                 rp["next_ns"] = max(now, rp["next_ns"]) + rp["base"] * min(2 ** (rp["tries"] - 1), REPAIR_MAX)
             elif not r.not_undone and not r.detours_left:
-                self._repair = None
-                r.status = (f"failed, rolled back late: the rollback went through at {rp['next_ns'] / 1e9:g} s "
-                            f"after {rp['tries'] + 1} tries; last good configuration kept")
-                self.history.append({"at_s": rp["next_ns"] / 1e9, "what": "rollback repaired", "id": r.id})
-                self._finished_at = now  # the windows measure the repaired network only
+                return self._repaired(r, rp["next_ns"], now)
             else:
                 self._set_repair_status(r)
-            return []
+            if not rp["lighting"] or now < rp["next_ns"]:
+                return []
         if now < rp["next_ns"]:
             return []
+        if rp["lighting"]:
+            # the switches took the command back: are the circuits they re-make lit?
+            down = getattr(inp.view, "down_links", frozenset())
+            lighting, rp["lighting"] = rp["lighting"], []
+            r.unlit_back = self._unlit_back(r, {i.switch for i in lighting}, down)
+            dark_sw = {self._switch_of(c) for c in r.unlit_back}
+            lit = [i for i in lighting if i.switch not in dark_sw]
+            r.not_undone = [i for i in r.not_undone if not any(i is x for x in lit)]
+            if r.unlit_back and not rp["counted"]:
+                # a failed try: back off before sending the command again
+                rp["tries"] += 1
+                rp["next_ns"] = now + rp["base"] * min(2 ** (rp["tries"] - 1), REPAIR_MAX)
+                self._set_repair_status(r)
+                return []
+            if not r.not_undone and not r.detours_left:
+                return self._repaired(r, now, now)
+            self._set_repair_status(r)
+            if now < rp["next_ns"]:
+                return []
         if r.not_undone:
             rp["pending"] = list(r.not_undone)
         else:
             rp["pending"] = [RemoveRules(HIGH, r.detours_left)]
         return list(rp["pending"])
 
+    def _repaired(self, r: Reconfiguration, at_ns: int, now: int) -> list:
+        """The failed rollback went through at ``at_ns``: the last good configuration is
+        in force again."""
+        tries = self._repair["tries"]
+        self._repair = None
+        r.unlit_back = []
+        r.status = (f"failed, rolled back late: the rollback went through at {at_ns / 1e9:g} s "
+                    f"after {tries + 1} tries; last good configuration kept")
+        self.history.append({"at_s": at_ns / 1e9, "what": "rollback repaired", "id": r.id})
+        self._finished_at = now  # the windows measure the repaired network only
+        return []
+
     def _set_repair_status(self, r: Reconfiguration) -> None:
         what = []
         for i in r.not_undone:
-            if isinstance(i, SetCircuits):
+            dark = [c for c in r.unlit_back if self._switch_of(c) == i.switch]
+            if isinstance(i, SetCircuits) and dark:
+                what.append(f"circuit switch {self.topo.node_names[i.switch]} moved back but circuit"
+                            f"{'s' if len(dark) > 1 else ''} {', '.join(str(c) for c in dark)} not lit")
+            elif isinstance(i, SetCircuits):
                 what.append(f"circuit switch {self.topo.node_names[i.switch]} not moved back")
             elif isinstance(i, TagPorts):
                 what.append(f"{len(i.ports)} ToR ports not re-tagged")
@@ -956,6 +998,19 @@ class HybridController(Controller):
             if dark:
                 failed = r.steps[-1]["failed"] = [
                     f"circuit {c} not lit: its links were still down when step 2 ended" for c in dark]
+        dark_back = []
+        if r.step == 2 and r.rolling_back:
+            # the undo's circuit switches took the command back, but the old circuits they
+            # restore may not have lit: the old configuration is not in force then, so
+            # this is a failed undo (the detours stay and the repair retries it)
+            back = [a.intent for a in r.step_applied if a.ok and isinstance(a.intent, SetCircuits)]
+            r.unlit_back = self._unlit_back(r, {i.switch for i in back}, down_links)
+            if r.unlit_back:
+                dark_sw = {self._switch_of(c) for c in r.unlit_back}
+                dark_back = [i for i in back if i.switch in dark_sw]
+                failed = r.steps[-1]["failed"] = (failed or []) + [
+                    f"circuit {c} not lit: its links were still down when the rollback's step 2 ended"
+                    for c in r.unlit_back]
         r.steps[-1]["end_s"] = now / 1e9
         if failed and not r.rolling_back:
             r.rolling_back = True
@@ -963,7 +1018,7 @@ class HybridController(Controller):
             return self._enter(r, 3 if r.step == 1 else 2, now)
         if failed:
             # what did not go back stays installed: say so, and retry it (_repair_step)
-            bad = [a.intent for a in r.step_applied if not a.ok]
+            bad = [a.intent for a in r.step_applied if not a.ok] + dark_back
             if r.step == 2:
                 # the undo failed: keep step 1's detours (no traffic onto circuits or
                 # tags that are not what the rules say) and remove them once undone
@@ -983,6 +1038,28 @@ class HybridController(Controller):
         return [[c.ocs, c.a, c.b] for c in sorted(r.new.circuits, key=lambda c: (c.ocs, c.a, c.b))
                 if (c.ocs, min(c.a, c.b), max(c.a, c.b)) not in old
                 and any(int(self._opt_down[x, c.ocs]) // 2 in down_links for x in (c.a, c.b))]
+
+    def _switch_of(self, c: list[int]) -> int:
+        """The circuit switch node of circuit ``[k, a, b]``."""
+        return int(self.circuit_port_of[c[1], c[0]][0])
+
+    def _unlit_back(self, r: Reconfiguration, switches, down_links) -> list[list[int]]:
+        """The circuits of ``r.old`` that its rollback re-makes on ``switches`` (not in
+        ``r.new``: the undo moves them back) whose circuit-switch links are down."""
+        if not down_links or not switches:
+            return []
+        new = {(c.ocs, min(c.a, c.b), max(c.a, c.b)) for c in r.new.circuits}
+        return [[c.ocs, c.a, c.b] for c in sorted(r.old.circuits, key=lambda c: (c.ocs, c.a, c.b))
+                if (c.ocs, min(c.a, c.b), max(c.a, c.b)) not in new
+                and self._switch_of([c.ocs, c.a, c.b]) in switches
+                and any(int(self._opt_down[x, c.ocs]) // 2 in down_links for x in (c.a, c.b))]
+
+    def _restores(self, r: Reconfiguration, switch: int) -> bool:
+        """Whether moving ``switch`` back re-makes a circuit of ``r.old`` (one that must
+        light before the old configuration is in force)."""
+        new = {(c.ocs, min(c.a, c.b), max(c.a, c.b)) for c in r.new.circuits}
+        return any(self._switch_of([c.ocs, c.a, c.b]) == switch for c in r.old.circuits
+                   if (c.ocs, min(c.a, c.b), max(c.a, c.b)) not in new)
 
     def _finish(self, r: Reconfiguration, now: int) -> list:
         r.steps[-1]["end_s"] = now / 1e9
@@ -1012,7 +1089,7 @@ class HybridController(Controller):
                                          "and was rolled back")
             if r.not_undone or r.detours_left:
                 self._repair = {"r": r, "base": base, "tries": 0, "next_ns": now + base, "pending": [],
-                                "answered": []}
+                                "answered": [], "lighting": [], "counted": False}
                 self._set_repair_status(r)
         self.current = None
         # measure the new configuration only (decide() opens the windows at its end)

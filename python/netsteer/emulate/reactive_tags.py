@@ -20,6 +20,16 @@ Packet-ins from other rules (a miss rule that only sends to the controller,
 the first switch's tables (packet-out to ``OFPP_TABLE``) when they carried the
 whole frame; a truncated one is dropped and TCP sends it again.
 
+A switch that refuses the bundle holding a tag's rules (or does not answer, or
+fails otherwise) leaves no tag half-installed: as the openflow driver does with an
+intent (all or none), the switches that took the tag's rules get them removed
+again (one rollback bundle per switch), and the tag goes on by the default
+routing meanwhile. The whole tag is then tried again, at most :data:`RETRIES`
+times, after :data:`BACKOFF_S` doubling after each refusal; a tag still refused
+then is given up (rolled back everywhere: the default routing carries it). The
+report's ``refused`` and ``notes`` say which tag each switch refused, how many
+retries it took and how it ended.
+
 A module that fails is the controller's business: it answers with the default
 module's rules and the reason, which is counted in the report; the traffic goes
 on. Rules the controller accepted are followed before they go out (where they
@@ -52,6 +62,12 @@ from .testbed import host_mac
 TAG_PRIORITY = 50
 #: a tag decided elsewhere, at a switch its module gave no rule: the default, quietly
 QUIET_PRIORITY = 45
+#: a tag whose bundle a switch refused is rolled back and tried again at most this
+#: many times, BACKOFF_S seconds after the refusal, doubling after each further one
+#: (0.5, 1, 2 s): a bundle round takes 0.15 s at the median, seconds on a loaded
+#: machine, and the default routing carries the tag meanwhile
+RETRIES = 3
+BACKOFF_S = 0.5
 #: a miss that only tells the controller (no default forwarding), its headers only:
 #: the frame is sent on after the rules are in when it came whole
 MISS = "table=0,priority=1,ip actions=CONTROLLER:128"
@@ -97,12 +113,22 @@ class ReactiveTags:
         ``None`` when the switches hold only the true-MAC rules and a miss rule.
     rank_host : list of int, optional
         Host of each world rank (without a default table: where undecodable tags go).
+    retries, backoff_s : int, float
+        How often a tag whose bundle a switch refused is tried again, and after how
+        long (doubling); :data:`RETRIES`, :data:`BACKOFF_S`.
     """
 
     def __init__(self, osken, switches: dict, controller, *, default_table: int | None = 1,
-                 rank_host: list[int] | None = None):
+                 rank_host: list[int] | None = None, retries: int = RETRIES, backoff_s: float = BACKOFF_S):
         self.osken, self.switches, self.controller = osken, switches, controller
         self.default_table, self.rank_host = default_table, rank_host
+        self.retries, self.backoff_s = int(retries), float(backoff_s)
+        # tag -> how its rules are made again for a retry: (FlowRules, fallback lines)
+        self._made: dict[int, tuple] = {}
+        # tags a switch refused: tag -> {"tag", "switch", "refused_by", "retries", "outcome", ...}
+        self.refused: dict[int, dict[str, Any]] = {}
+        self._retry: dict[int, float] = {}  # tag -> when to try it again (time.monotonic)
+        self._lock = threading.Lock()
         self.by_dpid = {s.dpid: n for n, s in switches.items()}
         self.installed: dict[int, dict[str, Any]] = {}
         self.errors: list[str] = []
@@ -127,17 +153,25 @@ class ReactiveTags:
 
     def _serve(self) -> None:
         while True:
-            batch = [self.osken.events.get()]
+            try:
+                if self._retry:  # wake up for the next retry, if no packet-in comes first
+                    wait = max(0.0, min(self._retry.values()) - time.monotonic())
+                    batch = [self.osken.events.get(timeout=wait)]
+                else:
+                    batch = [self.osken.events.get()]
+            except queue.Empty:
+                batch = []
             # what queued up meanwhile goes in the same bundles: a job's wire-up
             # misses hundreds of tags at once, and a bundle costs a round trip
-            while batch[-1] is not None:
+            while batch and batch[-1] is not None:
                 try:
                     batch.append(self.osken.events.get_nowait())
                 except queue.Empty:
                     break
-            stop = batch[-1] is None
+            stop = bool(batch) and batch[-1] is None
             try:
-                self._handle([ev for ev in batch if ev is not None])
+                with self._lock:
+                    self._handle([ev for ev in batch if ev is not None])
             except Exception as exc:  # a bad frame must not stop the loop
                 if len(self.errors) < 20:
                     self.errors.append(f"{type(exc).__name__}: {exc}")
@@ -149,41 +183,119 @@ class ReactiveTags:
         events = [ev for ev in events if ev["dpid"] in self.by_dpid]
         lines: dict[int, list[str]] = {}
         new = {}
+        mine: dict[int, dict[int, list[str]]] = {}  # tag -> switch -> its rule lines in these bundles
+        quiet: list[tuple[int, int]] = []  # (switch, tag) of the quiet rules in these bundles
         for ev in events:
             tag, node = int(ev["eth_dst"]), self.by_dpid[ev["dpid"]]
             if tag not in self.installed and tag not in new:
-                new[tag] = self._decide(tag, node, lines)
+                new[tag] = self._decide(tag, node, lines, mine)
             entry = new.get(tag) or self.installed[tag]
             if ev.get("cookie") == NOTIFY_COOKIE and node not in entry["at"] and self.default_table is not None:
                 # this switch forwards the tag by default and tells about every frame
                 entry["at"].add(node)
                 lines.setdefault(node, []).append(f"flow add table=0,priority={QUIET_PRIORITY},dl_dst={_mac(tag)} "
                                                   f"actions=resubmit(,{self.default_table})")
+                quiet.append((node, tag))
                 self.quieted += 1
+        # tags a switch refused before, due to be tried again: their rules go in these bundles
+        now = time.monotonic()
+        again = sorted(t for t, at in self._retry.items() if at <= now)
+        for tag in again:
+            del self._retry[tag]
+            self.refused[tag]["retries"] += 1
+            rules, fallback = self._made[tag]
+            made = rule_lines(rules, self._groups) if rules else fallback  # fresh group ids
+            mine[tag] = made
+            for n, ls in made.items():
+                lines.setdefault(n, []).extend(ls)
         if lines:
             t0 = time.perf_counter()
-            futures = {n: self._pool.submit(self.switches[n].bundle, ls) for n, ls in lines.items()}
-            failed = []
-            for fut in futures.values():
-                try:
-                    fut.result()
-                except SwitchError as exc:
-                    failed.append(str(exc))
+            failed = self._bundles(lines)
             took = time.perf_counter() - t0
             for entry in new.values():
                 entry["install_s"] = took
                 if failed:
-                    entry["install_failed"] = failed
-            self.errors.extend(failed[: max(0, 20 - len(self.errors))])
-            self.bundles.append({"tags": len(new), "switches": len(lines), "rules": sum(map(len, lines.values())),
-                                 "install_s": took})
+                    entry["install_failed"] = sorted(failed.values())
+            self.errors.extend(sorted(failed.values())[: max(0, 20 - len(self.errors))])
+            self.bundles.append({"tags": len(new), "retried": len(again), "switches": len(lines),
+                                 "rules": sum(map(len, lines.values())), "install_s": took,
+                                 **({"refused_by": sorted(self._name(n) for n in failed)} if failed else {})})
+            if failed:
+                self._refused(mine, failed, quiet, new)
+        for tag in again:
+            if tag not in self._retry and self.refused[tag]["outcome"] == "pending":
+                rec = self.refused[tag]
+                rec["outcome"] = f"installed on retry {rec['retries']}"
         self.installed.update(new)  # decided, with rules or not: not asked again
         for ev in events:
             if ev.get("cookie") != NOTIFY_COOKIE:  # the default rule forwarded the others
+                if int(ev["eth_dst"]) in self._retry or self.refused.get(int(ev["eth_dst"]), {}).get(
+                        "outcome", "").startswith("given up"):
+                    # its rules are not in: sent back through the tables it would come
+                    # straight back here; TCP sends it again
+                    self.dropped += 1
+                    continue
                 self._resend(self.by_dpid[ev["dpid"]], ev)
 
-    def _decide(self, tag: int, node: int, lines: dict[int, list[str]]) -> dict[str, Any]:
-        """The controller's rules for ``tag`` (first seen at ``node``), added to ``lines``."""
+    def _name(self, node: int) -> str:
+        return self.controller.fabric.name(node)
+
+    def _bundles(self, lines: dict[int, list[str]]) -> dict[int, str]:
+        """One bundle per switch, all at once; returns the switches that failed, with
+        why (a refusal, no answer in time, or any other error: as the openflow driver,
+        a switch that failed)."""
+        futures = {n: self._pool.submit(self.switches[n].bundle, ls) for n, ls in lines.items()}
+        failed = {}
+        for n, fut in futures.items():
+            try:
+                fut.result()
+            except SwitchError as exc:
+                failed[n] = str(exc)
+            except Exception as exc:  # noqa: BLE001 (a switch that failed; module text)
+                failed[n] = f"{self._name(n)}: {type(exc).__name__}: {exc}"
+        return failed
+
+    def _refused(self, mine: dict, failed: dict[int, str], quiet: list, new: dict) -> None:
+        """Roll back the tags whose rules a switch in ``failed`` did not take, on the
+        switches that did (no tag half-installed), and try them again later, or give
+        them up after ``retries`` retries (module text)."""
+        hit = {tag: made for tag, made in mine.items() if set(made) & set(failed)}
+        back: dict[int, list[str]] = {}
+        for made in hit.values():
+            for n, ls in made.items():
+                if n not in failed:
+                    back.setdefault(n, []).extend(_undo(ls))
+        undone = self._bundles(back) if back else {}
+        self.errors.extend(sorted(undone.values())[: max(0, 20 - len(self.errors))])
+        for node, tag in quiet:
+            if node in failed:  # not in: the switch gets one when it tells again
+                (new.get(tag) or self.installed[tag])["at"].discard(node)
+                self.quieted -= 1
+        now = time.monotonic()
+        for tag, made in hit.items():
+            entry = new.get(tag) or self.installed[tag]
+            rec = self.refused.setdefault(tag, {"tag": _mac(tag), "switch": entry.get("switch"),
+                                                "module": entry.get("module"), "refused_by": {}, "retries": 0,
+                                                "outcome": "pending"})
+            for n in sorted(set(made) & set(failed)):
+                rec["refused_by"][self._name(n)] = failed[n]
+            stuck = sorted(self._name(n) for n in made if n in undone)
+            if stuck:  # still holds the tag's rules: the retry overwrites them (same match)
+                rec["rollback_failed"] = sorted(set(rec.get("rollback_failed", [])) | set(stuck))
+            if rec["retries"] < self.retries:
+                self._retry[tag] = now + self.backoff_s * 2 ** rec["retries"]
+                continue
+            rec["outcome"] = (f"given up after {rec['retries']} retries: rolled back"
+                              + (f" except on {', '.join(stuck)}" if stuck else "")
+                              + (", the default routing carries it" if self.default_table is not None
+                                 else ", no rule for it"))
+            # a switch that took nothing and keeps telling gets the quiet rule (the
+            # default, no copy); not the switches that refused
+            entry["at"] = {n for n in made if n in failed}
+
+    def _decide(self, tag: int, node: int, lines: dict[int, list[str]], mine: dict | None = None) -> dict[str, Any]:
+        """The controller's rules for ``tag`` (first seen at ``node``), added to ``lines``
+        (and, per switch, to ``mine[tag]``)."""
         now = time.monotonic_ns() - self._t0
         entry: dict[str, Any] = {"at_s": now / 1e9, "switch": self.controller.fabric.name(node)}
         try:
@@ -202,11 +314,16 @@ class ReactiveTags:
                 entry["failed"] = f"module {entry['module_asked']} rules refused: {exc.message()}"
         if entry["failed"]:
             self.controller._failed(PacketIn(now, node, tag), entry["failed"])
-        mine = rule_lines(rules, self._groups) or self._fallback(tag, node, entry)
-        for n, ls in mine.items():
+        made = rule_lines(rules, self._groups)
+        fallback = None if made else self._fallback(tag, node, entry)
+        made = made or fallback
+        self._made[tag] = (tuple(rules), fallback)
+        for n, ls in made.items():
             lines.setdefault(n, []).extend(ls)
-        entry["rules"] = sum(map(len, mine.values()))
-        entry["at"] = set(mine)  # the switches that hold a rule for it
+        if mine is not None:
+            mine[tag] = made
+        entry["rules"] = sum(map(len, made.values()))
+        entry["at"] = set(made)  # the switches that hold a rule for it
         return entry
 
     def _check(self, tag: int, rules) -> None:
@@ -245,15 +362,58 @@ class ReactiveTags:
                 self.errors.append(str(exc))
 
     def report(self) -> dict[str, Any]:
-        inst = list(self.installed.values())
-        times = sorted(b["install_s"] for b in self.bundles)
-        return {"packet_ins": self.packet_ins, "tags": len(inst), "resent": self.resent, "dropped": self.dropped,
-                "quieted": self.quieted, "batches": len(self.bundles),
-                "by_module": {m: sum(1 for e in inst if e.get("module") == m) for m in {e.get("module") for e in inst}},
-                "failures": [e["failed"] for e in inst if e.get("failed")][:20],
-                "install_s_median": times[len(times) // 2] if times else None,
-                "install_s_max": times[-1] if times else None,
-                "errors": list(self.errors)}
+        """Counts, install times, failures; ``refused``: the tags a switch refused
+        (tag, first switch, module, ``refused_by`` switch -> its words, ``retries``,
+        ``outcome``: ``installed on retry n``, ``given up after n retries: ...`` or
+        ``pending``), the first 50; ``notes``: one line per refusing switch."""
+        with self._lock:
+            inst = list(self.installed.values())
+            times = sorted(b["install_s"] for b in self.bundles)
+            refused = [dict(r, refused_by=dict(r["refused_by"])) for r in self.refused.values()]
+            return {"packet_ins": self.packet_ins, "tags": len(inst), "resent": self.resent, "dropped": self.dropped,
+                    "quieted": self.quieted, "batches": len(self.bundles),
+                    "by_module": {m: sum(1 for e in inst if e.get("module") == m) for m in {e.get("module") for e in inst}},
+                    "failures": [e["failed"] for e in inst if e.get("failed")][:20],
+                    "install_s_median": times[len(times) // 2] if times else None,
+                    "install_s_max": times[-1] if times else None,
+                    "refused_tags": len(refused), "refused": refused[:50], "notes": _notes(refused),
+                    "errors": list(self.errors)}
+
+
+def _undo(lines: list[str]) -> list[str]:
+    """Bundle lines that remove what ``lines`` (``flow add``, ``group add``) added:
+    the flows first, then their groups.
+
+    >>> _undo(["group add group_id=9,type=all,bucket=actions=output:1",
+    ...        "flow add table=0,priority=50,dl_dst=0a:00:00:00:00:01 actions=group:9"])
+    ['flow delete_strict table=0,priority=50,dl_dst=0a:00:00:00:00:01', 'group delete group_id=9']
+    """
+    flows = [f"flow delete_strict {x[len('flow add '):].split(' actions=')[0]}" for x in lines
+             if x.startswith("flow add ")]
+    groups = [f"group delete {x[len('group add '):].split(',')[0]}" for x in lines if x.startswith("group add ")]
+    return flows + groups
+
+
+def _notes(refused: list[dict]) -> list[str]:
+    """One line per switch that refused tags: how many, which (the first 5), the
+    retries they took and how they ended."""
+    by: dict[str, list[dict]] = {}
+    for r in refused:
+        for name in r["refused_by"]:
+            by.setdefault(name, []).append(r)
+    out = []
+    for name, rs in sorted(by.items()):
+        ends: dict[str, int] = {}
+        for r in rs:
+            key = r["outcome"].split(":")[0]
+            ends[key] = ends.get(key, 0) + 1
+        tags = ", ".join(r["tag"] for r in rs[:5]) + (f" and {len(rs) - 5} more" if len(rs) > 5 else "")
+        words = rs[-1]["refused_by"][name]
+        out.append(f"reactive tags: switch {name} refused the bundle with the rules of {len(rs)} "
+                   f"tag{'s' if len(rs) > 1 else ''} ({tags}): {words}; rolled back on the other switches, "
+                   f"retried up to {max(r['retries'] for r in rs)} times; "
+                   + ", ".join(f"{n} {k}" for k, n in sorted(ends.items())))
+    return out
 
 
 __all__ = ["ReactiveTags", "rule_lines", "MISS", "TAG_PRIORITY"]
