@@ -33,6 +33,8 @@ CASES = [
     ("high_limit: 10", "high_limit: 10\nlimit: 3", "qos.limit", "unknown key"),
     ("high_limit: 10", "high_limit: 256", "qos.high_limit", "255"),
     ("vlarb_high: [[0, 4]]", "vlarb_high: '0:4,1'", "qos.vlarb_high", "not VL:weight"),
+    ("vlarb_high: [[0, 4]]", "vlarb_high: '0:4,1:08'", "qos.vlarb_high", "not VL:weight"),  # 8 is no octal digit
+    ("vlarb_high: [[0, 4]]", "vlarb_high: '15:0'", "qos.vlarb_high", "OpenSM would read it as VL 0"),
     ("  - {name: io, sl: 1, jobs: [io]}", "  - {name: io, sl: 1, jobs: [io]}\n  - {name: io, sl: 2}",
      "qos.classes.2.name", "used twice"),
     ("max_vls: 4", "max_vls: 4\nports: {hca: {high_limit: 3}}", "qos.ports", "hca"),
@@ -84,3 +86,12 @@ def test_tune_refuses_a_bound_that_is_not_finite(tmp_path, cli, bound):
     code, out, err = cli("qos", "tune", f, "--mpi", "app", "--io", "io", "--max-slowdown", bound, "--json")
     assert code == 2 and out == ""
     assert "--max-slowdown: must be a finite number" in err and "Traceback" not in err
+
+
+def test_table_numbers_are_read_as_opensm_reads_them():
+    # OpenSM reads a table's numbers with strtoul(.., 0): a line copied from opensm.conf
+    # means the same here (010 was weight 10, 0x28 refused)
+    from netsteer.qos.config import parse_vlarb
+
+    assert parse_vlarb("0:0x28,1:010,2:0") == [(0, 40), (1, 8), (2, 0)]
+    assert parse_vlarb("0X1:0xFF") == [(1, 255)]

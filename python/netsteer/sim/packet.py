@@ -62,17 +62,39 @@ RC_TIMEOUT_NS = 4096 << 18
 MAX_RC_TIMEOUT_NS = 4096 << 31
 
 
+def _c_number(text: str) -> int | None:
+    """A number as OpenSM's parser reads it (C's ``strtoul(text, NULL, 0)``): ``0x``
+    hexadecimal, a leading ``0`` octal, else decimal; ``None`` if it is not one. A
+    leading minus is kept, for the range check to name.
+
+    >>> [_c_number(t) for t in ("40", "0x28", "010", "0", "-1", "08", "4a", "")]
+    [40, 40, 8, 0, -1, None, None, None]
+    """
+    sign, digits = (-1, text[1:]) if text.startswith("-") else (1, text)
+    if digits[:2].lower() == "0x" and len(digits) > 2:
+        base, digits = 16, digits[2:]
+    elif digits.startswith("0") and len(digits) > 1:
+        base, digits = 8, digits[1:]
+    else:
+        base = 10
+    if not digits or not all(c in "0123456789abcdef"[:base] for c in digits.lower()):
+        return None
+    return sign * int(digits, base)
+
+
 def _table(value: Any) -> list[tuple[int, int]]:
-    """``"0:40,1:0"`` (OpenSM's syntax) or ``[[0, 40], [1, 0]]``."""
+    """``"0:40,1:0"`` (OpenSM's syntax, numbers as OpenSM reads them: ``0x28`` is 40,
+    ``010`` is 8) or ``[[0, 40], [1, 0]]``."""
     if isinstance(value, str):
         out = []
         for item in value.replace(" ", "").split(","):
             if not item:
                 continue
             vl, sep, w = item.partition(":")
-            if not sep or not vl.isdigit() or not w.lstrip("-").isdigit():
+            v, n = _c_number(vl), _c_number(w)
+            if not sep or v is None or n is None:
                 raise ValueError(f"entry {item!r} is not VL:weight")
-            out.append((int(vl), int(w)))
+            out.append((v, n))
         value = out
     if not isinstance(value, (list, tuple)):
         raise ValueError("a VL arbitration table is 'VL:weight,...' or a list of [VL, weight]")
@@ -84,7 +106,10 @@ def _table(value: Any) -> list[tuple[int, int]]:
         if not 0 <= w <= 255:
             raise ValueError(f"weight {w} of VL {vl} is outside 0..255 (64-byte units)")
         if not 0 <= vl <= 14:
-            raise ValueError(f"VL {vl} is not a data VL (0..14)")
+            # OpenSM would take VL n as n % 15 without a word; a table that names VL 15
+            # is more likely a typo than a wish for VL 0
+            hint = f"; OpenSM would read it as VL {vl % 15}" if vl > 14 else ""
+            raise ValueError(f"VL {vl} is not a data VL (0..14{hint})")
         table.append((vl, w))
     if len(table) > 64:
         raise ValueError(f"{len(table)} entries: a VL arbitration table holds at most 64")
