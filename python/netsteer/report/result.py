@@ -43,12 +43,7 @@ def job_summaries(built, res) -> list[dict[str, Any]]:
         }
         mpi = mpi_ops.get(name)
         if mpi is not None:
-            job["operations"] = {
-                op: {k: (v * 1e-9 if k == "time_ns" else v) for k, v in o.items()}
-                for op, o in mpi["ops"].items()
-            }
-            for o in job["operations"].values():
-                o["time_s"] = o.pop("time_ns")
+            job["operations"] = _ops_in_seconds(mpi["ops"])
             out.append(job)
             continue
         ops = {}
@@ -61,6 +56,18 @@ def job_summaries(built, res) -> list[dict[str, Any]]:
         job["operations"] = ops
         out.append(job)
     return out
+
+
+def _ops_in_seconds(ops: dict) -> dict[str, dict[str, Any]]:
+    """An MPI operations report (:func:`netsteer.traffic.program.aggregate_ops`) with
+    ``time_ns`` as ``time_s``, in place: every key in the order docs/cli.md gives
+    (``count, time_s, bytes, algbw_Bps, busbw_Bps``), DAG and streamed jobs alike.
+
+    >>> _ops_in_seconds({"bcast": {"count": 1, "time_ns": 2000, "bytes": 8}})
+    {'bcast': {'count': 1, 'time_s': 2e-06, 'bytes': 8}}
+    """
+    return {op: {("time_s" if k == "time_ns" else k): (v * 1e-9 if k == "time_ns" else v) for k, v in o.items()}
+            for op, o in ops.items()}
 
 
 def _job_start_ns(built, j: int) -> int:
@@ -89,8 +96,7 @@ def _streamed_jobs(built, res) -> dict[int, dict[str, Any]]:
             "streamed": True,
         }
         ops = mpi["report"].get(job.name, {}).get("ops", {}) if not left else {}
-        entry["operations"] = {op: {("time_s" if k == "time_ns" else k): (v * 1e-9 if k == "time_ns" else v)
-                                    for k, v in o.items()} for op, o in ops.items()}
+        entry["operations"] = _ops_in_seconds(ops)
         out[j] = entry
     return out
 

@@ -1,0 +1,37 @@
+"""The report of MPI jobs, streamed or expanded as a flow DAG: the same keys, counts
+and byte totals either way, for jobs that finish, jobs that stall and jobs that also
+have flows of their own."""
+
+import json
+
+import pytest
+
+from netsteer.report.result import result_dict
+from netsteer.scenario import build_scenario, parse_scenario
+from netsteer.sim import run_scenario
+
+
+def run(text: str):
+    b = build_scenario(parse_scenario(text))
+    res = run_scenario(b)
+    return result_dict(b, res)
+
+
+SMALL = """
+name: ops
+topology: {kind: pgft, levels: 2, down: [4, 4], up: [1, 2], link_bandwidth: 10Gbps, link_latency: 1us}
+routing: {engine: dmodk}
+jobs:
+  - name: a
+    ranks: 8
+    stream: %s
+    program: [{op: allreduce, bytes: 1MiB}, {op: compute, duration: 1us}, {op: bcast, bytes: 4KiB}]
+"""
+
+
+@pytest.mark.parametrize("stream", ["true", "false"])
+def test_operations_keys_come_in_the_documented_order(stream):
+    ops = run(SMALL % stream)["jobs"][0]["operations"]
+    assert list(ops) == ["allreduce", "compute", "bcast"]
+    assert list(ops["allreduce"]) == ["count", "time_s", "bytes", "algbw_Bps", "busbw_Bps"]
+    assert list(ops["compute"]) == ["count", "time_s", "bytes"]
