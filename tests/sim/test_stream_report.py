@@ -35,3 +35,33 @@ def test_operations_keys_come_in_the_documented_order(stream):
     assert list(ops) == ["allreduce", "compute", "bcast"]
     assert list(ops["allreduce"]) == ["count", "time_s", "bytes", "algbw_Bps", "busbw_Bps"]
     assert list(ops["compute"]) == ["count", "time_s", "bytes"]
+
+
+MIXED = """
+name: mixed
+topology: {kind: pgft, levels: 2, down: [4, 4], up: [1, 2], link_bandwidth: 10Gbps, link_latency: 1us}
+routing: {engine: dmodk}
+jobs:
+  - name: app
+    ranks: 8
+    stream: %s
+    program: [{op: allreduce, bytes: 1MiB}]
+    %s
+"""
+
+
+@pytest.mark.parametrize("own", [
+    "flows: [{src: 0, dst: 15, bytes: 64MiB}]",  # outlasts the program
+    "flows: [{src: 0, dst: 15, bytes: 1KiB}]",  # over before it
+    "bulk: [{src: 0, dst: 15, duration: 100us}]",  # timed: what it sent counts
+    "bulk: [{src: 0, dst: 15}]",  # endless: ends with the others, counted in flows only
+])
+def test_a_streamed_job_counts_its_own_flows_beside_its_program(own):
+    dag, st = run(MIXED % ("false", own)), run(MIXED % ("true", own))
+    got, want = st["jobs"][0], dag["jobs"][0]
+    assert got.pop("streamed") is True
+    assert got == want
+    assert st["makespan_s"] == dag["makespan_s"] and st["flows"] == dag["flows"]
+    if "64MiB" in own:
+        assert got["completion_s"] == st["makespan_s"] > 0.05  # the 64 MiB flow's end
+        assert got["bytes"] > 64 * 2**20

@@ -24,11 +24,21 @@ def job_summaries(built, res) -> list[dict[str, Any]]:
         mpi_ops = op_report(built.spans, built.dag, comp, release_ns=rel)
     streamed = _streamed_jobs(built, res)
     for j, name in enumerate(built.job_names):
-        if j in streamed:
-            out.append(streamed[j])
-            continue
         mask = built.job_of_flow == j
         fg = mask & ~built.background
+        if j in streamed:
+            job = streamed[j]
+            if mask.any():
+                # its own flows and bulk flows ran in the DAG beside its program: counted
+                # as a DAG job counts them (its endless bulk flows end with the others:
+                # neither its completion nor its bytes)
+                if job["completion_s"] is not None and fg.any():
+                    job["completion_s"] = (max(job["completion_s"], float(comp[fg].max()) * 1e-9)
+                                           if (comp[fg] >= 0).all() else None)
+                job["flows"] += int(mask.sum())
+                job["bytes"] += _job_bytes(nbytes, fg, res)
+            out.append(job)
+            continue
         sel = fg if fg.any() else mask
         done = comp[sel] >= 0
         if sel.any():
