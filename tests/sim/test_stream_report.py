@@ -65,3 +65,27 @@ def test_a_streamed_job_counts_its_own_flows_beside_its_program(own):
     if "64MiB" in own:
         assert got["completion_s"] == st["makespan_s"] > 0.05  # the 64 MiB flow's end
         assert got["bytes"] > 64 * 2**20
+
+
+TWO = """
+name: two
+topology: {kind: pgft, levels: 2, down: [4, 4], up: [1, 2], link_bandwidth: 10Gbps, link_latency: 1us}
+routing: {engine: dmodk}
+reroute_on_change: false
+jobs:
+  - {name: ok, ranks: 4, placement: [4, 5, 6, 7], stream: %(s)s, program: [{op: allreduce, bytes: 1MiB}]}
+  - {name: dead, ranks: 4, placement: [0, 1, 2, 3], stream: %(s)s, program: [{op: allreduce, bytes: 1MiB}]}
+events: [{at: 10us, link_down: [{node: h0, port: 1}]}]
+"""
+
+
+def test_one_stalled_mpi_job_leaves_the_others_operations_report_whole():
+    dag, st = run(TWO % {"s": "false"}), run(TWO % {"s": "true"})
+    assert dag["status"] == st["status"] == "stalled"
+    ok_dag, ok_st = dag["jobs"][0], st["jobs"][0]
+    assert ok_dag["completion_s"] is not None
+    assert list(ok_dag["operations"]) == ["allreduce"]
+    assert ok_dag["operations"] == ok_st["operations"]
+    assert ok_dag["operations"]["allreduce"]["count"] == 1
+    # the job left unfinished has no operations, streamed or not
+    assert dag["jobs"][1]["operations"] == st["jobs"][1]["operations"] == {}

@@ -17,11 +17,7 @@ def job_summaries(built, res) -> list[dict[str, Any]]:
     cols = built.dag.columns()
     labels = cols.label
     nbytes = cols.bytes
-    mpi_ops = {}
-    if built.spans and (comp >= 0).all():
-        from ..traffic.mpi import op_report
-
-        mpi_ops = op_report(built.spans, built.dag, comp, release_ns=rel)
+    mpi_ops, unfinished = _dag_mpi_ops(built, comp, rel)
     streamed = _streamed_jobs(built, res)
     for j, name in enumerate(built.job_names):
         mask = built.job_of_flow == j
@@ -52,8 +48,9 @@ def job_summaries(built, res) -> list[dict[str, Any]]:
             "bytes": _job_bytes(nbytes, mask & ~built.background, res),
         }
         mpi = mpi_ops.get(name)
-        if mpi is not None:
-            job["operations"] = _ops_in_seconds(mpi["ops"])
+        if mpi is not None or name in unfinished:
+            # a program left unfinished has no operations report, as a streamed one
+            job["operations"] = _ops_in_seconds(mpi["ops"]) if mpi is not None else {}
             out.append(job)
             continue
         ops = {}
@@ -66,6 +63,26 @@ def job_summaries(built, res) -> list[dict[str, Any]]:
         job["operations"] = ops
         out.append(job)
     return out
+
+
+def _dag_mpi_ops(built, comp: np.ndarray, rel: np.ndarray) -> tuple[dict, set[str]]:
+    """The operations report (:func:`netsteer.traffic.mpi.op_report`) of every MPI job
+    expanded into the DAG whose program finished, by job name, and the names of those
+    whose program did not. Per job: one job stalled leaves the others' reports whole."""
+    by_job: dict[str, list] = {}
+    for s in built.spans:
+        by_job.setdefault(s.job, []).append(s)
+    if not by_job:
+        return {}, set()
+    from ..traffic.mpi import op_report
+
+    done, unfinished = [], set()
+    for name, spans in by_job.items():
+        if all((comp[s.first:s.end] >= 0).all() for s in spans):
+            done += spans
+        else:
+            unfinished.add(name)
+    return (op_report(done, built.dag, comp, release_ns=rel) if done else {}), unfinished
 
 
 def _ops_in_seconds(ops: dict) -> dict[str, dict[str, Any]]:
