@@ -195,7 +195,8 @@ def format_seconds(seconds: float) -> str:
 #: The largest flow or message: 1 EiB (the engine counts bytes in f64).
 MAX_BYTES = 2**60
 #: An iperf-like (bulk) flow's nominal size: it sends until stopped (its duration, or
-#: the end of the others), and a flow of this size or more is counted as one.
+#: the end of the others). Reports count what a flow of exactly this size sent; a sized
+#: flow may be larger (up to MAX_BYTES) and counts its size.
 BULK_BYTES = 10**18
 
 

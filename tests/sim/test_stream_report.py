@@ -89,3 +89,33 @@ def test_one_stalled_mpi_job_leaves_the_others_operations_report_whole():
     assert ok_dag["operations"]["allreduce"]["count"] == 1
     # the job left unfinished has no operations, streamed or not
     assert dag["jobs"][1]["operations"] == st["jobs"][1]["operations"] == {}
+
+
+HUGE = """
+name: huge
+topology: {kind: pgft, levels: 2, down: [4, 4], up: [1, 2], link_bandwidth: 10Gbps, link_latency: 1us}
+routing: {engine: dmodk}
+jobs:
+  - name: a
+    ranks: %(ranks)d
+    stream: %(s)s
+    repeat: %(repeat)d
+    program: [%(op)s]
+"""
+
+
+@pytest.mark.parametrize("stream", ["true", "false"])
+@pytest.mark.parametrize("ranks, repeat, op, want", [
+    # three 2**60 - 1 byte sends, each with its 16-byte envelope: past 2**53 and past float
+    (2, 3, "{op: send, src: 0, dst: 1, bytes: 1152921504606846975}", 3 * (2**60 - 1 + 16)),
+    # 255 messages of 2**60 / 16 bytes and more, each with its envelope: as the DAG sums them
+    (16, 1, "{op: bcast, algorithm: scatter_allgather, bytes: 1152921504606846976}", None),
+])
+def test_byte_totals_past_2_53_are_exact(stream, ranks, repeat, op, want):
+    out = json.loads(json.dumps(run(HUGE % {"ranks": ranks, "s": stream, "repeat": repeat, "op": op})))
+    got = out["jobs"][0]["bytes"]
+    assert type(got) is int
+    if want is None:  # the DAG's own sum of its flows' sizes, exactly
+        b = build_scenario(parse_scenario(HUGE % {"ranks": ranks, "s": "false", "repeat": repeat, "op": op}))
+        want = sum(b.dag.columns().bytes.tolist())
+    assert got == want

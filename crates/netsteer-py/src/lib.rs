@@ -336,7 +336,8 @@ impl Engine {
     }
 
     /// Per executed step of every streamed job, as columns: ``job``, ``iteration``,
-    /// ``step``, ``first_release_ns`` and ``last_done_ns`` (-1: never), ``flows``, ``bytes``.
+    /// ``step``, ``first_release_ns`` and ``last_done_ns`` (-1: never), ``flows``, and
+    /// ``bytes`` (a list of Python ints: exact, envelopes included).
     fn mpi_spans<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let spans = self.inner.stream().map(|s| s.spans()).unwrap_or(&[]);
         let d = PyDict::new(py);
@@ -359,8 +360,9 @@ impl Engine {
         )?;
         d.set_item("last_done_ns", col(&|s| self.to_ns(s.last_done)).into_pyarray(py))?;
         d.set_item("flows", col(&|s| s.flows as i64).into_pyarray(py))?;
-        let bytes: Vec<f64> = spans.iter().map(|s| s.bytes).collect();
-        d.set_item("bytes", bytes.into_pyarray(py))?;
+        // exact integers (Python ints): a step's bytes can pass 2^53 and u64
+        let bytes: Vec<u128> = spans.iter().map(|s| s.bytes).collect();
+        d.set_item("bytes", bytes)?;
         Ok(d)
     }
 

@@ -147,7 +147,9 @@ def _job_bytes(nbytes: np.ndarray, sel: np.ndarray, res) -> int:
     """Bytes a job's flows carry: the sizes of sized flows, plus what its timed bulk
     flows (sent until stopped, sized as "unlimited") actually sent, when the run
     reports per-flow sent bytes; never the bulk flows' nominal size."""
-    bulk = nbytes >= BULK_BYTES
+    # bulk flows are added with exactly BULK_BYTES; a sized flow past it (flows and
+    # messages go up to MAX_BYTES, 2**60) counts its size, exactly
+    bulk = nbytes == BULK_BYTES
     total = byte_total(nbytes[sel & ~bulk])
     sent = getattr(res, "sent_bytes", None)
     if sent is not None and (sel & bulk).any():

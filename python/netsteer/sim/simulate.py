@@ -125,8 +125,9 @@ def _streamed(eng, streamed) -> dict:
         sel = cols["job"] == sj.index
         # the DAG holds a job's start as one delay flow per rank: counted as it would be
         starts = sj.job.ranks if sj.job.start else 0
-        steps[sj.job.name] = {"flows": int(cols["flows"][sel].sum()) + starts,
-                              "bytes": round(float(cols["bytes"][sel].sum()))}  # whole messages
+        # whole messages, summed exactly (Python ints: past 2^53 and int64 too)
+        nbytes = sum(b for b, s in zip(cols["bytes"], sel.tolist()) if s)
+        steps[sj.job.name] = {"flows": int(cols["flows"][sel].sum()) + starts, "bytes": int(nbytes)}
     return {"jobs": [(int(c), int(left)) for c, left in eng.mpi_jobs()],
             "progress": dict(eng.mpi_progress()), "report": stream_report(eng, streamed), "steps": steps,
             "messages": eng.mpi_message_times()}

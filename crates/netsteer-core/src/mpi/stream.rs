@@ -60,7 +60,9 @@ pub struct Span {
     pub first_release: Ns,
     pub last_done: Ns,
     pub flows: u64,
-    pub bytes: f64,
+    /// Bytes of the messages released, envelopes included: exact (an integer, also
+    /// past 2^53 and past u64 for a step of many 1 EiB messages).
+    pub bytes: u128,
 }
 
 #[derive(Debug, Clone)]
@@ -311,7 +313,7 @@ impl Stream {
                     first_release: Ns::MAX,
                     last_done: -1,
                     flows: 0,
-                    bytes: 0.0,
+                    bytes: 0,
                 });
             }
         }
@@ -544,7 +546,8 @@ impl Stream {
         let job = &self.jobs[self.ranks[s].job as usize];
         let local = |x: usize| x - job.first_rank;
         let (hs, hd) = (job.spec.hosts[local(s)], job.spec.hosts[local(d)]);
-        let size = (bytes + job.spec.envelope) as f64;
+        let whole = bytes + job.spec.envelope;
+        let size = whole as f64;
         let (w, prio) = (job.spec.weight, job.spec.priority);
         let last = &mut self.last_route[s];
         let f = if last.dst == hd {
@@ -572,7 +575,7 @@ impl Stream {
                 span,
             },
             eng.now(),
-            size,
+            whole,
         );
     }
 
@@ -580,10 +583,10 @@ impl Stream {
         let prio = self.jobs[self.ranks[r].job as usize].spec.priority;
         let f = eng.add_streamed(0.0, &[], ns, 1.0, prio);
         let kind = Kind::Compute { rank: r as u32 };
-        self.track(f, InFlight { kind, span }, eng.now(), 0.0);
+        self.track(f, InFlight { kind, span }, eng.now(), 0);
     }
 
-    fn track(&mut self, f: u32, info: InFlight, now: Ns, bytes: f64) {
+    fn track(&mut self, f: u32, info: InFlight, now: Ns, bytes: u64) {
         let f = f as usize;
         if self.slots.len() <= f {
             self.slots.resize(f + 1, None);
@@ -595,7 +598,7 @@ impl Stream {
             let sp = &mut self.spans[info.span as usize];
             sp.first_release = sp.first_release.min(now);
             sp.flows += 1;
-            sp.bytes += bytes;
+            sp.bytes += u128::from(bytes);
         }
     }
 }
