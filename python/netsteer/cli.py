@@ -132,8 +132,10 @@ def run(
         err_console.print(f"[yellow]note:[/] {note}")
     if result["status"] == "stalled":
         st = result["stalled"]
+        # a streamed job's messages and compute steps count as the DAG's flows would
+        ranks = "; ranks left: " + ", ".join(f"{j} {n}" for j, n in st["ranks_left"].items()) if st.get("ranks_left") else ""
         err_console.print(
-            f"[yellow]warning:[/] {st['flows']} flows never finished (jobs: {', '.join(st['jobs'])}): "
+            f"[yellow]warning:[/] {st['flows']} flows never finished (jobs: {', '.join(st['jobs'])}{ranks}): "
             "their paths carry nothing (a link that stayed down, a circuit not made, a hybrid path whose rules "
             "or tags were never in place), or higher-priority traffic that never ended starved them, or MPI "
             "ranks wait on each other; the run exits 0: a stalled network is a result"

@@ -119,3 +119,69 @@ def test_byte_totals_past_2_53_are_exact(stream, ranks, repeat, op, want):
         b = build_scenario(parse_scenario(HUGE % {"ranks": ranks, "s": "false", "repeat": repeat, "op": op}))
         want = sum(b.dag.columns().bytes.tolist())
     assert got == want
+
+
+LINK_DOWN = """
+name: ld
+topology: {kind: pgft, levels: 2, down: [4, 4], up: [1, 2], link_bandwidth: 10Gbps, link_latency: 1us}
+routing: {engine: dmodk}
+reroute_on_change: false
+jobs:
+  - {name: a, ranks: 16, stream: %(s)s, start: %(start)s, program: [{op: allreduce, bytes: 1MiB}, {op: compute, duration: 1us}],
+     repeat: 2}
+  - {name: b, ranks: 2, placement: [14, 15], stream: %(s)s, program: [{op: send, src: 0, dst: 1, bytes: 1KiB}]}
+events: [{at: 100us, link_down: [{node: h0, port: 1}]}]
+"""
+
+
+@pytest.mark.parametrize("start", ["0us", "5us"])
+def test_a_stalled_streamed_job_counts_as_its_dag_does(start):
+    dag = run(LINK_DOWN % {"s": "false", "start": start})
+    st = run(LINK_DOWN % {"s": "true", "start": start})
+    assert dag["status"] == st["status"] == "stalled"
+    for got, want in zip(st["jobs"], dag["jobs"]):
+        assert got.pop("streamed") is True
+        assert got == want
+    assert st["flows"] == dag["flows"]
+    # the messages and compute steps never done, and what those in flight had sent
+    for key in ("flows", "jobs", "bytes_sent"):
+        assert st["stalled"][key] == dag["stalled"][key], key
+    assert st["stalled"]["flows"] > 0 and st["stalled"]["ranks_left"] == {"a": 16}
+
+
+def test_the_warning_of_a_stalled_streamed_run_counts_what_is_left(tmp_path, capsys):
+    from netsteer.cli import run_cli
+
+    f = tmp_path / "ld.yaml"
+    f.write_text(LINK_DOWN % {"s": "true", "start": "0us"})
+    assert run_cli(["run", str(f), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    flows = run(LINK_DOWN % {"s": "false", "start": "0us"})["stalled"]["flows"]
+    assert f"{flows} flows never finished (jobs: a; ranks left: a 16)" in " ".join(err.split())
+
+
+@pytest.mark.parametrize("program", [
+    [{"op": "bcast", "bytes": 1000003, "algorithm": "scatter_allgather", "root": 3}],
+    [{"op": "allreduce", "bytes": 1000003, "algorithm": "ring"}, {"op": "compute", "duration": "1us"}],
+    [{"op": "allreduce", "bytes": 4096, "algorithm": "rabenseifner"}, {"op": "reduce", "bytes": 4096,
+                                                                       "algorithm": "rabenseifner", "root": 5}],
+    [{"op": "alltoall", "bytes": 777, "algorithm": "bruck"}, {"op": "allgather", "bytes": 5,
+                                                               "algorithm": "recursive_doubling"}],
+    [{"op": "gather", "bytes": 9}, {"op": "scatter", "bytes": 9, "algorithm": "linear"}, {"op": "barrier"},
+     {"op": "send", "src": 2, "dst": 7, "bytes": 3}],
+])
+@pytest.mark.parametrize("ranks", [8, 12])
+def test_a_programs_totals_without_running_it_are_what_it_runs(program, ranks):
+    from netsteer.sim.stream import StreamedJob, job_steps, program_totals
+    from netsteer.traffic.program import as_spec
+
+    text = ("name: t\ntopology: {kind: pgft, levels: 2, down: [4, 4], up: [1, 2], link_bandwidth: 10Gbps, "
+            "link_latency: 1us}\nrouting: {engine: dmodk}\njobs: [%s]\n"
+            % json.dumps({"name": "j", "ranks": ranks, "program": program, "repeat": 2, "start": "1us"}))
+    b = build_scenario(parse_scenario(text))  # expanded: every flow the DAG holds
+    want = (len(b.dag), sum(b.dag.columns().bytes.tolist()))
+    job = as_spec({"name": "j", "ranks": ranks, "program": program, "repeat": 2, "start": "1us"})
+    assert program_totals(StreamedJob(0, job, list(range(ranks)), job_steps(job))) == want
+    st = build_scenario(parse_scenario(text.replace('"repeat"', '"stream": true, "repeat"')))
+    res = run_scenario(st)
+    assert (res.mpi["steps"]["j"]["flows"], res.mpi["steps"]["j"]["bytes"]) == want

@@ -170,12 +170,15 @@ def stalled_summary(built, res) -> dict[str, Any] | None:
     if not left.any() and not ranks_left:
         return None
     stuck = set(np.unique(built.job_of_flow[left]).tolist()) | set(ranks_left)
-    out = {"flows": int(left.sum()), "jobs": [built.job_names[j] for j in sorted(stuck)],
-           "first_flows": np.flatnonzero(left)[:10].tolist()}
+    # streamed jobs' messages and compute steps not done count as the DAG's flows would
+    streamed_left = mpi.get("left") or {"flows": 0, "bytes_sent": 0}
+    out = {"flows": int(left.sum()) + streamed_left["flows"], "jobs": [built.job_names[j] for j in sorted(stuck)],
+           "first_flows": np.flatnonzero(left)[:10].tolist()}  # DAG flow ids (streamed messages have none)
     if getattr(res, "end_ns", -1) >= 0:
         out["at_s"] = res.end_ns * 1e-9  # when the last thing moved
     if getattr(res, "sent_bytes", None) is not None:
-        out["bytes_sent"] = byte_total(np.asarray(res.sent_bytes, dtype=np.float64)[left])  # before they stuck
+        out["bytes_sent"] = (byte_total(np.asarray(res.sent_bytes, dtype=np.float64)[left])  # before they stuck
+                             + streamed_left["bytes_sent"])
     if ranks_left:
         # streamed jobs have no flow ids: the ranks that never finished their program
         out["ranks_left"] = {built.job_names[j]: n for j, n in ranks_left.items()}

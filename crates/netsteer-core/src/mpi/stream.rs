@@ -219,6 +219,31 @@ pub fn check_steps(p: usize, steps: &[Step]) -> Result<(), String> {
     Ok(())
 }
 
+/// Messages (flows: a compute step is one delay flow per rank) and bytes (envelopes
+/// included) one execution of `step` makes on `p` ranks: what the flow DAG holds of
+/// it and what a finished stream counts in its span. Walks every rank's operations:
+/// time grows with the messages, memory does not. For the steps a stalled job never
+/// ran, counted as the DAG would hold them.
+pub fn step_totals(p: usize, step: &Step, envelope: u64) -> (u64, u128) {
+    match *step {
+        Step::Compute(_) => (p as u64, 0),
+        Step::Send { bytes, .. } => (1, u128::from(bytes + envelope)),
+        Step::Collective(c) => {
+            let (mut n, mut total) = (0u64, 0u128);
+            for r in 0..p {
+                let mut ops = c.cursor(p, r);
+                while let Some(op) = ops.next(p, r) {
+                    if let Some((_, bytes)) = op.send {
+                        n += 1;
+                        total += u128::from(bytes + envelope);
+                    }
+                }
+            }
+            (n, total)
+        }
+    }
+}
+
 impl Stream {
     pub fn new(router: Box<dyn Router>) -> Self {
         Stream {
