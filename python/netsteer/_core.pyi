@@ -6,13 +6,17 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import Self
 
-__all__ = ["Engine", "set_sample_limit", "check_mpi_steps", "maxmin", "walk_tables", "least_used_rows", "permutation", "__version__"]
+__all__ = ["Engine", "set_sample_limit", "check_mpi_steps", "mpi_step_totals", "maxmin", "walk_tables", "least_used_rows", "permutation", "__version__"]
 
 __version__: str
 
 def check_mpi_steps(ranks: int, steps: list[tuple]) -> None:
     """Refuse a program a ``ranks``-rank job cannot run, as ``Engine.add_mpi_job``
     would: ``ValueError("program step i: reason")``."""
+
+def mpi_step_totals(ranks: int, steps: list[tuple], envelope_bytes: int) -> list[tuple[int, int]]:
+    """Per step, ``(flows, bytes)`` one execution makes as the flow DAG holds them
+    (bytes exact, envelopes included); the program checked as ``check_mpi_steps`` does."""
 
 def set_sample_limit(values: int) -> None:
     """Cap the counter samples (samples x channels) of engines made from now on;
@@ -125,7 +129,7 @@ class Engine:
         envelope_bytes: int = 0,
     ) -> int: ...
     def mpi_progress(self) -> dict[str, int]: ...
-    def mpi_spans(self) -> dict[str, npt.NDArray]: ...
+    def mpi_spans(self) -> dict[str, npt.NDArray | list[int]]: ...  # "bytes": exact Python ints
     def mpi_jobs(self) -> list[tuple[int, int]]: ...
     def mpi_message_times(self) -> list[dict[str, float] | None]: ...
 

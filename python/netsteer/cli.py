@@ -48,7 +48,7 @@ from rich.table import Table  # noqa: E402
 from . import __version__  # noqa: E402
 from .commands._console import output_console  # noqa: E402
 from .errors import NetsteerError  # noqa: E402
-from .units import format_bandwidth, format_seconds  # noqa: E402
+from .units import format_bandwidth, format_ns, format_seconds  # noqa: E402
 
 app = typer.Typer(
     help="netsteer: an application-aware control plane for reconfigurable HPC interconnects.",
@@ -127,20 +127,24 @@ def run(
     if as_json:
         typer.echo(json.dumps(result))
         return
-    _print_result(result)
+    _print_result(result, makespan_ns=res.makespan_ns, end_ns=getattr(res, "end_ns", -1))
     for note in result.get("notes", []):
         err_console.print(f"[yellow]note:[/] {note}")
     if result["status"] == "stalled":
         st = result["stalled"]
+        # a streamed job's messages and compute steps count as the DAG's flows would
+        ranks = "; ranks left: " + ", ".join(f"{j} {n}" for j, n in st["ranks_left"].items()) if st.get("ranks_left") else ""
         err_console.print(
-            f"[yellow]warning:[/] {st['flows']} flows never finished (jobs: {', '.join(st['jobs'])}): "
+            f"[yellow]warning:[/] {st['flows']} flows never finished (jobs: {', '.join(st['jobs'])}{ranks}): "
             "their paths carry nothing (a link that stayed down, a circuit not made, a hybrid path whose rules "
             "or tags were never in place), or higher-priority traffic that never ended starved them, or MPI "
             "ranks wait on each other; the run exits 0: a stalled network is a result"
         )
 
 
-def _print_result(result: dict) -> None:
+def _print_result(result: dict, makespan_ns: int | None = None, end_ns: int = -1) -> None:
+    """The result as tables; ``makespan_ns`` and ``end_ns`` (the run's own integer ns,
+    when given) show the makespan and the stall time exactly, past a float's digits."""
     t = Table(title=f"{result['scenario']}  ({result['flows']} flows, {result['sharing']}, routing {result['routing']})")
     pk = result.get("packet")
     t.add_column("job")
@@ -167,9 +171,12 @@ def _print_result(result: dict) -> None:
     if ops.row_count:
         out_console.print(ops)
     st = result.get("stalled")
-    span = "none: nothing finished" if result["makespan_s"] is None else format_seconds(result["makespan_s"])
+    if result["makespan_s"] is None:
+        span = "none: nothing finished"
+    else:
+        span = format_seconds(result["makespan_s"]) if makespan_ns is None else format_ns(max(makespan_ns, 0))
     if st is not None and "at_s" in st:
-        span += f" (stalled at {format_seconds(st['at_s'])})"
+        span += f" (stalled at {format_seconds(st['at_s']) if end_ns < 0 else format_ns(end_ns)})"
     out_console.print(f"makespan {span}   simulated in {result['wall_s']:.3f} s wall")
     if pk is not None:
         from .commands.packet_report import print_packet

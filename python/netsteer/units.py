@@ -182,20 +182,45 @@ def format_seconds(seconds: float) -> str:
     ('0 s', '0.5 ns', '1 ms', '86400.5 s')
     >>> format_seconds(0.00099999999), format_seconds(999.9e-9), format_seconds(1e-3 - 1e-6)
     ('1 ms', '999.9 ns', '999 us')
+
+    Past about 10 days a float no longer holds every tenth of a ns: such a time shows
+    the 15 significant digits every float holds, not rounding noise past them; give
+    whole ns to :func:`format_ns` to show every digit.
+
+    >>> format_seconds(4000000002832 * 1e-3), format_seconds(4_000_000_000_000_002_832 * 1e-9)
+    ('4000000002.832 s', '4000000000 s')
     """
-    tenths = round(abs(seconds) * 1e10)  # in tenths of a ns, so that 999.99999 us rounds to 1 ms
+    if abs(seconds) * 1e10 < 2**53:
+        tenths = round(abs(seconds) * 1e10)  # in tenths of a ns, so that 999.99999 us rounds to 1 ms
+    else:
+        tenths = int((Decimal(f"{abs(float(seconds)):.15g}") * 10**10).to_integral_value())
+    return _format_tenths(tenths, seconds < 0)
+
+
+def format_ns(ns: int) -> str:
+    """A time in whole nanoseconds as :func:`format_seconds` shows it, every digit
+    exact at any size (the engine's times are integer ns).
+
+    >>> format_ns(4_000_000_000_000_002_832), format_ns(2003), format_ns(0)
+    ('4000000000.000002832 s', '2.003 us', '0 s')
+    """
+    return _format_tenths(abs(int(ns)) * 10, ns < 0)
+
+
+def _format_tenths(tenths: int, negative: bool) -> str:
     if tenths == 0:
         return "0 s"
     unit, places = next((u, p) for u, p in (("s", 10), ("ms", 7), ("us", 4), ("ns", 1)) if tenths >= 10**p or u == "ns")
     whole, frac = divmod(tenths, 10**places)
     frac_text = f"{frac:0{places}d}".rstrip("0")
-    return f"{'-' if seconds < 0 else ''}{whole}{'.' + frac_text if frac_text else ''} {unit}"
+    return f"{'-' if negative else ''}{whole}{'.' + frac_text if frac_text else ''} {unit}"
 
 
 #: The largest flow or message: 1 EiB (the engine counts bytes in f64).
 MAX_BYTES = 2**60
 #: An iperf-like (bulk) flow's nominal size: it sends until stopped (its duration, or
-#: the end of the others), and a flow of this size or more is counted as one.
+#: the end of the others). Reports count what a flow of exactly this size sent; a sized
+#: flow may be larger (up to MAX_BYTES) and counts its size.
 BULK_BYTES = 10**18
 
 

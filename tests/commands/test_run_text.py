@@ -116,3 +116,23 @@ def test_times_keep_their_digits_at_any_scale(tmp_path):
     # the operation table: a's flows, same span as its completion
     (span,) = {o.get("time_s", o.get("span_s")) for o in a["operations"].values()}
     assert text.count(format_seconds(span)) >= 2, text
+
+
+LATE = """
+name: late
+topology: {kind: pgft, levels: 1, down: [4], up: [1], link_bandwidth: 10Gbps, link_latency: 1us}
+routing: {engine: dmodk}
+reroute_on_change: false
+jobs:
+  - {name: a, flows: [{src: 0, dst: 3, bytes: 1MiB, start: 4000000000s}, {src: 1, dst: 2, bytes: 1KiB, start: 4000000000s}]}
+events: [{at: 1us, link_down: [{node: h0, port: 1}]}]
+"""
+
+
+def test_a_late_stall_prints_its_times_exactly_not_float_noise(tmp_path):
+    """Past 2**53 tenths of a ns a float carries noise: the makespan and the stall time
+    printed as 4000000000.0000032768 s. They come from the engine's integer ns now."""
+    text = run(tmp_path, LATE)
+    # 1 KiB at 1.25 GB/s (819.2 ns, rounded up) after two 1 us hops: 2820 ns after the start
+    assert "makespan 4000000000.00000282 s (stalled at 4000000000.00000282 s)" in text, text
+    assert "32768" not in text

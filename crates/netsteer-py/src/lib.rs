@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt};
 
 use netsteer_core::engine::{FlowBatch, RunStatus};
-use netsteer_core::mpi::{check_steps, Algo, Collective, JobChoices, JobSpec, Step};
+use netsteer_core::mpi::{check_steps, step_totals, Algo, Collective, JobChoices, JobSpec, Step};
 use netsteer_core::packet::{PacketConfig, Packets};
 use netsteer_core::rng::{entropy_words, Pcg64};
 use netsteer_core::route::{PgftDmodk, TableRouter};
@@ -336,7 +336,8 @@ impl Engine {
     }
 
     /// Per executed step of every streamed job, as columns: ``job``, ``iteration``,
-    /// ``step``, ``first_release_ns`` and ``last_done_ns`` (-1: never), ``flows``, ``bytes``.
+    /// ``step``, ``first_release_ns`` and ``last_done_ns`` (-1: never), ``flows``, and
+    /// ``bytes`` (a list of Python ints: exact, envelopes included).
     fn mpi_spans<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let spans = self.inner.stream().map(|s| s.spans()).unwrap_or(&[]);
         let d = PyDict::new(py);
@@ -359,8 +360,9 @@ impl Engine {
         )?;
         d.set_item("last_done_ns", col(&|s| self.to_ns(s.last_done)).into_pyarray(py))?;
         d.set_item("flows", col(&|s| s.flows as i64).into_pyarray(py))?;
-        let bytes: Vec<f64> = spans.iter().map(|s| s.bytes).collect();
-        d.set_item("bytes", bytes.into_pyarray(py))?;
+        // exact integers (Python ints): a step's bytes can pass 2^53 and u64
+        let bytes: Vec<u128> = spans.iter().map(|s| s.bytes).collect();
+        d.set_item("bytes", bytes)?;
         Ok(d)
     }
 
@@ -978,6 +980,20 @@ fn check_mpi_steps(ranks: usize, steps: Vec<Bound<'_, PyAny>>) -> PyResult<()> {
     check_steps(ranks, &steps).map_err(err)
 }
 
+/// Per step of a ``ranks``-rank program (checked as ``check_mpi_steps`` checks it):
+/// ``(flows, bytes)`` one execution makes, as the flow DAG holds them (a compute step
+/// is one delay flow per rank; bytes exact, each message with ``envelope_bytes``).
+#[pyfunction]
+fn mpi_step_totals(ranks: usize, steps: Vec<Bound<'_, PyAny>>, envelope_bytes: u64) -> PyResult<Vec<(u64, u128)>> {
+    let steps = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| parse_step(s).map_err(|e| err(format!("program step {i}: {e}"))))
+        .collect::<PyResult<Vec<_>>>()?;
+    check_steps(ranks, &steps).map_err(err)?;
+    Ok(steps.iter().map(|s| step_totals(ranks, s, envelope_bytes)).collect())
+}
+
 #[pyfunction]
 fn set_sample_limit(values: usize) {
     SAMPLE_LIMIT.store(values, Ordering::Relaxed);
@@ -999,6 +1015,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Engine>()?;
     m.add_function(wrap_pyfunction!(set_sample_limit, m)?)?;
     m.add_function(wrap_pyfunction!(check_mpi_steps, m)?)?;
+    m.add_function(wrap_pyfunction!(mpi_step_totals, m)?)?;
     m.add_function(wrap_pyfunction!(maxmin, m)?)?;
     m.add_function(wrap_pyfunction!(walk_tables, m)?)?;
     m.add_function(wrap_pyfunction!(least_used_rows, m)?)?;

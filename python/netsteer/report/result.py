@@ -17,18 +17,24 @@ def job_summaries(built, res) -> list[dict[str, Any]]:
     cols = built.dag.columns()
     labels = cols.label
     nbytes = cols.bytes
-    mpi_ops = {}
-    if built.spans and (comp >= 0).all():
-        from ..traffic.mpi import op_report
-
-        mpi_ops = op_report(built.spans, built.dag, comp, release_ns=rel)
+    mpi_ops, unfinished = _dag_mpi_ops(built, comp, rel)
     streamed = _streamed_jobs(built, res)
     for j, name in enumerate(built.job_names):
-        if j in streamed:
-            out.append(streamed[j])
-            continue
         mask = built.job_of_flow == j
         fg = mask & ~built.background
+        if j in streamed:
+            job = streamed[j]
+            if mask.any():
+                # its own flows and bulk flows ran in the DAG beside its program: counted
+                # as a DAG job counts them (its endless bulk flows end with the others:
+                # neither its completion nor its bytes)
+                if job["completion_s"] is not None and fg.any():
+                    job["completion_s"] = (max(job["completion_s"], float(comp[fg].max()) * 1e-9)
+                                           if (comp[fg] >= 0).all() else None)
+                job["flows"] += int(mask.sum())
+                job["bytes"] += _job_bytes(nbytes, fg, res)
+            out.append(job)
+            continue
         sel = fg if fg.any() else mask
         done = comp[sel] >= 0
         if sel.any():
@@ -42,13 +48,9 @@ def job_summaries(built, res) -> list[dict[str, Any]]:
             "bytes": _job_bytes(nbytes, mask & ~built.background, res),
         }
         mpi = mpi_ops.get(name)
-        if mpi is not None:
-            job["operations"] = {
-                op: {k: (v * 1e-9 if k == "time_ns" else v) for k, v in o.items()}
-                for op, o in mpi["ops"].items()
-            }
-            for o in job["operations"].values():
-                o["time_s"] = o.pop("time_ns")
+        if mpi is not None or name in unfinished:
+            # a program left unfinished has no operations report, as a streamed one
+            job["operations"] = _ops_in_seconds(mpi["ops"]) if mpi is not None else {}
             out.append(job)
             continue
         ops = {}
@@ -61,6 +63,38 @@ def job_summaries(built, res) -> list[dict[str, Any]]:
         job["operations"] = ops
         out.append(job)
     return out
+
+
+def _dag_mpi_ops(built, comp: np.ndarray, rel: np.ndarray) -> tuple[dict, set[str]]:
+    """The operations report (:func:`netsteer.traffic.mpi.op_report`) of every MPI job
+    expanded into the DAG whose program finished, by job name, and the names of those
+    whose program did not. Per job: one job stalled leaves the others' reports whole."""
+    by_job: dict[str, list] = {}
+    for s in built.spans:
+        by_job.setdefault(s.job, []).append(s)
+    if not by_job:
+        return {}, set()
+    from ..traffic.mpi import op_report
+
+    done, unfinished = [], set()
+    for name, spans in by_job.items():
+        if all((comp[s.first:s.end] >= 0).all() for s in spans):
+            done += spans
+        else:
+            unfinished.add(name)
+    return (op_report(done, built.dag, comp, release_ns=rel) if done else {}), unfinished
+
+
+def _ops_in_seconds(ops: dict) -> dict[str, dict[str, Any]]:
+    """An MPI operations report (:func:`netsteer.traffic.program.aggregate_ops`) with
+    ``time_ns`` as ``time_s``, in place: every key in the order docs/cli.md gives
+    (``count, time_s, bytes, algbw_Bps, busbw_Bps``), DAG and streamed jobs alike.
+
+    >>> _ops_in_seconds({"bcast": {"count": 1, "time_ns": 2000, "bytes": 8}})
+    {'bcast': {'count': 1, 'time_s': 2e-06, 'bytes': 8}}
+    """
+    return {op: {("time_s" if k == "time_ns" else k): (v * 1e-9 if k == "time_ns" else v) for k, v in o.items()}
+            for op, o in ops.items()}
 
 
 def _job_start_ns(built, j: int) -> int:
@@ -89,8 +123,7 @@ def _streamed_jobs(built, res) -> dict[int, dict[str, Any]]:
             "streamed": True,
         }
         ops = mpi["report"].get(job.name, {}).get("ops", {}) if not left else {}
-        entry["operations"] = {op: {("time_s" if k == "time_ns" else k): (v * 1e-9 if k == "time_ns" else v)
-                                    for k, v in o.items()} for op, o in ops.items()}
+        entry["operations"] = _ops_in_seconds(ops)
         out[j] = entry
     return out
 
@@ -114,7 +147,9 @@ def _job_bytes(nbytes: np.ndarray, sel: np.ndarray, res) -> int:
     """Bytes a job's flows carry: the sizes of sized flows, plus what its timed bulk
     flows (sent until stopped, sized as "unlimited") actually sent, when the run
     reports per-flow sent bytes; never the bulk flows' nominal size."""
-    bulk = nbytes >= BULK_BYTES
+    # bulk flows are added with exactly BULK_BYTES; a sized flow past it (flows and
+    # messages go up to MAX_BYTES, 2**60) counts its size, exactly
+    bulk = nbytes == BULK_BYTES
     total = byte_total(nbytes[sel & ~bulk])
     sent = getattr(res, "sent_bytes", None)
     if sent is not None and (sel & bulk).any():
@@ -135,12 +170,15 @@ def stalled_summary(built, res) -> dict[str, Any] | None:
     if not left.any() and not ranks_left:
         return None
     stuck = set(np.unique(built.job_of_flow[left]).tolist()) | set(ranks_left)
-    out = {"flows": int(left.sum()), "jobs": [built.job_names[j] for j in sorted(stuck)],
-           "first_flows": np.flatnonzero(left)[:10].tolist()}
+    # streamed jobs' messages and compute steps not done count as the DAG's flows would
+    streamed_left = mpi.get("left") or {"flows": 0, "bytes_sent": 0}
+    out = {"flows": int(left.sum()) + streamed_left["flows"], "jobs": [built.job_names[j] for j in sorted(stuck)],
+           "first_flows": np.flatnonzero(left)[:10].tolist()}  # DAG flow ids (streamed messages have none)
     if getattr(res, "end_ns", -1) >= 0:
         out["at_s"] = res.end_ns * 1e-9  # when the last thing moved
     if getattr(res, "sent_bytes", None) is not None:
-        out["bytes_sent"] = byte_total(np.asarray(res.sent_bytes, dtype=np.float64)[left])  # before they stuck
+        out["bytes_sent"] = (byte_total(np.asarray(res.sent_bytes, dtype=np.float64)[left])  # before they stuck
+                             + streamed_left["bytes_sent"])
     if ranks_left:
         # streamed jobs have no flow ids: the ranks that never finished their program
         out["ranks_left"] = {built.job_names[j]: n for j, n in ranks_left.items()}

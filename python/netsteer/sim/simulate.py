@@ -47,8 +47,11 @@ class SimResult:
     mpi : dict, optional
         Streamed MPI jobs (:mod:`netsteer.sim.stream`): ``jobs`` (completion ns, -1 if
         not done, and ranks left, per job), ``progress`` (messages done, peak in
-        flight, ...), ``report`` (time per operation, per job name) and ``steps``
-        (flows and bytes per job name). The per-flow arrays above cover the DAG only.
+        flight, ...), ``report`` (time per operation, per job name), ``steps`` (flows
+        and bytes per job name, as the DAG would hold them: a job with ranks left
+        counts the steps it never ran too) and, when ranks are left, ``left`` (the
+        messages and compute steps not done, ``flows``, and ``bytes_sent`` by those in
+        flight). The per-flow arrays above cover the DAG only.
     packet : dict, the packet fidelity's measurements (``Engine.packet_report``), or None
     end_ns : int
         The engine's clock when the run ended: for a stalled run, when the last
@@ -84,7 +87,7 @@ def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
     eng, n_ch = driver.engine, driver.n_channels
     n = len(driver.dag)  # streamed messages take the slots past the DAG's flows
     completion, sent = eng.completion_ns()[:n], eng.sent_bytes()[:n]
-    mpi = _streamed(eng, driver.streamed) if driver.streamed else None
+    mpi = _streamed(eng, driver.streamed, n) if driver.streamed else None
     makespan = int(completion.max()) if len(completion) else 0
     if mpi is not None:
         makespan = max([makespan] + [c for c, _ in mpi["jobs"]])
@@ -115,21 +118,40 @@ def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
     )
 
 
-def _streamed(eng, streamed) -> dict:
-    """What the engine kept of streamed MPI jobs (see :attr:`SimResult.mpi`)."""
-    from .stream import stream_report
+def _streamed(eng, streamed, n_dag: int = 0) -> dict:
+    """What the engine kept of streamed MPI jobs (see :attr:`SimResult.mpi`); ``n_dag``:
+    the DAG's flows (the streamed messages' slots come after them)."""
+    from .stream import program_totals, stream_report
 
     cols = eng.mpi_spans()
+    jobs = [(int(c), int(left)) for c, left in eng.mpi_jobs()]
+    progress = dict(eng.mpi_progress())
     steps = {}
+    never_posted = 0
     for sj in streamed:
         sel = cols["job"] == sj.index
         # the DAG holds a job's start as one delay flow per rank: counted as it would be
         starts = sj.job.ranks if sj.job.start else 0
-        steps[sj.job.name] = {"flows": int(cols["flows"][sel].sum()) + starts,
-                              "bytes": round(float(cols["bytes"][sel].sum()))}  # whole messages
-    return {"jobs": [(int(c), int(left)) for c, left in eng.mpi_jobs()],
-            "progress": dict(eng.mpi_progress()), "report": stream_report(eng, streamed), "steps": steps,
-            "messages": eng.mpi_message_times()}
+        flows = int(cols["flows"][sel].sum()) + starts  # posted: done or in flight
+        # whole messages, summed exactly (Python ints: past 2^53 and int64 too)
+        nbytes = int(sum(b for b, s in zip(cols["bytes"], sel.tolist()) if s))
+        if jobs[sj.index][1]:
+            # ranks left (a stall): its steps never run count too, as the DAG holds them
+            total, nbytes = program_totals(sj)
+            never_posted += total - flows
+            flows = total
+        steps[sj.job.name] = {"flows": flows, "bytes": nbytes}
+    out = {"jobs": jobs, "progress": progress, "report": stream_report(eng, streamed), "steps": steps,
+           "messages": eng.mpi_message_times()}
+    if any(left for _, left in jobs):
+        # what the stalled jobs left undone, as stalled_summary counts a DAG's flows: the
+        # messages and compute steps in flight or never posted, and what those in
+        # flight had sent (only the ranks of unfinished jobs have any in flight)
+        in_flight = np.asarray(eng.unfinished_flows(), dtype=np.int64)
+        in_flight = in_flight[in_flight >= n_dag]
+        sent = float(np.asarray(eng.sent_bytes(), dtype=np.float64)[in_flight].sum())
+        out["left"] = {"flows": never_posted + int(progress["in_flight"]), "bytes_sent": round(sent)}
+    return out
 
 
 def _past_clock(eng, n: int) -> np.ndarray:

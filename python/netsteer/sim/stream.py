@@ -74,6 +74,26 @@ class StreamedJob:
     job: MpiJobSpec
     hosts: list[int]
     steps: list
+    envelope_bytes: int = MPI_ENVELOPE_BYTES
+
+
+def program_totals(sj: StreamedJob) -> tuple[int, int]:
+    """``(flows, bytes)`` of ``sj``'s whole program as its flow DAG would hold them:
+    every message (each with its envelope) and compute step of every repetition, and a
+    later start as one delay flow per rank; bytes exact. For a job that did not finish:
+    the steps it never ran are counted too (:func:`netsteer._core.mpi_step_totals`
+    walks each step's operations, in time that grows with its messages).
+
+    >>> job = MpiJobSpec(ranks=2, program=[{"op": "send", "src": 0, "dst": 1, "bytes": 1000},
+    ...                                {"op": "compute", "duration": "1us"}], repeat=2)
+    >>> program_totals(StreamedJob(0, job, [0, 1], job_steps(job)))  # 2 x (1 message + 2 delays), 2 x 1016 B
+    (6, 2032)
+    """
+    from .._core import mpi_step_totals
+
+    totals = mpi_step_totals(sj.job.ranks, sj.steps, sj.envelope_bytes)
+    flows = sum(n for n, _ in totals) * sj.job.repeat + (sj.job.ranks if sj.job.start else 0)
+    return flows, sum(b for _, b in totals) * sj.job.repeat
 
 
 @dataclass
@@ -350,7 +370,7 @@ def attach_jobs(engine: Engine, topo: Topology, routing: Any, jobs: Sequence[Any
                                      int(job.start), job.priority, 1.0, envelope_bytes)
         except ValueError as e:  # the steps passed job_steps' check: hosts, memory
             raise NetsteerError(str(e), field=where) from None
-        out.append(StreamedJob(idx, job, hosts, steps))
+        out.append(StreamedJob(idx, job, hosts, steps, envelope_bytes))
     return out
 
 

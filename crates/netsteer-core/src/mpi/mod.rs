@@ -6,4 +6,4 @@ pub mod algo;
 pub mod stream;
 
 pub use algo::{Algo, Collective, JobChoices, Op};
-pub use stream::{check_steps, Job, JobSpec, Progress, Span, Step, Stream};
+pub use stream::{check_steps, step_totals, Job, JobSpec, Progress, Span, Step, Stream};

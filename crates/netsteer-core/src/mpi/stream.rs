@@ -60,7 +60,9 @@ pub struct Span {
     pub first_release: Ns,
     pub last_done: Ns,
     pub flows: u64,
-    pub bytes: f64,
+    /// Bytes of the messages released, envelopes included: exact (an integer, also
+    /// past 2^53 and past u64 for a step of many 1 EiB messages).
+    pub bytes: u128,
 }
 
 #[derive(Debug, Clone)]
@@ -217,6 +219,31 @@ pub fn check_steps(p: usize, steps: &[Step]) -> Result<(), String> {
     Ok(())
 }
 
+/// Messages (flows: a compute step is one delay flow per rank) and bytes (envelopes
+/// included) one execution of `step` makes on `p` ranks: what the flow DAG holds of
+/// it and what a finished stream counts in its span. Walks every rank's operations:
+/// time grows with the messages, memory does not. For the steps a stalled job never
+/// ran, counted as the DAG would hold them.
+pub fn step_totals(p: usize, step: &Step, envelope: u64) -> (u64, u128) {
+    match *step {
+        Step::Compute(_) => (p as u64, 0),
+        Step::Send { bytes, .. } => (1, u128::from(bytes + envelope)),
+        Step::Collective(c) => {
+            let (mut n, mut total) = (0u64, 0u128);
+            for r in 0..p {
+                let mut ops = c.cursor(p, r);
+                while let Some(op) = ops.next(p, r) {
+                    if let Some((_, bytes)) = op.send {
+                        n += 1;
+                        total += u128::from(bytes + envelope);
+                    }
+                }
+            }
+            (n, total)
+        }
+    }
+}
+
 impl Stream {
     pub fn new(router: Box<dyn Router>) -> Self {
         Stream {
@@ -311,7 +338,7 @@ impl Stream {
                     first_release: Ns::MAX,
                     last_done: -1,
                     flows: 0,
-                    bytes: 0.0,
+                    bytes: 0,
                 });
             }
         }
@@ -544,7 +571,8 @@ impl Stream {
         let job = &self.jobs[self.ranks[s].job as usize];
         let local = |x: usize| x - job.first_rank;
         let (hs, hd) = (job.spec.hosts[local(s)], job.spec.hosts[local(d)]);
-        let size = (bytes + job.spec.envelope) as f64;
+        let whole = bytes + job.spec.envelope;
+        let size = whole as f64;
         let (w, prio) = (job.spec.weight, job.spec.priority);
         let last = &mut self.last_route[s];
         let f = if last.dst == hd {
@@ -572,7 +600,7 @@ impl Stream {
                 span,
             },
             eng.now(),
-            size,
+            whole,
         );
     }
 
@@ -580,10 +608,10 @@ impl Stream {
         let prio = self.jobs[self.ranks[r].job as usize].spec.priority;
         let f = eng.add_streamed(0.0, &[], ns, 1.0, prio);
         let kind = Kind::Compute { rank: r as u32 };
-        self.track(f, InFlight { kind, span }, eng.now(), 0.0);
+        self.track(f, InFlight { kind, span }, eng.now(), 0);
     }
 
-    fn track(&mut self, f: u32, info: InFlight, now: Ns, bytes: f64) {
+    fn track(&mut self, f: u32, info: InFlight, now: Ns, bytes: u64) {
         let f = f as usize;
         if self.slots.len() <= f {
             self.slots.resize(f + 1, None);
@@ -595,7 +623,7 @@ impl Stream {
             let sp = &mut self.spans[info.span as usize];
             sp.first_release = sp.first_release.min(now);
             sp.flows += 1;
-            sp.bytes += bytes;
+            sp.bytes += u128::from(bytes);
         }
     }
 }
