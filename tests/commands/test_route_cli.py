@@ -348,3 +348,39 @@ def test_tables_that_fail_their_check_name_the_topology_file(tmp_path):
     assert err.startswith(f"netsteer: error: {f}: --topology: dmodk's tables: switch s1_0 sends traffic for "), err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert not (tmp_path / "x.dump").exists()
+
+
+def test_an_output_that_cannot_be_written_leaves_no_other_output(fabric, tmp_path):
+    import os
+
+    net, conf, _, _ = fabric
+    if os.geteuid() == 0:
+        bad_out = Path("/proc/netsteer-test-x")  # root passes os.access; the write itself fails
+    else:
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o555)
+        bad_out = ro / "x"
+    dump, qos = tmp_path / "new" / "e.dump", tmp_path / "q.conf"
+    rc, out, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "--out", dump,
+                            "--qos-out", qos, "--sl-out", bad_out)
+    assert rc == 2 and str(bad_out) in err and "--sl-out" in err, err
+    # nothing written, and no directory made for --out
+    assert not dump.exists() and not (tmp_path / "new").exists() and not qos.exists()
+    # with every output writable, all are written (the missing directory made then)
+    rc, out, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "--out", dump,
+                            "--qos-out", qos, "--sl-out", tmp_path / "s.conf", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["files"] == [str(dump), str(tmp_path / "s.conf"), str(qos)]
+    assert dump.exists() and qos.exists() and (tmp_path / "s.conf").exists()
+
+
+def test_checking_an_output_creates_no_directory(tmp_path):
+    from netsteer.errors import NetsteerError
+    from netsteer.report.atomic import check_writable
+
+    check_writable(tmp_path / "a" / "b" / "x.dump", field="--out")
+    assert not (tmp_path / "a").exists()
+    (tmp_path / "f").write_text("")
+    with pytest.raises(NetsteerError, match="not a directory"):
+        check_writable(tmp_path / "f" / "x.dump", field="--out")

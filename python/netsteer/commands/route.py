@@ -209,7 +209,7 @@ def route(
 
     from ..drivers.opensm.lft_dump import format_lft_dump
     from ..drivers.opensm.partitions import format_partitions_conf, read_partitions_conf
-    from ..report.atomic import atomic_write, check_writable
+    from ..report.atomic import check_writable, write_all
 
     if not 1 <= vls <= 15:
         raise NetsteerError(f"must be 1..15 (InfiniBand has at most 15 data VLs), got {vls}", field="--vls")
@@ -255,19 +255,15 @@ def route(
             sl_text = format_partitions_conf(partitions_with_sl(parts, sl), topo)
         except ValueError as exc:
             raise NetsteerError(f"cannot be written back for --sl-out: {exc}", file=str(partitions)) from None
-    with atomic_write(out) as f:
-        f.write(text)
-    files = [str(out)]
+    outputs = [(out, "--out", text)]
     if sl_text is not None:
-        with atomic_write(sl_out) as f:
-            f.write(sl_text)
-        files.append(str(sl_out))
+        outputs.append((sl_out, "--sl-out", sl_text))
     if qos_out is not None:
         from ..drivers.opensm.qos import opensm_qos_conf
 
-        with atomic_write(qos_out) as f:
-            f.write(opensm_qos_conf(getattr(r, "vls", vls)))
-        files.append(str(qos_out))
+        outputs.append((qos_out, "--qos-out", opensm_qos_conf(getattr(r, "vls", vls))))
+    # all or none: a file that cannot be written leaves the others as they were
+    files = write_all(outputs)
     info = {
         "engine": r.engine,
         "topology": topo.name,
