@@ -961,15 +961,24 @@ def _partition_notes(topo, parts, dag, job_of_flow, job_names) -> list[str]:
     """
     if not parts or not len(dag):
         return []
+    from .drivers.opensm.partitions import with_default
     from .topology.partitions import LIMITED
 
+    # a file without a 0x7fff rule: OpenSM adds Default=0x7fff : ALL=limited, SELF=full;
+    # SELF (there or in the file) is the SM's port, on the fabric's first node as ibsim
+    # attaches it (route's default --sm-node)
+    sm = 0
+    parts = with_default(list(parts), topo)
     cols = dag.columns()
     src, dst = cols.src, cols.dst
     ok = (src == dst) | (cols.bytes == 0)  # pure delays move nothing
     for p in parts:  # per partition, not the hosts x hosts matrix: no memory in hosts squared
         member = np.zeros(topo.n_hosts, dtype=bool)
         full = np.zeros(topo.n_hosts, dtype=bool)
-        for node, m in p.members.items():
+        members = dict(p.members)
+        if p.self_membership and (sm not in members or sm not in p.after_self):
+            members[sm] = p.self_membership
+        for node, m in members.items():
             h = topo.host_index[node]
             if h >= 0:
                 member[h], full[h] = True, m != LIMITED

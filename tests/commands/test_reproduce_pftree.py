@@ -54,3 +54,29 @@ def test_json_report():
                        capture_output=True, text=True, timeout=300)
     rep = json.loads(p.stdout)
     assert set(rep["victims"]) == set("ABCD")
+
+
+def test_gain_columns_say_what_they_compare_at_both_fidelities():
+    from rich.console import Console
+
+    from netsteer.reproduce import pftree as flow_rep
+    from netsteer.reproduce import pftree_packet as packet_rep
+
+    v = {"alone": 1.0, "ftree": 0.5, "pftree": 0.6, "pftree+vl": 0.8}
+    info = {"hosts": 16, "subscription": "1:1", "victims": 4, "shared_channels": {"ftree": 5.0, "pftree": 4.0}}
+    packet = {"message_bytes": 262144, "mtu": 2048, "seeds": 1, "wall_s": 0.1,
+              "topologies": {"A": info}, "victims": {"A": {"bisect": v}}}
+    flow = {"seeds": 1, "wall_s": 0.1, "topologies": {"A": info}, "victims": {"A": {"bisect": v}},
+            "ring_ebb": {"A": {"shared_channels": info["shared_channels"], "random_ring": v,
+                               "effective_bisection_bandwidth": v}}}
+    for mod, rep in ((packet_rep, packet), (flow_rep, flow)):
+        con = Console(record=True, width=400)
+        mod.print_report(rep, con)
+        text = con.export_text()
+        # pftree against ftree: +20%; pftree with its VL split against ftree: +60%
+        header = next(line for line in text.splitlines() if "pftree vs ftree" in line)
+        row = next(line for line in text.splitlines() if "bisect" in line)
+        cols = [c.strip() for c in header.split("┃" if "┃" in header else "|")]
+        vals = [c.strip() for c in row.split("│" if "│" in row else "|")]
+        assert vals[cols.index("pftree vs ftree")] == "+20%", (mod.__name__, text)
+        assert vals[cols.index("pftree+VL vs ftree")] == "+60%", (mod.__name__, text)

@@ -348,3 +348,73 @@ def test_tables_that_fail_their_check_name_the_topology_file(tmp_path):
     assert err.startswith(f"netsteer: error: {f}: --topology: dmodk's tables: switch s1_0 sends traffic for "), err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert not (tmp_path / "x.dump").exists()
+
+
+def test_an_output_that_cannot_be_written_leaves_no_other_output(fabric, tmp_path):
+    import os
+
+    net, conf, _, _ = fabric
+    if os.geteuid() == 0:
+        bad_out = Path("/proc/netsteer-test-x")  # root passes os.access; the write itself fails
+    else:
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o555)
+        bad_out = ro / "x"
+    dump, qos = tmp_path / "new" / "e.dump", tmp_path / "q.conf"
+    rc, out, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "--out", dump,
+                            "--qos-out", qos, "--sl-out", bad_out)
+    assert rc == 2 and str(bad_out) in err and "--sl-out" in err, err
+    # nothing written, and no directory made for --out
+    assert not dump.exists() and not (tmp_path / "new").exists() and not qos.exists()
+    # with every output writable, all are written (the missing directory made then)
+    rc, out, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "--out", dump,
+                            "--qos-out", qos, "--sl-out", tmp_path / "s.conf", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["files"] == [str(dump), str(tmp_path / "s.conf"), str(qos)]
+    assert dump.exists() and qos.exists() and (tmp_path / "s.conf").exists()
+
+
+def test_checking_an_output_creates_no_directory(tmp_path):
+    from netsteer.errors import NetsteerError
+    from netsteer.report.atomic import check_writable
+
+    check_writable(tmp_path / "a" / "b" / "x.dump", field="--out")
+    assert not (tmp_path / "a").exists()
+    (tmp_path / "f").write_text("")
+    with pytest.raises(NetsteerError, match="not a directory"):
+        check_writable(tmp_path / "f" / "x.dump", field="--out")
+
+
+def test_vls_is_refused_for_engines_that_give_no_vls(fabric, tmp_path):
+    net, conf, _, _ = fabric
+    rc, out, err = netsteer("route", "-t", net, "-e", "ftree", "-p", conf, "--vls", "4", "--out", tmp_path / "x")
+    assert rc == 2 and "--vls" in err and "ftree" in err, err
+    assert not (tmp_path / "x").exists()
+
+
+def test_too_many_partitions_name_the_partitions_file(fabric, tmp_path):
+    net, _, topo, _ = fabric
+    hosts = [int(h) for h in topo.hosts]
+    # 65 partitions (host pairs, wrapping): one over pftree's limit
+    parts = [Partition(f"p{k}", 0x100 + k, {hosts[k % 16]: "full", hosts[(k + 1) % 16]: "full"}) for k in range(65)]
+    conf = tmp_path / "many.conf"
+    write_partitions_conf(parts, topo, conf)
+    rc, out, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "--out", tmp_path / "x")
+    assert rc == 2 and str(conf) in err and "--partitions" in err and "at most 64" in err, err
+    assert "--topology" not in err
+    write_partitions_conf(parts[:64], topo, conf)
+    rc, out, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "--out", tmp_path / "x", "--no-check")
+    assert rc == 0, err
+
+
+def test_more_than_8_vls_get_a_note(fabric, tmp_path):
+    net, conf, _, _ = fabric
+    rc, out, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "--vls", "15", "--out", tmp_path / "x",
+                            "--qos-out", tmp_path / "q.conf", "--json")
+    assert rc == 0, err
+    (note,) = json.loads(out)["notes"]
+    assert "VL0-7" in note and "qos_max_vls 15" in note
+    rc, out, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "--vls", "8", "--out", tmp_path / "x",
+                            "--json")
+    assert rc == 0 and json.loads(out)["notes"] == [], err

@@ -145,3 +145,25 @@ qos: {qos}
         assert out["jobs"][0]["completion_s"] == pytest.approx(out["jobs"][1]["completion_s"])
     else:
         assert "notes" not in out
+
+
+def test_idle_vls_give_their_turns_to_the_busy_ones():
+    # high limit 0: one high packet, one low packet; VLs 2 and 3 have no flow, so VL 1
+    # has every low turn (IBA: an entry whose VL has nothing ready is skipped): 50/50
+    qos = """\
+max_vls: 4
+high_limit: 0
+vlarb_high: "0:4"
+vlarb_low: "1:4,2:4,3:4"
+sl2vl: [0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,3]
+classes:
+  - {name: a, sl: 0, jobs: [mpi]}
+  - {name: b, sl: 1, jobs: [io]}
+"""
+    built = build_scenario(parse_scenario(two_flows(qos)))
+    res = run_scenario(built, sample=False)
+    t = np.sort(res.completion_ns.astype(float))
+    assert t[0] == pytest.approx(2e8, rel=1e-3)  # both at half the link to the end
+    s = vl_shares(parse_qos({"max_vls": 4, "high_limit": 0, "vlarb_high": "0:4",
+                             "vlarb_low": "1:4,2:4,3:4"}).port(), active={0, 1})
+    assert s == {0: ("high", 0.5), 1: ("low", 0.5)}

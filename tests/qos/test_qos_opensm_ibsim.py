@@ -9,7 +9,7 @@ import pytest
 from netsteer.control.core import ControllerStack, Inputs, ReplayController
 from netsteer.control.intents import SetQos
 from netsteer.drivers.opensm.lids import read_guid2lid
-from netsteer.drivers.opensm.partitions import read_partitions_conf
+from netsteer.drivers.opensm.partitions import parse_partitions_conf, read_partitions_conf
 from netsteer.drivers.opensm.qos import qos_conf_lines
 from netsteer.drivers.opensm.qos_driver import OpenSmQosDriver
 from netsteer.drivers.opensm.runner import IbFabric, tools_available
@@ -84,3 +84,40 @@ def test_driver_refuses_other_intents(tmp_path):
     drv = OpenSmQosDriver(None, tmp_path / "c.conf", pgft(1, [2], [1], link_bandwidth=1e9, link_latency_ns=0))
     a = drv.apply(SetLinks((0,), up=False))
     assert a.failed == "the opensm QoS driver applies SetQos intents, not SetLinks"
+
+
+def _moved_io(tmp_path, original: str):
+    from pathlib import Path
+
+    from netsteer.topology.ibsim_net import read_ibsim_net
+
+    scen = Path(__file__).resolve().parents[2] / "scenarios"
+    topo = read_ibsim_net(scen / "pftree-16.net")
+    parts = tmp_path / "partitions.conf"
+    parts.write_text(original)
+    drv = OpenSmQosDriver(None, tmp_path / "c.conf", topo, partitions=parts)
+    drv._write(SetQos(sl=1, job="io", hosts=(0, 2)))
+    drv._write(SetQos(sl=2, job="io", hosts=(0, 2)))  # again: the same partition, new SL
+    return topo, {p.pkey: p for p in read_partitions_conf(parts, topo)}
+
+
+def test_moving_a_job_keeps_the_partitions_the_file_had(tmp_path):
+    from pathlib import Path
+
+    scen = Path(__file__).resolve().parents[2] / "scenarios"
+    orig_text = (scen / "pftree-victim-aggressor.conf").read_text()
+    topo, got = _moved_io(tmp_path, orig_text)
+    orig = {p.pkey: p for p in parse_partitions_conf(orig_text, topo)}
+    for pkey in (0x10, 0x11):  # victim and aggressor, as they were
+        assert got[pkey].name == orig[pkey].name and got[pkey].members == orig[pkey].members
+    # no 0x7fff rule: OpenSM's implicit one, written out
+    assert all(m == "limited" for m in got[0x7FFF].members.values())
+    assert got[0x7FFF].self_membership == "full"
+    io = [p for p in got.values() if p.name == "io"]
+    assert len(io) == 1 and io[0].flags["sl"] == 2 and io[0].pkey not in (0x10, 0x11, 0x7FFF)
+    assert sorted(io[0].members) == sorted(int(topo.hosts[h]) for h in (0, 2))
+    # the user's own default partition keeps its membership
+    _, got = _moved_io(tmp_path, "Default=0x7fff : ALL=full ;\nio=0x0100 : ALL=limited ;\n")
+    assert set(got[0x7FFF].members.values()) == {"full"}
+    assert 0x100 in got and got[0x100].name == "io"
+    assert [p.name for p in got.values() if p.flags.get("sl") == 2] == ["io_101"]

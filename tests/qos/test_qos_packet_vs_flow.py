@@ -147,3 +147,19 @@ def test_several_flows_on_one_vl_differ_as_documented():
 
 if __name__ == "__main__":
     print(doc_table(), end="")
+
+
+IDLE_VLS = [
+    # VLs 2 and 3 are in the low table but carry nothing: VL 1 has the whole low turn
+    {"max_vls": 4, "high_limit": 0, "vlarb_high": "0:4", "vlarb_low": "1:4,2:4,3:4"},
+    # the staging study's tables with only VLs 0 and 1 busy
+    {"max_vls": 8, "high_limit": 0, "vlarb_high": "0:40", "vlarb_low": "0:0,1:2,2:4,3:8,4:16,5:32,6:64,7:128"},
+    {"max_vls": 4, "high_limit": 3, "vlarb_high": "0:200,2:200", "vlarb_low": "1:1,3:255"},
+]
+
+
+@pytest.mark.parametrize("qos", IDLE_VLS, ids=range(len(IDLE_VLS)))
+def test_idle_vls_leave_their_turns_to_the_busy_ones(qos):
+    flow, pk = run_both(qos, [0, 1], [0, 1])
+    assert flow.min() == pytest.approx(pk.min(), rel=0.05)
+    assert flow.max() == pytest.approx(pk.max(), rel=0.05)

@@ -30,3 +30,40 @@ def test_tune_impossible_bound(cli):
                          "--max-slowdown", "1.0", "--json")
     assert code == 0, err
     assert json.loads(out)["best"] is None
+
+
+MPI_ONLY = """\
+name: tn
+topology: {kind: pgft, levels: 1, down: [4], up: [1], link_bandwidth: 32Gbps, link_latency: 700ns}
+routing: {engine: dmodk}
+jobs:
+  - name: app
+    ranks: 2
+    placement: [0, 1]
+    program:
+      - {op: send, src: 0, dst: 1, bytes: 4MiB}
+    repeat: 4
+qos:
+  max_vls: 2
+  classes:
+    - {name: mpi, sl: 0, kind: mpi}
+    - {name: io, sl: 1, kind: bulk}
+"""
+
+
+def test_tune_refuses_a_class_without_flows(cli, tmp_path):
+    sc = tmp_path / "tn.yaml"
+    sc.write_text(MPI_ONLY)
+    # was: internal error (ValueError: zero-size array), exit 1
+    code, out, err = cli("qos", "tune", sc, "--mpi", "io", "--io", "mpi", "--max-slowdown", "1.1")
+    assert code == 2 and "--mpi" in err and "'io' carries no flows" in err, err
+    # was: exit 0, io_Bps 0 for every candidate, a table recommended without a word
+    code, out, err = cli("qos", "tune", sc, "--mpi", "mpi", "--io", "io", "--max-slowdown", "1.1")
+    assert code == 2 and "--io" in err and "'io' carries no flows" in err, err
+
+
+def test_tune_refuses_one_class_for_both(cli, tmp_path):
+    sc = tmp_path / "tn.yaml"
+    sc.write_text(MPI_ONLY)
+    code, out, err = cli("qos", "tune", sc, "--mpi", "mpi", "--io", "mpi", "--max-slowdown", "1.1")
+    assert code == 2 and "--io" in err and "qos.sl2vl" not in err, err

@@ -31,3 +31,11 @@ def test_flows_between_hosts_that_may_not_talk_get_a_note():
 
 def test_flows_the_partitions_allow_get_none():
     assert notes("{src: 0, dst: 1, bytes: 1MiB}") == []
+
+
+def test_the_sm_is_a_full_member_of_the_implicit_default_partition():
+    # no 0x7fff rule: OpenSM's Default=0x7fff : ALL=limited, SELF=full, the SM on the
+    # fabric's first node (h0, where ibsim attaches it): h0 may talk to every host
+    assert notes("{src: 2, dst: 0, bytes: 1MiB}, {src: 0, dst: 3, bytes: 1MiB}") == []
+    (note,) = notes("{src: 2, dst: 0, bytes: 1MiB}, {src: 3, dst: 2, bytes: 1MiB}")
+    assert note.startswith("1 flow (jobs: other)") and "h3 -> h2" in note

@@ -193,7 +193,8 @@ def route(
              "destination, so ecmp's groups of ports cannot be written."),
     out: Path = typer.Option(..., "--out", "-o", help="LFT dump to write (opensm -R file -U loads it)."),
     partitions: Optional[Path] = typer.Option(None, "--partitions", "-p", help="OpenSM partitions.conf."),
-    vls: int = typer.Option(8, "--vls", help="Data VLs pftree may give partitions that share links."),
+    vls: Optional[int] = typer.Option(
+        None, "--vls", help="Data VLs pftree may give partitions that share links (pftree only; default 8)."),
     sl_out: Optional[Path] = typer.Option(None, "--sl-out", help="Write partitions.conf with pftree's sl= per partition."),
     qos_out: Optional[Path] = typer.Option(
         None, "--qos-out", help="Write opensm.conf QoS lines (SL i on VL i) for pftree's lanes."),
@@ -209,8 +210,12 @@ def route(
 
     from ..drivers.opensm.lft_dump import format_lft_dump
     from ..drivers.opensm.partitions import format_partitions_conf, read_partitions_conf
-    from ..report.atomic import atomic_write, check_writable
+    from ..report.atomic import check_writable, write_all
 
+    if vls is not None and engine != "pftree":
+        # the other engines put every partition on VL 0: the option would be dropped silently
+        raise NetsteerError(f"only pftree gives partitions VLs; {engine} takes no --vls", field="--vls")
+    vls = 8 if vls is None else vls
     if not 1 <= vls <= 15:
         raise NetsteerError(f"must be 1..15 (InfiniBand has at most 15 data VLs), got {vls}", field="--vls")
     # every output is checked before any work, and every refusal comes before any write
@@ -223,6 +228,14 @@ def route(
                             field="--sl-out")
     topo = with_guids(load_topology(topology))
     parts = read_partitions_conf(partitions, topo) if partitions is not None else None
+    if engine == "pftree" and parts is not None:
+        from ..routing.pftree import MAX_PARTITIONS
+        from ..topology.partitions import isolating
+
+        n_iso = len(isolating(parts))
+        if n_iso > MAX_PARTITIONS:
+            raise NetsteerError(f"pftree isolates at most {MAX_PARTITIONS} partitions (the default 0x7fff one "
+                                f"not counted), this file has {n_iso}", file=str(partitions), field="--partitions")
     t0 = time.perf_counter()
     r = route_topology(topo, engine, parts, topology_file=topology, vls=vls)
     route_s = time.perf_counter() - t0
@@ -255,19 +268,23 @@ def route(
             sl_text = format_partitions_conf(partitions_with_sl(parts, sl), topo)
         except ValueError as exc:
             raise NetsteerError(f"cannot be written back for --sl-out: {exc}", file=str(partitions)) from None
-    with atomic_write(out) as f:
-        f.write(text)
-    files = [str(out)]
+    outputs = [(out, "--out", text)]
     if sl_text is not None:
-        with atomic_write(sl_out) as f:
-            f.write(sl_text)
-        files.append(str(sl_out))
+        outputs.append((sl_out, "--sl-out", sl_text))
     if qos_out is not None:
         from ..drivers.opensm.qos import opensm_qos_conf
 
-        with atomic_write(qos_out) as f:
-            f.write(opensm_qos_conf(getattr(r, "vls", vls)))
-        files.append(str(qos_out))
+        outputs.append((qos_out, "--qos-out", opensm_qos_conf(getattr(r, "vls", vls))))
+    # all or none: a file that cannot be written leaves the others as they were
+    files = write_all(outputs)
+    notes = []
+    if getattr(r, "vls", 0) > 8:
+        used = sorted({int(v) for v in (getattr(r, "partition_vl", None) or {}).values()})
+        notes.append(f"--vls {r.vls}: pftree may put partitions on VLs up to {r.vls - 1}"
+                     + (f" (it used {', '.join(map(str, used))})" if used else "")
+                     + (f" and {qos_out} says qos_max_vls {r.vls}" if qos_out is not None else "")
+                     + ", but ports with VLCap VL0-7 (ibsim's, and most HCAs and switches) hold VLs 0-7 only: "
+                     "OpenSM runs them with at most 8 data VLs, so lanes 8 and up are not there")
     info = {
         "engine": r.engine,
         "topology": topo.name,
@@ -279,14 +296,18 @@ def route(
         "lids": lid_source,
         "partition_sl": {f"{k:#06x}": v for k, v in (sl or {}).items()},
         "files": files,
+        "notes": notes,
     }
     if as_json:
         typer.echo(json.dumps(info))
         return
     t = Table(title=f"{r.engine} on {topo.name}", show_header=False)
     for k, v in info.items():
-        t.add_row(k, str(v))
+        if k != "notes":
+            t.add_row(k, str(v))
     out_console.print(t)
+    for n in notes:
+        err_console.print("note: " + n, soft_wrap=True, highlight=False)
 
 
 def route_eval(

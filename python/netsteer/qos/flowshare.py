@@ -14,12 +14,20 @@ maps onto that as follows, for flows that are all backlogged:
   low packet gets its chance: the high table's share is ``L / (L + P)`` and the low
   table's ``P / (L + P)``, both in one priority class, so a table that does not use its
   share leaves it to the other (max-min is work-conserving, as the arbiter is).
+- Only VLs that carry traffic count: the arbiter skips an entry whose VL has no packet
+  ready, so a table's shares are over its busy VLs, and a table with no busy VL leaves
+  the whole port to the other (high table ``0:4``, low ``1:4,2:4,3:4``, limit 0, flows
+  on VLs 0 and 1 only: 50/50, not 50/16.7). The busy VLs are those of the run's flows
+  (a QoS change re-counts them among the flows not finished).
 
 Where it differs from the packet engine (tests/qos/test_flow_vs_packet.py measures it):
 a VL's share is split among its flows on a port by the arbiter, here each flow carries
 the VL's weight, so a VL with more flows at a port gets more; the weights of one port
-type (switch external ports by default) hold on every hop; no queueing, no credits,
-no head-of-line blocking.
+type (switch external ports by default) hold on every hop; a VL counts as busy on every
+port and for the whole run if any flow uses it, so a port where some of the run's VLs
+have no flow (or a time when they have none left) is shared as if they were there,
+which only matters when both tables have flows (the split between VLs of one table is
+the same); no queueing, no credits, no head-of-line blocking.
 
 Examples
 --------
@@ -65,8 +73,15 @@ def high_fraction(high_limit: int, packet: int = DEFAULT_PACKET) -> float:
     return run / (run + packet)
 
 
-def vl_shares(port: ResolvedPort, packet: int = DEFAULT_PACKET) -> dict[int, tuple[str, float]]:
-    """VL -> (table, share of the port when every served VL is backlogged).
+def vl_shares(port: ResolvedPort, packet: int = DEFAULT_PACKET,
+              active=None) -> dict[int, tuple[str, float]]:
+    """VL -> (table, share of the port when every served VL in ``active`` is
+    backlogged (None: every VL the tables serve).
+
+    A VL with nothing to send is skipped by the arbiter (IBA: an entry whose VL has no
+    packet ready gives its turn to the next one), so the tables' entries for VLs not in
+    ``active`` count for nothing, and a table with no active VL leaves the whole port
+    to the other one.
 
     With ``high_limit`` 255 the high shares are of the whole port and the low
     ones of what the high table leaves (a VL in both tables is served from the high
@@ -76,12 +91,15 @@ def vl_shares(port: ResolvedPort, packet: int = DEFAULT_PACKET) -> dict[int, tup
     >>> q = parse_qos({"max_vls": 2, "high_limit": 0, "vlarb_high": "0:4", "vlarb_low": "0:64,1:64"})
     >>> {vl: (t, round(x, 3)) for vl, (t, x) in vl_shares(q.port()).items()}
     {0: ('high', 0.75), 1: ('low', 0.25)}
+    >>> q = parse_qos({"max_vls": 4, "high_limit": 0, "vlarb_high": "0:4", "vlarb_low": "1:4,2:4,3:4"})
+    >>> {vl: (t, round(x, 3)) for vl, (t, x) in vl_shares(q.port(), active={0, 1}).items()}
+    {0: ('high', 0.5), 1: ('low', 0.5)}
     """
     tables = {}
     for name, table in (("high", port.vlarb_high), ("low", port.vlarb_low)):
         per_vl: dict[int, int] = {}
         for vl, w in table:
-            if w > 0:
+            if w > 0 and (active is None or vl in active):
                 per_vl[vl] = per_vl.get(vl, 0) + entry_bytes(w, packet)
         tables[name] = per_vl
     hi, lo = tables["high"], tables["low"]
@@ -103,22 +121,31 @@ def vl_shares(port: ResolvedPort, packet: int = DEFAULT_PACKET) -> dict[int, tup
 
 
 def flow_priority_weight(port: ResolvedPort, sls, *, base_priority=None, base_weight=None,
-                         packet: int = DEFAULT_PACKET) -> tuple[np.ndarray, np.ndarray]:
+                         packet: int = DEFAULT_PACKET, active_sls=None) -> tuple[np.ndarray, np.ndarray]:
     """Engine priority class and weight of flows on SLs ``sls``.
+
+    The VLs counted busy are those of ``active_sls`` (default: ``sls`` itself, the
+    flows given are all the traffic); pass the SLs of every flow of the run when
+    ``sls`` is only some of them. A VL no flow uses leaves its turns to the others
+    (see :func:`vl_shares`).
 
     ``base_priority``/``base_weight`` are the flows' own (the scenario's); the QoS
     tier goes below them: priority ``2 * base + tier`` (tier 1: the low table under
     a strict high table), weight ``base * share``. An SL whose VL no table serves
     raises ValueError (its packets would never leave)."""
     sls = np.asarray(sls, dtype=np.int64)
-    shares = vl_shares(port, packet)
+    active_sls = sls if active_sls is None else np.asarray(active_sls, dtype=np.int64)
+    shares = vl_shares(port, packet, active={port.sl2vl[int(s)] for s in np.unique(active_sls)})
     strict = port.high_limit >= 255
     tier = np.zeros(len(sls), dtype=np.int64)
     share = np.zeros(len(sls))
+    served = vl_shares(port, packet)
     for s in np.unique(sls):
         vl = port.sl2vl[int(s)]
-        if vl not in shares:
+        if vl not in served:
             raise ValueError(f"SL {int(s)} maps to VL {vl}, which no VL arbitration table serves")
+        if vl not in shares:
+            raise ValueError(f"SL {int(s)} (VL {vl}) is not among the busy SLs given")
         table, x = shares[vl]
         m = sls == s
         share[m] = x

@@ -49,16 +49,25 @@ def apply_qos(driver, intent, now: int) -> int:
     if not len(flows):
         return now
     port = config.port("swe")
-    new_sl = np.full(len(flows), int(intent.sl), dtype=np.int64)
+    sl_after = sl_now.copy()
+    sl_after[flows] = int(intent.sl)
+    # VLs with traffic after the change (flows not finished): an idle VL's turns go to
+    # the busy ones (flowshare.vl_shares), so moving flows can change everyone's share;
+    # under unchanged tables every unfinished flow is reweighted, under new tables only
+    # the intent's flows (the others keep the weights of the tables they were set by)
+    unfinished = np.flatnonzero(eng.completion_ns() < 0)
+    todo = flows if intent.config is not None else np.union1d(flows, unfinished)
     try:
         # the scenario's own priority and weight, before QoS (see flowshare: 2p + tier,
         # base x share), from the DAG's SLs under the tables its weights came from
-        _, share = flow_priority_weight(weighted_by.port("swe"), c.traffic_class[flows])
-        base_pri, base_w = c.priority[flows] // 2, c.weight[flows] / share
-        pri, w = flow_priority_weight(port, new_sl, base_priority=base_pri, base_weight=base_w)
+        _, share = flow_priority_weight(weighted_by.port("swe"), c.traffic_class[todo],
+                                        active_sls=c.traffic_class)
+        base_pri, base_w = c.priority[todo] // 2, c.weight[todo] / share
+        pri, w = flow_priority_weight(port, sl_after[todo], base_priority=base_pri, base_weight=base_w,
+                                      active_sls=sl_after[unfinished] if len(unfinished) else sl_after[todo])
     except ValueError as exc:
         raise QosRefused(str(exc)) from None
-    eng.set_priority_weight(flows, pri.astype(np.int64), w.astype(np.float64))
+    eng.set_priority_weight(todo, pri.astype(np.int64), w.astype(np.float64))
     sl_now[flows] = int(intent.sl)
     return now
 

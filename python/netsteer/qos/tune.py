@@ -47,6 +47,12 @@ def _measure(built, mpi: str, io: str) -> tuple[float, float]:
         raise NetsteerError(f"the run ended {res.status}", file=built.scenario.file)
     plan = built.qos
     m, i = plan.flows_of(mpi), plan.flows_of(io)
+    for opt, name, flows in (("--mpi", mpi, m), ("--io", io, i)):
+        if not len(flows):
+            # nothing to time or to measure: every candidate would look the same
+            raise NetsteerError(f"class {name!r} carries no flows in this scenario (no flow matches its "
+                                "selectors): give the class of a traffic the scenario has",
+                                file=built.scenario.file, field=opt)
     t_mpi = float(res.completion_ns[m].max()) / 1e9
     io_bytes = float(np.asarray(res.sent_bytes)[i].sum())
     return t_mpi, io_bytes / max(res.makespan_ns / 1e9, 1e-12)
@@ -67,6 +73,9 @@ def tune(scenario, mpi: str, io: str, max_slowdown: float, progress=lambda n=1: 
         if name not in names:
             raise NetsteerError(f"no class named {name!r} in qos.classes ({', '.join(names) or 'none'})",
                                 file=file, field=opt)
+    if mpi == io:
+        raise NetsteerError(f"names class {io!r}, as --mpi does: tune weighs two different classes against "
+                            "each other", file=file, field="--io")
     if not math.isfinite(max_slowdown):
         # inf would also reach the JSON report as Infinity, which is not JSON
         raise NetsteerError(f"must be a finite number, got {max_slowdown}; to leave MPI unbounded give a "

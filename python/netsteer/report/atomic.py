@@ -41,7 +41,8 @@ def is_stream(path: str | Path) -> bool:
 
 def check_writable(path: str | Path, *, field: str | None = None) -> Path:
     """Refuse an output file path that is empty, a directory, or in a directory that
-    cannot be created."""
+    cannot be created or written in. Nothing is created: a missing directory is made
+    when the file is written (the nearest existing one must be writable)."""
     raw = os.fspath(path)
     if not raw.strip():
         raise NetsteerError("the output path is empty; name a file", field=field)
@@ -52,13 +53,93 @@ def check_writable(path: str | Path, *, field: str | None = None) -> Path:
         if not os.access(p, os.W_OK):
             raise NetsteerError("cannot write to it: permission denied", file=raw, field=field)
         return p
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise NetsteerError(f"cannot create its directory: {exc.strerror}", file=raw, field=field) from None
-    if not os.access(p.parent, os.W_OK | os.X_OK):
-        raise NetsteerError("cannot write in its directory: permission denied", file=raw, field=field)
+    parent = p.parent
+    while not parent.exists():
+        if parent.is_symlink():  # a dangling link: mkdir would fail on it
+            raise NetsteerError(f"cannot create its directory: {parent} is a dangling link", file=raw, field=field)
+        parent = parent.parent
+    if not parent.is_dir():
+        raise NetsteerError(f"cannot create its directory: {parent} is not a directory", file=raw, field=field)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        what = "write in its directory" if parent == p.parent else f"create its directory in {parent}"
+        raise NetsteerError(f"cannot {what}: permission denied", file=raw, field=field)
     return p
+
+
+def _make_parent(path: Path, field: str | None) -> list[Path]:
+    """Create ``path``'s missing directories; the ones made, outermost first."""
+    made = []
+    d = path.parent
+    while not d.exists():
+        made.append(d)
+        d = d.parent
+    made.reverse()
+    try:
+        for d in made:
+            d.mkdir()
+    except OSError as exc:
+        _remove_dirs(made)
+        raise NetsteerError(f"cannot create its directory: {exc.strerror}", file=str(path), field=field) from None
+    return made
+
+
+def _remove_dirs(made: list[Path]) -> None:
+    for d in reversed(made):
+        try:
+            d.rmdir()
+        except OSError:
+            pass
+
+
+def write_all(items, mode: str = "w") -> list[str]:
+    """Write several outputs all or none: ``items`` are ``(path, field, content)``.
+
+    Every path is checked first (:func:`check_writable`), then every content goes to a
+    temporary file beside its path (a device or pipe: to one in the temporary
+    directory), and only when all are written do they replace their paths. A path
+    refused or a write failing leaves every output as it was (directories made for
+    it removed again). Returns the paths written.
+    """
+    items = [(check_writable(p, field=f), f, c) for p, f, c in items]
+    temps: list[tuple[Path, Path, str | None, bool]] = []  # (tmp, path, field, stream)
+    made: list[Path] = []
+    try:
+        for path, field, content in items:
+            stream = is_stream(path)
+            if not stream:
+                made += _make_parent(path, field)
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix,
+                                           dir=None if stream else path.parent)
+            except OSError as exc:
+                raise NetsteerError(f"cannot write: {exc.strerror}", file=str(path), field=field) from None
+            temps.append((Path(tmp), path, field, stream))
+            try:
+                with os.fdopen(fd, mode) as f:
+                    f.write(content)
+                    f.flush()
+                    os.fsync(f.fileno())
+                if not stream:
+                    os.chmod(tmp, 0o666 & ~_umask())
+            except OSError as exc:
+                raise NetsteerError(f"cannot write: {exc.strerror or exc}", file=str(path), field=field) from None
+        for tmp, path, field, stream in temps:
+            if stream:
+                try:
+                    with open(path, "ab" if "b" in mode else "a") as out, open(tmp, "rb" if "b" in mode else "r") as f:
+                        out.write(f.read())
+                except OSError as exc:
+                    raise NetsteerError(f"cannot write: {exc.strerror or exc}", file=str(path), field=field) from None
+                os.unlink(tmp)
+            else:
+                os.replace(tmp, path)
+    except BaseException:
+        for tmp, *_ in temps:
+            if tmp.exists():
+                tmp.unlink()
+        _remove_dirs(made)
+        raise
+    return [str(p) for p, _, _ in items]
 
 
 @contextmanager
@@ -75,9 +156,11 @@ def atomic_file(path: str | Path, *, field: str | None = None) -> Iterator[Path]
         except OSError as exc:  # /dev/full, a closed pipe
             raise NetsteerError(f"cannot write: {exc.strerror or exc}", file=str(path), field=field) from None
         return
+    made = _make_parent(path, field)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
     except OSError as exc:
+        _remove_dirs(made)
         raise NetsteerError(f"cannot write: {exc.strerror}", file=str(path), field=field) from None
     os.close(fd)
     try:
@@ -87,6 +170,7 @@ def atomic_file(path: str | Path, *, field: str | None = None) -> Iterator[Path]
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        _remove_dirs(made)
         raise
 
 

@@ -163,7 +163,7 @@ def print_report(rep: dict, console) -> None:
 
     t = Table(title="Victim throughput with an all-to-all aggressor (fraction of a host link, max-min)")
     for c in ("topo", "hosts", "sub", "victims", "pattern", "alone", "ftree", "pftree", "pftree+VL", "pftree vs ftree",
-              "shared ch. ftree/pftree"):
+              "pftree+VL vs ftree", "shared ch. ftree/pftree"):
         t.add_column(c, justify="right")
     for name, pats in rep["victims"].items():
         info = rep["topologies"][name]
@@ -171,16 +171,19 @@ def print_report(rep: dict, console) -> None:
         for pat, v in pats.items():
             t.add_row(name, str(info["hosts"]), info["subscription"], str(info["victims"]), pat,
                       f"{v['alone']:.3f}", f"{v['ftree']:.3f}", f"{v['pftree']:.3f}", f"{v['pftree+vl']:.3f}",
-                      _gain(v["ftree"], v["pftree"]), f"{sh['ftree']:.1f}/{sh['pftree']:.1f}")
+                      _gain(v["ftree"], v["pftree"]), _gain(v["ftree"], v["pftree+vl"]),
+                      f"{sh['ftree']:.1f}/{sh['pftree']:.1f}")
     console.print(t)
     t = Table(title="Random ring and EBB of one partition while three others run all-to-all")
-    for c in ("tree", "metric", "ftree", "pftree", "pftree+VL", "pftree vs ftree", "shared ch. ftree/pftree"):
+    for c in ("tree", "metric", "ftree", "pftree", "pftree+VL", "pftree vs ftree", "pftree+VL vs ftree",
+              "shared ch. ftree/pftree"):
         t.add_column(c, justify="right")
     for name, r in rep["ring_ebb"].items():
         sh = r["shared_channels"]
         for label, key in (("random ring", "random_ring"), ("EBB", "effective_bisection_bandwidth")):
             v = r[key]
             t.add_row(name, label, f"{v['ftree']:.3f}", f"{v['pftree']:.3f}", f"{v['pftree+vl']:.3f}",
-                      _gain(v["ftree"], v["pftree"]), f"{sh['ftree']:.1f}/{sh['pftree']:.1f}")
+                      _gain(v["ftree"], v["pftree"]), _gain(v["ftree"], v["pftree+vl"]),
+                      f"{sh['ftree']:.1f}/{sh['pftree']:.1f}")
     console.print(t)
     console.print(f"{rep['seeds']} placements per case, {rep['wall_s']:.1f} s")

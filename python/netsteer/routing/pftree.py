@@ -65,7 +65,11 @@ from .ftree import destination_order, fill_tables, main_paths, round_robin_ports
 from .table import Routing
 from .traffic_profile import Profile, profile
 
-__all__ = ["assign_vls", "host_partitions", "pftree", "shared_channels"]
+__all__ = ["MAX_PARTITIONS", "assign_vls", "host_partitions", "pftree", "shared_channels"]
+
+#: Partitions pftree isolates at most (the default 0x7fff one not counted): a channel's
+#: partitions are a 64-bit mask.
+MAX_PARTITIONS = 64
 
 
 def pftree(
@@ -100,8 +104,8 @@ def pftree(
         raise RoutingError(f"pftree: vls must be 1..15 data virtual lanes, got {vls}")
     parts = list(partitions or [])
     real = isolating(parts)
-    if len(real) > 64:
-        raise RoutingError(f"pftree isolates at most 64 partitions, got {len(real)}")
+    if len(real) > MAX_PARTITIONS:
+        raise RoutingError(f"pftree isolates at most {MAX_PARTITIONS} partitions, got {len(real)}")
     ft = fat_tree(topo, "pftree")
     base_order = destination_order(ft)
     base_paths = main_paths(ft, base_order)

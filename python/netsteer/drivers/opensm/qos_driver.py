@@ -6,7 +6,12 @@ running OpenSM (started with ``-Q -F <conf>``, e.g. by
 :class:`netsteer.drivers.opensm.runner.IbFabric` with ``opensm_args``): a new QoS
 configuration is written as the ``qos_*`` lines of its ``opensm.conf``; a job moved
 to another SL becomes its partition's ``sl=`` in ``partitions.conf`` (a partition of
-the job's hosts, which OpenSM hands that SL in path records). OpenSM re-reads both on
+the job's hosts, which OpenSM hands that SL in path records). The partitions the file
+held when the driver first wrote it (the user's, with their membership, flags and their
+``Default=0x7fff`` rule, or OpenSM's implicit ``ALL=limited, SELF=full`` one when it
+has none) are written back with the jobs' partitions, each job's under a PKey no other
+partition has. The new SL reaches only the job's QPs that use the job's new PKey: path
+records for its other PKeys keep those partitions' SLs. OpenSM re-reads both on
 SIGHUP and re-sweeps; the driver waits for the sweep to end (``SUBNET UP`` in its
 log) and reads the SL2VL and VL arbitration tables back with ``smpquery``.
 
@@ -88,6 +93,7 @@ class OpenSmQosDriver:
         self.timeout = timeout
         self.config = None
         self.job_partitions: dict[str, object] = {}
+        self._base_partitions: list | None = None  # the file's own, read before the first write
         self.applied: list[Applied] = []
         self._reports: list[NetworkChanged] = []
         self._t0 = time.monotonic_ns()
@@ -138,15 +144,40 @@ class OpenSmQosDriver:
             bad = [h for h in intent.hosts if not 0 <= h < self.topo.n_hosts]
             if bad:
                 raise _Refused(f"host {bad[0]} does not exist: the fabric has {self.topo.n_hosts} hosts")
+            base = self._base()
             old = self.job_partitions.get(intent.job)
-            pkey = old.pkey if old is not None else 0x100 + len(self.job_partitions)
+            if old is not None:
+                pkey, name = old.pkey, old.name
+            else:
+                taken = {p.pkey for p in base} | {p.pkey for p in self.job_partitions.values()}
+                pkey = next(k for k in range(0x100, 0x7FFF) if k not in taken)
+                names = {p.name for p in base} | {p.name for p in self.job_partitions.values()}
+                name = re.sub(r"[^A-Za-z0-9_]", "_", intent.job) or f"job{pkey:x}"
+                if name in names:
+                    name = f"{name}_{pkey:x}"
             nodes = [int(self.topo.hosts[h]) for h in intent.hosts]
             self.job_partitions[intent.job] = Partition(
-                name=re.sub(r"[^A-Za-z0-9_]", "_", intent.job) or f"job{pkey:x}", pkey=pkey,
-                members={n: "full" for n in nodes}, flags={"sl": int(intent.sl)})
-            parts = with_default(list(self.job_partitions.values()), self.topo)
+                name=name, pkey=pkey, members={n: "full" for n in nodes}, flags={"sl": int(intent.sl)})
+            parts = with_default([*base, *self.job_partitions.values()], self.topo)
+            try:
+                text = format_partitions_conf(parts, self.topo)
+            except ValueError as exc:
+                raise _Refused(f"{self.partitions_path}: {exc}") from None
             with atomic_write(self.partitions_path) as f:
-                f.write(format_partitions_conf(parts, self.topo))
+                f.write(text)
+
+    def _base(self) -> list:
+        """The partitions the file held before the driver wrote it (read once)."""
+        if self._base_partitions is None:
+            from ...errors import NetsteerError
+            from .partitions import read_partitions_conf
+
+            path = self.partitions_path
+            try:
+                self._base_partitions = read_partitions_conf(path, self.topo) if path.exists() else []
+            except (NetsteerError, ValueError, OSError) as exc:
+                raise _Refused(f"{path}: cannot read the partitions it holds: {exc}") from None
+        return self._base_partitions
 
     def _resweep(self) -> None:
         log = self.fabric.opensm_log
