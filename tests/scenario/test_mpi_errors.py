@@ -81,6 +81,16 @@ def test_pairwise_alltoall_refuses_non_power_of_two():
     assert "power-of-two" in info.value.reason and info.value.field.startswith("jobs.0.program.0")
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_placement_hosts_are_strict_integers_on_both_paths(stream):
+    for hosts, field, got in (("[0, true, 2, 3, 4, 5, 6, 7]", "jobs.0.placement.1", "True"),
+                              ("[0, 1, 2.0, 3, 4, 5, 6, 7]", "jobs.0.placement.2", "2.0")):
+        text = MPI.replace("placement: linear", f"placement: {hosts}\n    stream: {str(stream).lower()}")
+        with pytest.raises(NetsteerError) as info:
+            build_scenario(parse_scenario(text, file="m.yaml"))
+        assert info.value.field == field and info.value.reason == f"must be an integer, got {got}"
+
+
 @pytest.mark.parametrize(
     "old,new,field,reason",
     [
@@ -103,6 +113,11 @@ def test_pairwise_alltoall_refuses_non_power_of_two():
         ("placement: linear", "placement: block", "jobs.0.placement",
          "placement must be linear, random or a list of host indices, got 'block'"),
         ("placement: linear", "placement: [0, 1, x, 3, 4, 5, 6, 7]", "jobs.0.placement.2", "must be an integer, got 'x'"),
+        # a host list is integers as strictly as root (it ran [0, true, 2.0, 3] as [0, 1, 2, 3])
+        ("placement: linear", "placement: [0, true, 2, 3, 4, 5, 6, 7]", "jobs.0.placement.1",
+         "must be an integer, got True"),
+        ("placement: linear", "placement: [0, 1, 2.0, 3, 4, 5, 6, 7]", "jobs.0.placement.2",
+         "must be an integer, got 2.0"),
     ],
 )
 def test_mpi_key_errors_are_plain(tmp_path: Path, old, new, field, reason):

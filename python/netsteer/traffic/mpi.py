@@ -135,7 +135,7 @@ class MpiJob(BaseModel):
 
     name: str = "job"
     ranks: Int = Field(ge=1)
-    placement: Literal["linear", "random"] | list[int] = "linear"
+    placement: Literal["linear", "random"] | list[Int] = "linear"
     seed: Int = 0
     program: list[Step] = Field(min_length=1)
     repeat: Int = Field(1, ge=1)
