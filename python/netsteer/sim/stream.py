@@ -437,6 +437,17 @@ def simulate_mpi(
         if status != "budget":
             break
     wall = time.perf_counter() - t0
+    if status == "stalled":
+        from .run import CLOCK_RANGE_NS
+        from .simulate import _past_clock_jobs
+
+        past = _past_clock_jobs(engine, 0, topo, streamed)
+        if past:  # as a scenario's run refuses it (netsteer.sim.run): nothing blocked it
+            years = CLOCK_RANGE_NS / 1e9 / 86400 / 365.25
+            raise NetsteerError(f"the run does not end within the simulator's clock: job "
+                                f"{streamed[past[0]].job.name!r} would still be sending after {years:.0f} years "
+                                "of simulated time; check its bytes and start against the link bandwidths",
+                                field=f"jobs.{past[0]}")
     left = [(streamed[i].job.name, n) for i, (_, n) in enumerate(engine.mpi_jobs()) if n]
     if status == "done" and left:
         # nothing in flight, yet ranks wait: an unmatched send or receive
