@@ -514,9 +514,10 @@ def _check_jobs_early(m: ScenarioModel, topo: Topology, file) -> None:
     budget.max_flows = current_limits().max_flows(build)
     for j, job, stream in mpi:
         if not stream:
+            mpi_job = _mpi_model(job, j, file)  # (its errors are located already)
             try:
-                check_job_size(_mpi_model(job, j, file), budget)
-            except LimitError as exc:
+                check_job_size(mpi_job, budget)
+            except NetsteerError as exc:  # a size limit, or a message larger than a flow may carry
                 raise exc.located(file, f"jobs.{j}") from None
 
 

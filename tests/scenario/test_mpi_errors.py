@@ -131,3 +131,50 @@ def test_mpi_key_errors_are_plain(tmp_path: Path, old, new, field, reason):
     f.write_text(text)
     proc = subprocess.run([sys.executable, "-m", "netsteer", "run", str(f)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.strip() == f"netsteer: error: {f}: {err.field}: {err.reason}"
+
+
+@pytest.mark.parametrize("stream", ["true", "false"])
+@pytest.mark.parametrize("op,blocks", [
+    ("{op: alltoall, algorithm: bruck", 8), ("{op: gather, algorithm: binomial", 8),
+    ("{op: scatter, algorithm: binomial, root: 3", 8), ("{op: allgather, algorithm: recursive_doubling", 8),
+    ("{op: allgather, algorithm: bruck", 8),
+])
+def test_a_message_past_1_eib_is_refused_on_both_paths(tmp_path: Path, stream, op, blocks):
+    # the step's 1 EiB passed its own check, but these algorithms send several blocks in one
+    # message: the DAG crashed (exit 1, "a step sends a negative size", "Python int too large
+    # to convert to C long"), the streamed run stalled at 4 us
+    text = textwrap.dedent(f"""
+        name: big
+        topology: {{kind: pgft, levels: 2, down: [4, 4], up: [1, 2], link_bandwidth: 10Gbps, link_latency: 1us}}
+        routing: {{engine: dmodk}}
+        jobs:
+          - {{name: a, ranks: 16, stream: {stream}, program: [{{op: barrier}}, {op}, bytes: 1152921504606846976}}]}}
+        """)
+    with pytest.raises(NetsteerError) as info:
+        build_scenario(parse_scenario(text, file="m.yaml"))
+    err = info.value
+    assert err.file == "m.yaml" and err.field == "jobs.0.program.1.bytes", err.message()
+    assert f"up to {blocks} blocks of 1152921504606846976 bytes in one message ({blocks * 2**60} bytes)" in err.reason
+    assert "1 EiB" in err.reason
+    if op.startswith("{op: alltoall"):
+        f = tmp_path / "big.yaml"
+        f.write_text(text)
+        proc = subprocess.run([sys.executable, "-m", "netsteer", "run", str(f)], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 2 and proc.stderr == f"netsteer: error: {f}: {err.field}: {err.reason}\n"
+
+
+def test_a_message_of_1_eib_runs_and_the_api_refuses_more():
+    from netsteer.sim.stream import MpiJobSpec, simulate_mpi
+    from netsteer.topology.pgft import pgft
+    from netsteer.traffic.mpi import expand_job
+
+    # 2 x 2^59 in one message is the limit itself: accepted
+    dag = expand_job(4, "linear", [{"op": "alltoall", "algorithm": "bruck", "bytes": 2**59}], 1, 4)
+    assert max(dag.bytes) == 2**60 + 16
+    t = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)
+    for run in (lambda steps: expand_job(4, "linear", steps, 1, 16),
+                lambda steps: simulate_mpi(t, "dmodk", [MpiJobSpec(ranks=4, program=steps)])):
+        with pytest.raises(NetsteerError) as info:
+            run([{"op": "alltoall", "algorithm": "bruck", "bytes": 2**59 + 1}])
+        assert info.value.field.endswith("program.0.bytes") and "a message may carry" in info.value.reason

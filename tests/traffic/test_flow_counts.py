@@ -121,3 +121,30 @@ def test_rounds_are_a_lower_bound_of_the_dag_depth():
                 assert r <= depth and (r > 0) == (depth > 0), (op, name, p, nbytes, r, depth)  # empty reduces: 0
                 if (op, name) != ("scatter", "binomial"):  # smallest subtree first: deeper (explore-mpi F4)
                     assert depth <= 3 * r + 2, (op, name, p, nbytes, r, depth)
+
+
+#: The algorithms whose messages gather several blocks of the step's bytes.
+BLOCKS = {("alltoall", "bruck"), ("allgather", "recursive_doubling"), ("allgather", "bruck"),
+          ("gather", "binomial"), ("scatter", "binomial")}
+
+
+@pytest.mark.parametrize("op,name", [(op, name) for op, name, *_ in TABLE])
+def test_message_blocks_is_the_largest_expanded_message(op, name):
+    # the 1 EiB limit of a step's bytes was not checked against these: 16 x 2^60 overflowed
+    # int64 in the DAG ("a step sends a negative size", "int too large to convert to C long")
+    from netsteer.traffic.algorithms import message_blocks
+
+    nbytes = 1000 * 8
+    for p in RANKS:
+        for root in (sorted({0, 1 % p, p // 2, p - 1}) if op in ROOTED else [0]):
+            d = FlowDag()
+            try:
+                coll.expand(d, op, name, list(range(p)), nbytes, root=root, elem_bytes=8)
+            except NetsteerError:
+                continue  # (pairwise on a non-power of two)
+            largest = max(d.bytes, default=0)
+            blocks = message_blocks(op, name, p)
+            if (op, name) in BLOCKS or p == 1:
+                assert largest == blocks * nbytes, (p, root, largest, blocks)
+            else:
+                assert largest <= nbytes and blocks == 1, (p, root, largest)

@@ -52,7 +52,7 @@ import numpy as np
 from .._core import Engine, check_mpi_steps
 from ..errors import NetsteerError
 from ..topology.model import CIRCUIT, HOST, Topology
-from ..traffic.algorithms import MPI_ENVELOPE_BYTES, canonical, job_choices
+from ..traffic.algorithms import MPI_ENVELOPE_BYTES, canonical, check_message_sizes, job_choices
 from ..traffic.program import MpiJobSpec, OpSpan, aggregate_ops, as_spec
 from ..traffic.placement import error_field, place
 
@@ -198,6 +198,7 @@ def job_steps(job: Any) -> list[tuple]:
         nbytes = int(st.bytes)
         out.append(("collective", st.op, algo, nbytes, int(root), int(st.elem_bytes),
                     choices["reduce"], choices["bcast"]))
+    check_message_sizes(job.program, p)  # the engine's messages gather blocks: their sum, too
     try:
         check_mpi_steps(p, out)
     except ValueError as e:

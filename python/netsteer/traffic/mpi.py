@@ -36,7 +36,7 @@ from pydantic import (BaseModel, ConfigDict, Field, Strict, TypeAdapter, Validat
 from ..errors import NetsteerError, pydantic_error
 from ..schema import Duration, Size
 from . import collectives as coll
-from .algorithms import job_choices
+from .algorithms import check_message_sizes, job_choices
 from .dag import FlowDag
 from .placement import error_field, place
 from .program import OpSpan, aggregate_ops  # noqa: F401  (defined there: the streamed path shares them)
@@ -326,6 +326,7 @@ def check_ranks(steps, p: int) -> None:
                           choices)
         except NetsteerError as e:
             raise e.located(prefix=f"program.{i}.algorithm") from None
+    check_message_sizes(steps, p)
 
 
 def check_job_size(job: MpiJob, dag: FlowDag) -> None:
@@ -355,6 +356,7 @@ def _check_size(steps, ranks: int, repeat: int, dag: FlowDag, kw: dict, extra: i
     from ..errors import LimitError
     from ..limits import FLOW_BYTES, current, fmt_bytes
 
+    check_message_sizes(steps, ranks)  # before counting: a count of messages no flow can carry means nothing
     budget = dag.max_flows if dag.max_flows is not None else current().max_flows(0)
     room = budget - len(dag) - extra
     per_step = [estimate_step_flows(st, ranks, kw) or 0 for st in steps]
