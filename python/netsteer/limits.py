@@ -43,6 +43,9 @@ LINK_BYTES = 400
 ROUTE_ENTRY_BYTES = 12  # int32 table entries, with the temporaries engines make
 TABLE_ENTRY_BYTES = 4  # int32 table entries, built
 FLOW_BYTES = 500  # DAG columns, paths, engine state and results, per flow
+#: an MPI job's record of one executed step (iteration x step), streamed or as a DAG: the
+#: engine's span, its columns and the report's span object (measured 450-540 streamed, 210 DAG)
+SPAN_BYTES = 600
 SAMPLE_VALUE_BYTES = 160  # engine buffer, numpy copy, and the Parquet table of one (sample, channel)
 YAML_NODE_BYTES = 500  # a parsed and validated YAML value
 MAX_INPUT_FILE = 256 * 2**20  # input files larger than this (or the memory limit / 8) are refused

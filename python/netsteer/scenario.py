@@ -507,6 +507,7 @@ def _check_jobs_early(m: ScenarioModel, topo: Topology, file) -> None:
     table = table_bytes(topo)
     used = build - routing_bytes(topo) + table  # once built, without their temporaries
     streamed = [job for _, job, stream in mpi if stream]
+    _check_streamed_steps([(j, job) for j, job, stream in mpi if stream], used, file)
     if streamed:
         check(used + estimate_bytes(topo, streamed, table_bytes=table), "the streamed MPI jobs",
               detail=f"{sum(j.ranks for j in streamed):,} ranks", file=file, field="jobs")
@@ -554,6 +555,7 @@ def _check_stream(topo: Topology, routing, streamed: list, used: int, file) -> N
             job_steps(mpi)
         except NetsteerError as exc:
             raise exc.located(file, f"jobs.{j}") from None
+    _check_streamed_steps(streamed, used, file)
     jobs = [mpi for _, mpi in streamed]
     need = estimate_bytes(topo, jobs, routing)
     check(used + need, "the streamed MPI jobs", detail=f"{sum(x.ranks for x in jobs):,} ranks",
@@ -562,6 +564,26 @@ def _check_stream(topo: Topology, routing, streamed: list, used: int, file) -> N
         check_memory(need, field="jobs")
     except NetsteerError as exc:
         raise exc.located(file) from None
+
+
+def _check_streamed_steps(jobs: list, used: int, file) -> None:
+    """Refuse a streamed job whose records of its executed steps (one per iteration and
+    step, :func:`netsteer.sim.stream.span_bytes`) alone exceed the memory limit,
+    naming its ``repeat``, as a DAG job's flows are refused (a streamed job's memory
+    grows with its ranks and its iterations, not its messages)."""
+    from .limits import SPAN_BYTES
+    from .sim.stream import check_memory, span_bytes
+
+    for j, job in jobs:
+        steps = len(job.program or ())
+        field = f"jobs.{j}.repeat" if job.repeat > 1 else f"jobs.{j}.program"
+        check(used + span_bytes(job), f"the streamed job {job.name!r}",
+              detail=f"{job.repeat:,} iterations x {steps} step{'s' if steps != 1 else ''}, a record of "
+                     f"{SPAN_BYTES} B per step run", file=file, field=field)
+        try:
+            check_memory(span_bytes(job), field=field)
+        except NetsteerError as exc:
+            raise exc.located(file) from None
 
 
 def _check_acyclic(job: JobModel, first: int, dag: FlowDag, file, base: str) -> None:

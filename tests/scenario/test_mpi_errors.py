@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from netsteer.errors import NetsteerError
+from netsteer.errors import LimitError, NetsteerError
 from netsteer.scenario import build_scenario, parse_scenario
 
 MPI = textwrap.dedent(
@@ -178,3 +178,49 @@ def test_a_message_of_1_eib_runs_and_the_api_refuses_more():
         with pytest.raises(NetsteerError) as info:
             run([{"op": "alltoall", "algorithm": "bruck", "bytes": 2**59 + 1}])
         assert info.value.field.endswith("program.0.bytes") and "a message may carry" in info.value.reason
+
+
+@pytest.mark.parametrize("stream", ["true", "false"])
+@pytest.mark.parametrize("job", [
+    "{name: a, ranks: 8, stream: %s, repeat: 4294967296, program: [{op: allreduce, bytes: 1MiB}]}",
+    "{name: a, ranks: 8, stream: %s, repeat: 2147483648, program: [{op: allreduce, bytes: 1MiB}]}",
+    # no flow at all, but a record per step run: the DAG expanded it for ever
+    "{name: a, ranks: 1, stream: %s, repeat: 1000000000, program: [{op: barrier}]}",
+])
+def test_a_repeat_past_the_memory_is_refused_on_both_paths(tmp_path: Path, stream, job):
+    # streamed, 2**32 crashed ("internal error: OverflowError: out of range integral type
+    # conversion attempted", exit 1) and 2**31 was taken, the engine allocating a record per
+    # iteration until killed
+    text = textwrap.dedent("""
+        name: rep
+        topology: {kind: pgft, levels: 2, down: [4, 4], up: [1, 2], link_bandwidth: 10Gbps, link_latency: 1us}
+        routing: {engine: dmodk}
+        jobs:
+          - JOB
+        """).replace("JOB", job % stream)
+    with pytest.raises(LimitError) as info:
+        build_scenario(parse_scenario(text, file="m.yaml"))
+    err = info.value
+    assert err.file == "m.yaml" and err.field == "jobs.0.repeat", err.message()
+    assert "iterations" in err.reason or "iteration" in err.reason
+    assert "--max-memory" in err.reason
+    if "4294967296" in job:
+        f = tmp_path / "rep.yaml"
+        f.write_text(text)
+        proc = subprocess.run([sys.executable, "-m", "netsteer", "run", str(f)], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 2 and proc.stderr == f"netsteer: error: {f}: {err.field}: {err.reason}\n"
+
+
+def test_simulate_mpi_refuses_a_repeat_past_the_engine():
+    from netsteer.sim.stream import MpiJobSpec, simulate_mpi
+    from netsteer.topology.pgft import pgft
+
+    t = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)
+    job = MpiJobSpec(ranks=8, repeat=2**40, program=[{"op": "allreduce", "bytes": "1MiB"}])
+    with pytest.raises(NetsteerError) as info:  # the memory available
+        simulate_mpi(t, "dmodk", [job])
+    assert info.value.field == "jobs" and "would need about 600 TiB" in info.value.reason
+    with pytest.raises(NetsteerError) as info:  # a limit that lets it through: the engine's range
+        simulate_mpi(t, "dmodk", [job], memory_limit=2**62)
+    assert info.value.field == "jobs.0.repeat" and "at most 4,294,967,295" in info.value.reason

@@ -95,12 +95,12 @@ def test_streaming_what_needs_per_flow_context_is_refused_naming_the_key(tmp_pat
 
 def test_a_job_too_large_for_the_memory_is_refused_before_it_runs(tmp_path, capsys, monkeypatch):
     from netsteer.sim import stream
-    from netsteer.traffic.program import MpiJobSpec
 
     p = tmp_path / "s.yaml"
     p.write_text(text("stream: true"))
-    need = stream.estimate_bytes(build_scenario(parse_scenario(text("stream: false"))).topology,
-                                 [MpiJobSpec(ranks=24, program=[{"op": "barrier"}])], "dmodk")
+    sc = parse_scenario(text("stream: false"))
+    jobs = [j for j in sc.model.jobs if j.program is not None]  # (its ranks and steps run)
+    need = stream.estimate_bytes(build_scenario(sc).topology, jobs, "dmodk")
     monkeypatch.setattr(stream, "available_bytes", lambda: need - 1)
     assert run_cli(["run", str(p), "--json"]) == 2
     err = capsys.readouterr().err

@@ -64,6 +64,8 @@ _CHUNK = 200_000
 RANK_BYTES = 460
 FLOW_BYTES = 400
 CHANNEL_BYTES = 120
+#: The most iterations the engine runs a job for (it counts them in 32 bits).
+MAX_REPEAT = 2**32 - 1
 
 
 @dataclass
@@ -224,12 +226,35 @@ def estimate_bytes(topo: Topology, jobs: Sequence[Any], routing: Any = "dmodk", 
     >>> estimate_bytes(t, [MpiJobSpec(ranks=16, program=[{"op": "barrier"}])]) < 2**20
     True
     """
-    # ranks only: an estimate checks nothing else (a job may be refused before it is checked)
+    # ranks and executed steps only: an estimate checks nothing else (a job may be
+    # refused before it is checked)
     ranks = sum(int(j["ranks"]) if isinstance(j, dict) else int(j.ranks) for j in jobs)
     if table_bytes is None:
         table_bytes = 0 if isinstance(routing, str) else int(np.asarray(routing.table).nbytes)
     network = topo.n_channels * CHANNEL_BYTES + topo.out_channel.nbytes * 2
-    return ranks * (RANK_BYTES + FLOW_BYTES) + table_bytes + network
+    return ranks * (RANK_BYTES + FLOW_BYTES) + sum(map(span_bytes, jobs)) + table_bytes + network
+
+
+def span_bytes(job: Any) -> int:
+    """Memory of ``job``'s records of its executed steps: the engine keeps one per
+    iteration and step from the start (:data:`netsteer.limits.SPAN_BYTES` each), so
+    ``repeat`` bounds a streamed job's memory as its ranks do (``repeat: 2**31`` would
+    need 1.2 TiB per step).
+
+    >>> span_bytes({"ranks": 8, "repeat": 1000, "program": [{"op": "barrier"}, {"op": "barrier"}]})
+    1200000
+    """
+    from ..limits import SPAN_BYTES
+
+    get = job.get if isinstance(job, dict) else (lambda k, d=None: getattr(job, k, d))
+    program = get("program") or ()
+    try:
+        steps = len(program)
+    except TypeError:  # not a list: refused when the job is checked
+        steps = 1
+    repeat = get("repeat", 1)
+    repeat = repeat if isinstance(repeat, int) and not isinstance(repeat, bool) and repeat > 0 else 1
+    return repeat * steps * SPAN_BYTES
 
 
 def least_time_ns(job: Any, rate_Bps: float, latency_ns: float = 0.0) -> float:
@@ -346,6 +371,9 @@ def attach_jobs(engine: Engine, topo: Topology, routing: Any, jobs: Sequence[Any
             steps = job_steps(job)
         except NetsteerError as e:
             raise e.located(prefix=where) from None
+        if job.repeat > MAX_REPEAT:  # (a memory limit past the spans' terabytes let it through)
+            raise NetsteerError(f"must be at most {MAX_REPEAT:,} (the engine counts iterations in 32 bits), "
+                                f"got {job.repeat:,}", field=f"{where}.repeat")
         try:
             idx = engine.add_mpi_job(np.asarray(hosts, dtype=np.int64), steps, job.repeat,
                                      int(job.start), job.priority, 1.0, envelope_bytes)
