@@ -519,7 +519,7 @@ def _check_jobs_early(m: ScenarioModel, topo: Topology, file) -> None:
             try:
                 check_job_size(mpi_job, budget)
             except NetsteerError as exc:  # a size limit, or a message larger than a flow may carry
-                raise exc.located(file, f"jobs.{j}") from None
+                raise _not_streamed(exc, job, why_not).located(file, f"jobs.{j}") from None
 
 
 def _dmodk_per_hop(m: ScenarioModel, topo: Topology) -> bool:
@@ -532,6 +532,21 @@ def _streams(job: JobModel, why_not: str | None) -> bool:
     """Whether an MPI job streams: its ``stream``, else from :data:`STREAM_MIN_RANKS`
     ranks when nothing in the scenario needs its flows (``why_not`` None)."""
     return job.stream if job.stream is not None else why_not is None and job.ranks >= STREAM_MIN_RANKS
+
+
+def _falls_back(job: JobModel, why_not: str | None) -> bool:
+    """Whether ``job`` would stream by default (no ``stream``, :data:`STREAM_MIN_RANKS`
+    ranks or more) but runs as a DAG because of ``why_not``."""
+    return job.stream is None and why_not is not None and job.ranks >= STREAM_MIN_RANKS
+
+
+def _not_streamed(exc: NetsteerError, job: JobModel, why_not: str | None) -> NetsteerError:
+    """A DAG job's size refusal, saying why the job is not streamed when it would be by
+    default (a streamed job's memory grows with its ranks, not its messages)."""
+    if not isinstance(exc, LimitError) or not _falls_back(job, why_not):
+        return exc
+    return type(exc)(f"{exc.reason} (the job runs as a flow DAG rather than streamed because {why_not})",
+                     file=exc.file, field=exc.field)
 
 
 def _stream_router(m: ScenarioModel, topo: Topology, routing, given: bool = False):
@@ -869,8 +884,14 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
             if stream:
                 streamed.append((j, mpi))
             else:
-                spans += _mpi_job(mpi, j, topo, dag, file)
+                try:
+                    spans += _mpi_job(mpi, j, topo, dag, file)
+                except LimitError as exc:
+                    raise _not_streamed(exc, job, why_not) from None
                 dag_mpi.append((j, mpi))
+                if _falls_back(job, why_not):
+                    notes.append(f"jobs.{j} ({job.name!r}, {job.ranks:,} ranks) runs as a flow DAG, not streamed "
+                                 f"as a job of {STREAM_MIN_RANKS} ranks or more is by default: {why_not}")
         try:
             bg, timed = _job_flows(topo, job, j, dag, file)
         except LimitError as exc:
