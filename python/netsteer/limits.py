@@ -43,6 +43,9 @@ LINK_BYTES = 400
 ROUTE_ENTRY_BYTES = 12  # int32 table entries, with the temporaries engines make
 TABLE_ENTRY_BYTES = 4  # int32 table entries, built
 FLOW_BYTES = 500  # DAG columns, paths, engine state and results, per flow
+#: an MPI job's record of one executed step (iteration x step), streamed or as a DAG: the
+#: engine's span, its columns and the report's span object (measured 450-540 streamed, 210 DAG)
+SPAN_BYTES = 600
 SAMPLE_VALUE_BYTES = 160  # engine buffer, numpy copy, and the Parquet table of one (sample, channel)
 YAML_NODE_BYTES = 500  # a parsed and validated YAML value
 MAX_INPUT_FILE = 256 * 2**20  # input files larger than this (or the memory limit / 8) are refused
@@ -140,10 +143,55 @@ def fmt_bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
+def available_bytes() -> int | None:
+    """``MemAvailable`` of ``/proc/meminfo``, or None where there is none."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _own_bytes() -> int:
+    """What this process holds beyond the interpreter and libraries (resident, less
+    :data:`BASE_BYTES`): an estimate counts what is built already too."""
+    try:
+        with open("/proc/self/statm") as f:
+            resident = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+    return max(resident - BASE_BYTES, 0)
+
+
 def check(need: float, what: str, *, detail: str = "", limits: Limits | None = None,
-          file: str | None = None, field: str | None = None) -> None:
-    """Refuse with the estimate when ``need`` bytes exceed the memory limit."""
+          file: str | None = None, field: str | None = None, available: bool = False) -> None:
+    """Refuse with the estimate when ``need`` bytes exceed the memory limit; with
+    ``available``, also when they exceed the memory the machine has for it
+    (``MemAvailable``, plus what this process holds already: ``need`` counts it), so
+    that a limit raised past the machine (``--max-memory 200GiB`` on 32 GiB) does not
+    let a build run until it is killed.
+
+    >>> import netsteer.limits as lim_
+    >>> real, lim_.available_bytes = lim_.available_bytes, lambda: 2**30
+    >>> try:
+    ...     check(2 * 2**30, "the topology", limits=Limits(max_memory=2**40), available=True)
+    ... finally:
+    ...     lim_.available_bytes = real
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.LimitError: the topology would need about 2 GiB, more than the memory available (MemAvailable: 1 GiB); free memory first, or give a smaller input
+    """
     lim = limits or current()
+    if available and need <= lim.usable:
+        free = available_bytes()
+        if free is not None and need > free + _own_bytes():
+            extra = f" ({detail})" if detail else ""
+            raise LimitError(f"{what} would need about {fmt_bytes(need)}{extra}, more than the memory available "
+                             f"(MemAvailable: {fmt_bytes(free)}); free memory first, or give a smaller input",
+                             file=file, field=field)
     if need > lim.usable:
         extra = f" ({detail})" if detail else ""
         # under the limit itself, but not beside the interpreter and libraries: say so
@@ -167,7 +215,7 @@ def check_topology(nodes: int, links: int, max_port: int, *, hosts: int | None =
     """Refuse a topology too large to build; returns its estimated bytes."""
     need = topology_bytes(nodes, links, max_port)
     detail = f"{nodes:,} nodes" if hosts is None else f"{hosts:,} hosts, {nodes - hosts:,} switches"
-    check(need, "the topology", detail=f"{detail}, {links:,} links", file=file, field=field)
+    check(need, "the topology", detail=f"{detail}, {links:,} links", file=file, field=field, available=True)
     return need
 
 
@@ -196,7 +244,8 @@ def check_routing(topo, *, file: str | None = None, field: str | None = "routing
     used = topology_bytes(topo.n_nodes, topo.n_links, int(topo.out_channel.shape[1]) - 1)
     need = routing_bytes(topo)
     check(used + need, "the routing tables",
-          detail=f"{topo.n_switches:,} switches x {topo.n_hosts:,} destinations", file=file, field=field)
+          detail=f"{topo.n_switches:,} switches x {topo.n_hosts:,} destinations", file=file, field=field,
+          available=True)
     return used + need
 
 

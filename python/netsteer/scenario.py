@@ -466,14 +466,16 @@ def _why_not_stream(m: ScenarioModel, topo: Topology, routing, given: bool = Fal
     return streamable_routing(topo, _stream_router(m, topo, routing, given))
 
 
-def _why_not_stream_model(m: ScenarioModel, topo: Topology) -> str | None:
+def _why_not_stream_model(m: ScenarioModel, topo: Topology | None) -> str | None:
     """:func:`_why_not_stream` as far as the scenario tells, before any table is built
-    (the tables' own reasons, class overrides, cannot come from a routing engine)."""
+    (the tables' own reasons, class overrides, cannot come from a routing engine);
+    ``topo`` None: before the topology is built, from its spec."""
+    kind = topo.meta.get("kind") if topo is not None else m.topology.get("kind")
     if m.controller:
         return "the scenario's controller steers individual flows"
     if m.qos is not None:
         return "qos gives each flow its service level, priority and weight"
-    if topo.meta.get("kind") == "hybrid":
+    if kind == "hybrid":
         return "a hybrid topology forwards flows through VLAN rules"
     for i, ev in enumerate(m.events):
         if ev.routing is not None:
@@ -482,7 +484,9 @@ def _why_not_stream_model(m: ScenarioModel, topo: Topology) -> str | None:
             return f"events.{i} re-pairs a circuit switch"
         if m.reroute_on_change:
             return f"events.{i} changes links and reroute_on_change re-routes flows in flight"
-    if (topo.node_kind == CIRCUIT).any():
+    circuits = ((topo.node_kind == CIRCUIT).any() if topo is not None
+                else kind == "hyperx" and bool(m.topology.get("circuits")))
+    if circuits:
         return "the topology has circuit switches"
     if m.routing.engine == "ecmp" and m.routing.hash == "flow":
         from .sim.stream import FLOW_HASH_REASON
@@ -507,6 +511,7 @@ def _check_jobs_early(m: ScenarioModel, topo: Topology, file) -> None:
     table = table_bytes(topo)
     used = build - routing_bytes(topo) + table  # once built, without their temporaries
     streamed = [job for _, job, stream in mpi if stream]
+    _check_streamed_steps([(j, job) for j, job, stream in mpi if stream], used, file)
     if streamed:
         check(used + estimate_bytes(topo, streamed, table_bytes=table), "the streamed MPI jobs",
               detail=f"{sum(j.ranks for j in streamed):,} ranks", file=file, field="jobs")
@@ -514,22 +519,106 @@ def _check_jobs_early(m: ScenarioModel, topo: Topology, file) -> None:
     budget.max_flows = current_limits().max_flows(build)
     for j, job, stream in mpi:
         if not stream:
+            mpi_job = _mpi_model(job, j, file)  # (its errors are located already)
             try:
-                check_job_size(_mpi_model(job, j, file), budget)
-            except LimitError as exc:
-                raise exc.located(file, f"jobs.{j}") from None
+                check_job_size(mpi_job, budget)
+            except NetsteerError as exc:  # a size limit, or a message larger than a flow may carry
+                raise _not_streamed(exc, job, why_not).located(file, f"jobs.{j}") from None
 
 
-def _dmodk_per_hop(m: ScenarioModel, topo: Topology) -> bool:
-    """Whether the engine computes the scenario's routes per hop: plain D-mod-K on a PGFT."""
+def _dmodk_per_hop(m: ScenarioModel, topo: Topology | None) -> bool:
+    """Whether the engine computes the scenario's routes per hop: plain D-mod-K on a PGFT
+    (``topo`` None: before it is built, from its spec)."""
     r = m.routing
-    return r.engine == "dmodk" and topo.meta.get("kind") == "pgft" and not r.hash and r.partitions is None
+    kind = topo.meta.get("kind") if topo is not None else m.topology.get("kind")
+    return r.engine == "dmodk" and kind == "pgft" and not r.hash and r.partitions is None
+
+
+def _check_jobs_before_topology(m: ScenarioModel, est: tuple[int, int, int, int], packet, file) -> None:
+    """Refuse, from the topology's parameters (``est``: nodes, hosts, links, max port)
+    before it is built (tens of seconds and gigabytes at a million hosts), what is
+    certain to be refused once it is: MPI jobs with more ranks than hosts, and jobs
+    whose memory, beside the topology's and the routing tables' (switches x hosts at
+    least), exceeds the memory limit or the memory available. The checks after the
+    build stay, with the exact figures."""
+    from .limits import ROUTE_ENTRY_BYTES, TABLE_ENTRY_BYTES
+    from .sim.stream import CHANNEL_BYTES, FLOW_BYTES as STREAM_FLOW_BYTES, RANK_BYTES, check_memory, span_bytes
+    from .traffic.mpi import check_job_size
+    from .traffic.placement import explicit
+
+    nodes, hosts, links, max_port = est
+    mpi = [(j, job) for j, job in enumerate(m.jobs) if job.program is not None]
+    if not mpi:
+        return
+    for j, job in mpi:
+        pl = job.placement
+        if pl in ("linear", "random") and job.ranks > hosts:
+            raise NetsteerError(f"{job.ranks} ranks do not fit on {hosts} hosts with {pl} placement",
+                                file=file, field=f"jobs.{j}.ranks")
+        if isinstance(pl, list) and all(isinstance(h, int) and not isinstance(h, bool) for h in pl):
+            try:
+                explicit(job.ranks, pl, hosts)
+            except NetsteerError as exc:
+                raise exc.located(file, f"jobs.{j}.placement") from None
+    topo_bytes = topology_bytes(nodes, links, max_port)
+    why_not = _why_not_stream_model(m, None)
+    tables = not _routes_in_engine(m, None, packet)  # (as build_scenario decides it)
+    entries = (nodes - hosts) * hosts  # a row per switch at least
+    table = entries * TABLE_ENTRY_BYTES
+    build = topo_bytes + (entries * ROUTE_ENTRY_BYTES if tables else 0)
+    check(build, "the topology and its routing tables" if tables else "the topology",
+          detail=f"{hosts:,} hosts, {nodes - hosts:,} switches, {links:,} links"
+                 + (f", at least {nodes - hosts:,} x {hosts:,} table entries" if tables else ""),
+          file=file, field="topology", available=True)
+    used = topo_bytes + (table if tables else 0)
+    streamed = [(j, job) for j, job in mpi if _streams(job, why_not)]
+    for j, job in streamed:
+        if why_not is not None:  # (as build_scenario refuses it)
+            raise NetsteerError(f"this job cannot run streamed: {why_not}; set stream: false",
+                                file=file, field=f"jobs.{j}.stream")
+    if streamed:
+        _check_streamed_steps(streamed, used, file)
+        jobs = [job for _, job in streamed]
+        network = 2 * links * CHANNEL_BYTES + nodes * (max_port + 1) * 8 * 2
+        copy = 0 if _dmodk_per_hop(m, None) else table  # the engine walks a copy of the tables
+        need = (sum(job.ranks for job in jobs) * (RANK_BYTES + STREAM_FLOW_BYTES) + sum(map(span_bytes, jobs))
+                + copy + network)
+        check(used + need, "the streamed MPI jobs", detail=f"{sum(job.ranks for job in jobs):,} ranks",
+              file=file, field="jobs", available=True)
+        try:
+            check_memory(need, field="jobs")
+        except NetsteerError as exc:
+            raise exc.located(file) from None
+    budget = FlowDag()
+    budget.max_flows = current_limits().max_flows(build)
+    for j, job in mpi:
+        if not _streams(job, why_not):
+            mpi_job = _mpi_model(job, j, file)
+            try:
+                check_job_size(mpi_job, budget)
+            except NetsteerError as exc:
+                raise _not_streamed(exc, job, why_not).located(file, f"jobs.{j}") from None
 
 
 def _streams(job: JobModel, why_not: str | None) -> bool:
     """Whether an MPI job streams: its ``stream``, else from :data:`STREAM_MIN_RANKS`
     ranks when nothing in the scenario needs its flows (``why_not`` None)."""
     return job.stream if job.stream is not None else why_not is None and job.ranks >= STREAM_MIN_RANKS
+
+
+def _falls_back(job: JobModel, why_not: str | None) -> bool:
+    """Whether ``job`` would stream by default (no ``stream``, :data:`STREAM_MIN_RANKS`
+    ranks or more) but runs as a DAG because of ``why_not``."""
+    return job.stream is None and why_not is not None and job.ranks >= STREAM_MIN_RANKS
+
+
+def _not_streamed(exc: NetsteerError, job: JobModel, why_not: str | None) -> NetsteerError:
+    """A DAG job's size refusal, saying why the job is not streamed when it would be by
+    default (a streamed job's memory grows with its ranks, not its messages)."""
+    if not isinstance(exc, LimitError) or not _falls_back(job, why_not):
+        return exc
+    return type(exc)(f"{exc.reason} (the job runs as a flow DAG rather than streamed because {why_not})",
+                     file=exc.file, field=exc.field)
 
 
 def _stream_router(m: ScenarioModel, topo: Topology, routing, given: bool = False):
@@ -553,6 +642,7 @@ def _check_stream(topo: Topology, routing, streamed: list, used: int, file) -> N
             job_steps(mpi)
         except NetsteerError as exc:
             raise exc.located(file, f"jobs.{j}") from None
+    _check_streamed_steps(streamed, used, file)
     jobs = [mpi for _, mpi in streamed]
     need = estimate_bytes(topo, jobs, routing)
     check(used + need, "the streamed MPI jobs", detail=f"{sum(x.ranks for x in jobs):,} ranks",
@@ -561,6 +651,26 @@ def _check_stream(topo: Topology, routing, streamed: list, used: int, file) -> N
         check_memory(need, field="jobs")
     except NetsteerError as exc:
         raise exc.located(file) from None
+
+
+def _check_streamed_steps(jobs: list, used: int, file) -> None:
+    """Refuse a streamed job whose records of its executed steps (one per iteration and
+    step, :func:`netsteer.sim.stream.span_bytes`) alone exceed the memory limit,
+    naming its ``repeat``, as a DAG job's flows are refused (a streamed job's memory
+    grows with its ranks and its iterations, not its messages)."""
+    from .limits import SPAN_BYTES
+    from .sim.stream import check_memory, span_bytes
+
+    for j, job in jobs:
+        steps = len(job.program or ())
+        field = f"jobs.{j}.repeat" if job.repeat > 1 else f"jobs.{j}.program"
+        check(used + span_bytes(job), f"the streamed job {job.name!r}",
+              detail=f"{job.repeat:,} iterations x {steps} step{'s' if steps != 1 else ''}, a record of "
+                     f"{SPAN_BYTES} B per step run", file=file, field=field)
+        try:
+            check_memory(span_bytes(job), field=field)
+        except NetsteerError as exc:
+            raise exc.located(file) from None
 
 
 def _check_acyclic(job: JobModel, first: int, dag: FlowDag, file, base: str) -> None:
@@ -623,7 +733,7 @@ class DeferredRouting:
         return getattr(self._routing, name)
 
 
-def _routes_in_engine(m: ScenarioModel, topo: Topology, packet) -> bool:
+def _routes_in_engine(m: ScenarioModel, topo: Topology | None, packet) -> bool:
     """Whether the engine routes every message itself, so the scenario never needs
     routing tables: only MPI programs that stream (no flows, no bulk flows), D-mod-K
     on a PGFT (computed per hop, :func:`netsteer.sim.stream.set_router`), and
@@ -803,6 +913,12 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
     notes: list[str] = []
     packet = check_fidelity(fid, m.packet, "sharing" in m.model_fields_set, sharing_name, file=file,
                             override=fidelity is not None, notes=notes, jobs=m.jobs)
+    if topology is None:
+        from .topology.spec import estimate_topology
+
+        est = estimate_topology(m.topology, file=file)  # None: read from a file, sized as it is read
+        if est is not None:
+            _check_jobs_before_topology(m, est, packet, file)
     topo = topology if topology is not None else build_topology(m.topology, file=file)
     given = routing is not None
     if given:
@@ -846,8 +962,14 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
             if stream:
                 streamed.append((j, mpi))
             else:
-                spans += _mpi_job(mpi, j, topo, dag, file)
+                try:
+                    spans += _mpi_job(mpi, j, topo, dag, file)
+                except LimitError as exc:
+                    raise _not_streamed(exc, job, why_not) from None
                 dag_mpi.append((j, mpi))
+                if _falls_back(job, why_not):
+                    notes.append(f"jobs.{j} ({job.name!r}, {job.ranks:,} ranks) runs as a flow DAG, not streamed "
+                                 f"as a job of {STREAM_MIN_RANKS} ranks or more is by default: {why_not}")
         try:
             bg, timed = _job_flows(topo, job, j, dag, file)
         except LimitError as exc:

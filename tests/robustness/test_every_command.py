@@ -204,6 +204,44 @@ def test_a_run_past_the_clock_is_refused_not_reported_stalled(cli, tmp_path):
 LONG = "a-name-long-enough-that-an-eighty-column-table-would-have-to-cut-it-" * 2
 
 
+@pytest.mark.parametrize("stream", ["true", "false"])
+@pytest.mark.parametrize("bw,job", [
+    # 1 EiB at 1 Gbit/s: 292 years
+    ("1Gbps", "{name: a, ranks: 2, stream: %s, program: [{op: send, src: 0, dst: 1, bytes: 1152921504606846976}]}"),
+    # a start 285 years in (under the 292 a duration may say): its messages end past the clock
+    ("1Gbps", "{name: a, ranks: 4, stream: %s, start: 9000000000s, program: [{op: allreduce, bytes: 1MiB}]}"),
+    ("1Gbps", "{name: a, ranks: 16, stream: %s, program: [{op: alltoall, algorithm: pairwise, "
+              "bytes: 1152921504606846976}]}"),
+    # three of its 15 exchanges end (58 years each, two messages sharing a link), the fourth would not
+    ("10Gbps", "{name: a, ranks: 16, stream: %s, program: [{op: alltoall, algorithm: pairwise, "
+               "bytes: 1152921504606846976}]}"),
+])
+def test_a_streamed_run_past_the_clock_is_refused_as_the_dag_is(cli, tmp_path, stream, bw, job):
+    # streamed, it was "makespan none: nothing finished (stalled at 2 us)", a warning that
+    # 0 flows never finished, and exit 0: its messages are no flows of the DAG
+    f = tmp_path / "s.yaml"
+    f.write_text("name: clock\n"
+                 f"topology: {{kind: pgft, levels: 2, down: [4, 4], up: [1, 2], link_bandwidth: {bw}, "
+                 "link_latency: 1us}\n"
+                 "routing: {engine: dmodk}\n"
+                 "jobs:\n  - name: ok\n    flows: [{src: 5, dst: 6, bytes: 1MiB}]\n"
+                 "  - " + job % stream + "\n")
+    cli("run", f, "--json", "--no-progress").refused(str(f), "jobs.1:", "clock", "job 'a'", "146 years")
+
+
+def test_simulate_mpi_past_the_clock_is_refused():
+    from netsteer.errors import NetsteerError
+    from netsteer.sim.stream import MpiJobSpec, simulate_mpi
+    from netsteer.topology.pgft import pgft
+
+    t = pgft(2, [4, 4], [1, 2], link_bandwidth=1e9, link_latency_ns=1000)
+    jobs = [MpiJobSpec(name="ok", ranks=2, program=[{"op": "barrier"}]),
+            MpiJobSpec(name="a", ranks=2, program=[{"op": "send", "src": 0, "dst": 1, "bytes": 2**60}])]
+    with pytest.raises(NetsteerError) as info:
+        simulate_mpi(t, "dmodk", jobs)
+    assert info.value.field == "jobs.1" and "'a'" in info.value.reason and "clock" in info.value.reason
+
+
 def test_a_reader_that_goes_away_ends_the_run_with_the_pipes_code(tmp_path):
     """``netsteer run ... | head -n1``: the tables' writer meets a closed pipe. That is
     141 (SIGPIPE), as for any writer, with nothing on stderr; rich's own exit was 1,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from netsteer.errors import NetsteerError
+from netsteer.errors import LimitError, NetsteerError
 from netsteer.scenario import build_scenario, parse_scenario
 
 MPI = textwrap.dedent(
@@ -81,6 +81,16 @@ def test_pairwise_alltoall_refuses_non_power_of_two():
     assert "power-of-two" in info.value.reason and info.value.field.startswith("jobs.0.program.0")
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_placement_hosts_are_strict_integers_on_both_paths(stream):
+    for hosts, field, got in (("[0, true, 2, 3, 4, 5, 6, 7]", "jobs.0.placement.1", "True"),
+                              ("[0, 1, 2.0, 3, 4, 5, 6, 7]", "jobs.0.placement.2", "2.0")):
+        text = MPI.replace("placement: linear", f"placement: {hosts}\n    stream: {str(stream).lower()}")
+        with pytest.raises(NetsteerError) as info:
+            build_scenario(parse_scenario(text, file="m.yaml"))
+        assert info.value.field == field and info.value.reason == f"must be an integer, got {got}"
+
+
 @pytest.mark.parametrize(
     "old,new,field,reason",
     [
@@ -103,6 +113,11 @@ def test_pairwise_alltoall_refuses_non_power_of_two():
         ("placement: linear", "placement: block", "jobs.0.placement",
          "placement must be linear, random or a list of host indices, got 'block'"),
         ("placement: linear", "placement: [0, 1, x, 3, 4, 5, 6, 7]", "jobs.0.placement.2", "must be an integer, got 'x'"),
+        # a host list is integers as strictly as root (it ran [0, true, 2.0, 3] as [0, 1, 2, 3])
+        ("placement: linear", "placement: [0, true, 2, 3, 4, 5, 6, 7]", "jobs.0.placement.1",
+         "must be an integer, got True"),
+        ("placement: linear", "placement: [0, 1, 2.0, 3, 4, 5, 6, 7]", "jobs.0.placement.2",
+         "must be an integer, got 2.0"),
     ],
 )
 def test_mpi_key_errors_are_plain(tmp_path: Path, old, new, field, reason):
@@ -116,3 +131,96 @@ def test_mpi_key_errors_are_plain(tmp_path: Path, old, new, field, reason):
     f.write_text(text)
     proc = subprocess.run([sys.executable, "-m", "netsteer", "run", str(f)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.strip() == f"netsteer: error: {f}: {err.field}: {err.reason}"
+
+
+@pytest.mark.parametrize("stream", ["true", "false"])
+@pytest.mark.parametrize("op,blocks", [
+    ("{op: alltoall, algorithm: bruck", 8), ("{op: gather, algorithm: binomial", 8),
+    ("{op: scatter, algorithm: binomial, root: 3", 8), ("{op: allgather, algorithm: recursive_doubling", 8),
+    ("{op: allgather, algorithm: bruck", 8),
+])
+def test_a_message_past_1_eib_is_refused_on_both_paths(tmp_path: Path, stream, op, blocks):
+    # the step's 1 EiB passed its own check, but these algorithms send several blocks in one
+    # message: the DAG crashed (exit 1, "a step sends a negative size", "Python int too large
+    # to convert to C long"), the streamed run stalled at 4 us
+    text = textwrap.dedent(f"""
+        name: big
+        topology: {{kind: pgft, levels: 2, down: [4, 4], up: [1, 2], link_bandwidth: 10Gbps, link_latency: 1us}}
+        routing: {{engine: dmodk}}
+        jobs:
+          - {{name: a, ranks: 16, stream: {stream}, program: [{{op: barrier}}, {op}, bytes: 1152921504606846976}}]}}
+        """)
+    with pytest.raises(NetsteerError) as info:
+        build_scenario(parse_scenario(text, file="m.yaml"))
+    err = info.value
+    assert err.file == "m.yaml" and err.field == "jobs.0.program.1.bytes", err.message()
+    assert f"up to {blocks} blocks of 1152921504606846976 bytes in one message ({blocks * 2**60} bytes)" in err.reason
+    assert "1 EiB" in err.reason
+    if op.startswith("{op: alltoall"):
+        f = tmp_path / "big.yaml"
+        f.write_text(text)
+        proc = subprocess.run([sys.executable, "-m", "netsteer", "run", str(f)], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 2 and proc.stderr == f"netsteer: error: {f}: {err.field}: {err.reason}\n"
+
+
+def test_a_message_of_1_eib_runs_and_the_api_refuses_more():
+    from netsteer.sim.stream import MpiJobSpec, simulate_mpi
+    from netsteer.topology.pgft import pgft
+    from netsteer.traffic.mpi import expand_job
+
+    # 2 x 2^59 in one message is the limit itself: accepted
+    dag = expand_job(4, "linear", [{"op": "alltoall", "algorithm": "bruck", "bytes": 2**59}], 1, 4)
+    assert max(dag.bytes) == 2**60 + 16
+    t = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)
+    for run in (lambda steps: expand_job(4, "linear", steps, 1, 16),
+                lambda steps: simulate_mpi(t, "dmodk", [MpiJobSpec(ranks=4, program=steps)])):
+        with pytest.raises(NetsteerError) as info:
+            run([{"op": "alltoall", "algorithm": "bruck", "bytes": 2**59 + 1}])
+        assert info.value.field.endswith("program.0.bytes") and "a message may carry" in info.value.reason
+
+
+@pytest.mark.parametrize("stream", ["true", "false"])
+@pytest.mark.parametrize("job", [
+    "{name: a, ranks: 8, stream: %s, repeat: 4294967296, program: [{op: allreduce, bytes: 1MiB}]}",
+    "{name: a, ranks: 8, stream: %s, repeat: 2147483648, program: [{op: allreduce, bytes: 1MiB}]}",
+    # no flow at all, but a record per step run: the DAG expanded it for ever
+    "{name: a, ranks: 1, stream: %s, repeat: 1000000000, program: [{op: barrier}]}",
+])
+def test_a_repeat_past_the_memory_is_refused_on_both_paths(tmp_path: Path, stream, job):
+    # streamed, 2**32 crashed ("internal error: OverflowError: out of range integral type
+    # conversion attempted", exit 1) and 2**31 was taken, the engine allocating a record per
+    # iteration until killed
+    text = textwrap.dedent("""
+        name: rep
+        topology: {kind: pgft, levels: 2, down: [4, 4], up: [1, 2], link_bandwidth: 10Gbps, link_latency: 1us}
+        routing: {engine: dmodk}
+        jobs:
+          - JOB
+        """).replace("JOB", job % stream)
+    with pytest.raises(LimitError) as info:
+        build_scenario(parse_scenario(text, file="m.yaml"))
+    err = info.value
+    assert err.file == "m.yaml" and err.field == "jobs.0.repeat", err.message()
+    assert "iterations" in err.reason or "iteration" in err.reason
+    assert "--max-memory" in err.reason
+    if "4294967296" in job:
+        f = tmp_path / "rep.yaml"
+        f.write_text(text)
+        proc = subprocess.run([sys.executable, "-m", "netsteer", "run", str(f)], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 2 and proc.stderr == f"netsteer: error: {f}: {err.field}: {err.reason}\n"
+
+
+def test_simulate_mpi_refuses_a_repeat_past_the_engine():
+    from netsteer.sim.stream import MpiJobSpec, simulate_mpi
+    from netsteer.topology.pgft import pgft
+
+    t = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)
+    job = MpiJobSpec(ranks=8, repeat=2**40, program=[{"op": "allreduce", "bytes": "1MiB"}])
+    with pytest.raises(NetsteerError) as info:  # the memory available
+        simulate_mpi(t, "dmodk", [job])
+    assert info.value.field == "jobs" and "would need about 600 TiB" in info.value.reason
+    with pytest.raises(NetsteerError) as info:  # a limit that lets it through: the engine's range
+        simulate_mpi(t, "dmodk", [job], memory_limit=2**62)
+    assert info.value.field == "jobs.0.repeat" and "at most 4,294,967,295" in info.value.reason

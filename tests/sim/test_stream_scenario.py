@@ -95,12 +95,12 @@ def test_streaming_what_needs_per_flow_context_is_refused_naming_the_key(tmp_pat
 
 def test_a_job_too_large_for_the_memory_is_refused_before_it_runs(tmp_path, capsys, monkeypatch):
     from netsteer.sim import stream
-    from netsteer.traffic.program import MpiJobSpec
 
     p = tmp_path / "s.yaml"
     p.write_text(text("stream: true"))
-    need = stream.estimate_bytes(build_scenario(parse_scenario(text("stream: false"))).topology,
-                                 [MpiJobSpec(ranks=24, program=[{"op": "barrier"}])], "dmodk")
+    sc = parse_scenario(text("stream: false"))
+    jobs = [j for j in sc.model.jobs if j.program is not None]  # (its ranks and steps run)
+    need = stream.estimate_bytes(build_scenario(sc).topology, jobs, "dmodk")
     monkeypatch.setattr(stream, "available_bytes", lambda: need - 1)
     assert run_cli(["run", str(p), "--json"]) == 2
     err = capsys.readouterr().err
@@ -389,3 +389,44 @@ def test_a_dag_job_too_large_is_refused_before_the_tables_are_built(limit, monke
     with pytest.raises(LimitError, match=r"the job would make about [\d,]+ flows") as e:
         build_scenario(sc)
     assert (e.value.file, e.value.field) == ("big.yaml", "jobs.0.program.1")  # the ring, the larger
+
+
+FALLBACK = """
+name: fallback
+topology: {kind: pgft, levels: 2, down: [16, 16], up: [1, 8], link_bandwidth: 10Gbps, link_latency: 1us}
+routing: {engine: dmodk}
+jobs:
+  - name: app
+    ranks: RANKS
+    program:
+      - {op: alltoall, bytes: 1KiB, algorithm: pairwise}
+events:
+  - EVENT
+"""
+
+
+@pytest.mark.parametrize("event,why", [
+    ("{at: 1ms, link_down: [{node: s1_0, port: 17}]}",
+     "events.0 changes links and reroute_on_change re-routes flows in flight"),
+    ("{at: 1ms, routing: {engine: minhop}}", "events.0 changes the routing of flows in flight"),
+])
+def test_a_job_that_would_stream_says_why_it_runs_as_a_dag(event, why, limit):
+    # it was refused for its flows with no word of streaming, and ran with no note
+    from netsteer.errors import LimitError
+
+    sc = FALLBACK.replace("EVENT", event)
+    built = build_scenario(parse_scenario(sc.replace("RANKS", str(STREAM_MIN_RANKS)), file="f.yaml"))
+    assert not built.streamed
+    assert any(n.startswith(f"jobs.0 ('app', {STREAM_MIN_RANKS} ranks) runs as a flow DAG") and n.endswith(why)
+               for n in built.notes), built.notes
+    # below the default's threshold, or with stream: false said, there is nothing to explain
+    for text_ in (sc.replace("RANKS", "64"), sc.replace("RANKS", "128\n    stream: false")):
+        assert not [n for n in build_scenario(parse_scenario(text_)).notes if "flow DAG" in n]
+    limit(64 * 2**20)  # 16 MiB for flows: 32k of them; 256 ranks make 65,280
+    with pytest.raises(LimitError) as info:
+        build_scenario(parse_scenario(sc.replace("RANKS", "256"), file="f.yaml"))
+    assert info.value.field == "jobs.0.program.0" and "65,280 flows" in info.value.reason
+    assert info.value.reason.endswith(f"(the job runs as a flow DAG rather than streamed because {why})")
+    with pytest.raises(LimitError) as info:
+        build_scenario(parse_scenario(sc.replace("RANKS", "256\n    stream: false"), file="f.yaml"))
+    assert "streamed" not in info.value.reason

@@ -9,6 +9,7 @@ p log p algorithms at 1000 ranks, x5,000 for a 4096-rank 1 KiB ring allreduce (c
 import pytest
 
 from netsteer.errors import LimitError, NetsteerError
+from netsteer.limits import FLOW_BYTES, SPAN_BYTES
 from netsteer.traffic import collectives as coll
 from netsteer.traffic.algorithms import TABLE
 from netsteer.traffic.collectives.counts import message_count
@@ -82,21 +83,25 @@ def test_jobs_that_fit_are_not_refused():
     # /tmp/explore-mpi/sc/est.yaml: 4096 x 12 x 100 = 4,915,200 flows, refused as 9,765,700
     job = MpiJob(ranks=4096, program=[{"op": "alltoall", "bytes": 8, "algorithm": "bruck"}], repeat=100)
     dag = FlowDag()
-    dag.max_flows = 4096 * 12 * 100
+    # and a record of each of the 100 steps run (as many flows' bytes, rounded up)
+    dag.max_flows = 4096 * 12 * 100 + -(-100 * SPAN_BYTES // FLOW_BYTES)
     check_job_size(job, dag)
     dag.max_flows -= 1
+    with pytest.raises(LimitError, match=r"100 iterations x 1 step, a record of 600 B per step run, and 4,915,200 flows"):
+        check_job_size(job, dag)
+    dag.max_flows = 4096 * 12 * 100 - 1
     with pytest.raises(LimitError, match=r"about 4,915,200 flows \(49,152 per iteration x 100"):
         check_job_size(job, dag)
     # est2.yaml: 8,190 flows, refused as 40,892,596
     small = MpiJob(ranks=4096, program=[{"op": "allreduce", "bytes": "1KiB"}])
-    dag.max_flows = 8190
+    dag.max_flows = 8190 + 2
     check_job_size(small, dag)
 
 
 def test_a_start_counts_its_delay_flows():
     job = MpiJob(ranks=8, program=[{"op": "barrier"}], start="1us")
     dag = FlowDag()
-    dag.max_flows = 8 * 3 + 8
+    dag.max_flows = 8 * 3 + 8 + 2  # (+ the record of the one step run: 600 B)
     check_job_size(job, dag)
     dag.max_flows -= 1
     with pytest.raises(LimitError):
@@ -121,3 +126,30 @@ def test_rounds_are_a_lower_bound_of_the_dag_depth():
                 assert r <= depth and (r > 0) == (depth > 0), (op, name, p, nbytes, r, depth)  # empty reduces: 0
                 if (op, name) != ("scatter", "binomial"):  # smallest subtree first: deeper (explore-mpi F4)
                     assert depth <= 3 * r + 2, (op, name, p, nbytes, r, depth)
+
+
+#: The algorithms whose messages gather several blocks of the step's bytes.
+BLOCKS = {("alltoall", "bruck"), ("allgather", "recursive_doubling"), ("allgather", "bruck"),
+          ("gather", "binomial"), ("scatter", "binomial")}
+
+
+@pytest.mark.parametrize("op,name", [(op, name) for op, name, *_ in TABLE])
+def test_message_blocks_is_the_largest_expanded_message(op, name):
+    # the 1 EiB limit of a step's bytes was not checked against these: 16 x 2^60 overflowed
+    # int64 in the DAG ("a step sends a negative size", "int too large to convert to C long")
+    from netsteer.traffic.algorithms import message_blocks
+
+    nbytes = 1000 * 8
+    for p in RANKS:
+        for root in (sorted({0, 1 % p, p // 2, p - 1}) if op in ROOTED else [0]):
+            d = FlowDag()
+            try:
+                coll.expand(d, op, name, list(range(p)), nbytes, root=root, elem_bytes=8)
+            except NetsteerError:
+                continue  # (pairwise on a non-power of two)
+            largest = max(d.bytes, default=0)
+            blocks = message_blocks(op, name, p)
+            if (op, name) in BLOCKS or p == 1:
+                assert largest == blocks * nbytes, (p, root, largest, blocks)
+            else:
+                assert largest <= nbytes and blocks == 1, (p, root, largest)

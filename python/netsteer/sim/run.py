@@ -108,6 +108,8 @@ def run_scenario(
         if len(res.past_clock):
             raise _past_clock_error(built, res)
         _endless_bulk_never_ended(built, res)
+    if res.past_clock_jobs:
+        raise _past_clock_error(built, res)
     return res
 
 
@@ -134,11 +136,19 @@ def _past_clock_error(built, res):
     stalled (nothing blocked it) with a made-up makespan: it names the first such flow."""
     from ..errors import NetsteerError
 
-    f = int(res.past_clock[0])
-    j = int(built.job_of_flow[f])
     years = CLOCK_RANGE_NS / 1e9 / 86400 / 365.25
-    more = f", and {len(res.past_clock) - 1} more flows" if len(res.past_clock) > 1 else ""
+    if res.past_clock is not None and len(res.past_clock):
+        f = int(res.past_clock[0])
+        j = int(built.job_of_flow[f])
+        more = f", and {len(res.past_clock) - 1} more flows" if len(res.past_clock) > 1 else ""
+        what = f"flow {f}{more}"
+    else:  # a streamed MPI job: its messages are no flows of the DAG
+        jobs = [built.streamed[k][0] for k in res.past_clock_jobs]
+        j = jobs[0]
+        what = "a streamed message" + (f"; job{'s' if len(jobs) > 2 else ''} "
+                                       f"{', '.join(repr(built.job_names[i]) for i in jobs[1:])} too"
+                                       if len(jobs) > 1 else "")
     return NetsteerError(
-        f"the run does not end within the simulator's clock: job {built.job_names[j]!r} (flow {f}{more}) "
+        f"the run does not end within the simulator's clock: job {built.job_names[j]!r} ({what}) "
         f"would still be sending after {years:.0f} years of simulated time; check its bytes, start and "
         "delay against the link bandwidths", file=built.scenario.file, field=f"jobs.{j}")

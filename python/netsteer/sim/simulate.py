@@ -44,6 +44,10 @@ class SimResult:
     past_clock : ndarray [k], flows left sending at a positive rate when the run
         stalled: they would finish past the clock's range (about 146 years), so the
         engine scheduled no finish for them
+    past_clock_jobs : list of int
+        The same for streamed MPI jobs (whose messages are no flows of the DAG): the
+        positions, in the driver's ``streamed``, of the jobs that had a message left
+        sending at a positive rate when the run stalled
     mpi : dict, optional
         Streamed MPI jobs (:mod:`netsteer.sim.stream`): ``jobs`` (completion ns, -1 if
         not done, and ranks left, per job), ``progress`` (messages done, peak in
@@ -74,6 +78,7 @@ class SimResult:
     controller: dict | None = None
     sent_bytes: np.ndarray | None = None
     past_clock: np.ndarray | None = None
+    past_clock_jobs: list[int] = field(default_factory=list)
     mpi: dict | None = None
     packet: dict | None = None
     end_ns: int = -1
@@ -111,6 +116,7 @@ def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
         controller=controller.report(),
         sent_bytes=sent,
         past_clock=_past_clock(eng, n) if status == "stalled" else None,
+        past_clock_jobs=_past_clock_jobs(eng, n, driver.topo, driver.streamed) if status == "stalled" else [],
         mpi=mpi,
         packet=eng.packet_report(),
         end_ns=int(eng.now),
@@ -163,6 +169,31 @@ def _past_clock(eng, n: int) -> np.ndarray:
     if not len(left):
         return left
     return left[np.asarray(eng.rates())[left] > 0]
+
+
+def _past_clock_jobs(eng, n: int, topo, streamed) -> list[int]:
+    """The streamed MPI jobs (positions in ``streamed``) with a message that still had a
+    rate when the run stalled, as :func:`_past_clock` finds the DAG's flows: it would end
+    past the clock's range. A message's slot (past the DAG's ``n`` flows) does not name
+    its job; its first channel names the host that sends it, and so the unfinished jobs
+    with a rank there (all of them where no message is placed)."""
+    if not streamed:
+        return []
+    left = np.asarray(eng.unfinished_flows(), dtype=np.int64)
+    left = left[left >= n]
+    if len(left):
+        left = left[np.asarray(eng.rates())[left] > 0]
+    if not len(left):
+        return []
+    open_jobs = [k for k, (_, ranks_left) in enumerate(eng.mpi_jobs()) if ranks_left]
+    src = topo.channel_src()
+    senders = set()
+    for f in left:
+        path = eng.flow_path(int(f))
+        if len(path):
+            senders.add(int(topo.host_index[src[int(path[0])]]))
+    placed = [k for k in open_jobs if senders & set(streamed[k].hosts)]
+    return placed or open_jobs
 
 
 def legacy_controller(events) -> tuple[Controller, list]:

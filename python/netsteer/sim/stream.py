@@ -52,7 +52,7 @@ import numpy as np
 from .._core import Engine, check_mpi_steps
 from ..errors import NetsteerError
 from ..topology.model import CIRCUIT, HOST, Topology
-from ..traffic.algorithms import MPI_ENVELOPE_BYTES, canonical, job_choices
+from ..traffic.algorithms import MPI_ENVELOPE_BYTES, canonical, check_message_sizes, job_choices
 from ..traffic.program import MpiJobSpec, OpSpan, aggregate_ops, as_spec
 from ..traffic.placement import error_field, place
 
@@ -64,6 +64,8 @@ _CHUNK = 200_000
 RANK_BYTES = 460
 FLOW_BYTES = 400
 CHANNEL_BYTES = 120
+#: The most iterations the engine runs a job for (it counts them in 32 bits).
+MAX_REPEAT = 2**32 - 1
 
 
 @dataclass
@@ -218,6 +220,7 @@ def job_steps(job: Any) -> list[tuple]:
         nbytes = int(st.bytes)
         out.append(("collective", st.op, algo, nbytes, int(root), int(st.elem_bytes),
                     choices["reduce"], choices["bcast"]))
+    check_message_sizes(job.program, p)  # the engine's messages gather blocks: their sum, too
     try:
         check_mpi_steps(p, out)
     except ValueError as e:
@@ -243,12 +246,35 @@ def estimate_bytes(topo: Topology, jobs: Sequence[Any], routing: Any = "dmodk", 
     >>> estimate_bytes(t, [MpiJobSpec(ranks=16, program=[{"op": "barrier"}])]) < 2**20
     True
     """
-    # ranks only: an estimate checks nothing else (a job may be refused before it is checked)
+    # ranks and executed steps only: an estimate checks nothing else (a job may be
+    # refused before it is checked)
     ranks = sum(int(j["ranks"]) if isinstance(j, dict) else int(j.ranks) for j in jobs)
     if table_bytes is None:
         table_bytes = 0 if isinstance(routing, str) else int(np.asarray(routing.table).nbytes)
     network = topo.n_channels * CHANNEL_BYTES + topo.out_channel.nbytes * 2
-    return ranks * (RANK_BYTES + FLOW_BYTES) + table_bytes + network
+    return ranks * (RANK_BYTES + FLOW_BYTES) + sum(map(span_bytes, jobs)) + table_bytes + network
+
+
+def span_bytes(job: Any) -> int:
+    """Memory of ``job``'s records of its executed steps: the engine keeps one per
+    iteration and step from the start (:data:`netsteer.limits.SPAN_BYTES` each), so
+    ``repeat`` bounds a streamed job's memory as its ranks do (``repeat: 2**31`` would
+    need 1.2 TiB per step).
+
+    >>> span_bytes({"ranks": 8, "repeat": 1000, "program": [{"op": "barrier"}, {"op": "barrier"}]})
+    1200000
+    """
+    from ..limits import SPAN_BYTES
+
+    get = job.get if isinstance(job, dict) else (lambda k, d=None: getattr(job, k, d))
+    program = get("program") or ()
+    try:
+        steps = len(program)
+    except TypeError:  # not a list: refused when the job is checked
+        steps = 1
+    repeat = get("repeat", 1)
+    repeat = repeat if isinstance(repeat, int) and not isinstance(repeat, bool) and repeat > 0 else 1
+    return repeat * steps * SPAN_BYTES
 
 
 def least_time_ns(job: Any, rate_Bps: float, latency_ns: float = 0.0) -> float:
@@ -365,6 +391,9 @@ def attach_jobs(engine: Engine, topo: Topology, routing: Any, jobs: Sequence[Any
             steps = job_steps(job)
         except NetsteerError as e:
             raise e.located(prefix=where) from None
+        if job.repeat > MAX_REPEAT:  # (a memory limit past the spans' terabytes let it through)
+            raise NetsteerError(f"must be at most {MAX_REPEAT:,} (the engine counts iterations in 32 bits), "
+                                f"got {job.repeat:,}", field=f"{where}.repeat")
         try:
             idx = engine.add_mpi_job(np.asarray(hosts, dtype=np.int64), steps, job.repeat,
                                      int(job.start), job.priority, 1.0, envelope_bytes)
@@ -457,6 +486,17 @@ def simulate_mpi(
         if status != "budget":
             break
     wall = time.perf_counter() - t0
+    if status == "stalled":
+        from .run import CLOCK_RANGE_NS
+        from .simulate import _past_clock_jobs
+
+        past = _past_clock_jobs(engine, 0, topo, streamed)
+        if past:  # as a scenario's run refuses it (netsteer.sim.run): nothing blocked it
+            years = CLOCK_RANGE_NS / 1e9 / 86400 / 365.25
+            raise NetsteerError(f"the run does not end within the simulator's clock: job "
+                                f"{streamed[past[0]].job.name!r} would still be sending after {years:.0f} years "
+                                "of simulated time; check its bytes and start against the link bandwidths",
+                                field=f"jobs.{past[0]}")
     left = [(streamed[i].job.name, n) for i, (_, n) in enumerate(engine.mpi_jobs()) if n]
     if status == "done" and left:
         # nothing in flight, yet ranks wait: an unmatched send or receive

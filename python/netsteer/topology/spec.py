@@ -197,6 +197,40 @@ def build_topology(spec: dict, *, file: str | None = None) -> Topology:
     ...
     netsteer.errors.NetsteerError: topology.link_bandwidth: expected a bandwidth with a unit, such as '10Gbps', got 10
     """
+    kind, args, schema = _parse(spec, file)
+    try:
+        estimate = _ESTIMATE.get(kind)
+        if estimate is not None:
+            nodes, hosts, links, max_port = estimate(args)
+            check_topology(nodes, links, max_port, hosts=hosts, file=file)
+        return _BUILD[kind](args, file)
+    except ValueError as e:
+        reason = getattr(e, "reason", str(e))  # a TopologyBuilder error's, without its parameter name
+        raise NetsteerError(reason, file=file, field=_field_of(reason, schema)) from None
+
+
+def estimate_topology(spec: Any, *, file: str | None = None) -> tuple[int, int, int, int] | None:
+    """(nodes, hosts, links, max port) of the topology ``spec`` describes, from its
+    parameters, without building it (what :func:`build_topology` checks against the
+    memory first); None for a topology read from a file. Raises what
+    :func:`build_topology` raises for a bad spec.
+
+    >>> estimate_topology({"kind": "pgft", "levels": 2, "down": [4, 4], "up": [1, 2], "link_bandwidth": "1Gbps"})
+    (22, 16, 24, 6)
+    """
+    kind, args, schema = _parse(spec, file)
+    estimate = _ESTIMATE.get(kind)
+    if estimate is None:
+        return None
+    try:
+        return estimate(args)
+    except ValueError as e:
+        reason = getattr(e, "reason", str(e))
+        raise NetsteerError(reason, file=file, field=_field_of(reason, schema)) from None
+
+
+def _parse(spec: Any, file: str | None) -> tuple[str, dict, dict]:
+    """A spec's kind, its arguments converted, and its kind's schema."""
     if not isinstance(spec, dict):
         raise NetsteerError(f"expected a mapping with a kind, got {type(spec).__name__}",
                             file=file, field="topology")
@@ -221,15 +255,7 @@ def build_topology(spec: dict, *, file: str | None = None) -> Topology:
         raise NetsteerError(f"missing key {missing[0]!r} for kind {kind}",
                             file=file, field=f"topology.{missing[0]}")
     args.setdefault("link_latency", parse_duration(DEFAULT_LINK_LATENCY))
-    try:
-        estimate = _ESTIMATE.get(kind)
-        if estimate is not None:
-            nodes, hosts, links, max_port = estimate(args)
-            check_topology(nodes, links, max_port, hosts=hosts, file=file)
-        return _BUILD[kind](args, file)
-    except ValueError as e:
-        reason = getattr(e, "reason", str(e))  # a TopologyBuilder error's, without its parameter name
-        raise NetsteerError(reason, file=file, field=_field_of(reason, schema)) from None
+    return kind, args, schema
 
 
 def _field_of(message: str, schema: dict) -> str:

@@ -103,3 +103,72 @@ def canonical(op: str, algorithm: str | None = None) -> str:
     if name not in NAMES[op]:
         raise NetsteerError(f"unknown algorithm {algorithm!r} for {op}; known: {', '.join(NAMES[op])}")
     return name
+
+
+def message_blocks(op: str, algorithm: str | None, p: int) -> int:
+    """The most blocks of the step's ``bytes`` one message of collective ``op`` carries
+    on ``p`` ranks: 1 for most algorithms (their messages are the buffer or pieces of
+    it), more where a message gathers blocks: Bruck (the blocks whose index has the
+    step's bit set), allgather recursive doubling (the group's blocks, up to the largest
+    power of two below ``p``), the binomial gather and scatter (a subtree's blocks).
+    0 on one rank (no message). Read off the builders
+    (:mod:`netsteer.traffic.collectives`), as ``counts.message_count`` is; the engine's
+    generators send the same.
+
+    >>> message_blocks("alltoall", "bruck", 16), message_blocks("gather", "binomial", 16)
+    (8, 8)
+    >>> message_blocks("allgather", "recursive_doubling", 6), message_blocks("allgather", "bruck", 6)
+    (4, 2)
+    >>> message_blocks("allreduce", "ring", 16), message_blocks("bcast", None, 1)
+    (1, 0)
+    """
+    if p <= 1:
+        return 0
+    key = (op, canonical(op, algorithm))
+    if key == ("alltoall", "bruck"):
+        best, bit = 0, 1
+        while bit < p:  # the indices 0..p-1 with this bit set
+            best = max(best, (p // (2 * bit)) * bit + max(0, p % (2 * bit) - bit))
+            bit *= 2
+        return best
+    if key == ("allgather", "recursive_doubling"):
+        return 1 << ((p - 1).bit_length() - 1)  # the largest power of two below p
+    if key == ("allgather", "bruck"):
+        pof2 = 1 << (p.bit_length() - 1)
+        return max(pof2 // 2, p - pof2)
+    if key in (("gather", "binomial"), ("scatter", "binomial")):
+        # the root's children's subtrees are the largest: min(2^k, p - 2^k) blocks
+        return max(min(m, p - m) for m in (1 << k for k in range((p - 1).bit_length())))
+    return 1
+
+
+def check_message_sizes(steps, p: int, max_bytes: int | None = None) -> None:
+    """Refuse a program whose algorithms would put more than ``max_bytes`` (the 1 EiB
+    a flow may carry, :data:`netsteer.units.MAX_BYTES`) in one message: the step's
+    ``bytes`` is checked against it alone, but Bruck, recursive doubling and the
+    binomial gather and scatter send several blocks at once. ``steps`` are parsed
+    steps (:func:`netsteer.traffic.program.parse_steps` or the pydantic ones); the
+    error names ``program.<i>.bytes`` and the combined size.
+
+    >>> from netsteer.traffic.program import parse_steps
+    >>> check_message_sizes(parse_steps([{"op": "alltoall", "algorithm": "bruck", "bytes": 2**60}]), 16)
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.NetsteerError: program.0.bytes: alltoall bruck on 16 ranks sends up to 8 blocks of 1152921504606846976 bytes in one message (9223372036854775808 bytes), more than the 1152921504606846976 bytes (1 EiB) a message may carry
+    """
+    if max_bytes is None:
+        from ..units import MAX_BYTES as max_bytes
+    for i, st in enumerate(steps):
+        if st.op in ("compute", "send", "barrier"):
+            continue  # one buffer of its own size (a barrier's messages are empty)
+        nbytes = int(getattr(st, "bytes", 0))
+        try:
+            name = canonical(st.op, st.algorithm)
+        except NetsteerError:
+            continue  # the expansion names an unknown algorithm
+        blocks = message_blocks(st.op, name, p)
+        if blocks * nbytes > max_bytes:
+            raise NetsteerError(
+                f"{st.op} {name} on {p:,} ranks sends up to {blocks:,} blocks of {nbytes} bytes in one message "
+                f"({blocks * nbytes} bytes), more than the {max_bytes} bytes (1 EiB) a message may carry",
+                field=f"program.{i}.bytes")

@@ -36,7 +36,7 @@ from pydantic import (BaseModel, ConfigDict, Field, Strict, TypeAdapter, Validat
 from ..errors import NetsteerError, pydantic_error
 from ..schema import Duration, Size
 from . import collectives as coll
-from .algorithms import job_choices
+from .algorithms import check_message_sizes, job_choices
 from .dag import FlowDag
 from .placement import error_field, place
 from .program import OpSpan, aggregate_ops  # noqa: F401  (defined there: the streamed path shares them)
@@ -135,7 +135,7 @@ class MpiJob(BaseModel):
 
     name: str = "job"
     ranks: Int = Field(ge=1)
-    placement: Literal["linear", "random"] | list[int] = "linear"
+    placement: Literal["linear", "random"] | list[Int] = "linear"
     seed: Int = 0
     program: list[Step] = Field(min_length=1)
     repeat: Int = Field(1, ge=1)
@@ -326,6 +326,7 @@ def check_ranks(steps, p: int) -> None:
                           choices)
         except NetsteerError as e:
             raise e.located(prefix=f"program.{i}.algorithm") from None
+    check_message_sizes(steps, p)
 
 
 def check_job_size(job: MpiJob, dag: FlowDag) -> None:
@@ -353,14 +354,25 @@ def _check_size(steps, ranks: int, repeat: int, dag: FlowDag, kw: dict, extra: i
     """Refuse a job whose flows would exceed the DAG's budget, before expanding it
     (``extra``: flows besides the iterations', one delay per rank for a ``start``)."""
     from ..errors import LimitError
-    from ..limits import FLOW_BYTES, current, fmt_bytes
+    from ..limits import FLOW_BYTES, SPAN_BYTES, current, fmt_bytes
 
+    check_message_sizes(steps, ranks)  # before counting: a count of messages no flow can carry means nothing
     budget = dag.max_flows if dag.max_flows is not None else current().max_flows(0)
     room = budget - len(dag) - extra
     per_step = [estimate_step_flows(st, ranks, kw) or 0 for st in steps]
     per_iter = sum(per_step)
-    if per_iter * repeat <= room:
+    # a record of every step run (OpSpan), flows or not: 2**31 iterations of a 1-rank barrier made none
+    spans = repeat * len(steps) * SPAN_BYTES
+    if per_iter * repeat * FLOW_BYTES + spans <= room * FLOW_BYTES:
         return
+    if per_iter * repeat <= room:
+        raise LimitError(
+            f"the job would need about {fmt_bytes(per_iter * repeat * FLOW_BYTES + spans)} ({repeat:,} iterations x "
+            f"{len(steps)} step{'s' if len(steps) != 1 else ''}, a record of {SPAN_BYTES} B per step run"
+            + (f", and {per_iter * repeat:,} flows" if per_iter else "")
+            + f"), more than the {fmt_bytes(max(room, 0) * FLOW_BYTES)} left in the memory limit; raise it with "
+            "--max-memory or NETSTEER_MAX_MEMORY",
+            field="repeat" if repeat > 1 else "program")
     big = max(range(len(steps)), key=lambda i: per_step[i])
     where = "repeat" if per_step[big] <= room and repeat > 1 else f"program.{big}"
     raise LimitError(
