@@ -315,15 +315,10 @@ def least_time_ns(job: Any, rate_Bps: float, latency_ns: float = 0.0) -> float:
 
 
 def available_bytes() -> int | None:
-    """``MemAvailable`` of ``/proc/meminfo``, or None where there is none."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
+    """:func:`netsteer.limits.available_bytes` (imported when a run asks, not at start-up)."""
+    from ..limits import available_bytes as free
+
+    return free()
 
 
 def fmt_bytes(n: float) -> str:
