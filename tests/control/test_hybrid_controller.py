@@ -276,16 +276,7 @@ def test_congestion_mode_windows_open_at_the_start_and_again_when_a_reconfigurat
     # at 0.2 s; the circuit it sets up is filled by the same flow (hot, but no plan
     # serves more), and those windows start when the reconfiguration ends: its next
     # decision comes two whole polls after that end, not on the old poll grid
-    data = {
-        "name": "congestion-windows",
-        "topology": one_plane(2),
-        "routing": {"engine": "minhop"},
-        "jobs": [{"name": "a", "bulk": [{"src": 0, "dst": 1, "duration": "1s"}]}],
-        "controller": {"hybrid": {"congestion": {"poll": "100ms", "utilization": 0.9, "hold": 2,
-                                                 "threshold": 0.1}}},
-        "driver": {"delay": {"rule_time": "1ms", "vlan_tag_time": "33ms"}},
-    }
-    res = run_scenario(build(data), sample=False)
+    res = run_scenario(build(congestion_bulk("1s", name="congestion-windows")), sample=False)
     (r,) = reconfigs(res)
     assert r["start_s"] == 0.2 and r["circuits_after"] == [[0, 0, 1]]
     end = r["end_s"]
@@ -322,16 +313,7 @@ def test_a_poll_whose_counters_are_missing_is_skipped_not_read_as_zero(monkeypat
     # reports NaN, missing): that sample is skipped and the window runs on, so the
     # polls at 0.2 s (window 0..0.2 s) and 0.3 s are the two hot ones
     unanswered_at(monkeypatch, 100_000_000)
-    data = {
-        "name": "congestion-missing",
-        "topology": one_plane(2),
-        "routing": {"engine": "minhop"},
-        "jobs": [{"name": "a", "bulk": [{"src": 0, "dst": 1, "duration": "1s"}]}],
-        "controller": {"hybrid": {"congestion": {"poll": "100ms", "utilization": 0.9, "hold": 2,
-                                                 "threshold": 0.1}}},
-        "driver": {"delay": {"rule_time": "1ms", "vlan_tag_time": "33ms"}},
-    }
-    res = run_scenario(build(data), sample=False)
+    res = run_scenario(build(congestion_bulk("1s", name="congestion-missing")), sample=False)
     (r,) = reconfigs(res)
     assert r["start_s"] == 0.3 and r["circuits_after"] == [[0, 0, 1]]
     assert res.controller["hybrid"]["decisions"][0]["served_now_gbps"] == 0.0
@@ -371,11 +353,11 @@ def silent(monkeypatch, switch: str, from_ns: int, to_ns: int | None = None, eve
     monkeypatch.setattr(SimDriver, "counters", counters)
 
 
-def congestion_bulk(duration: str = "2s") -> dict:
+def congestion_bulk(duration: str = "2s", name: str = "congestion-silent") -> dict:
     """A bulk flow 0 -> 1 saturating the 1 Gbit/s electrical core of a one-plane,
     two-rack network, under the congestion mode (polls every 100 ms, hold 2)."""
     return {
-        "name": "congestion-silent",
+        "name": name,
         "topology": one_plane(2),
         "routing": {"engine": "minhop"},
         "jobs": [{"name": "a", "bulk": [{"src": 0, "dst": 1, "duration": duration}]}],
