@@ -31,6 +31,13 @@ MPI = textwrap.dedent(
 )
 
 
+def run_file(f: Path, text: str):
+    """``netsteer run`` on ``text`` written to ``f``, in a fresh process: (f, its result)."""
+    f.write_text(text)
+    return f, subprocess.run([sys.executable, "-m", "netsteer", "run", str(f)], capture_output=True, text=True,
+                             timeout=120)
+
+
 def test_mpi_job_runs_and_reports_operations():
     from netsteer.report.result import result_dict
     from netsteer.sim import simulate
@@ -66,9 +73,7 @@ def test_mpi_bad_input(tmp_path: Path, old, new, words):
         build_scenario(parse_scenario(text, file="m.yaml"))
     assert words in info.value.message(), info.value.message()
     assert info.value.file == "m.yaml" and info.value.field.startswith("jobs.0")
-    f = tmp_path / "bad.yaml"
-    f.write_text(text)
-    proc = subprocess.run([sys.executable, "-m", "netsteer", "run", str(f)], capture_output=True, text=True, timeout=120)
+    f, proc = run_file(tmp_path / "bad.yaml", text)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and str(f) in proc.stderr
 
 
@@ -127,9 +132,7 @@ def test_mpi_key_errors_are_plain(tmp_path: Path, old, new, field, reason):
         build_scenario(parse_scenario(text, file="m.yaml"))
     err = info.value
     assert err.field == field and reason in err.reason, err.message()
-    f = tmp_path / "bad.yaml"
-    f.write_text(text)
-    proc = subprocess.run([sys.executable, "-m", "netsteer", "run", str(f)], capture_output=True, text=True, timeout=120)
+    f, proc = run_file(tmp_path / "bad.yaml", text)
     assert proc.returncode == 2 and proc.stderr.strip() == f"netsteer: error: {f}: {err.field}: {err.reason}"
 
 
@@ -157,10 +160,7 @@ def test_a_message_past_1_eib_is_refused_on_both_paths(tmp_path: Path, stream, o
     assert f"up to {blocks} blocks of 1152921504606846976 bytes in one message ({blocks * 2**60} bytes)" in err.reason
     assert "1 EiB" in err.reason
     if op.startswith("{op: alltoall"):
-        f = tmp_path / "big.yaml"
-        f.write_text(text)
-        proc = subprocess.run([sys.executable, "-m", "netsteer", "run", str(f)], capture_output=True, text=True,
-                              timeout=120)
+        f, proc = run_file(tmp_path / "big.yaml", text)
         assert proc.returncode == 2 and proc.stderr == f"netsteer: error: {f}: {err.field}: {err.reason}\n"
 
 
@@ -205,10 +205,7 @@ def test_a_repeat_past_the_memory_is_refused_on_both_paths(tmp_path: Path, strea
     assert "iterations" in err.reason or "iteration" in err.reason
     assert "--max-memory" in err.reason
     if "4294967296" in job:
-        f = tmp_path / "rep.yaml"
-        f.write_text(text)
-        proc = subprocess.run([sys.executable, "-m", "netsteer", "run", str(f)], capture_output=True, text=True,
-                              timeout=120)
+        f, proc = run_file(tmp_path / "rep.yaml", text)
         assert proc.returncode == 2 and proc.stderr == f"netsteer: error: {f}: {err.field}: {err.reason}\n"
 
 
