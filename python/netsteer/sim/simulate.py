@@ -160,15 +160,21 @@ def _streamed(eng, streamed, n_dag: int = 0) -> dict:
     return out
 
 
-def _past_clock(eng, n: int) -> np.ndarray:
-    """Unfinished flows that still had a rate when the run stalled. The engine schedules
-    a finish for every flow with a rate unless it falls past the clock's range, so these
-    are not starved: they would end after about 146 years of simulated time."""
+def _moving_unfinished(eng) -> np.ndarray:
+    """Flow slots unfinished that still had a rate when the run stalled. The engine
+    schedules a finish for every flow with a rate unless it falls past the clock's range,
+    so these are not starved: they would end after about 146 years of simulated time."""
     left = np.asarray(eng.unfinished_flows(), dtype=np.int64)
-    left = left[left < n]  # of the DAG's flows
     if not len(left):
         return left
     return left[np.asarray(eng.rates())[left] > 0]
+
+
+def _past_clock(eng, n: int) -> np.ndarray:
+    """The DAG's flows (ids below ``n``) that would end past the clock's range
+    (:func:`_moving_unfinished`)."""
+    left = _moving_unfinished(eng)
+    return left[left < n]
 
 
 def _past_clock_jobs(eng, n: int, topo, streamed) -> list[int]:
@@ -179,10 +185,8 @@ def _past_clock_jobs(eng, n: int, topo, streamed) -> list[int]:
     with a rank there (all of them where no message is placed)."""
     if not streamed:
         return []
-    left = np.asarray(eng.unfinished_flows(), dtype=np.int64)
-    left = left[left >= n]
-    if len(left):
-        left = left[np.asarray(eng.rates())[left] > 0]
+    left = _moving_unfinished(eng)
+    left = left[left >= n]  # messages' slots, past the DAG's flows
     if not len(left):
         return []
     open_jobs = [k for k, (_, ranks_left) in enumerate(eng.mpi_jobs()) if ranks_left]
