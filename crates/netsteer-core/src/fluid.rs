@@ -22,7 +22,10 @@
 //! the max-min allocation of the reduced problem (capacities minus the fixed
 //! rates): every remaining flow keeps its bottleneck. Only they are solved.
 //! Components with several priority classes, and channels that changed, are
-//! solved whole.
+//! solved whole. Before any of that, a change whose flows each cross only
+//! channels they have to themselves (most changes of a run with little
+//! contention) is solved without a walk: each such flow gets its rate alone, as
+//! the solve of its one-flow component would give it, and nothing else moves.
 //!
 //! Above `T` that set can still be most of a contended component (every flow at
 //! or above `T` reached through a shared channel), when few of its rates move.
@@ -1003,6 +1006,10 @@ impl Fluid {
         for &c in &sc.seeds {
             self.is_dirty[c as usize] = false;
         }
+        if self.lone(net, &mut sc) {
+            self.apply(sc, now);
+            return;
+        }
         let mut residual = std::mem::take(&mut self.residual);
         let plan = self.keep_below(net);
         // by levels first (kept: the flows below the lowest level that left; a guess
@@ -1032,6 +1039,12 @@ impl Fluid {
             }
         }
         self.residual = residual;
+        self.apply(sc, now);
+    }
+
+    /// The solve's rates and bottlenecks (`sc.comp_flows`, `sc.rates`, `sc.bneck`)
+    /// taken: finishes moved where a rate changed.
+    fn apply(&mut self, sc: Box<Scratch>, now: Ns) {
         self.forget_changes();
         let k = sc.comp_flows.len();
         for i in 0..k {
@@ -1060,6 +1073,58 @@ impl Fluid {
             }
         }
         self.scratch = Some(sc);
+    }
+
+    /// When every flow on a changed channel crosses only channels it has to itself
+    /// (most changes of a run with little contention), solve each alone into
+    /// `sc.comp_flows`, `sc.rates` and `sc.bneck`, and return true: no other flow
+    /// shares a channel with them, so no other rate moves, and each one's max-min
+    /// rate is its rate alone ([`crate::solver::alone_at`], as the solve of a
+    /// one-flow component takes it). Returns false, having set nothing, otherwise.
+    fn lone(&mut self, net: &Net, sc: &mut Scratch) -> bool {
+        sc.comp_flows.clear();
+        for &c in &sc.seeds {
+            match self.chan_flows[c as usize][..] {
+                [] => {}
+                [g] => {
+                    let p = net.path(g as usize);
+                    if p.iter().any(|&d| self.chan_flows[d as usize].len() != 1) {
+                        return false;
+                    }
+                    if !sc.comp_flows.contains(&g) {
+                        sc.comp_flows.push(g);
+                    }
+                }
+                _ => return false,
+            }
+            if sc.comp_flows.len() > 16 {
+                return false; // (`contains` is linear: a wide change goes the usual way)
+            }
+        }
+        sc.rates.clear();
+        sc.bneck.clear();
+        for i in 0..sc.comp_flows.len() {
+            let f = sc.comp_flows[i] as usize;
+            let fl = &net.flows[f];
+            let problem = Problem {
+                capacity: net.capacity,
+                offsets: &[0, fl.path_len],
+                channels: net.path(f),
+                weight: &[self.st[f].eff_weight],
+                bound: &[self.st[f].bound],
+                priority: &[fl.priority],
+            };
+            let mut rate = [0.0];
+            let Some(b) = crate::solver::alone_at(&problem, 0, &mut rate) else { return false };
+            sc.rates.push(rate[0]);
+            sc.bneck.push(b);
+        }
+        // one solve, as the walk of the changed channels would have made
+        let k = sc.comp_flows.len() as u64;
+        self.solves += (k > 0) as u64;
+        self.solved_flows += k;
+        self.solved_flow_hops += sc.comp_flows.iter().map(|&f| net.path(f as usize).len() as u64).sum::<u64>();
+        true
     }
 }
 
