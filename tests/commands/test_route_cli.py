@@ -262,6 +262,7 @@ def test_route_eval_split_puts_partitions_on_their_sl(tmp_path):
                                "-o", dump, "--sl-out", sl_conf, "--vls", 2, "--json")
     assert rc == 0, err
     sl = {int(k, 16): v for k, v in json.loads(stdout)["partition_sl"].items()}
+    sl_text = {f"{k:#06x}": v for k, v in sl.items()}
     assert len(set(sl.values())) == 2, sl  # two lanes, else split could not differ
     conf_sl = {p.pkey: p.flags["sl"] for p in read_partitions_conf(sl_conf, read_ibsim_net(net))}
     assert conf_sl == sl
@@ -273,7 +274,7 @@ def test_route_eval_split_puts_partitions_on_their_sl(tmp_path):
 
     shared, split = evaluate(sl_conf, "shared"), evaluate(sl_conf, "split")
     for rep in (shared, split):
-        assert {p["pkey"]: p["vl"] for p in rep["partitions"].values()} == sl  # SL2VL the identity
+        assert {p["pkey"]: p["vl"] for p in rep["partitions"].values()} == sl_text  # SL2VL the identity
     # lanes split the links the two partitions share, so both change
     for name in ("victim", "aggressor"):
         assert split["partitions"][name]["throughput"] != pytest.approx(shared["partitions"][name]["throughput"])
@@ -418,3 +419,22 @@ def test_more_than_8_vls_get_a_note(fabric, tmp_path):
     rc, out, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "--vls", "8", "--out", tmp_path / "x",
                             "--json")
     assert rc == 0 and json.loads(out)["notes"] == [], err
+
+
+def test_route_and_route_eval_name_pkeys_alike(tmp_path):
+    # route --json keyed partition_sl by "0x0001" strings, route-eval --json gave each
+    # partition's pkey as an int: one form now, the PKey as the partitions.conf header has it
+    scen = Path(__file__).resolve().parents[2] / "scenarios"
+    net, dump, sl_conf = scen / "pftree-16.net", tmp_path / "l.dump", tmp_path / "p-sl.conf"
+    rc, stdout, err = netsteer("route", "-t", net, "-e", "pftree", "-p", scen / "pftree-victim-aggressor.conf",
+                               "-o", dump, "--sl-out", sl_conf, "--json")
+    assert rc == 0, err
+    routed = json.loads(stdout)["partition_sl"]
+    rc, stdout, err = netsteer("route-eval", "-t", net, "-l", dump, "-p", sl_conf, "--pattern",
+                               "partition-local", "--json")
+    assert rc == 0, err
+    evaluated = {p["pkey"]: p["vl"] for p in json.loads(stdout)["partitions"].values()}
+    assert evaluated == routed
+    headers = {line.split("=")[1].split(",")[0].split()[0] for line in sl_conf.read_text().splitlines()
+               if line and not line.startswith((" ", "#")) and not line.startswith("Default")}
+    assert set(routed) == headers

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import NetsteerError
+from ..topology.partitions import pkey_text
 from ._console import output_console
 
 err_console = Console(stderr=True)
@@ -294,7 +295,7 @@ def route(
         "route_s": round(route_s, 3),
         "check_s": round(check_s, 3),
         "lids": lid_source,
-        "partition_sl": {f"{k:#06x}": v for k, v in (sl or {}).items()},
+        "partition_sl": {pkey_text(k): v for k, v in (sl or {}).items()},
         "files": files,
         "notes": notes,
     }

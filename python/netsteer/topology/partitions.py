@@ -33,7 +33,18 @@ DEFAULT_PKEY = 0x7FFF
 FULL, LIMITED, BOTH = "full", "limited", "both"
 
 __all__ = ["BOTH", "DEFAULT_PKEY", "FULL", "LIMITED", "Partition", "can_communicate", "host_partitions",
-           "isolating"]
+           "isolating", "pkey_text"]
+
+
+def pkey_text(pkey: int) -> str:
+    """A partition's PKey as outputs name it: as ``partitions.conf`` headers write it,
+    the low 15 bits (the full-member bit belongs to a port's membership, not to the
+    partition).
+
+    >>> pkey_text(0x8001), pkey_text(0x7fff)
+    ('0x0001', '0x7fff')
+    """
+    return f"{pkey & 0x7FFF:#06x}"
 
 
 @dataclass
