@@ -202,7 +202,8 @@ def test_an_export_carries_the_guids_route_numbers_the_spec_by(tmp_path):
     path = topology_source("json", tmp_path)
     data = json.loads(path.read_text())
     guids = {n["name"]: int(n["guid"], 16) for n in data["nodes"]}
-    hosts = [guids[f"h{i}"] for i in range(16)]
+    # partitions name ports: a CA's port 1 is its node GUID + 1 (a node GUID is refused)
+    hosts = [guids[f"h{i}"] + 1 for i in range(16)]
     assert 0 not in guids.values() and len(set(guids.values())) == len(guids)
     conf = tmp_path / "p.conf"
     conf.write_text(f"a=0x10: {', '.join(f'{g:#x}=full' for g in hosts[:4])};\n"
@@ -438,3 +439,46 @@ def test_route_and_route_eval_name_pkeys_alike(tmp_path):
     headers = {line.split("=")[1].split(",")[0].split()[0] for line in sl_conf.read_text().splitlines()
                if line and not line.startswith((" ", "#")) and not line.startswith("Default")}
     assert set(routed) == headers
+
+
+# -- partitions.conf membership is per port (dual-port HCAs) ---------------------------
+@pytest.fixture
+def dual_port(tmp_path):
+    """A 16-host tree whose HCAs have two ports, both to their leaf."""
+    net = tmp_path / "dp.net"
+    write_ibsim_net(pgft(2, [4, 4], [1, 2], parallel=[2, 1], link_bandwidth=32e9, link_latency_ns=100), net)
+    return net, read_ibsim_net(net)
+
+
+def test_sl_out_keeps_each_ports_membership(tmp_path, dual_port):
+    # port 1 limited and port 2 full used to be read as the host, full, and written back
+    # as port 1 full with port 2 dropped: a P_Key change nobody asked for
+    from netsteer.drivers.opensm.guids import port_guid
+
+    net, topo = dual_port
+    h = [int(x) for x in topo.hosts]
+    conf = tmp_path / "p.conf"
+    conf.write_text(f"a=0x10 : {port_guid(topo, h[0], 1):#x}=limited, {port_guid(topo, h[0], 2):#x}=full, "
+                    + ", ".join(f"{port_guid(topo, x, 1):#x}=full" for x in h[1:8]) + " ;\n"
+                    f"b=0x11 : " + ", ".join(f"{port_guid(topo, x, 2):#x}=full" for x in h[8:]) + " ;\n")
+    rc, stdout, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "-o", tmp_path / "l.dump",
+                               "--sl-out", tmp_path / "sl.conf")
+    assert rc == 0, err
+    before, after = read_partitions_conf(conf, topo), read_partitions_conf(tmp_path / "sl.conf", topo)
+    assert [(p.members, p.other_ports) for p in after] == [(p.members, p.other_ports) for p in before]
+    assert before[0].members[h[0]] == "limited" and before[0].other_ports[(h[0], 2)] == "full"
+    assert before[1].members == {}  # only second ports: the routed ports are not members
+
+
+def test_node_guid_in_partitions_is_refused_naming_the_ports(tmp_path, dual_port):
+    from netsteer.drivers.opensm.guids import port_guid
+
+    net, topo = dual_port
+    h1 = int(topo.hosts[1])
+    conf = tmp_path / "p.conf"
+    conf.write_text(f"\na=0x10 : {int(topo.node_guid[h1]):#x}=full ;\n")
+    rc, stdout, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "-o", tmp_path / "l.dump")
+    assert rc == 2 and "Traceback" not in err
+    assert str(conf) in err and "line 2" in err and "node GUID of h1" in err
+    assert f"{port_guid(topo, h1, 1):#018x} (port 1)" in err and f"{port_guid(topo, h1, 2):#018x} (port 2)" in err
+    assert not (tmp_path / "l.dump").exists()

@@ -56,6 +56,8 @@ class Partition:
     name : str
     pkey : int, low 15 bits
     members : dict, node -> ``"full"``, ``"limited"`` or ``"both"``
+        Membership of the node's *endpoint* port (a switch's port 0, a host's lowest
+        cabled port: the one netsteer routes and counts in :func:`can_communicate`).
     flags : dict, multicast flags given (``mtu``, ``rate``, ``sl``, ``Q_Key``,
         ``TClass``, ``FlowLabel``: int; ``scope``: list of int)
     ipoib, indx0 : bool
@@ -67,6 +69,10 @@ class Partition:
         Members mentioned (last) after the last ``SELF``. OpenSM keeps a port's
         last mention, so should the SM be one of these it keeps ``members[n]``;
         any other SM port gets ``self_membership``. Empty: ``SELF`` comes last.
+    other_ports : dict, ``(node, port)`` -> membership
+        The other CA ports that are members (a dual-port HCA's second port):
+        membership is per port, as P_Key tables are; routing and
+        :func:`can_communicate` look at the endpoints only.
     """
 
     name: str
@@ -79,6 +85,7 @@ class Partition:
     mgroups: list[str] = field(default_factory=list)
     line: int = field(default=0, compare=False)
     after_self: set[int] = field(default_factory=set)
+    other_ports: dict[tuple[int, int], str] = field(default_factory=dict)
 
     def full_members(self) -> list[int]:
         return sorted(n for n, m in self.members.items() if m != LIMITED)

@@ -22,7 +22,7 @@ def partitions_with_sl(partitions: Sequence[Partition], sl: dict[int, int]) -> l
     out = []
     for p in partitions:
         q = replace(p, members=dict(p.members), flags=dict(p.flags), mgroups=list(p.mgroups),
-                    after_self=set(p.after_self))
+                    after_self=set(p.after_self), other_ports=dict(p.other_ports))
         if p.pkey in sl:
             q.flags["sl"] = int(sl[p.pkey])
         out.append(q)
