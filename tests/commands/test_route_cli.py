@@ -482,3 +482,24 @@ def test_node_guid_in_partitions_is_refused_naming_the_ports(tmp_path, dual_port
     assert str(conf) in err and "line 2" in err and "node GUID of h1" in err
     assert f"{port_guid(topo, h1, 1):#018x} (port 1)" in err and f"{port_guid(topo, h1, 2):#018x} (port 2)" in err
     assert not (tmp_path / "l.dump").exists()
+
+
+def test_route_notes_common_partition_and_replaced_sl(tmp_path):
+    # a storage partition of every host listed first made pftree plan all hosts as
+    # one; a user's sl= was replaced by pftree's without a word
+    scen = Path(__file__).resolve().parents[2] / "scenarios"
+    net, conf = scen / "pftree-16.net", scen / "pftree-victim-aggressor.conf"
+    mine = tmp_path / "p.conf"
+    mine.write_text("storage=0x0001 : ALL_CAS=full ;\n" + conf.read_text().replace("victim=0x0010", "victim=0x0010,sl=5"))
+    rc, stdout, err = netsteer("route", "-t", net, "-e", "pftree", "-p", mine, "-o", tmp_path / "a.dump", "--json")
+    assert rc == 0, err
+    got = json.loads(stdout)
+    rc, stdout, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "-o", tmp_path / "b.dump", "--json")
+    assert rc == 0, err
+    alone = json.loads(stdout)
+    assert (tmp_path / "a.dump").read_text() == (tmp_path / "b.dump").read_text()
+    assert got["partition_sl"] == alone["partition_sl"] | {"0x0001": 0}
+    notes = got["notes"]
+    assert [n for n in notes if "'storage'" in n and "not isolated" in n]
+    victim_sl = got["partition_sl"]["0x0010"]
+    assert [n for n in notes if "'victim'" in n and "sl=5" in n and f"SL {victim_sl}" in n]

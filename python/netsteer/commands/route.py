@@ -278,7 +278,7 @@ def route(
         outputs.append((qos_out, "--qos-out", opensm_qos_conf(getattr(r, "vls", vls))))
     # all or none: a file that cannot be written leaves the others as they were
     files = write_all(outputs)
-    notes = []
+    notes = list(getattr(r, "notes", None) or [])  # the engine's (pftree: common partitions, sl= replaced)
     if getattr(r, "vls", 0) > 8:
         used = sorted({int(v) for v in (getattr(r, "partition_vl", None) or {}).values()})
         notes.append(f"--vls {r.vls}: pftree may put partitions on VLs up to {r.vls - 1}"
