@@ -52,7 +52,7 @@ def test_opensm_conf_json(tmp_path, cli):
     assert d["opensm_conf"]["qos_ca_vlarb_high"] == "0:40" and d["qos"]["sls_used"] == [0, 1]
 
 
-def _pftree_with_qos(tmp_path, conf_text=None):
+def _pftree_with_qos(tmp_path, conf_text=None, qos="{max_vls: 2, vlarb_low: '0:32,1:32'}"):
     import shutil
     from pathlib import Path
 
@@ -61,7 +61,7 @@ def _pftree_with_qos(tmp_path, conf_text=None):
     conf = tmp_path / "parts.conf"
     conf.write_text(conf_text if conf_text is not None else (root / "pftree-victim-aggressor.conf").read_text())
     text = (root / "pftree-victim-aggressor.yaml").read_text().replace("pftree-victim-aggressor.conf", "parts.conf")
-    text += "qos: {max_vls: 2, vlarb_low: '0:32,1:32'}\n"
+    text += f"qos: {qos}\n"
     f = tmp_path / "s.yaml"
     f.write_text(text)
     return f
@@ -86,3 +86,24 @@ def test_partitions_file_naming_unknown_ports(tmp_path, cli):
     code, out, err = cli("qos", "opensm-conf", f)
     assert code == 2 and "Traceback" not in err
     assert err.strip().endswith("parts.conf: line 1: port GUID 0x0002c903deadbeef is not in the topology")
+
+
+def test_partition_sl_without_a_weight_is_refused_naming_the_users_field(tmp_path, cli):
+    # opensm-conf wrote sl=1 for a partition while VL 1 had no weight (its traffic would
+    # get no bandwidth), and the packet fidelity blamed packet.vlarb_low, a key the
+    # scenario never had
+    from netsteer.drivers.opensm.partitions import read_partitions_conf
+    from netsteer.topology.ibsim_net import read_ibsim_net
+
+    code, out, err = cli("qos", "opensm-conf", _pftree_with_qos(tmp_path), "--out", tmp_path / "osm")
+    assert code == 0, err
+    topo = read_ibsim_net(tmp_path / "pftree-16.net")
+    on_1 = [p for p in read_partitions_conf(tmp_path / "osm" / "partitions.conf", topo) if p.flags.get("sl") == 1]
+    assert len(on_1) == 1
+    f = _pftree_with_qos(tmp_path, qos="{max_vls: 2, vlarb_low: '0:64'}")
+    code, out, err = cli("qos", "opensm-conf", f, "--out", tmp_path / "osm2")
+    assert code == 2 and "Traceback" not in err and not (tmp_path / "osm2").exists()
+    assert f"{f}: qos.vlarb_low: " in err and f"partition {on_1[0].name!r}" in err and "SL 1" in err
+    code, out, err = cli("run", f, "--fidelity", "packet")
+    assert code == 2 and "Traceback" not in err
+    assert f"{f}: qos.vlarb_low: " in err and "packet.vlarb_low" not in err and f"partition {on_1[0].name!r}" in err

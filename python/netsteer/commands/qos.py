@@ -48,8 +48,12 @@ def opensm_conf(
         from ..drivers.opensm.partitions import format_partitions_conf
         from ..drivers.opensm.qos import partitions_with_sl
 
-        # the routing's SL per partition (pFTree's lanes), as OpenSM hands it out
+        from ..qos.config import check_partition_sls
+
+        # the routing's SL per partition (pFTree's lanes), as OpenSM hands it out: each
+        # must get bandwidth from the tables written beside it
         sl = getattr(built.routing, "partition_sl", None) or {}
+        check_partition_sls(built.qos.config, parts, sl, file=str(scenario))
         try:
             parts_text = format_partitions_conf(partitions_with_sl(list(parts), sl), built.topology)
         except ValueError as exc:
