@@ -490,7 +490,8 @@ def test_route_notes_common_partition_and_replaced_sl(tmp_path):
     scen = Path(__file__).resolve().parents[2] / "scenarios"
     net, conf = scen / "pftree-16.net", scen / "pftree-victim-aggressor.conf"
     mine = tmp_path / "p.conf"
-    mine.write_text("storage=0x0001 : ALL_CAS=full ;\n" + conf.read_text().replace("victim=0x0010", "victim=0x0010,sl=5"))
+    mine.write_text("storage=0x0001 : ALL_CAS=full ;\n"
+                    + conf.read_text().replace("victim=0x0010", "victim=0x0010,sl=5"))
     rc, stdout, err = netsteer("route", "-t", net, "-e", "pftree", "-p", mine, "-o", tmp_path / "a.dump", "--json")
     assert rc == 0, err
     got = json.loads(stdout)

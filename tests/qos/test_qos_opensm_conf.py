@@ -142,9 +142,11 @@ def test_opensm_conf_writes_how_jobs_get_their_sls(tmp_path, cli):
 
 def test_opensm_conf_notes_a_job_on_several_sls(tmp_path, cli):
     # one job's flows on two SLs (classes by kind): a partition cannot say that
-    qos = QOS.split("classes:")[0] + "classes:\n  - {name: bulk, sl: 2, kind: bulk}\n  - {name: io, sl: 1, jobs: [io]}\n"
+    qos = QOS.split("classes:")[0] + ("classes:\n  - {name: bulk, sl: 2, kind: bulk}\n"
+                                      "  - {name: io, sl: 1, jobs: [io]}\n")
     f = tmp_path / "s.yaml"
-    f.write_text(two_flows(qos, io="flows: [{src: 1, dst: 3, bytes: 100MB}]\n    bulk: [{src: 1, dst: 2, duration: 1ms}]"))
+    io = "flows: [{src: 1, dst: 3, bytes: 100MB}]\n    bulk: [{src: 1, dst: 2, duration: 1ms}]"
+    f.write_text(two_flows(qos, io=io))
     code, out, err = cli("qos", "opensm-conf", f, "--json")
     assert code == 0, err
     d = json.loads(out)

@@ -317,4 +317,5 @@ def parse_qos(data: Any, *, file: str | None = None, field: str = "qos") -> QosC
 
 
 __all__ = ["Device", "KINDS", "PORT_TYPES", "PriorityChange", "QosConfig", "ResolvedPort", "TrafficClass",
-           "check_partition_sls", "check_sl_served", "packet_keys", "unserved", "parse_qos", "parse_sl2vl", "parse_vlarb", "shared_vls"]
+           "check_partition_sls", "check_sl_served", "packet_keys", "parse_qos", "parse_sl2vl", "parse_vlarb",
+           "shared_vls", "unserved"]
