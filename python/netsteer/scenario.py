@@ -795,6 +795,8 @@ def _routing_factory(topo, model: RoutingModel, file, field, *, defer: bool = Fa
         return build_routing(topo, model.engine, circuits=circuits, **kwargs)
 
     make.params = params  # type: ignore[attr-defined]  # the partitions, for _partition_notes
+    # a static engine builds the same tables whatever is down: ReroutePolicy keeps them
+    make.static_engine = None if avoids_failures else model.engine  # type: ignore[attr-defined]
 
     def first():
         if given is None:

@@ -202,7 +202,8 @@ def test_an_export_carries_the_guids_route_numbers_the_spec_by(tmp_path):
     path = topology_source("json", tmp_path)
     data = json.loads(path.read_text())
     guids = {n["name"]: int(n["guid"], 16) for n in data["nodes"]}
-    hosts = [guids[f"h{i}"] for i in range(16)]
+    # partitions name ports: a CA's port 1 is its node GUID + 1 (a node GUID is refused)
+    hosts = [guids[f"h{i}"] + 1 for i in range(16)]
     assert 0 not in guids.values() and len(set(guids.values())) == len(guids)
     conf = tmp_path / "p.conf"
     conf.write_text(f"a=0x10: {', '.join(f'{g:#x}=full' for g in hosts[:4])};\n"
@@ -262,6 +263,7 @@ def test_route_eval_split_puts_partitions_on_their_sl(tmp_path):
                                "-o", dump, "--sl-out", sl_conf, "--vls", 2, "--json")
     assert rc == 0, err
     sl = {int(k, 16): v for k, v in json.loads(stdout)["partition_sl"].items()}
+    sl_text = {f"{k:#06x}": v for k, v in sl.items()}
     assert len(set(sl.values())) == 2, sl  # two lanes, else split could not differ
     conf_sl = {p.pkey: p.flags["sl"] for p in read_partitions_conf(sl_conf, read_ibsim_net(net))}
     assert conf_sl == sl
@@ -273,7 +275,7 @@ def test_route_eval_split_puts_partitions_on_their_sl(tmp_path):
 
     shared, split = evaluate(sl_conf, "shared"), evaluate(sl_conf, "split")
     for rep in (shared, split):
-        assert {p["pkey"]: p["vl"] for p in rep["partitions"].values()} == sl  # SL2VL the identity
+        assert {p["pkey"]: p["vl"] for p in rep["partitions"].values()} == sl_text  # SL2VL the identity
     # lanes split the links the two partitions share, so both change
     for name in ("victim", "aggressor"):
         assert split["partitions"][name]["throughput"] != pytest.approx(shared["partitions"][name]["throughput"])
@@ -418,3 +420,87 @@ def test_more_than_8_vls_get_a_note(fabric, tmp_path):
     rc, out, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "--vls", "8", "--out", tmp_path / "x",
                             "--json")
     assert rc == 0 and json.loads(out)["notes"] == [], err
+
+
+def test_route_and_route_eval_name_pkeys_alike(tmp_path):
+    # route --json keyed partition_sl by "0x0001" strings, route-eval --json gave each
+    # partition's pkey as an int: one form now, the PKey as the partitions.conf header has it
+    scen = Path(__file__).resolve().parents[2] / "scenarios"
+    net, dump, sl_conf = scen / "pftree-16.net", tmp_path / "l.dump", tmp_path / "p-sl.conf"
+    rc, stdout, err = netsteer("route", "-t", net, "-e", "pftree", "-p", scen / "pftree-victim-aggressor.conf",
+                               "-o", dump, "--sl-out", sl_conf, "--json")
+    assert rc == 0, err
+    routed = json.loads(stdout)["partition_sl"]
+    rc, stdout, err = netsteer("route-eval", "-t", net, "-l", dump, "-p", sl_conf, "--pattern",
+                               "partition-local", "--json")
+    assert rc == 0, err
+    evaluated = {p["pkey"]: p["vl"] for p in json.loads(stdout)["partitions"].values()}
+    assert evaluated == routed
+    headers = {line.split("=")[1].split(",")[0].split()[0] for line in sl_conf.read_text().splitlines()
+               if line and not line.startswith((" ", "#")) and not line.startswith("Default")}
+    assert set(routed) == headers
+
+
+# -- partitions.conf membership is per port (dual-port HCAs) ---------------------------
+@pytest.fixture
+def dual_port(tmp_path):
+    """A 16-host tree whose HCAs have two ports, both to their leaf."""
+    net = tmp_path / "dp.net"
+    write_ibsim_net(pgft(2, [4, 4], [1, 2], parallel=[2, 1], link_bandwidth=32e9, link_latency_ns=100), net)
+    return net, read_ibsim_net(net)
+
+
+def test_sl_out_keeps_each_ports_membership(tmp_path, dual_port):
+    # port 1 limited and port 2 full used to be read as the host, full, and written back
+    # as port 1 full with port 2 dropped: a P_Key change nobody asked for
+    from netsteer.drivers.opensm.guids import port_guid
+
+    net, topo = dual_port
+    h = [int(x) for x in topo.hosts]
+    conf = tmp_path / "p.conf"
+    conf.write_text(f"a=0x10 : {port_guid(topo, h[0], 1):#x}=limited, {port_guid(topo, h[0], 2):#x}=full, "
+                    + ", ".join(f"{port_guid(topo, x, 1):#x}=full" for x in h[1:8]) + " ;\n"
+                    f"b=0x11 : " + ", ".join(f"{port_guid(topo, x, 2):#x}=full" for x in h[8:]) + " ;\n")
+    rc, stdout, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "-o", tmp_path / "l.dump",
+                               "--sl-out", tmp_path / "sl.conf")
+    assert rc == 0, err
+    before, after = read_partitions_conf(conf, topo), read_partitions_conf(tmp_path / "sl.conf", topo)
+    assert [(p.members, p.other_ports) for p in after] == [(p.members, p.other_ports) for p in before]
+    assert before[0].members[h[0]] == "limited" and before[0].other_ports[(h[0], 2)] == "full"
+    assert before[1].members == {}  # only second ports: the routed ports are not members
+
+
+def test_node_guid_in_partitions_is_refused_naming_the_ports(tmp_path, dual_port):
+    from netsteer.drivers.opensm.guids import port_guid
+
+    net, topo = dual_port
+    h1 = int(topo.hosts[1])
+    conf = tmp_path / "p.conf"
+    conf.write_text(f"\na=0x10 : {int(topo.node_guid[h1]):#x}=full ;\n")
+    rc, stdout, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "-o", tmp_path / "l.dump")
+    assert rc == 2 and "Traceback" not in err
+    assert str(conf) in err and "line 2" in err and "node GUID of h1" in err
+    assert f"{port_guid(topo, h1, 1):#018x} (port 1)" in err and f"{port_guid(topo, h1, 2):#018x} (port 2)" in err
+    assert not (tmp_path / "l.dump").exists()
+
+
+def test_route_notes_common_partition_and_replaced_sl(tmp_path):
+    # a storage partition of every host listed first made pftree plan all hosts as
+    # one; a user's sl= was replaced by pftree's without a word
+    scen = Path(__file__).resolve().parents[2] / "scenarios"
+    net, conf = scen / "pftree-16.net", scen / "pftree-victim-aggressor.conf"
+    mine = tmp_path / "p.conf"
+    mine.write_text("storage=0x0001 : ALL_CAS=full ;\n"
+                    + conf.read_text().replace("victim=0x0010", "victim=0x0010,sl=5"))
+    rc, stdout, err = netsteer("route", "-t", net, "-e", "pftree", "-p", mine, "-o", tmp_path / "a.dump", "--json")
+    assert rc == 0, err
+    got = json.loads(stdout)
+    rc, stdout, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "-o", tmp_path / "b.dump", "--json")
+    assert rc == 0, err
+    alone = json.loads(stdout)
+    assert (tmp_path / "a.dump").read_text() == (tmp_path / "b.dump").read_text()
+    assert got["partition_sl"] == alone["partition_sl"] | {"0x0001": 0}
+    notes = got["notes"]
+    assert [n for n in notes if "'storage'" in n and "not isolated" in n]
+    victim_sl = got["partition_sl"]["0x0010"]
+    assert [n for n in notes if "'victim'" in n and "sl=5" in n and f"SL {victim_sl}" in n]

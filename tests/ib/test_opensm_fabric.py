@@ -26,6 +26,7 @@ from netsteer.drivers.opensm.partitions import (
     write_partitions_conf,
 )
 from netsteer.drivers.opensm.runner import FabricError, IbFabric
+from netsteer.errors import NetsteerError
 from netsteer.topology.ibnetdiscover import read_ibnetdiscover
 from netsteer.topology.ibsim_net import read_ibsim_net, write_ibsim_net
 from netsteer.topology.model import HOST
@@ -302,3 +303,65 @@ def test_writer_output_is_what_the_file_engine_needs(tmp_path):
     with IbFabric(net, tmp_path / "b", engine="file", lfts_file=mine) as fab:
         got = installed(fab, topo, real.lids)
     assert np.array_equal(got.hosts, real.hosts)
+
+
+def port_pkey_tables(fab, topo, lids):
+    """``{(node, port): P_Keys}`` of every CA port, read with smpquery (0x0000 left out)."""
+    from netsteer.drivers.opensm.guids import endpoint_port
+
+    def read(lid):
+        out = fab.run(["smpquery", "pkeys", str(int(lid))])
+        return {int(w, 16) for line in out.splitlines() if ":" in line
+                for w in line.split(":", 1)[1].split() if w.startswith("0x")} - {0}
+
+    got = {(int(h), endpoint_port(topo, int(h))): read(lids.lid[int(h)]) for h in topo.hosts}
+    return got | {pl[:2]: read(pl.lid) for pl in lids.ports}
+
+
+def expected_port_tables(parts, topo, lids):
+    """The same from netsteer's reading: each CA port's memberships."""
+    from netsteer.drivers.opensm.guids import endpoint_port
+
+    def key(p, m):
+        return p.pkey | (0x8000 if m != "limited" else 0)
+
+    want = {}
+    for h in (int(x) for x in topo.hosts):
+        want[(h, endpoint_port(topo, h))] = {key(p, p.members[h]) for p in parts if h in p.members}
+    for pl in lids.ports:
+        want[(pl.node, pl.port)] = {key(p, p.other_ports[pl[:2]]) for p in parts if pl[:2] in p.other_ports}
+    return want
+
+
+def test_membership_is_per_port_and_a_node_guid_is_no_member(tmp_path):
+    # dual-port HCAs: OpenSM gives each port the membership its port GUID has, and a
+    # CA's node GUID names no port, so OpenSM leaves that host out (netsteer used to
+    # count the node GUID as the host, merge port 2 into port 1, and rewrite it so)
+    from netsteer.drivers.opensm.guids import port_guid
+
+    net = NET_EXAMPLES / "net.2sw2path4hca2port"
+    topo = read_ibsim_net(net)
+    h1, h2 = topo.node("Hca1"), topo.node("Hca2")
+    lids = opensm_lids(topo, sm_node=0)
+    assert len(lids.ports) == 2  # the second ports of both HCAs
+    members = (f"Default=0x7fff : ALL=limited, SELF=full ;\n"
+               f"a=0x10 : {port_guid(topo, h1, 1):#x}=limited, {port_guid(topo, h1, 2):#x}=full, "
+               f"{port_guid(topo, h2, 1):#x}=full ;\n")
+    node_guid = f"b=0x11 : {int(topo.node_guid[h2]):#x}=full ;\n"
+    conf = tmp_path / "partitions.conf"
+    conf.write_text(members + node_guid)
+    with IbFabric(net, tmp_path / "run", engine="minhop", partitions=conf) as fab:
+        tables = port_pkey_tables(fab, topo, lids)
+    assert len(tables) == 4 and all(0x11 not in t and 0x8011 not in t for t in tables.values())
+    # netsteer refuses the node GUID (OpenSM would ignore it) and reads the rest per port
+    with pytest.raises(NetsteerError, match="node GUID"):
+        parse_partitions_conf(conf.read_text(), topo, sm_node=0)
+    conf.write_text(members)
+    parts = parse_partitions_conf(members, topo, sm_node=0)
+    want = expected_port_tables(parts, topo, lids)
+    assert want[(h1, 1)] != want[(h1, 2)]  # the case that was merged
+    again = tmp_path / "again.conf"  # what route --sl-out writes back
+    write_partitions_conf(parse_partitions_conf(members, topo), topo, again)
+    for name, c in (("run2", conf), ("run3", again)):
+        with IbFabric(net, tmp_path / name, engine="minhop", partitions=c) as fab:
+            assert port_pkey_tables(fab, topo, lids) == want, name

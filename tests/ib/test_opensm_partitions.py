@@ -169,9 +169,16 @@ def test_self_without_sm_node_is_kept_symbolic(fabric):
     assert again == [p]
 
 
-def test_node_guid_names_a_host_too(fabric):
-    p = parse_partitions_conf("p=1: 0x100003=full;", fabric)[0]  # Hca2's node GUID
-    assert names(fabric, p.members) == {"Hca2": "full"}
+def test_node_guid_is_refused_as_opensm_ignores_it(fabric):
+    # OpenSM looks members up by port GUID: a CA's node GUID names no port, and OpenSM
+    # leaves the host out (seen on ibsim, test_opensm_fabric.py); it used to be taken
+    # as the host
+    with pytest.raises(NetsteerError) as e:
+        parse_partitions_conf("p=1:\n 0x100003=full;", fabric, file="p.conf")  # Hca2's node GUID
+    assert e.value.file == "p.conf" and e.value.field == "line 2"
+    assert "node GUID of Hca2" in str(e.value) and f"{G2:#018x} (port 1)" in str(e.value)
+    # a switch's node GUID is its port 0's GUID: a member
+    assert parse_partitions_conf("p=1: 0x200000=full;", fabric)[0].members == {fabric.node("Switch1"): "full"}
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from qos_samples import two_flows
 
 from netsteer.drivers.opensm.qos import parse_qos_conf
@@ -40,7 +42,6 @@ def test_opensm_conf_lines_hold_every_port_type(tmp_path, cli):
     assert conf["qos_sw0_sl2vl"] == ",".join(str(s % 2) for s in range(16))
     # port types not overridden fall back to the base keys (OpenSM does the same)
     assert not any(k.startswith(("qos_swe_", "qos_rtr_")) for k in conf)
-    assert not (tmp_path / "osm" / "partitions.conf").exists()
 
 
 def test_opensm_conf_json(tmp_path, cli):
@@ -52,7 +53,7 @@ def test_opensm_conf_json(tmp_path, cli):
     assert d["opensm_conf"]["qos_ca_vlarb_high"] == "0:40" and d["qos"]["sls_used"] == [0, 1]
 
 
-def _pftree_with_qos(tmp_path, conf_text=None):
+def _pftree_with_qos(tmp_path, conf_text=None, qos="{max_vls: 2, vlarb_low: '0:32,1:32'}"):
     import shutil
     from pathlib import Path
 
@@ -61,7 +62,7 @@ def _pftree_with_qos(tmp_path, conf_text=None):
     conf = tmp_path / "parts.conf"
     conf.write_text(conf_text if conf_text is not None else (root / "pftree-victim-aggressor.conf").read_text())
     text = (root / "pftree-victim-aggressor.yaml").read_text().replace("pftree-victim-aggressor.conf", "parts.conf")
-    text += "qos: {max_vls: 2, vlarb_low: '0:32,1:32'}\n"
+    text += f"qos: {qos}\n"
     f = tmp_path / "s.yaml"
     f.write_text(text)
     return f
@@ -86,3 +87,68 @@ def test_partitions_file_naming_unknown_ports(tmp_path, cli):
     code, out, err = cli("qos", "opensm-conf", f)
     assert code == 2 and "Traceback" not in err
     assert err.strip().endswith("parts.conf: line 1: port GUID 0x0002c903deadbeef is not in the topology")
+
+
+def test_partition_sl_without_a_weight_is_refused_naming_the_users_field(tmp_path, cli):
+    # opensm-conf wrote sl=1 for a partition while VL 1 had no weight (its traffic would
+    # get no bandwidth), and the packet fidelity blamed packet.vlarb_low, a key the
+    # scenario never had
+    from netsteer.drivers.opensm.partitions import read_partitions_conf
+    from netsteer.topology.ibsim_net import read_ibsim_net
+
+    code, out, err = cli("qos", "opensm-conf", _pftree_with_qos(tmp_path), "--out", tmp_path / "osm")
+    assert code == 0, err
+    topo = read_ibsim_net(tmp_path / "pftree-16.net")
+    on_1 = [p for p in read_partitions_conf(tmp_path / "osm" / "partitions.conf", topo) if p.flags.get("sl") == 1]
+    assert len(on_1) == 1
+    f = _pftree_with_qos(tmp_path, qos="{max_vls: 2, vlarb_low: '0:64'}")
+    code, out, err = cli("qos", "opensm-conf", f, "--out", tmp_path / "osm2")
+    assert code == 2 and "Traceback" not in err and not (tmp_path / "osm2").exists()
+    assert f"{f}: qos.vlarb_low: " in err and f"partition {on_1[0].name!r}" in err and "SL 1" in err
+    code, out, err = cli("run", f, "--fidelity", "packet")
+    assert code == 2 and "Traceback" not in err
+    assert f"{f}: qos.vlarb_low: " in err and "packet.vlarb_low" not in err and f"partition {on_1[0].name!r}" in err
+
+
+def test_opensm_conf_writes_how_jobs_get_their_sls(tmp_path, cli):
+    # no sl= partitions and no note were written: loaded into OpenSM, the tables served
+    # SLs that no traffic was put on. Each job on one SL other than 0 now gets a
+    # partition of its hosts with that sl=, and a note says its QPs must use that P_Key
+    from netsteer.drivers.opensm.partitions import read_partitions_conf
+    from netsteer.scenario import build_scenario, load_scenario
+    from netsteer.topology.ibsim_net import with_fabric_guids
+
+    f = tmp_path / "s.yaml"
+    f.write_text(two_flows(QOS))
+    code, out, err = cli("qos", "opensm-conf", f, "--out", tmp_path / "osm", "--json")
+    assert code == 0, err
+    built = build_scenario(load_scenario(f))
+    topo = with_fabric_guids(built.topology)
+    parts = {p.name: p for p in read_partitions_conf(tmp_path / "osm" / "partitions.conf", topo)}
+    cols = built.dag.columns()
+    for j, job in enumerate(built.job_names):
+        mine = built.job_of_flow == j
+        sls = set(built.qos.sl[mine].tolist())
+        assert len(sls) == 1
+        hosts = {int(topo.hosts[h]) for h in np.r_[cols.src[mine], cols.dst[mine]]}
+        if sls == {0}:
+            assert job not in parts  # SL 0 is every partition's default
+            continue
+        assert parts[job].flags["sl"] == sls.pop() and set(parts[job].members) == hosts
+        notes = [n for n in json.loads(out)["notes"] if f"job {job!r}" in n]
+        assert len(notes) == 1 and f"{parts[job].pkey | 0x8000:#06x}" in notes[0]
+    assert 0x7FFF in {p.pkey for p in parts.values()}  # the default partition is written out
+
+
+def test_opensm_conf_notes_a_job_on_several_sls(tmp_path, cli):
+    # one job's flows on two SLs (classes by kind): a partition cannot say that
+    qos = QOS.split("classes:")[0] + ("classes:\n  - {name: bulk, sl: 2, kind: bulk}\n"
+                                      "  - {name: io, sl: 1, jobs: [io]}\n")
+    f = tmp_path / "s.yaml"
+    io = "flows: [{src: 1, dst: 3, bytes: 100MB}]\n    bulk: [{src: 1, dst: 2, duration: 1ms}]"
+    f.write_text(two_flows(qos, io=io))
+    code, out, err = cli("qos", "opensm-conf", f, "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert [n for n in d["notes"] if "job 'io'" in n and "SLs 1, 2" in n]
+    assert "io=" not in (d["partitions_conf"] or "")

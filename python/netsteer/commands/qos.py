@@ -14,6 +14,7 @@ from .route import progress_bar, reproduce_app
 
 qos_app = typer.Typer(help="InfiniBand QoS: OpenSM configuration, weight tuning.", no_args_is_help=True)
 out_console = output_console()
+err_console = output_console(stderr=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -42,16 +43,27 @@ def opensm_conf(
         raise NetsteerError("the scenario has no qos section", file=str(scenario), field="qos")
     built = build_scenario(sc)
     conf = qos_conf_lines(built.qos.config)
-    parts_text = None
-    parts = getattr(built.routing, "partitions", None)
-    if parts:
-        from ..drivers.opensm.partitions import format_partitions_conf
-        from ..drivers.opensm.qos import partitions_with_sl
+    from ..drivers.opensm.partitions import format_partitions_conf, with_default
+    from ..drivers.opensm.qos import job_sl_partitions, partitions_with_sl
+    from ..qos.config import check_partition_sls
+    from ..topology.ibsim_net import with_fabric_guids
 
-        # the routing's SL per partition (pFTree's lanes), as OpenSM hands it out
+    topo = with_fabric_guids(built.topology)  # the GUIDs netsteer route and topo --export give it
+    parts = list(getattr(built.routing, "partitions", None) or [])
+    if parts:
+        # the routing's SL per partition (pFTree's lanes), as OpenSM hands it out: each
+        # must get bandwidth from the tables written beside it
         sl = getattr(built.routing, "partition_sl", None) or {}
+        check_partition_sls(built.qos.config, parts, sl, file=str(scenario))
+        parts = partitions_with_sl(parts, sl)
+    # how the jobs' traffic gets the SLs of its qos classes: a partition with sl= per job
+    cols = built.dag.columns()
+    jobs, notes = job_sl_partitions(topo, built.job_names, built.job_of_flow, cols.src, cols.dst,
+                                    built.qos.sl, parts)
+    parts_text = None
+    if parts or jobs:
         try:
-            parts_text = format_partitions_conf(partitions_with_sl(list(parts), sl), built.topology)
+            parts_text = format_partitions_conf(with_default([*parts, *jobs], topo), topo)
         except ValueError as exc:
             raise NetsteerError(f"cannot be written to partitions.conf: {exc}", file=str(scenario),
                                 field="routing.partitions") from None
@@ -66,13 +78,16 @@ def opensm_conf(
         write_result_dir(out, write)
     if as_json:
         typer.echo(json.dumps({"opensm_conf": parse_qos_conf(conf), "partitions_conf": parts_text,
-                               "qos": built.qos.summary()}))
-    elif out is None:
+                               "qos": built.qos.summary(), "notes": notes}))
+        return
+    if out is None:
         typer.echo(conf, nl=False)
         if parts_text is not None:
             typer.echo("# partitions.conf\n" + parts_text, nl=False)
     else:
         out_console.print(f"wrote {out}/opensm.conf" + (" and partitions.conf" if parts_text else ""))
+    for n in notes:
+        err_console.print("note: " + n, soft_wrap=True, highlight=False)
 
 
 @qos_app.command("tune")

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import NetsteerError
+from ..topology.partitions import pkey_text
 from ._console import output_console
 
 err_console = Console(stderr=True)
@@ -277,7 +278,7 @@ def route(
         outputs.append((qos_out, "--qos-out", opensm_qos_conf(getattr(r, "vls", vls))))
     # all or none: a file that cannot be written leaves the others as they were
     files = write_all(outputs)
-    notes = []
+    notes = list(getattr(r, "notes", None) or [])  # the engine's (pftree: common partitions, sl= replaced)
     if getattr(r, "vls", 0) > 8:
         used = sorted({int(v) for v in (getattr(r, "partition_vl", None) or {}).values()})
         notes.append(f"--vls {r.vls}: pftree may put partitions on VLs up to {r.vls - 1}"
@@ -294,7 +295,7 @@ def route(
         "route_s": round(route_s, 3),
         "check_s": round(check_s, 3),
         "lids": lid_source,
-        "partition_sl": {f"{k:#06x}": v for k, v in (sl or {}).items()},
+        "partition_sl": {pkey_text(k): v for k, v in (sl or {}).items()},
         "files": files,
         "notes": notes,
     }

@@ -157,6 +157,10 @@ class ReplayController(Controller):
 class ReroutePolicy(Controller):
     """Re-route every flow when links change (the default controller's policy).
 
+    A factory with a ``static_engine`` attribute (the engine's name: it builds the same
+    tables whatever links are down) is not called on link changes; the history says
+    the tables are kept.
+
     Parameters
     ----------
     on_links : callable(down_links, circuits) -> Routing, optional
@@ -176,6 +180,14 @@ class ReroutePolicy(Controller):
         if not wanted:
             return []
         cause = wanted[-1].cause
+        static = getattr(self.factories[cause], "static_engine", None)
+        if static and cause == "links":
+            # the engine ignores links that are down: a re-route would install the same tables
+            self.history.append({"at_s": inp.now / 1e9, "what": "routing", "kept": (
+                f"links changed; the {static} tables are static in netsteer and kept as they are (flows "
+                "on a down link wait for it to come back); an SM such as OpenSM would compute them again "
+                "without the link at the heavy sweep the change triggers")})
+            return []
         try:
             routing = self.factories[cause](inp.view.down_links, inp.view.circuits)
         except NetsteerError as exc:

@@ -206,6 +206,31 @@ def _check(q: QosConfig) -> None:
         hosts[d.host] = i
 
 
+def unserved(q: QosConfig, sl: int) -> tuple[str, str] | None:
+    """Why SL ``sl`` gets no bandwidth, and the key of the ``qos:`` section that
+    causes it, as ``(reason, field)``; None when every port type serves it.
+
+    >>> unserved(parse_qos({"max_vls": 2, "vlarb_low": "0:64"}), 1)
+    ('SL 1 maps to VL 1, which has no weight in vlarb_high or vlarb_low on ca ports', 'qos.vlarb_low')
+    >>> unserved(parse_qos({"max_vls": 2}), 1) is None
+    True
+    """
+    for kind in PORT_TYPES:
+        p, o = q.port(kind), q.ports.get(kind)
+        vl = p.sl2vl[sl]
+        if vl == 15:
+            key = "sl2vl"
+            reason = f"SL {sl} maps to VL 15 (not usable) in sl2vl on {kind} ports"
+        elif vl not in p.served():
+            key = "vlarb_low"
+            reason = f"SL {sl} maps to VL {vl}, which has no weight in vlarb_high or vlarb_low on {kind} ports"
+        else:
+            continue
+        own = o is not None and (getattr(o, key) is not None or (key == "vlarb_low" and o.vlarb_high is not None))
+        return reason, f"qos.ports.{kind}.{key}" if own else f"qos.{key}"
+    return None
+
+
 def check_sl_served(q: QosConfig, sl: int, *, file=None, field="qos") -> None:
     """An SL in use must reach a VL that some table serves on every port type."""
     for kind in PORT_TYPES:
@@ -217,6 +242,23 @@ def check_sl_served(q: QosConfig, sl: int, *, file=None, field="qos") -> None:
         if vl not in p.served():
             raise NetsteerError(f"SL {sl} is used and maps to VL {vl}, which has no weight in vlarb_high or "
                                 f"vlarb_low on {kind} ports: its packets would never leave", file=file, field=field)
+
+
+def check_partition_sls(q: QosConfig, partitions, partition_sl: dict[int, int], *, file=None) -> None:
+    """Every SL a partition-aware routing (pFTree) gives a partition must get bandwidth
+    under the ``qos:`` tables; else a :class:`NetsteerError` naming the partition, its
+    SL and the key of the ``qos:`` section that leaves it none."""
+    from ..topology.partitions import pkey_text
+
+    for p in partitions or []:
+        sl = partition_sl.get(p.pkey)
+        why = unserved(q, int(sl)) if sl is not None else None
+        if why is not None:
+            raise NetsteerError(
+                f"the routing puts partition {p.name or pkey_text(p.pkey)!r} ({pkey_text(p.pkey)}) on SL {sl} "
+                f"(its lane, in partitions.conf as sl={sl}), but {why[0]}: its traffic would get no bandwidth; "
+                f"give that VL a weight in {why[1]}, or set max_vls so that SL {sl} shares a VL that has one",
+                file=file, field=why[1])
 
 
 class _FieldError(ValueError):
@@ -275,4 +317,5 @@ def parse_qos(data: Any, *, file: str | None = None, field: str = "qos") -> QosC
 
 
 __all__ = ["Device", "KINDS", "PORT_TYPES", "PriorityChange", "QosConfig", "ResolvedPort", "TrafficClass",
-           "check_sl_served", "packet_keys", "parse_qos", "parse_sl2vl", "parse_vlarb", "shared_vls"]
+           "check_partition_sls", "check_sl_served", "packet_keys", "parse_qos", "parse_sl2vl", "parse_vlarb",
+           "shared_vls", "unserved"]

@@ -55,6 +55,7 @@ import numpy as np
 from .._core import maxmin
 from ..errors import NetsteerError
 from ..topology.model import HOST
+from ..topology.partitions import pkey_text
 from .deadlock import partition_channels
 
 PATTERNS = ("all-to-all", "shift", "bisect", "random-ring", "gather", "scatter", "partition-local")
@@ -257,7 +258,7 @@ def evaluate(
             np.logical_or.at(mine_l, links, mine)
             np.logical_or.at(oth_l, links, others)
             part_report[name] = {
-                "pkey": p.pkey,
+                "pkey": pkey_text(p.pkey),
                 "hosts": int(len(hs)),
                 "flows": per_flows[i],
                 "throughput": float(np.mean(per_thr[i])) if per_thr[i] else None,

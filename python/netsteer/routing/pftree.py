@@ -31,8 +31,14 @@ when lanes run out, the lane shared with the fewest neighbours is reused). The
 result carries ``partition_sl`` (PKey -> SL, with SL2VL the identity) for the
 ``opensm`` driver (:mod:`netsteer.drivers.opensm.qos`).
 
-A host belongs to the first partition (in the given order, the default 0x7fff
-excluded) that lists it; hosts in none are routed last, within the caps.
+Which partitions are isolated does not depend on the order they are listed in
+(:func:`planned_partitions`): a *common* partition, one that shares a host with a
+partition of fewer hosts (storage, management, or all hosts), cannot be isolated from
+those partitions (its traffic reaches them) and is left out: not planned, profiled
+nor given a lane (it stays on SL 0). A host in several of the others is planned with
+the one of fewest hosts (ties: the lower PKey). Hosts in none are routed last,
+within the caps. The result's ``notes`` say which partitions were left out, and
+which ``sl=`` of the partitions given the lanes replace.
 
 Examples
 --------
@@ -58,14 +64,14 @@ import numpy as np
 
 from ..errors import RoutingError
 from ..topology.model import Topology
-from ..topology.partitions import Partition, host_partitions, isolating
+from ..topology.partitions import Partition, host_partitions, isolating, pkey_text
 from ._pftree_plan import ftree_caps, plan_main_paths
 from .fattree_ranks import FatTree, fat_tree
 from .ftree import destination_order, fill_tables, main_paths, round_robin_ports
 from .table import Routing
 from .traffic_profile import Profile, profile
 
-__all__ = ["MAX_PARTITIONS", "assign_vls", "host_partitions", "pftree", "shared_channels"]
+__all__ = ["MAX_PARTITIONS", "assign_vls", "host_partitions", "pftree", "planned_partitions", "shared_channels"]
 
 #: Partitions pftree isolates at most (the default 0x7fff one not counted): a channel's
 #: partitions are a 64-bit mask.
@@ -96,6 +102,7 @@ def pftree(
     -------
     Routing
         With ``partitions``, ``partition_sl`` and ``partition_vl`` (PKey -> SL/VL),
+        ``notes`` (list of str: common partitions left out, ``sl=`` flags replaced),
         ``vls``, ``choice`` (``"planned"``, ``"greedy"`` or ``"ftree"``: which
         tables passed the checks) and ``profile`` (:class:`.traffic_profile.Profile`
         of the chosen tables, None without partitions).
@@ -103,16 +110,15 @@ def pftree(
     if not 1 <= int(vls) <= 15:
         raise RoutingError(f"pftree: vls must be 1..15 data virtual lanes, got {vls}")
     parts = list(partitions or [])
-    real = isolating(parts)
-    if len(real) > MAX_PARTITIONS:
-        raise RoutingError(f"pftree isolates at most {MAX_PARTITIONS} partitions, got {len(real)}")
+    if len(isolating(parts)) > MAX_PARTITIONS:
+        raise RoutingError(f"pftree isolates at most {MAX_PARTITIONS} partitions, got {len(isolating(parts))}")
+    real, hpart, notes = planned_partitions(topo, parts)
     ft = fat_tree(topo, "pftree")
     base_order = destination_order(ft)
     base_paths = main_paths(ft, base_order)
-    hpart = host_partitions(topo, real)
     if len(real) < 2 or topo.n_hosts < 2:
         r = fill_tables(ft, base_order, base_paths, round_robin_ports, engine="pftree")
-        return _finish(r, parts, real, vls, "ftree", None)
+        return _finish(r, parts, real, vls, "ftree", None, notes)
     rank = np.where(hpart < 0, len(real), hpart)
     order = destination_order(ft, key=lambda h: rank[h])
     blocks = _partition_blocks(order, hpart, len(real))
@@ -124,25 +130,69 @@ def pftree(
     p_base = profile(base, real, isolation=p_plan.shared_channels > 0)
     bound = (p_base.max_switch_load, p_base.max_routes)
     if p_plan.shared_channels == 0 and _within(p_plan, bound):
-        return _finish(planned, parts, real, vls, "planned", p_plan)
+        return _finish(planned, parts, real, vls, "planned", p_plan, notes)
     # links could not isolate everything: the per-step greedy and ftree compete with the plan
     greedy = fill_tables(ft, order, main_paths(ft, order, _greedy_marks(ft, order, hpart)), blocks, engine="pftree")
     cands = [("planned", planned, p_plan), ("greedy", greedy, profile(greedy, real)), ("ftree", base, p_base)]
     ok = [c for c in cands if _within(c[2], bound)]
     name, r, prof = min(ok, key=lambda c: (c[2].shared_channels, c[2].max_partition_load))
-    return _finish(r, parts, real, vls, name, prof)
+    return _finish(r, parts, real, vls, name, prof, notes)
 
 
 def _within(p: Profile, bound: tuple[int, int]) -> bool:
     return p.max_switch_load <= bound[0] and p.max_routes <= bound[1]
 
 
-def _finish(r: Routing, parts, real, vls: int, choice: str, prof: Profile | None) -> Routing:
+def planned_partitions(topo: Topology, partitions: Sequence[Partition]):
+    """The partitions pFTree isolates, each host's among them, and notes.
+
+    A partition that shares a host with an isolating partition of fewer hosts is
+    *common* and left out; the rest are ordered by PKey, and a host in several is
+    planned with the one of fewest hosts (ties: the lower PKey). Nothing depends on
+    the order of ``partitions``. Returns ``(isolated, hpart, notes)``: ``hpart`` per
+    host index the position in ``isolated``, -1 for none.
+
+    >>> from netsteer.topology.pgft import pgft
+    >>> t = pgft(1, [4], [1], link_bandwidth=1e9, link_latency_ns=0)
+    >>> every = Partition("storage", 1, {t.host_node(h): "full" for h in range(4)})
+    >>> a = Partition("a", 2, {t.host_node(0): "full", t.host_node(1): "full"})
+    >>> iso, hpart, notes = planned_partitions(t, [every, a])
+    >>> [p.name for p in iso], hpart.tolist(), len(notes)
+    (['a'], [0, 0, -1, -1], 1)
+    """
+    real = sorted(isolating(partitions), key=lambda p: p.pkey)
+    hosts = [{int(topo.host_index[n]) for n in p.members if topo.host_index[n] >= 0} for p in real]
+    common, notes = set(), []
+    for i, p in enumerate(real):
+        smaller = [q for j, q in enumerate(real) if len(hosts[j]) < len(hosts[i]) and hosts[j] & hosts[i]]
+        if smaller:
+            common.add(i)
+            notes.append(
+                f"pftree: partition {p.name or pkey_text(p.pkey)!r} ({pkey_text(p.pkey)}) shares hosts with "
+                f"smaller partitions ({', '.join(repr(q.name or pkey_text(q.pkey)) for q in smaller)}): it is "
+                "not isolated (its traffic reaches theirs), its hosts are planned with their own partitions, "
+                "and it stays on SL 0")
+    kept = [i for i in range(len(real)) if i not in common]
+    hpart = np.full(topo.n_hosts, -1, dtype=np.int64)
+    for k in sorted(range(len(kept)), key=lambda k: (len(hosts[kept[k]]), real[kept[k]].pkey)):
+        for h in sorted(hosts[kept[k]]):
+            if hpart[h] < 0:
+                hpart[h] = k
+    return [real[i] for i in kept], hpart, notes
+
+
+def _finish(r: Routing, parts, real, vls: int, choice: str, prof: Profile | None, notes: list[str]) -> Routing:
     r.partitions = parts
     r.choice = choice
     r.profile = prof
     mask = prof.partition_mask if prof is not None else None
-    sl = assign_vls(r, parts, vls, mask=mask)
+    sl = {p.pkey: 0 for p in parts} | assign_vls(r, real, vls, mask=mask)
+    r.notes = list(notes)
+    for p in isolating(parts):
+        given = p.flags.get("sl")
+        if given is not None and int(given) != sl[p.pkey]:
+            r.notes.append(f"pftree: partition {p.name or pkey_text(p.pkey)!r} ({pkey_text(p.pkey)}) gives "
+                           f"sl={given}; pftree puts it on SL {sl[p.pkey]} (its lane), which --sl-out writes")
     r.partition_sl = sl
     r.partition_vl = dict(sl)  # SL2VL is the identity
     r.vls = int(vls)

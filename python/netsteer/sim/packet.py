@@ -329,17 +329,23 @@ def flow_sls(built, params: PacketParams) -> np.ndarray:
         i = int(np.argmax(sl > 15))
         raise NetsteerError(f"flow {i} has class {int(sl[i])}, but InfiniBand has SLs 0..15 only: the packet "
                             "fidelity takes a flow's class as its SL", file=file, field="jobs")
+    qos = getattr(built, "qos", None)
+    if part_sl and qos is not None:  # the tables are the qos section's: name the partition and its key
+        from ..qos.config import check_partition_sls
+
+        check_partition_sls(qos.config, getattr(routing, "partitions", None), part_sl, file=file)
+    section = "qos" if qos is not None else "packet"  # where the scenario gave the tables
     d = params.engine_dict()
     served = params.served_vls()
     for s in np.unique(sl):
         vl = d["sl2vl"][int(s)]
         if vl == 15:
             raise NetsteerError(f"SL {int(s)} is used by flows but sl2vl maps it to VL 15 (not usable)",
-                                file=file, field="packet.sl2vl")
+                                file=file, field=f"{section}.sl2vl")
         if vl not in served:
             raise NetsteerError(f"SL {int(s)} is used by flows and maps to VL {vl}, which has no weight in "
                                 "vlarb_high or vlarb_low: its packets would never leave", file=file,
-                                field="packet.vlarb_low")
+                                field=f"{section}.vlarb_low")
     return sl
 
 

@@ -100,7 +100,7 @@ def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
     names = driver.topo.node_names
     events = [a.as_dict(names) for a in driver.applied]
     history = controller.all_history if isinstance(controller, ControllerStack) else controller.history
-    events += [dict(h, intent=h.get("what", "")) for h in history if "failed" in h]
+    events += [dict(h, intent=h.get("what", "")) for h in history if "failed" in h or "kept" in h]
     events.sort(key=lambda e: e["at_s"])
     return SimResult(
         completion_ns=completion,

@@ -33,7 +33,18 @@ DEFAULT_PKEY = 0x7FFF
 FULL, LIMITED, BOTH = "full", "limited", "both"
 
 __all__ = ["BOTH", "DEFAULT_PKEY", "FULL", "LIMITED", "Partition", "can_communicate", "host_partitions",
-           "isolating"]
+           "isolating", "pkey_text"]
+
+
+def pkey_text(pkey: int) -> str:
+    """A partition's PKey as outputs name it: as ``partitions.conf`` headers write it,
+    the low 15 bits (the full-member bit belongs to a port's membership, not to the
+    partition).
+
+    >>> pkey_text(0x8001), pkey_text(0x7fff)
+    ('0x0001', '0x7fff')
+    """
+    return f"{pkey & 0x7FFF:#06x}"
 
 
 @dataclass
@@ -45,6 +56,8 @@ class Partition:
     name : str
     pkey : int, low 15 bits
     members : dict, node -> ``"full"``, ``"limited"`` or ``"both"``
+        Membership of the node's *endpoint* port (a switch's port 0, a host's lowest
+        cabled port: the one netsteer routes and counts in :func:`can_communicate`).
     flags : dict, multicast flags given (``mtu``, ``rate``, ``sl``, ``Q_Key``,
         ``TClass``, ``FlowLabel``: int; ``scope``: list of int)
     ipoib, indx0 : bool
@@ -56,6 +69,10 @@ class Partition:
         Members mentioned (last) after the last ``SELF``. OpenSM keeps a port's
         last mention, so should the SM be one of these it keeps ``members[n]``;
         any other SM port gets ``self_membership``. Empty: ``SELF`` comes last.
+    other_ports : dict, ``(node, port)`` -> membership
+        The other CA ports that are members (a dual-port HCA's second port):
+        membership is per port, as P_Key tables are; routing and
+        :func:`can_communicate` look at the endpoints only.
     """
 
     name: str
@@ -68,6 +85,7 @@ class Partition:
     mgroups: list[str] = field(default_factory=list)
     line: int = field(default=0, compare=False)
     after_self: set[int] = field(default_factory=set)
+    other_ports: dict[tuple[int, int], str] = field(default_factory=dict)
 
     def full_members(self) -> list[int]:
         return sorted(n for n, m in self.members.items() if m != LIMITED)

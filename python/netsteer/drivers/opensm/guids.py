@@ -61,6 +61,38 @@ def endpoint_guid(topo: Topology, node: int) -> int:
     return 0 if port < 0 else port_guid(topo, node, port)
 
 
+def cabled_ca_ports(topo: Topology, node: int) -> list[int]:
+    """A host's cabled ports, lowest first (its endpoint first); [] for a switch."""
+    if topo.node_kind[node] != HOST:
+        return []
+    return [int(p) for p in np.flatnonzero(topo.out_channel[node] >= 0)]
+
+
+def port_index(topo: Topology) -> dict[int, tuple[int, int]]:
+    """Map every *port* GUID to ``(node, port)``: a switch's (its node GUID, port 0)
+    and every cabled CA port's. A CA's node GUID names no port: OpenSM looks ports
+    up by port GUID, so it is not here.
+
+    >>> from netsteer.topology.model import TopologyBuilder
+    >>> b = TopologyBuilder("t")
+    >>> h = b.add_host("h0", guid=0x100000)
+    >>> s = b.add_switch("s0", guid=0x200000)
+    >>> _ = b.add_link(h, s, bandwidth=1e9, latency_ns=1, a_port=1, b_port=3)
+    >>> {hex(g): v for g, v in port_index(b.build()).items()}
+    {'0x200000': (1, 0), '0x100001': (0, 1)}
+    """
+    index: dict[int, tuple[int, int]] = {}
+    for node in range(topo.n_nodes):
+        if topo.node_kind[node] != HOST and int(topo.node_guid[node]):
+            index.setdefault(int(topo.node_guid[node]), (node, 0))
+    for node in range(topo.n_nodes):
+        for port in cabled_ca_ports(topo, node):
+            g = port_guid(topo, node, port)
+            if g:
+                index[g] = (node, port)
+    return index
+
+
 def guid_index(topo: Topology) -> dict[int, tuple[int, int]]:
     """Map every known GUID to ``(node, port)``.
 

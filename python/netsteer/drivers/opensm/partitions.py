@@ -31,7 +31,13 @@ parser (``osm_prtn_config.c``) reads it::
 
 Stricter than OpenSM, which warns and goes on: an unknown flag, a bad flag value,
 an unknown membership word, or a GUID that is not in the topology is a
-:class:`~netsteer.errors.NetsteerError` naming file, line and the culprit.
+:class:`~netsteer.errors.NetsteerError` naming file, line and the culprit. So is a
+CA's node GUID: OpenSM looks members up by port GUID and silently leaves it out.
+
+Membership is per port: ``Partition.members`` holds each node's endpoint port (the
+one netsteer routes), ``Partition.other_ports`` the other CA ports (a dual-port HCA's
+second port), each with its own membership; the writer writes each port back by its
+own GUID.
 
 Two ports may talk in a partition when both are members and at least one is a
 full member (``both`` counts as full).
@@ -70,7 +76,7 @@ from netsteer.errors import NetsteerError
 from netsteer.topology.model import Topology
 from netsteer.topology.partitions import BOTH, DEFAULT_PKEY, FULL, LIMITED, Partition, can_communicate
 
-from .guids import endpoint_guid, guid_index
+from .guids import cabled_ca_ports, endpoint_guid, endpoint_port, guid_index, port_guid, port_index
 
 __all__ = [
     "Partition",
@@ -114,6 +120,7 @@ class _Reader:
     def __init__(self, topo: Topology, sm_node: int | None, file: str):
         self.topo, self.sm_node, self.file = topo, sm_node, file
         self.index = guid_index(topo)
+        self.ports = port_index(topo)
         self.parts: dict[int, Partition] = {}
         self.pkey_counter = 0
         self.cur: Partition | None = None
@@ -247,6 +254,10 @@ class _Reader:
                 "ALL_SWITCHES": topo.switches,
                 "ALL_ROUTERS": [],
             }[keyword]
+            if keyword in ("ALL", "ALL_CAS"):  # every CA port, a dual-port HCA's second one too
+                for h in topo.hosts:
+                    for port in cabled_ca_ports(topo, int(h))[1:]:
+                        p.other_ports[(int(h), port)] = membership
         else:
             try:
                 guid = _c_uint(name)
@@ -254,9 +265,21 @@ class _Reader:
                 raise self.err(f"bad port GUID {name!r}", line) from None
             if guid == 0 or guid >> 64:
                 raise self.err(f"bad port GUID {name!r}", line)
-            if guid not in self.index:
+            if guid not in self.ports:
+                if guid in self.index:  # a CA's node GUID
+                    node = self.index[guid][0]
+                    ports = ", ".join(f"{port_guid(topo, node, q):#018x} (port {q})"
+                                      for q in cabled_ca_ports(topo, node))
+                    raise self.err(
+                        f"{guid:#018x} is the node GUID of {topo.node_names[node]}, not a port GUID: OpenSM "
+                        f"looks members up by port GUID and would leave {topo.node_names[node]} out of "
+                        f"partition {p.name or hex(p.pkey)!r}; name its ports instead: {ports}", line)
                 raise self.err(f"port GUID {guid:#018x} is not in the topology", line)
-            nodes = [self.index[guid][0]]
+            node, port = self.ports[guid]
+            if port != endpoint_port(topo, node):  # a dual-port HCA's second port: its own membership
+                p.other_ports[(node, port)] = membership
+                return
+            nodes = [node]
         for n in nodes:
             # the last mention wins, as OpenSM's osm_prtn_add_port removes the port
             # before inserting it ("already in partition ... Will overwrite")
@@ -326,6 +349,7 @@ def with_default(parts: list[Partition], topo: Topology, sm_node: int | None = N
         return list(parts)
     d = Partition(name="Default", pkey=DEFAULT_PKEY)
     d.members = {n: LIMITED for n in range(topo.n_nodes)}
+    d.other_ports = {(int(h), q): LIMITED for h in topo.hosts for q in cabled_ca_ports(topo, int(h))[1:]}
     if sm_node is None:
         d.self_membership = FULL
     else:
@@ -368,15 +392,18 @@ def format_partitions_conf(parts: list[Partition], topo: Topology) -> str:
         after = p.after_self if p.self_membership else set()
         order = sorted(p.members, key=lambda n: (n in after, n))
         split = sum(n not in after for n in order)
-        for k, node in enumerate(order + [-1]):
-            if k == split and p.self_membership:
+        # every port by its own GUID (a CA's second port keeps its own membership)
+        ports = [(endpoint_guid(topo, n), n, p.members[n]) for n in order[:split]]
+        ports += [(port_guid(topo, n, q), n, m) for (n, q), m in sorted(p.other_ports.items())]
+        ports += [(endpoint_guid(topo, n), n, p.members[n]) for n in order[split:]]
+        for k, (g, node, m) in enumerate(ports + [(0, -1, "")]):
+            if k == len(ports) - len(order) + split and p.self_membership:
                 items.append(f"SELF={p.self_membership}")
             if node < 0:
                 continue
-            g = endpoint_guid(topo, node)
             if not g:
                 raise ValueError(f"{topo.node_names[node]} has no GUID")
-            items.append(f"0x{g:016x}={p.members[node]}")
+            items.append(f"0x{g:016x}={m}")
         lines = [f"{head} :"]
         lines += [f"    {m}" for m in p.mgroups]  # one per line: an mgid takes its line
         body = ",\n".join(f"    {i}" for i in items)

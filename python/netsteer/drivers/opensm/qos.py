@@ -9,12 +9,64 @@ SL *i* to VL *i* with equal VL arbitration weights.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from netsteer.topology.partitions import Partition
+import numpy as np
 
-__all__ = ["opensm_qos_conf", "partition_vls", "partitions_with_sl", "qos_conf_lines", "parse_qos_conf"]
+from netsteer.topology.partitions import Partition, pkey_text
+
+__all__ = ["job_partition", "job_sl_partitions", "opensm_qos_conf", "partition_vls", "partitions_with_sl",
+           "qos_conf_lines", "parse_qos_conf"]
+
+
+def job_partition(job: str, nodes, sl: int, taken: Sequence[Partition]) -> Partition:
+    """A partition of a job's nodes (full members) with ``sl=``, under a PKey (from
+    0x100) and a name that no partition in ``taken`` has.
+
+    >>> p = job_partition("io job", [3, 4], 1, [Partition("io_job", 0x100)])
+    >>> p.name, hex(p.pkey), p.flags, p.members
+    ('io_job_101', '0x101', {'sl': 1}, {3: 'full', 4: 'full'})
+    """
+    pkeys, names = {p.pkey for p in taken}, {p.name for p in taken}
+    pkey = next(k for k in range(0x100, 0x7FFF) if k not in pkeys)
+    name = re.sub(r"[^A-Za-z0-9_]", "_", job) or f"job{pkey:x}"
+    if name in names:
+        name = f"{name}_{pkey:x}"
+    return Partition(name=name, pkey=pkey, members={int(n): "full" for n in nodes}, flags={"sl": int(sl)})
+
+
+def job_sl_partitions(topo, job_names, job_of_flow, src, dst, sl, taken: Sequence[Partition] = ()):
+    """How the jobs' traffic gets its SLs from OpenSM: a partition with ``sl=`` per job.
+
+    OpenSM hands a partition's ``sl`` out in path records for its P_Key, so a job whose
+    flows are all on one SL other than 0 gets a partition of its hosts with that SL
+    (:func:`job_partition`); a job on SL 0 needs none (every partition's default). A
+    job on several SLs cannot be said so (one SL per P_Key). Returns ``(partitions,
+    notes)``, the notes saying what the user must do for each job.
+    """
+    out, notes = [], []
+    job_of_flow = np.asarray(job_of_flow)
+    for j, job in enumerate(job_names):
+        mine = job_of_flow == j
+        sls = sorted({int(x) for x in np.asarray(sl)[mine]})
+        if not sls or sls == [0]:
+            continue
+        if len(sls) > 1:
+            notes.append(f"job {job!r} has flows on SLs {', '.join(map(str, sls))} (its qos classes): a partition "
+                         "gives all of a job's QPs on its P_Key one SL, so none is written for it; set the SL on "
+                         "each QP in the application (UCX: UCX_IB_SL) or match its traffic in a qos-policy.conf")
+            continue
+        hosts = np.unique(np.r_[np.asarray(src)[mine], np.asarray(dst)[mine]])
+        p = job_partition(job, [int(topo.hosts[h]) for h in hosts], sls[0], [*taken, *out])
+        out.append(p)
+        full = f"{p.pkey | 0x8000:#06x}"
+        notes.append(f"job {job!r} runs on SL {sls[0]}: partitions.conf puts its {len(hosts)} hosts in partition "
+                     f"{p.name!r} ({pkey_text(p.pkey)}) with sl={sls[0]}; OpenSM hands that SL out in path records "
+                     f"for that P_Key only, so the job's QPs must use P_Key {full} (UCX: UCX_IB_PKEY={full}); on "
+                     "another P_Key they get that partition's SL")
+    return out, notes
 
 
 def partitions_with_sl(partitions: Sequence[Partition], sl: dict[int, int]) -> list[Partition]:
@@ -22,7 +74,7 @@ def partitions_with_sl(partitions: Sequence[Partition], sl: dict[int, int]) -> l
     out = []
     for p in partitions:
         q = replace(p, members=dict(p.members), flags=dict(p.flags), mgroups=list(p.mgroups),
-                    after_self=set(p.after_self))
+                    after_self=set(p.after_self), other_ports=dict(p.other_ports))
         if p.pkey in sl:
             q.flags["sl"] = int(sl[p.pkey])
         out.append(q)

@@ -33,7 +33,7 @@ from ...control.driver import Applied, Counters, NetworkChanged, NetworkView
 from ...control.intents import SetQos
 from ...report.atomic import atomic_write
 from .partitions import format_partitions_conf, with_default
-from .qos import qos_conf_lines
+from .qos import job_partition, qos_conf_lines
 
 _SL2VL_ROW = re.compile(r"^ports: in\s+(\d+), out\s+(\d+):\s*\|(.*)\|\s*$", re.M)
 _VLARB = re.compile(r"# (Low|High) priority VL Arbitration Table:\s*\nVL\s*:\s*\|(.*)\|\s*\nWEIGHT:\s*\|(.*)\|", re.M)
@@ -146,18 +146,13 @@ class OpenSmQosDriver:
                 raise _Refused(f"host {bad[0]} does not exist: the fabric has {self.topo.n_hosts} hosts")
             base = self._base()
             old = self.job_partitions.get(intent.job)
-            if old is not None:
-                pkey, name = old.pkey, old.name
-            else:
-                taken = {p.pkey for p in base} | {p.pkey for p in self.job_partitions.values()}
-                pkey = next(k for k in range(0x100, 0x7FFF) if k not in taken)
-                names = {p.name for p in base} | {p.name for p in self.job_partitions.values()}
-                name = re.sub(r"[^A-Za-z0-9_]", "_", intent.job) or f"job{pkey:x}"
-                if name in names:
-                    name = f"{name}_{pkey:x}"
             nodes = [int(self.topo.hosts[h]) for h in intent.hosts]
-            self.job_partitions[intent.job] = Partition(
-                name=name, pkey=pkey, members={n: "full" for n in nodes}, flags={"sl": int(intent.sl)})
+            if old is not None:
+                self.job_partitions[intent.job] = Partition(
+                    name=old.name, pkey=old.pkey, members={n: "full" for n in nodes}, flags={"sl": int(intent.sl)})
+            else:
+                self.job_partitions[intent.job] = job_partition(
+                    intent.job, nodes, intent.sl, [*base, *self.job_partitions.values()])
             parts = with_default([*base, *self.job_partitions.values()], self.topo)
             try:
                 text = format_partitions_conf(parts, self.topo)

@@ -1,0 +1,40 @@
+"""Under a static engine (dmodk, ftree, pftree) a link change re-routes nothing: the
+event log used to record a routing installed for "links changed" that was the very
+tables in place. It now says that the tables are static and kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from netsteer.scenario import build_scenario, load_scenario
+from netsteer.sim import run_scenario
+
+SCENARIO = """name: lf
+topology: {kind: pgft, levels: 2, down: [4, 4], up: [1, 2], link_bandwidth: 10Gbps, link_latency: 1us}
+routing: {engine: %s}
+jobs: [{name: t, flows: [{src: 0, dst: 4, bytes: 256MiB}, {src: 1, dst: 5, bytes: 256MiB}]}]
+events:
+  - {at: 50ms, link_down: [{node: s1_0, port: 5}]}
+  - {at: 120ms, link_up: [{node: s1_0, port: 5}]}
+"""
+
+
+def run(tmp_path, engine):
+    p = tmp_path / "s.yaml"
+    p.write_text(SCENARIO % engine)
+    return run_scenario(build_scenario(load_scenario(p)))
+
+
+@pytest.mark.parametrize("engine", ["ftree", "pftree", "dmodk"])
+def test_static_engine_keeps_its_tables_and_says_so(tmp_path, engine):
+    res = run(tmp_path, engine)
+    assert not [e for e in res.applied_events if e.get("intent") == "routing" and "reason" in e]
+    kept = [e for e in res.applied_events if e.get("kept")]
+    assert [e["at_s"] for e in kept] == [0.05, 0.12]
+    assert all(f"{engine} tables are static" in e["kept"] for e in kept)
+
+
+def test_minhop_still_reroutes(tmp_path):
+    res = run(tmp_path, "minhop")
+    assert [e["at_s"] for e in res.applied_events if e.get("reason") == "links changed"] == [0.05, 0.12]
+    assert not [e for e in res.applied_events if e.get("kept")]
