@@ -418,3 +418,23 @@ def test_more_than_8_vls_get_a_note(fabric, tmp_path):
     rc, out, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "--vls", "8", "--out", tmp_path / "x",
                             "--json")
     assert rc == 0 and json.loads(out)["notes"] == [], err
+
+
+@pytest.mark.parametrize("spec_text, reason", [
+    ("name: hxc\ntopology: {kind: hyperx, S: [2, 3], K: [2, 1], T: 1, link_bandwidth: 10Gbps,\n"
+     "           circuits: [{dim: 0, switching_time: 10us}]}\n", "InfiniBand has no circuit switches"),
+    ("kind: pgft\nlevels: 1\ndown: [300]\nup: [1]\nlink_bandwidth: 10Gbps\n",
+     "InfiniBand nodes have at most 255 ports"),
+])
+@pytest.mark.parametrize("command", ["route", "route-eval"])
+def test_a_fabric_an_lft_cannot_describe_is_refused_naming_the_file(spec_text, reason, command, tmp_path):
+    # explorer's fault 4: the refusal said "--topology: ..." without the file
+    f = tmp_path / "fabric.yaml"
+    f.write_text(spec_text)
+    dump = tmp_path / "x.dump"
+    args = ["-o", dump] if command == "route" else ["--lfts", dump]
+    rc, _, err = netsteer(command, "-t", f, "-e", "minhop", *args) if command == "route" else \
+        netsteer(command, "-t", f, *args)
+    assert rc == 2, err
+    assert err.startswith(f"netsteer: error: {f}: --topology: {reason}"), err
+    assert "Traceback" not in err

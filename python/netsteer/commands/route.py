@@ -49,7 +49,7 @@ def load_topology(spec: str):
     return parse_topo_arg(spec)
 
 
-def with_guids(topo):
+def with_guids(topo, topology_file: str | None = None):
     """``topo`` with the GUIDs its LFT dump names: its own, made up where it has none.
 
     ``route`` writes and ``route-eval`` reads with this one rule
@@ -61,14 +61,14 @@ def with_guids(topo):
     Raises
     ------
     NetsteerError
-        On ``--topology``, for fabrics an LFT dump cannot describe: circuit switches,
-        ports above 255.
+        On ``--topology`` of ``topology_file``, for fabrics an LFT dump cannot
+        describe: circuit switches, ports above 255.
     """
     from ..topology.ibsim_net import not_infiniband, with_fabric_guids
 
     reason = not_infiniband(topo)
     if reason:
-        raise NetsteerError(reason, field="--topology")
+        raise NetsteerError(reason, file=topology_file, field="--topology")
     return with_fabric_guids(topo)
 
 
@@ -226,7 +226,7 @@ def route(
     if sl_out is not None and partitions is None:
         raise NetsteerError("--sl-out needs --partitions (and an engine that assigns SLs, pftree)",
                             field="--sl-out")
-    topo = with_guids(load_topology(topology))
+    topo = with_guids(load_topology(topology), topology)
     parts = read_partitions_conf(partitions, topo) if partitions is not None else None
     if engine == "pftree" and parts is not None:
         from ..routing.pftree import MAX_PARTITIONS
@@ -338,7 +338,7 @@ def route_eval(
         raise NetsteerError("the partition-local pattern needs --partitions", field="--pattern")
     # route's tables name a fabric without GUIDs (spec, scenario) by the
     # GUIDs with_guids gives it: read them with the same ones
-    topo = with_guids(load_topology(topology))
+    topo = with_guids(load_topology(topology), topology)
     from ..limits import FLOW_BYTES, check
 
     n = topo.n_hosts

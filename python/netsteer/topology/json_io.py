@@ -189,7 +189,22 @@ def from_json(data: Any, *, name: str | None = None, file: str | None = None) ->
         raise bad("meta", f"not what an export writes: {exc}") from None
     if not isinstance(b.meta, dict):
         raise bad("meta", "expected a mapping")
+    _check_size(b, data["links"], file)
     return b.build()
+
+
+def _check_size(b: TopologyBuilder, links: list, file: str | None) -> None:
+    """Refuse, before it is made, a port table too large for memory, naming the file
+    and the cable end with the highest port (the table has a column per port number)."""
+    from ..limits import check_topology
+
+    if not b.links:
+        return
+    ends = [(row[1], k, "a_port") for k, row in enumerate(b.links)] + \
+        [(row[3], k, "b_port") for k, row in enumerate(b.links)]
+    port, k, end = max(ends, key=lambda e: e[0])
+    check_topology(len(b.names), len(b.links), int(port), hosts=b.kind.count(_KIND_OF["host"]),
+                   file=file, field=f"links[{k}].{end}")
 
 
 def _int(v: Any, field: str, bad) -> int:
