@@ -46,6 +46,12 @@ BROKEN = [
     (lambda d: d.update(links={}), "links", "expected a list"),
     (lambda d: d.update(meta={"$ndarray": [1], "dtype": "nonsense"}), "meta", "export"),
     (lambda d: d.update(switching_time_ns={"h0": 5}), "switching_time_ns.h0", "not a circuit switch"),
+    # explorer's fault 3: port 0 was accepted (its .net export then wrote "Ca 0"), a port
+    # past int32 wrapped negative (IndexError) and a latency past int64 overflowed (exit 1)
+    (lambda d: d["links"][0].update(a_port=0), "links[0].a_port", "ports are numbered 1.."),
+    (lambda d: d["links"][0].update(b_port=2**63), "links[0].b_port", "ports are numbered 1.."),
+    (lambda d: d["links"][0].update(b_port=2**31), "links[0].b_port", "ports are numbered 1.."),
+    (lambda d: d["links"][0].update(latency_ns=10**30), "links[0].latency_ns", "int64 nanoseconds"),
     # explorer's fault 4: the memory limit named neither the file nor the port that makes the table huge
     (lambda d: d["links"][3].update(b_port=10**9), "links[3].b_port", "the topology would need about"),
 ]
@@ -127,3 +133,18 @@ def test_a_broken_export_is_refused_with_its_field(edit, field, reason, tmp_path
     with pytest.raises(NetsteerError) as e:
         parse_topo_arg(str(path))
     assert e.value.field == field and reason in str(e.value) and e.value.file == str(path)
+
+
+def test_an_export_without_cables_is_reported_and_refused_by_routing(tmp_path):
+    # explorer's fault 3: links: [] crashed topo (ValueError in the bisection) and route (IndexError)
+    from netsteer.commands.route import route_topology
+    from netsteer.topology.metrics import describe
+
+    data = to_json(pgft(2, [2, 2], [1, 2], link_bandwidth=1e9, link_latency_ns=5))
+    data["links"] = []
+    t = read_json(str(export_data(data, tmp_path / "bare.json")))
+    d = describe(t)
+    assert (d["links"], d["hosts"], d["bisection_bandwidth"]) == (0, t.n_hosts, 0.0)
+    with pytest.raises(NetsteerError, match="has no route to") as e:
+        route_topology(t, "minhop", None, topology_file=str(tmp_path / "bare.json")).check()
+    assert "Traceback" not in str(e.value)

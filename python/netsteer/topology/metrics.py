@@ -140,7 +140,7 @@ def _cut_flow(topo: Topology, send: np.ndarray, circuits: bool) -> float:
             arc(src, h, inf, 0.0)
         else:
             arc(h, dst, inf, 0.0)
-    return _max_flow(adj, to, cap, src, dst, eps=1e-9 * float(topo.link_bandwidth.max()))
+    return _max_flow(adj, to, cap, src, dst, eps=1e-9 * float(topo.link_bandwidth.max(initial=0.0)))
 
 
 def _max_flow(adj, to, cap, s: int, t: int, eps: float) -> float:
