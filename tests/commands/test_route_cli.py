@@ -212,6 +212,12 @@ def test_an_export_carries_the_guids_route_numbers_the_spec_by(tmp_path):
     assert rc == 0, err
     assert all(f"guid 0x{g:016x}" in out.read_text() for n, g in guids.items() if n.startswith("s"))
     data["nodes"].reverse()
+    # meta numbers the nodes as the generator made them: reordered, it is refused, and
+    # the file reads as a plain fabric without it (route-eval needs only the cables)
+    path.write_text(json.dumps(data))
+    rc, _, err = netsteer("route-eval", "-t", path, "-l", out, "-p", conf, "--pattern", "shift", "--json")
+    assert rc == 2 and err.startswith(f"netsteer: error: {path}: meta: no longer describes the nodes read"), err
+    del data["meta"]
     path.write_text(json.dumps(data))
     rc, stdout, err = netsteer("route-eval", "-t", path, "-l", out, "-p", conf, "--pattern", "shift", "--json")
     assert rc == 0, err
