@@ -72,8 +72,8 @@ def _int(v: Any) -> int:
         return v
     if isinstance(v, float) and v.is_integer():
         return int(v)
-    if isinstance(v, str) and re.fullmatch(r"\s*[0-9]+\s*", v):
-        return int(v)
+    if isinstance(v, str) and re.fullmatch(r"\s*[0-9]+(?:\.0*)?\s*", v):
+        return int(v.strip().partition(".")[0])  # "1.0" inline, as YAML's 1.0 is taken
     raise _Bad(f"expected an integer, got {v!r}")
 
 
