@@ -216,7 +216,7 @@ def topo(
         metrics.draw_format(draw)  # .png, .svg or .pdf, before any work
         check_writable(draw, field="--draw")
     if export is not None:
-        if export.suffix not in (".net", ".json"):
+        if export.suffix.lower() not in (".net", ".json"):  # as --draw and SPEC take any case
             raise NetsteerError("export to .net (ibsim) or .json", file=str(export), field="--export")
         check_writable(export, field="--export")
     t = parse_topo_arg(spec)
@@ -239,7 +239,8 @@ def topo(
 def _export(t, path: Path) -> None:
     from .report.atomic import atomic_write
 
-    if path.suffix == ".net":
+    suffix = path.suffix.lower()
+    if suffix == ".net":
         from .topology.ibsim_net import net_export_changes, write_ibsim_net
 
         write_ibsim_net(t, path)
@@ -248,7 +249,7 @@ def _export(t, path: Path) -> None:
             err_console.print(f"[yellow]note:[/] {escape(str(path))}: the .net format holds InfiniBand rates "
                               f"only and no latencies: {escape('; '.join(changes))} (.json keeps them exactly)",
                               soft_wrap=True)
-    elif path.suffix == ".json":
+    elif suffix == ".json":
         from .topology.json_io import to_json
 
         with atomic_write(path) as f:

@@ -271,7 +271,9 @@ def estimate_hyperx(S: list[int], K: list[int], T: int) -> tuple[int, int, int, 
 def estimate_hybrid(a: dict) -> tuple[int, int, int, int]:
     """(nodes, hosts, links, max port) of a hybrid EPS/OCS network."""
     racks, spr = a["racks"], a["servers_per_rack"]
-    core, ocs = a.get("core_switches", 1), a.get("circuit_switches", 1)
+    from .topology.hybrid import default_core_switches
+
+    core, ocs = a.get("core_switches", default_core_switches(a["tor_uplinks"])), a.get("circuit_switches", 1)
     up_links = racks * (a["tor_uplinks"] + a["circuit_uplinks"])
     nodes = racks * (spr + 1) + core + ocs
     max_port = max(spr + a["tor_uplinks"] + a["circuit_uplinks"], a["circuit_ports"],

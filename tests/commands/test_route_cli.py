@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from netsteer.drivers.opensm.lft_dump import read_lft_tables
+from netsteer.errors import NetsteerError
 from netsteer.drivers.opensm.partitions import Partition, read_partitions_conf, write_partitions_conf
 from netsteer.routing import build_routing
 from netsteer.topology.hyperx import hyperx
@@ -213,6 +214,12 @@ def test_an_export_carries_the_guids_route_numbers_the_spec_by(tmp_path):
     assert rc == 0, err
     assert all(f"guid 0x{g:016x}" in out.read_text() for n, g in guids.items() if n.startswith("s"))
     data["nodes"].reverse()
+    # meta numbers the nodes as the generator made them: reordered, it is refused, and
+    # the file reads as a plain fabric without it (route-eval needs only the cables)
+    path.write_text(json.dumps(data))
+    rc, _, err = netsteer("route-eval", "-t", path, "-l", out, "-p", conf, "--pattern", "shift", "--json")
+    assert rc == 2 and err.startswith(f"netsteer: error: {path}: meta: no longer describes the nodes read"), err
+    del data["meta"]
     path.write_text(json.dumps(data))
     rc, stdout, err = netsteer("route-eval", "-t", path, "-l", out, "-p", conf, "--pattern", "shift", "--json")
     assert rc == 0, err
@@ -504,3 +511,104 @@ def test_route_notes_common_partition_and_replaced_sl(tmp_path):
     assert [n for n in notes if "'storage'" in n and "not isolated" in n]
     victim_sl = got["partition_sl"]["0x0010"]
     assert [n for n in notes if "'victim'" in n and "sl=5" in n and f"SL {victim_sl}" in n]
+
+
+@pytest.mark.parametrize("spec_text, reason", [
+    ("name: hxc\ntopology: {kind: hyperx, S: [2, 3], K: [2, 1], T: 1, link_bandwidth: 10Gbps,\n"
+     "           circuits: [{dim: 0, switching_time: 10us}]}\n", "InfiniBand has no circuit switches"),
+    ("kind: pgft\nlevels: 1\ndown: [300]\nup: [1]\nlink_bandwidth: 10Gbps\n",
+     "InfiniBand nodes have at most 255 ports"),
+])
+@pytest.mark.parametrize("command", ["route", "route-eval"])
+def test_a_fabric_an_lft_cannot_describe_is_refused_naming_the_file(spec_text, reason, command, tmp_path):
+    # explorer's fault 4: the refusal said "--topology: ..." without the file
+    f = tmp_path / "fabric.yaml"
+    f.write_text(spec_text)
+    dump = tmp_path / "x.dump"
+    args = ["-o", dump] if command == "route" else ["--lfts", dump]
+    rc, _, err = netsteer(command, "-t", f, "-e", "minhop", *args) if command == "route" else \
+        netsteer(command, "-t", f, *args)
+    assert rc == 2, err
+    assert err.startswith(f"netsteer: error: {f}: --topology: {reason}"), err
+    assert "Traceback" not in err
+
+
+# -- hosts with several cabled ports: each LID's entries end at that port ----------------
+
+def _dual_homed_export(tmp_path):
+    """A 2-level PGFT export with one cable more: h0 port 2 to s1_1 port 5 (h0 port 1 is on s1_0)."""
+    from netsteer.topology.json_io import to_json
+
+    d = to_json(pgft(2, [2, 2], [1, 2], link_bandwidth=10e9, link_latency_ns=100))
+    d["links"].append({"a": "h0", "a_port": 2, "b": "s1_1", "b_port": 5, "bandwidth_bps": 10e9, "latency_ns": 100})
+    f = tmp_path / "dual.json"
+    f.write_text(json.dumps(d))
+    return f
+
+
+def _arrivals(topo, tables):
+    from netsteer.drivers.opensm.guids import endpoint_port
+    from netsteer.drivers.opensm.lft_dump import endpoint_arrivals
+
+    ep = np.array([endpoint_port(topo, int(v)) for v in topo.hosts])
+    return endpoint_arrivals(topo, tables.hosts[topo.switches]), ep
+
+
+def test_an_endpoint_lid_is_routed_to_its_own_port_on_a_dual_homed_host(tmp_path):
+    # explorer's fault 1: s1_1 sent h0 port 1's LID out of port 5, to h0 port 2, which
+    # drops packets for another port's LID; the check passed
+    from netsteer.commands.route import with_guids
+    from netsteer.drivers.opensm.lft_dump import parse_lft_tables
+    from netsteer.topology.spec import parse_topo_arg
+
+    f = _dual_homed_export(tmp_path)
+    out = tmp_path / "dual.dump"
+    rc, stdout, err = netsteer("route", "-t", f, "-e", "minhop", "-o", out, "--json")
+    assert rc == 0, err
+    topo = with_guids(parse_topo_arg(str(f)))
+    tables = read_lft_tables(out, topo)
+    s11, h0 = topo.node("s1_1"), topo.node("h0")
+    to_port2 = topo.port_peer(h0, 2)[1]  # s1_1's port cabled to h0 port 2
+    assert tables.hosts[s11, topo.host_index[h0]] != to_port2
+    arrive, ep = _arrivals(topo, tables)
+    assert ((arrive == ep[None, :]) | (arrive == -1)).all() and (arrive == ep[None, :]).any(axis=0).all()
+    notes = json.loads(stdout)["notes"]
+    assert len(notes) == 1 and notes[0].startswith("1 of minhop's entries for 1 multi-port host(s) (h0)")
+    # the old dump's entry (towards h0 port 2) is refused when read, naming its line
+    lines = out.read_text().splitlines()
+    block = next(i for i, ln in enumerate(lines) if "('s1_1')" in ln)
+    k = next(i for i in range(block + 1, len(lines)) if lines[i].startswith(f"0x{int(tables.lids.lid[h0]):04x} "))
+    lines[k] = f"{lines[k][:7]}{to_port2:03d}{lines[k][10:]}"
+    with pytest.raises(NetsteerError, match=rf"line {k + 1}: switch s1_1 sends LID 0x0001 \(h0 port 1\) out of "
+                                            rf"port {to_port2}, a route that ends at h0 port 2"):
+        parse_lft_tables("\n".join(lines) + "\n", topo, file="old.dump")
+
+
+def test_a_multi_rail_dump_says_it_does_not_route_as_the_engine(tmp_path):
+    # explorer's fault 1, second symptom: dmodk reaches each host at any of its ports; the
+    # dump cannot, and nothing said so
+    from netsteer.commands.route import with_guids
+    from netsteer.drivers.opensm.lft_dump import lid_tables
+    from netsteer.drivers.opensm.lids import opensm_lids
+    from netsteer.routing.evaluate import evaluate
+    from netsteer.topology.spec import parse_topo_arg
+
+    spec = "pgft:levels=2,down=2;3,up=2;2,parallel=2;1,link_bandwidth=10Gbps"
+    out = tmp_path / "p2w.dump"
+    rc, stdout, err = netsteer("route", "-t", spec, "-e", "dmodk", "-o", out, "--json")
+    assert rc == 0, err
+    topo = with_guids(parse_topo_arg(spec))
+    engine = build_routing(topo, "dmodk")
+    changed = lid_tables(topo, opensm_lids(topo, sm_node=0), engine)[2]
+    assert changed.any()
+    notes = json.loads(stdout)["notes"]
+    assert len(notes) == 1 and notes[0].startswith(f"{int(changed.sum())} of dmodk's entries for "
+                                                   f"{int(changed.any(axis=0).sum())} multi-port host(s)")
+    tables = read_lft_tables(out, topo)
+    arrive, ep = _arrivals(topo, tables)
+    assert ((arrive == ep[None, :]) | (arrive == -1)).all()
+    rc, stdout, err = netsteer("route-eval", "-t", spec, "--lfts", out, "--pattern", "all-to-all", "--json")
+    assert rc == 0, err
+    dump, run = json.loads(stdout), evaluate(engine, "all-to-all")
+    # the dump delivers every host at its endpoint port: not what the engine (and netsteer run) does
+    assert dump["max_link_load"] != run["max_link_load"]

@@ -76,3 +76,13 @@ def test_draw_writes_the_format_its_suffix_names(cli, tmp_path, suffix, magic):
     f = tmp_path / f"x{suffix}"
     assert cli("topo", "pgft:levels=1,down=2,up=1,link_bandwidth=10Gbps", "--draw", f).code == 0
     assert f.read_bytes().startswith(magic)
+
+
+@pytest.mark.parametrize("name", ["T.JSON", "T.Net"])
+def test_an_export_suffix_is_taken_in_any_case(name, cli, tmp_path):
+    # explorer's fault 6e: --export x.JSON was refused, though the SPEC x.JSON is read
+    spec = "pgft:levels=2,down=4;4,up=1;2,link_bandwidth=10Gbps"
+    a = cli("topo", spec, "--json", "--export", tmp_path / name)
+    assert a.code == 0, a.err
+    b = cli("topo", tmp_path / name, "--json")
+    assert b.code == 0 and json.loads(b.out)["links"] == json.loads(a.out)["links"]

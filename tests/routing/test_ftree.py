@@ -195,3 +195,14 @@ def test_parallel_cables_to_one_leaf_are_single_homed(engine):
     t = pgft(2, [2, 2], [1, 2], [2, 1], link_bandwidth=10e9, link_latency_ns=0)
     build_routing(t, engine).check()
 
+
+
+@pytest.mark.parametrize("engine", ["ftree", "pftree"])
+def test_circuit_switch_refusal_names_the_engine_asked_for(engine):
+    # explorer's fault 5: pftree's refusal said "ftree routes packet-switched fat-trees"
+    from netsteer.topology.hybrid import hybrid
+
+    t = hybrid(2, 2, server_bandwidth=10e9, tor_uplinks=1, core_bandwidth=1e9, circuit_ports=2,
+               circuit_uplinks=1, circuit_bandwidth=10e9, switching_time_ns=10_000_000, link_latency_ns=1000)
+    with pytest.raises(RoutingError, match=rf"^{engine} routes packet-switched fat-trees; ocs0 is a circuit switch$"):
+        build_routing(t, engine)

@@ -48,3 +48,26 @@ def test_a_duplicate_name_and_a_missing_node_are_refused_with_their_parameter():
     assert e.value.field == "a_port"
     # (still a ValueError, which the readers that build topologies catch)
     assert isinstance(e.value, ValueError)
+
+
+@pytest.mark.parametrize("port", [0, -1, 2**31, 2**63, 1.0, True])
+def test_a_port_no_cable_table_can_hold_is_refused(port):
+    # explorer's fault 3: port 0 was taken, 2**63 wrapped negative in the int32 table
+    b, h, s = builder()
+    with pytest.raises(NetsteerError) as e:
+        b.add_link(h, s, bandwidth=1e9, latency_ns=0, b_port=port)
+    assert e.value.field == "b_port" and "s0" in e.value.reason
+    assert not b.links
+    b.add_link(h, s, bandwidth=1e9, latency_ns=0, b_port=2**31 - 1)  # the highest a table holds
+    assert b.links[0][3] == 2**31 - 1
+
+
+def test_a_latency_past_the_clock_is_refused():
+    from netsteer.units import MAX_DURATION_NS
+
+    b, h, s = builder()
+    with pytest.raises(NetsteerError, match="int64 nanoseconds") as e:
+        b.add_link(h, s, bandwidth=1e9, latency_ns=MAX_DURATION_NS + 1)
+    assert e.value.field == "latency_ns" and not b.links
+    b.add_link(h, s, bandwidth=1e9, latency_ns=MAX_DURATION_NS)
+    assert int(b.build().link_latency_ns[0]) == MAX_DURATION_NS

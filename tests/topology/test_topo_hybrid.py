@@ -88,3 +88,19 @@ def test_bisection_best_circuits_vs_electrical():
     assert d["bisection_bandwidth_electrical"] == pytest.approx(16e9)
     assert np.isclose(d["bisection_bandwidth"], full)
     assert int((t.node_kind == HOST).sum()) == 256
+
+
+def test_without_tor_uplinks_there_is_no_core_switch():
+    # explorer's fault 6b: tor_uplinks=0 built (and counted) a core switch with no cables
+    from netsteer.errors import NetsteerError
+    from netsteer.topology.metrics import describe
+    from netsteer.topology.spec import parse_topo_arg
+
+    spec = ("hybrid:racks=2,servers_per_rack=2,server_bandwidth=10Gbps,tor_uplinks=0,core_bandwidth=1Gbps,"
+            "circuit_ports=2,circuit_uplinks=1,circuit_bandwidth=10Gbps,switching_time=10ms")
+    t = parse_topo_arg(spec)
+    assert (t.n_ports > 0).all()  # every node has a cable
+    assert describe(t)["switches"] == len(t.meta["tors"]) and len(t.meta["cores"]) == 0
+    with pytest.raises(NetsteerError, match="core_switches is 1 but tor_uplinks is 0") as e:
+        parse_topo_arg(spec + ",core_switches=1")
+    assert e.value.field == "topology.core_switches"

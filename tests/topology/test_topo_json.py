@@ -46,6 +46,14 @@ BROKEN = [
     (lambda d: d.update(links={}), "links", "expected a list"),
     (lambda d: d.update(meta={"$ndarray": [1], "dtype": "nonsense"}), "meta", "export"),
     (lambda d: d.update(switching_time_ns={"h0": 5}), "switching_time_ns.h0", "not a circuit switch"),
+    # explorer's fault 3: port 0 was accepted (its .net export then wrote "Ca 0"), a port
+    # past int32 wrapped negative (IndexError) and a latency past int64 overflowed (exit 1)
+    (lambda d: d["links"][0].update(a_port=0), "links[0].a_port", "ports are numbered 1.."),
+    (lambda d: d["links"][0].update(b_port=2**63), "links[0].b_port", "ports are numbered 1.."),
+    (lambda d: d["links"][0].update(b_port=2**31), "links[0].b_port", "ports are numbered 1.."),
+    (lambda d: d["links"][0].update(latency_ns=10**30), "links[0].latency_ns", "int64 nanoseconds"),
+    # explorer's fault 4: the memory limit named neither the file nor the port that makes the table huge
+    (lambda d: d["links"][3].update(b_port=10**9), "links[3].b_port", "the topology would need about"),
 ]
 
 
@@ -125,3 +133,67 @@ def test_a_broken_export_is_refused_with_its_field(edit, field, reason, tmp_path
     with pytest.raises(NetsteerError) as e:
         parse_topo_arg(str(path))
     assert e.value.field == field and reason in str(e.value) and e.value.file == str(path)
+
+
+def test_an_export_without_cables_is_reported_and_refused_by_routing(tmp_path):
+    # explorer's fault 3: links: [] crashed topo (ValueError in the bisection) and route (IndexError)
+    from netsteer.commands.route import route_topology
+    from netsteer.topology.metrics import describe
+
+    data = to_json(pgft(2, [2, 2], [1, 2], link_bandwidth=1e9, link_latency_ns=5))
+    data["links"] = []
+    t = read_json(str(export_data(data, tmp_path / "bare.json")))
+    d = describe(t)
+    assert (d["links"], d["hosts"], d["bisection_bandwidth"]) == (0, t.n_hosts, 0.0)
+    with pytest.raises(NetsteerError, match="has no route to") as e:
+        route_topology(t, "minhop", None, topology_file=str(tmp_path / "bare.json")).check()
+    assert "Traceback" not in str(e.value)
+
+
+def _add_host(d, first=False):
+    """A host more, cabled to the first switch's first free port (an edited export)."""
+    sw = next(n["name"] for n in d["nodes"] if n["kind"] == "switch")
+    used = [ln["a_port"] for ln in d["links"] if ln["a"] == sw] + [ln["b_port"] for ln in d["links"] if ln["b"] == sw]
+    node = {"name": "h99", "kind": "host", "level": 0, "guid": "0x0"}
+    d["nodes"].insert(0, node) if first else d["nodes"].append(node)
+    d["links"].append({"a": "h99", "a_port": 1, "b": sw, "b_port": max(used) + 1, "bandwidth_bps": 1e9,
+                       "latency_ns": 5})
+
+
+@pytest.mark.parametrize("kind", sorted(FABRICS))
+@pytest.mark.parametrize("edit, reason", [
+    (lambda d: _add_host(d), "no longer describes the nodes read"),
+    (lambda d: _add_host(d, first=True), "no longer describes the nodes read"),
+    (lambda d: d["meta"].update(kind={"pgft": "hyperx", "hyperx": "hybrid", "hybrid": "pgft"}[d["meta"]["kind"]]),
+     "it has no"),
+], ids=["host-appended", "host-first", "kind-changed"])
+def test_meta_that_no_longer_describes_the_nodes_is_refused_naming_meta(kind, edit, reason, tmp_path):
+    # explorer's fault 2: such files crashed topo (IndexError in bisection_splits, KeyError
+    # 'coords') and route/run under dmodk (IndexError), exit 1
+    from netsteer.topology.metrics import describe
+
+    d = to_json(FABRICS[kind]())
+    edit(d)
+    path = export_data(d, tmp_path / "edited.json")
+    with pytest.raises(NetsteerError) as e:
+        parse_topo_arg(str(path))
+    assert (e.value.file, e.value.field) == (str(path), "meta") and reason in e.value.reason
+    # without meta the file reads as a plain fabric, its cables as they are
+    del d["meta"]
+    t = parse_topo_arg(str(export_data(d, tmp_path / "plain.json")))
+    assert t.meta == {} and t.n_hosts == FABRICS[kind]().n_hosts + ("h99" in [n["name"] for n in d["nodes"]])
+    assert describe(t)["hosts"] == t.n_hosts
+
+
+def test_edited_cables_keep_meta_and_a_cli_refusal_exits_2(tmp_path):
+    import subprocess
+    import sys
+
+    d = to_json(pgft(2, [2, 2], [1, 2], link_bandwidth=1e9, link_latency_ns=5))
+    d["links"].pop()  # a cable removed: meta still numbers the same nodes
+    assert parse_topo_arg(str(export_data(d, tmp_path / "cut.json"))).meta["kind"] == "pgft"
+    _add_host(d)
+    path = export_data(d, tmp_path / "added.json")
+    for argv in (["topo", path], ["route", "-t", path, "-e", "dmodk", "-o", tmp_path / "x.dump"]):
+        p = subprocess.run([sys.executable, "-m", "netsteer", *map(str, argv)], capture_output=True, text=True)
+        assert p.returncode == 2 and p.stderr.startswith(f"netsteer: error: {path}: meta: "), p.stderr

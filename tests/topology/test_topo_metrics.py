@@ -142,3 +142,21 @@ def test_ascii_lists_ports_top_down():
     assert lines[-1] == "links: 6 x 1Gbps 1us"
     with pytest.raises(NetsteerError, match="ascii lists at most 256"):
         ascii(hyperx([8, 8], 1, 4, link_bandwidth=1e9, link_latency_ns=0))
+
+
+def test_the_diameter_of_a_multi_rail_tree_is_its_longest_minimal_path():
+    # explorer's fault 6a: null for a legal dual-rail PGFT (up[0] > 1), whose rails are
+    # not joined through switches, though every host pair is joined on either rail
+    import numpy as np
+
+    from netsteer.routing import build_routing
+    from netsteer.topology.metrics import switch_diameter
+    from netsteer.topology.pgft import pgft
+
+    t = pgft(2, [2, 3], [2, 2], [2, 1], link_bandwidth=1e9, link_latency_ns=0)
+    r = build_routing(t, "minhop")  # minimal paths, each host on either of its switches
+    n = t.n_hosts
+    src, dst = np.repeat(np.arange(n), n), np.tile(np.arange(n), n)
+    keep = src != dst
+    off, _ = r.paths(src[keep], dst[keep])
+    assert switch_diameter(t) == int(np.diff(off).max()) - 2  # less the two host cables

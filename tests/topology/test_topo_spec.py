@@ -129,3 +129,14 @@ def test_bad_yaml_names_the_line(tmp_path):
     y.write_text("- 1\n- 2\n")
     with pytest.raises(NetsteerError, match="expected a mapping"):
         parse_topo_arg(str(y))
+
+
+def test_an_inline_whole_number_written_with_a_point_is_taken_as_yaml_takes_it(tmp_path):
+    # explorer's fault 6e: inline T=1.0 was refused, YAML T: 1.0 accepted
+    y = tmp_path / "h.yaml"
+    y.write_text("kind: hyperx\nS: [2, 2]\nT: 1.0\nlink_bandwidth: 1Gbps\n")
+    a, b = parse_topo_arg("hyperx:S=2;2,T=1.0,link_bandwidth=1Gbps"), parse_topo_arg(str(y))
+    assert a.n_hosts == b.n_hosts == parse_topo_arg("hyperx:S=2;2,T=1,link_bandwidth=1Gbps").n_hosts
+    with pytest.raises(NetsteerError, match="expected an integer, got '1.5'") as e:
+        parse_topo_arg("hyperx:S=2;2,T=1.5,link_bandwidth=1Gbps")
+    assert e.value.field == "topology.T"

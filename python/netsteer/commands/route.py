@@ -50,7 +50,7 @@ def load_topology(spec: str):
     return parse_topo_arg(spec)
 
 
-def with_guids(topo):
+def with_guids(topo, topology_file: str | None = None):
     """``topo`` with the GUIDs its LFT dump names: its own, made up where it has none.
 
     ``route`` writes and ``route-eval`` reads with this one rule
@@ -62,14 +62,14 @@ def with_guids(topo):
     Raises
     ------
     NetsteerError
-        On ``--topology``, for fabrics an LFT dump cannot describe: circuit switches,
-        ports above 255.
+        On ``--topology`` of ``topology_file``, for fabrics an LFT dump cannot
+        describe: circuit switches, ports above 255.
     """
     from ..topology.ibsim_net import not_infiniband, with_fabric_guids
 
     reason = not_infiniband(topo)
     if reason:
-        raise NetsteerError(reason, field="--topology")
+        raise NetsteerError(reason, file=topology_file, field="--topology")
     return with_fabric_guids(topo)
 
 
@@ -171,6 +171,52 @@ def on_topology(exc: NetsteerError, topology_file: str | None, what: str = "") -
     return type(exc)(what + exc.reason, file=topology_file, field="--topology")
 
 
+def lft_as_written(topo, r, lids, check: bool, topology_file: str, engine: str):
+    """The tables the dump holds, the other CA ports' entries, and a note (or "").
+
+    An LFT entry is for one port's LID, and a port drops packets for another's. On a
+    host with several cabled ports an engine's route may end at any of them: those
+    entries of the host's endpoint LID are written as min-hop routes to its port
+    (:func:`~netsteer.drivers.opensm.lft_dump.lid_tables`), checked like the engine's
+    (unless ``--no-check``), and the note says how many, since ``route-eval`` of the
+    dump (and OpenSM running it) then differs from the engine's own routing.
+    """
+    import numpy as np
+
+    from ..drivers.opensm.lft_dump import lid_tables
+    from ..routing.table import Routing
+
+    sw_rows, port_lft, changed = lid_tables(topo, lids, r)
+    if not changed.any():
+        return r, port_lft, ""
+    written = Routing(topo, sw_rows, rows=np.asarray(topo.switches, dtype=np.int64), engine=r.engine)
+    if check:
+        # each route ends at its LID's port, or (where no switch path reaches that port:
+        # another rail) has no entry, as OpenSM leaves it; then deadlock freedom per VL
+        from ..drivers.opensm.guids import endpoint_port
+        from ..drivers.opensm.lft_dump import endpoint_arrivals
+        from ..routing.deadlock import check_deadlock
+
+        ep = np.array([endpoint_port(topo, int(v)) for v in topo.hosts])
+        arrive = endpoint_arrivals(topo, sw_rows)
+        bad = (arrive != -1) & (arrive != ep[None, :])
+        try:
+            if bad.any():
+                k, h = (int(x) for x in np.argwhere(bad)[0])
+                raise NetsteerError(f"switch {topo.node_names[int(topo.switches[k])]}'s route to "
+                                    f"{topo.node_names[int(topo.hosts[h])]} port {ep[h]} does not end there")
+            check_deadlock(written)
+        except NetsteerError as exc:
+            raise on_topology(exc, topology_file, f"{engine}'s tables as written for LIDs: ") from None
+    hosts = np.flatnonzero(changed.any(axis=0))
+    names = ", ".join(topo.node_names[int(topo.hosts[h])] for h in hosts[:3]) + (", ..." if len(hosts) > 3 else "")
+    note = (f"{int(changed.sum())} of {engine}'s entries for {len(hosts)} multi-port host(s) ({names}) end at "
+            "another port of the host than the one whose LID they are for (an LFT entry is one port's, and a "
+            "port drops packets for another's): they are written as min-hop routes to the LID's port, so the "
+            "dump (route-eval, OpenSM) does not route as netsteer run does")
+    return written, port_lft, note
+
+
 def check_all(routing, advance=lambda n=1: None) -> None:
     """Completeness and loops (:meth:`Routing.check`), then deadlock freedom per VL."""
     from ..routing.deadlock import check_deadlock
@@ -227,7 +273,7 @@ def route(
     if sl_out is not None and partitions is None:
         raise NetsteerError("--sl-out needs --partitions (and an engine that assigns SLs, pftree)",
                             field="--sl-out")
-    topo = with_guids(load_topology(topology))
+    topo = with_guids(load_topology(topology), topology)
     parts = read_partitions_conf(partitions, topo) if partitions is not None else None
     if engine == "pftree" and parts is not None:
         from ..routing.pftree import MAX_PARTITIONS
@@ -250,7 +296,8 @@ def route(
                 raise on_topology(exc, topology, f"{engine}'s tables: ") from None
     check_s = time.perf_counter() - t0
     lids, lid_source = choose_lids(topo, sm_node, topology)
-    text = format_lft_dump(topo, r, lids)
+    written, port_lft, moved = lft_as_written(topo, r, lids, check, topology, engine)
+    text = format_lft_dump(topo, written, lids, port_lft=port_lft)
     sl = getattr(r, "partition_sl", None)
     if sl_out is not None and (parts is None or sl is None):
         raise NetsteerError(f"--sl-out needs an engine that assigns SLs (pftree), not {engine}",
@@ -279,6 +326,8 @@ def route(
     # all or none: a file that cannot be written leaves the others as they were
     files = write_all(outputs)
     notes = list(getattr(r, "notes", None) or [])  # the engine's (pftree: common partitions, sl= replaced)
+    if moved:
+        notes.append(moved)
     if getattr(r, "vls", 0) > 8:
         used = sorted({int(v) for v in (getattr(r, "partition_vl", None) or {}).values()})
         notes.append(f"--vls {r.vls}: pftree may put partitions on VLs up to {r.vls - 1}"
@@ -339,14 +388,19 @@ def route_eval(
         raise NetsteerError("the partition-local pattern needs --partitions", field="--pattern")
     # route's tables name a fabric without GUIDs (spec, scenario) by the
     # GUIDs with_guids gives it: read them with the same ones
-    topo = with_guids(load_topology(topology))
+    topo = with_guids(load_topology(topology), topology)
     from ..limits import FLOW_BYTES, check
 
     n = topo.n_hosts
     flows = n * (n - 1) if pattern in ("all-to-all", "partition-local") else n
     check(flows * FLOW_BYTES, f"the {pattern} pattern", detail=f"{flows:,} flows on {n:,} hosts", field="--pattern")
     tables = read_lft_tables(lfts, topo)
-    r = Routing(topo, tables.hosts, engine=f"file:{lfts.name}")
+    # an LFT routes to each host's endpoint port and hosts send from it: the cables of
+    # their other ports carry nothing (so a switch that reaches a host only through
+    # one, on another rail, needs no entry)
+    from ..drivers.opensm.lft_dump import endpoint_down_links
+
+    r = Routing(topo, tables.hosts, engine=f"file:{lfts.name}", down_links=endpoint_down_links(topo))
     try:
         r.check()
     except NetsteerError as exc:

@@ -73,6 +73,8 @@ def effective_neighbors(topo: Topology, pairing: np.ndarray) -> np.ndarray:
     (or around a cycle of circuit switches). Rows of circuit switches are -1.
     """
     out = topo.out_channel
+    if not topo.n_links:  # a fabric without cables reaches nothing (and has no channel 0)
+        return np.full(out.shape, -1, dtype=np.int64)
     dst, dport = topo.channel_dst(), topo.channel_dst_port()
     connected = out >= 0
     ch = np.where(connected, out, 0)

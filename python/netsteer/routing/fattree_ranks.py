@@ -149,7 +149,7 @@ def _endpoint_links(topo: Topology, engine: str = "ftree"):
         if topo.node_kind[v] == HOST:
             raise RoutingError(f"not a fat-tree: host {names[h]} is cabled to host {names[v]}")
         if topo.node_kind[v] == CIRCUIT:
-            raise RoutingError(f"ftree routes packet-switched fat-trees; {names[v]} is a circuit switch")
+            raise RoutingError(f"{engine} routes packet-switched fat-trees; {names[v]} is a circuit switch")
         leaf[i], port[i] = v, int(dport[c])
     return leaf, port
 
@@ -166,13 +166,14 @@ def fat_tree(topo: Topology, engine: str = "ftree") -> FatTree:
     ------
     RoutingError
         ``not a fat-tree: ...`` naming the switches, host or level at fault;
-        ``ftree needs single-homed hosts: ...``.
+        ``ftree needs single-homed hosts: ...``; ``ftree routes packet-switched
+        fat-trees; ...`` (each naming ``engine``).
     """
     names = topo.node_names
     kind = topo.node_kind
     if (kind == CIRCUIT).any():
         c = int(np.flatnonzero(kind == CIRCUIT)[0])
-        raise RoutingError(f"ftree routes packet-switched fat-trees; {names[c]} is a circuit switch")
+        raise RoutingError(f"{engine} routes packet-switched fat-trees; {names[c]} is a circuit switch")
     if topo.n_hosts < 1:
         raise RoutingError(f"not a fat-tree: {topo.name} has no hosts")
     host_leaf, host_port = _endpoint_links(topo, engine)

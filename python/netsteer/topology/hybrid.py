@@ -43,6 +43,11 @@ import numpy as np
 from .model import Topology, TopologyBuilder
 
 
+def default_core_switches(tor_uplinks) -> int:
+    """One core switch, none when ToRs have no electrical uplinks (it would have no cables)."""
+    return 0 if tor_uplinks == 0 else 1
+
+
 def check_hybrid(
     racks: int,
     servers_per_rack: int,
@@ -69,6 +74,9 @@ def check_hybrid(
             raise ValueError(f"{key} must be an integer >= {low}, got {v!r}")
     if tor_uplinks and not core_switches:
         raise ValueError(f"tor_uplinks is {tor_uplinks} but core_switches is 0")
+    if core_switches and not tor_uplinks:
+        raise ValueError(f"core_switches is {core_switches} but tor_uplinks is 0: a core switch would have no "
+                         f"cables (without uplinks there is no electrical core: core_switches 0, its default then)")
     if core_switches and tor_uplinks % core_switches:
         raise ValueError(
             f"tor_uplinks ({tor_uplinks}) must be a multiple of core_switches "
@@ -92,7 +100,7 @@ def hybrid(
     *,
     server_bandwidth: float,
     tor_uplinks: int,
-    core_switches: int = 1,
+    core_switches: int | None = None,
     core_bandwidth: float,
     circuit_switches: int = 1,
     circuit_ports: int,
@@ -111,7 +119,8 @@ def hybrid(
         Bits per second of each server-to-ToR cable.
     tor_uplinks : int
         Electrical uplinks per ToR, spread evenly over the core switches.
-    core_switches : int
+    core_switches : int, optional
+        1 by default, 0 without ``tor_uplinks`` (no electrical core).
     core_bandwidth : float
         Bits per second of each electrical uplink.
     circuit_switches : int
@@ -140,6 +149,8 @@ def hybrid(
         and ``oversubscription`` (server bandwidth over electrical uplink
         bandwidth per ToR; ``inf`` without uplinks).
     """
+    if core_switches is None:
+        core_switches = default_core_switches(tor_uplinks)
     check_hybrid(racks, servers_per_rack, tor_uplinks, core_switches, circuit_switches,
                  circuit_ports, circuit_uplinks)
     for key, v in (("server_bandwidth", server_bandwidth), ("core_bandwidth", core_bandwidth),

@@ -7,7 +7,8 @@ times, and the generator's parameters (``meta``: what routing engines such as
 scenario names it as ``topology: {kind: json, path: x.json}``, a command as
 ``x.json``. Cables can be edited in between (a cable removed, a bandwidth changed);
 ``meta`` then still describes the generator's shape, which routing that relies on it
-assumes.
+assumes. Nodes cannot: ``meta`` numbers them, so a file whose nodes no longer match it
+is refused naming ``meta`` (:func:`meta_mismatch`); without ``meta`` it reads as a plain fabric.
 
 The GUIDs are the ones the rest of netsteer gives the fabric
 (:func:`netsteer.topology.ibsim_net.with_fabric_guids`: the topology's own, made up
@@ -189,7 +190,128 @@ def from_json(data: Any, *, name: str | None = None, file: str | None = None) ->
         raise bad("meta", f"not what an export writes: {exc}") from None
     if not isinstance(b.meta, dict):
         raise bad("meta", "expected a mapping")
-    return b.build()
+    _check_size(b, data["links"], file)
+    topo = b.build()
+    reason = meta_mismatch(topo)
+    if reason:
+        raise bad("meta", f"no longer describes the nodes read ({reason}); delete it to read the file as a "
+                          f"plain fabric (engines that need the {topo.meta.get('kind')} generator's shape, such "
+                          f"as dmodk, then refuse it)")
+    return topo
+
+
+#: What each generator's meta must hold (node numbers in it index the node list).
+_META_KEYS = {
+    "pgft": ("levels", "down", "up", "parallel", "nodes_by_level", "first_node", "labels", "position"),
+    "hyperx": ("S", "K", "T", "coords", "host_switch", "switch_at"),
+    "hybrid": ("racks", "servers_per_rack", "tor_of_host", "tors", "cores", "circuit_switches"),
+}
+
+
+def meta_mismatch(topo: Topology) -> str | None:
+    """Why ``topo.meta`` (a generator's description, by node number) does not describe
+    ``topo``'s nodes, or None when it does (or is no generator's).
+
+    Cables may be edited (routing that relies on the generator's shape then checks
+    its tables), but the nodes are what meta numbers: a node added, removed or moved
+    would have meta index the wrong ones. So the node count, the hosts (the first
+    nodes, as every generator numbers them), the switch levels and the kinds of the
+    nodes meta names must be those the generator made.
+
+    >>> from netsteer.topology import pgft
+    >>> t = pgft(2, [2, 2], [1, 2], link_bandwidth=1e9, link_latency_ns=0)
+    >>> meta_mismatch(t) is None
+    True
+    >>> t.meta["kind"] = "hyperx"
+    >>> meta_mismatch(t)
+    "it has no 'S'"
+    """
+    from .model import CIRCUIT, HOST, SWITCH
+
+    meta = topo.meta
+    kind = meta.get("kind")
+    if kind not in _META_KEYS:
+        return None
+    missing = [k for k in _META_KEYS[kind] if k not in meta]
+    if missing:
+        return f"it has no {missing[0]!r}"
+    n, kinds = topo.n_nodes, topo.node_kind
+    try:
+        def named(key: str, want: int, count: int | None = None) -> str | None:
+            v = np.asarray(meta[key], dtype=np.int64).reshape(-1)
+            if count is not None and v.size != count:
+                return f"{key} names {v.size} nodes, the generator's shape {count}"
+            if v.size and (v.min() < 0 or v.max() >= n):
+                return f"{key} names node {int(v.max() if v.max() >= n else v.min())}, the file has nodes 0..{n - 1}"
+            if v.size and (kinds[v] != want).any():
+                bad = int(v[kinds[v] != want][0])
+                return f"{key} names {topo.node_names[bad]}, which is a {KIND_NAMES[int(kinds[bad])]}"
+            return None
+
+        def rows(key: str, count: int) -> str | None:
+            got = len(np.asarray(meta[key]))
+            return None if got == count else f"{key} has {got} rows, the file {count} nodes"
+
+        if kind == "pgft":
+            levels, down, up = int(meta["levels"]), list(meta["down"]), list(meta["up"])
+            if not (len(down) == len(up) == len(meta["parallel"]) == levels):
+                return f"down, up and parallel need {levels} entries each"
+            by_level = [int(np.prod([up[i] if i < lv else down[i] for i in range(levels)], dtype=object))
+                        for lv in range(levels + 1)]
+            if [int(x) for x in meta["nodes_by_level"]] != by_level:
+                return f"nodes_by_level is {list(meta['nodes_by_level'])}, the shape makes {by_level}"
+            hosts = by_level[0]
+            expect = [lv for lv, c in enumerate(by_level) for _ in range(c)]
+            if sum(by_level) != n:
+                return f"the shape makes {sum(by_level)} nodes ({hosts} hosts), the file has {n} ({topo.n_hosts} hosts)"
+            first = list(np.cumsum([0] + by_level[:-1]))
+            if [int(x) for x in meta["first_node"]] != first:
+                return f"first_node is {list(meta['first_node'])}, the shape's levels start at {first}"
+            if (kinds[:hosts] != HOST).any() or (kinds[hosts:] == HOST).any():
+                return f"the hosts are not the first {hosts} nodes"
+            lv_of = np.asarray(expect[hosts:])
+            off = np.flatnonzero(topo.node_level[hosts:] != lv_of)
+            if off.size:
+                v = hosts + int(off[0])
+                return f"{topo.node_names[v]} is at level {int(topo.node_level[v])}, the shape puts node {v} at {expect[v]}"
+            return rows("labels", n) or rows("position", n)
+        if kind == "hyperx":
+            n_sw = int(np.prod(meta["S"], dtype=object))
+            hosts = int(meta["T"]) * n_sw
+            if topo.n_hosts != hosts or (kinds[:hosts] != HOST).any():
+                return f"the shape makes {hosts} hosts first, the file has {topo.n_hosts}"
+            return (rows("coords", n) or named("host_switch", SWITCH, hosts) or named("switch_at", SWITCH, n_sw)
+                    or (named("circuit_switches", CIRCUIT) if "circuit_switches" in meta else None)
+                    or named_keys(meta.get("initial_circuits") or {}, kinds, n, CIRCUIT))
+        hosts = int(meta["racks"]) * int(meta["servers_per_rack"])
+        if topo.n_hosts != hosts or (kinds[:hosts] != HOST).any():
+            return f"the shape makes {hosts} hosts first, the file has {topo.n_hosts}"
+        return (named("tor_of_host", SWITCH, hosts) or named("tors", SWITCH, int(meta["racks"]))
+                or named("cores", SWITCH) or named("circuit_switches", CIRCUIT))
+    except (TypeError, ValueError, IndexError, KeyError) as exc:
+        return f"not what the generator writes ({exc})"
+
+
+def named_keys(d: dict, kinds: np.ndarray, n: int, want: int) -> str | None:
+    """Why the node numbers keying ``d`` are not nodes of kind ``want``, or None."""
+    for k in d:
+        if not isinstance(k, (int, np.integer)) or not 0 <= int(k) < n or kinds[int(k)] != want:
+            return f"initial_circuits is keyed by {k!r}, not a {KIND_NAMES[want]} of the file"
+    return None
+
+
+def _check_size(b: TopologyBuilder, links: list, file: str | None) -> None:
+    """Refuse, before it is made, a port table too large for memory, naming the file
+    and the cable end with the highest port (the table has a column per port number)."""
+    from ..limits import check_topology
+
+    if not b.links:
+        return
+    ends = [(row[1], k, "a_port") for k, row in enumerate(b.links)] + \
+        [(row[3], k, "b_port") for k, row in enumerate(b.links)]
+    port, k, end = max(ends, key=lambda e: e[0])
+    check_topology(len(b.names), len(b.links), int(port), hosts=b.kind.count(_KIND_OF["host"]),
+                   file=file, field=f"links[{k}].{end}")
 
 
 def _int(v: Any, field: str, bad) -> int:

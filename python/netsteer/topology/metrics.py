@@ -140,7 +140,7 @@ def _cut_flow(topo: Topology, send: np.ndarray, circuits: bool) -> float:
             arc(src, h, inf, 0.0)
         else:
             arc(h, dst, inf, 0.0)
-    return _max_flow(adj, to, cap, src, dst, eps=1e-9 * float(topo.link_bandwidth.max()))
+    return _max_flow(adj, to, cap, src, dst, eps=1e-9 * float(topo.link_bandwidth.max(initial=0.0)))
 
 
 def _max_flow(adj, to, cap, s: int, t: int, eps: float) -> float:
@@ -236,9 +236,10 @@ def switch_diameter(topo: Topology) -> int | None:
     Only packet switches count and hosts never relay. A circuit switch joins what its
     standing pairing joins (``meta["initial_circuits"]``: a flexible HyperX counts as
     the plain HyperX it starts as); without one (a hybrid network's circuits are
-    planned at run time) it joins nothing. None when two host switches are not
-    connected that way, or when the topology has more than
-    ``MAX_DIAMETER_SWITCHES`` switches (too costly).
+    planned at run time) it joins nothing. A host cabled to several switches (a
+    multi-rail fabric) takes the nearest pair of its and the other host's switches.
+    None when two hosts' switches are not connected that way, or when the topology
+    has more than ``MAX_DIAMETER_SWITCHES`` switches (too costly).
 
     >>> from netsteer.topology.pgft import pgft
     >>> switch_diameter(pgft(3, [2, 2, 2], [1, 2, 2], link_bandwidth=1e9, link_latency_ns=0))
@@ -246,6 +247,8 @@ def switch_diameter(topo: Topology) -> int | None:
     >>> from netsteer.topology.hyperx import CircuitSpec, hyperx
     >>> switch_diameter(hyperx([2, 4], 1, 2, link_bandwidth=1e9, link_latency_ns=0,
     ...                        circuits=[CircuitSpec(dim=0)]))
+    2
+    >>> switch_diameter(pgft(2, [2, 3], [2, 2], [2, 1], link_bandwidth=1e9, link_latency_ns=0))  # two rails
     2
     """
     sw = np.flatnonzero(topo.node_kind == SWITCH)
@@ -266,23 +269,43 @@ def switch_diameter(topo: Topology) -> int | None:
         rows, ports = np.nonzero(reach_sw >= 0)
         far = pos[reach_sw[rows, ports]]
         adj[rows[far >= 0], far[far >= 0]] = 1
-    attached = np.zeros(len(sw), dtype=bool)
+    # the switches each host is cabled to (several on a multi-rail fabric)
     ha = (topo.node_kind[topo.link_a] == HOST) & (pos[topo.link_b] >= 0)
     hb = (topo.node_kind[topo.link_b] == HOST) & (pos[topo.link_a] >= 0)
-    attached[pos[topo.link_b[ha]]] = True
-    attached[pos[topo.link_a[hb]]] = True
-    if not attached.any():
+    host_sw: dict[int, set[int]] = {}
+    for h, s in zip(np.concatenate([topo.link_a[ha], topo.link_b[hb]]).tolist(),
+                    np.concatenate([pos[topo.link_b[ha]], pos[topo.link_a[hb]]]).tolist()):
+        host_sw.setdefault(h, set()).add(s)
+    if not host_sw:
         return None
-    # breadth-first from every host switch at once, by boolean matrix products
+    groups = [np.array(sorted(g)) for g in {frozenset(g) for g in host_sw.values()}]
+    attached = np.unique(np.concatenate(groups))
+    col = np.full(len(sw), -1, dtype=np.int64)
+    col[attached] = np.arange(len(attached))
+    # hops between host switches: breadth-first from all of them at once, by boolean
+    # matrix products, each pair's distance the step it is first reached
+    dist = np.full((len(attached), len(attached)), -1, dtype=np.int64)
     reach = np.eye(len(sw), dtype=np.float32)[attached]
     hops = 0
-    while not reach[:, attached].all():
+    while True:
+        seen = reach[:, attached] > 0
+        dist[seen & (dist < 0)] = hops
+        if (dist >= 0).all():
+            break
         new = ((reach @ adj) + reach) > 0
         if (new == (reach > 0)).all():
-            return None
+            break
         reach = new.astype(np.float32)
         hops += 1
-    return hops
+    # a pair of hosts takes its nearest pair of their switches (any rail)
+    worst = 0
+    for g in groups:
+        for k in groups:
+            d = dist[np.ix_(col[g], col[k])]
+            if not (d >= 0).any():
+                return None
+            worst = max(worst, int(d[d >= 0].min()))
+    return worst
 
 
 # -- describe -----------------------------------------------------------------------------

@@ -32,9 +32,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import TopologyBuildError
+from ..units import MAX_DURATION_NS
 
 HOST, SWITCH, CIRCUIT = 0, 1, 2
 KIND_NAMES = {HOST: "host", SWITCH: "switch", CIRCUIT: "circuit"}
+#: The highest port number a cable may use: the cable table holds ports as int32.
+MAX_PORT = 2**31 - 1
 
 
 @dataclass
@@ -268,8 +271,13 @@ class TopologyBuilder:
                 port += 1
         if port in self.used_ports[node]:
             raise TopologyBuildError(f"port {port} of {self.names[node]} is used twice", field=field)
-        if port < 0:
-            raise TopologyBuildError(f"port {port} of {self.names[node]} is negative", field=field)
+        if isinstance(port, (bool, np.bool_)) or not isinstance(port, (int, np.integer)):
+            raise TopologyBuildError(f"port of {self.names[node]} is an integer, got {port!r}", field=field)
+        if not 1 <= port <= MAX_PORT:
+            # ports are numbered from 1 (an InfiniBand switch's port 0 is itself, no cable),
+            # and the cable table holds them as int32: a larger one would wrap negative
+            raise TopologyBuildError(f"port {port} of {self.names[node]}: ports are numbered 1..{MAX_PORT}",
+                                     field=field)
         self.used_ports[node].add(port)
         self.next_port[node] = max(self.next_port[node], port + 1)
         return port
@@ -296,6 +304,9 @@ class TopologyBuilder:
         if not _number(latency_ns) or not 0 <= latency_ns < math.inf:
             raise TopologyBuildError(f"link {where} needs a finite latency >= 0 ns, got {latency_ns!r}",
                                      field="latency_ns")
+        if latency_ns > MAX_DURATION_NS:  # the cable table holds int64 ns, as the clock does
+            raise TopologyBuildError(f"link {where} has latency {latency_ns!r} ns; the clock counts int64 "
+                                     f"nanoseconds (at most {MAX_DURATION_NS})", field="latency_ns")
         pa, pb = self._port(a, a_port, "a_port"), self._port(b, b_port, "b_port")
         self.links.append((a, pa, b, pb, float(bandwidth), int(latency_ns)))
         return len(self.links) - 1

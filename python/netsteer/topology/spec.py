@@ -51,7 +51,7 @@ from typing import Any, Callable
 from ..errors import NetsteerError, did_you_mean
 from ..units import UnitError, parse_bandwidth, parse_duration
 from ..limits import check_topology, estimate_hybrid, estimate_hyperx, estimate_pgft
-from .hybrid import check_hybrid, hybrid
+from .hybrid import check_hybrid, default_core_switches, hybrid
 from .hyperx import check_hyperx, hyperx
 from .ibnetdiscover import read_ibnetdiscover
 from .ibsim_net import read_ibsim_net
@@ -72,8 +72,8 @@ def _int(v: Any) -> int:
         return v
     if isinstance(v, float) and v.is_integer():
         return int(v)
-    if isinstance(v, str) and re.fullmatch(r"\s*[0-9]+\s*", v):
-        return int(v)
+    if isinstance(v, str) and re.fullmatch(r"\s*[0-9]+(?:\.0*)?\s*", v):
+        return int(v.strip().partition(".")[0])  # "1.0" inline, as YAML's 1.0 is taken
     raise _Bad(f"expected an integer, got {v!r}")
 
 
@@ -288,7 +288,8 @@ def _hyperx(a: dict, file: str | None) -> Topology:
 def _hybrid(a: dict, file: str | None) -> Topology:
     return hybrid(
         a["racks"], a["servers_per_rack"], server_bandwidth=a["server_bandwidth"],
-        tor_uplinks=a["tor_uplinks"], core_switches=a.get("core_switches", 1),
+        tor_uplinks=a["tor_uplinks"],
+        core_switches=a.get("core_switches", default_core_switches(a["tor_uplinks"])),
         core_bandwidth=a["core_bandwidth"], circuit_switches=a.get("circuit_switches", 1),
         circuit_ports=a["circuit_ports"], circuit_uplinks=a["circuit_uplinks"],
         circuit_bandwidth=a["circuit_bandwidth"], switching_time_ns=a["switching_time"],
@@ -335,7 +336,8 @@ def _est_hyperx(a: dict) -> tuple[int, int, int, int]:
 
 
 def _est_hybrid(a: dict) -> tuple[int, int, int, int]:
-    check_hybrid(a["racks"], a["servers_per_rack"], a["tor_uplinks"], a.get("core_switches", 1),
+    check_hybrid(a["racks"], a["servers_per_rack"], a["tor_uplinks"],
+                 a.get("core_switches", default_core_switches(a["tor_uplinks"])),
                  a.get("circuit_switches", 1), a["circuit_ports"], a["circuit_uplinks"])
     return estimate_hybrid(a)
 

@@ -70,6 +70,10 @@ __all__ = [
     "write_lft_dump",
     "minhop_switch_lft",
     "minhop_port_lft",
+    "lid_tables",
+    "endpoint_reach",
+    "endpoint_down_links",
+    "endpoint_arrivals",
     "LidMap",
     "PortLid",
     "opensm_lids",
@@ -336,6 +340,7 @@ def parse_lft_tables(
     guid = np.array([endpoint_guid(topo, v) if lid[v] else 0 for v in range(n)], dtype=np.uint64)
     if not allow_missing:
         _check_complete(blocks, topo, switch_of, hosts, lid, file)
+    _check_own_port(blocks, topo, switch_of, hosts, lid, file)
     # entries for second HCA ports are read when present, never required: netsteer's
     # destinations are the endpoints, and dumps netsteer wrote before it routed
     # those ports have none
@@ -350,9 +355,12 @@ def _check_complete(blocks, topo, switch_of, hosts, lid, file) -> None:
     for h in topo.hosts:
         if lid[h] == 0 and endpoint_port(topo, int(h)) > 0:
             raise _err(f"no LID for host {topo.node_names[h]} anywhere in the dump", file, None)
+    reach = endpoint_reach(topo)
+    row = {int(v): k for k, v in enumerate(topo.switches)}
     for b in blocks:
         sw = switch_of[b.guid]
-        missing = [int(h) for h in topo.hosts if lid[h] and hosts[sw, topo.host_index[h]] < 0]
+        missing = [int(h) for h in topo.hosts
+                   if lid[h] and hosts[sw, topo.host_index[h]] < 0 and reach[row[sw], topo.host_index[h]]]
         if missing:
             names = ", ".join(topo.node_names[h] for h in missing[:3])
             raise _err(
@@ -361,6 +369,26 @@ def _check_complete(blocks, topo, switch_of, hosts, lid, file) -> None:
                 file,
                 b.line,
             )
+
+
+def _check_own_port(blocks, topo, switch_of, hosts, lid, file) -> None:
+    """Refuse an entry for a host's LID whose route ends at another port of the host:
+    that port drops the packets (a LID is one port's; :func:`endpoint_arrivals`)."""
+    sws = np.asarray(topo.switches, dtype=np.int64)
+    arrive = endpoint_arrivals(topo, hosts[sws])
+    ep = np.array([endpoint_port(topo, int(v)) for v in topo.hosts], dtype=np.int64)
+    wrong = (arrive >= 0) & (arrive != ep[None, :]) & (lid[np.asarray(topo.hosts)] > 0)[None, :]
+    if not wrong.any():
+        return
+    k, h = (int(x) for x in np.argwhere(wrong)[0])
+    sw, v = int(sws[k]), int(topo.hosts[h])
+    block = next(b for b in blocks if switch_of[b.guid] == sw)
+    entry = block.entries.get(int(lid[v]))
+    name = topo.node_names[v]
+    raise _err(f"switch {topo.node_names[sw]} sends LID {int(lid[v]):#06x} ({name} port {ep[h]}) out of port "
+               f"{int(hosts[sw, h])}, a route that ends at {name} port {int(arrive[k, h])}, which drops packets "
+               f"for another port's LID ({int(wrong.sum())} such entries)", file,
+               entry.line if entry is not None else block.line)
 
 
 def read_lft_tables(
@@ -462,6 +490,204 @@ def _switch_hops(topo: Topology, targets) -> np.ndarray:
     return out
 
 
+def endpoint_arrivals(topo: Topology, sw_rows: np.ndarray, hosts=None, chunk: int = 1024) -> np.ndarray:
+    """The port of each destination host at which each switch's route for it arrives.
+
+    ``sw_rows`` are the switches' entries (``[n_switches, n_hosts]``, ``topo.switches``
+    order, host index columns); only switches forward (an HCA drops what is not for
+    its own port). Returns int32 ``[n_switches, len(hosts)]``: the host's port, -1
+    where the route stops short (no entry, an uncabled port), -2 where it reaches
+    another host, -3 where it loops. An LFT entry for a CA port's LID is right only
+    where this is that port: InfiniBand gives each port its own LID, and a port drops
+    packets addressed to another.
+
+    >>> from netsteer.topology.pgft import pgft
+    >>> t = pgft(1, [2], [1], link_bandwidth=1e9, link_latency_ns=0)
+    >>> endpoint_arrivals(t, np.array([[1, 2]], dtype=np.int32)).tolist()
+    [[1, 1]]
+    >>> endpoint_arrivals(t, np.array([[2, -1]], dtype=np.int32)).tolist()
+    [[-2, -1]]
+    """
+    sws = np.asarray(topo.switches, dtype=np.int64)
+    hosts = np.arange(topo.n_hosts) if hosts is None else np.asarray(hosts, dtype=np.int64)
+    n_sw, width = len(sws), topo.out_channel.shape[1]
+    row_of = np.full(topo.n_nodes, -1, dtype=np.int64)
+    row_of[sws] = np.arange(n_sw)
+    cabled = topo.out_channel >= 0
+    ch = np.where(cabled, topo.out_channel, 0)
+    nbr = np.where(cabled, topo.channel_dst()[ch], -1) if topo.n_links else np.full(cabled.shape, -1)
+    nport = np.where(cabled, topo.channel_dst_port()[ch], -1) if topo.n_links else np.full(cabled.shape, -1)
+    out = np.full((n_sw, len(hosts)), -1, dtype=np.int32)
+    rows = np.asarray(sw_rows)
+    for lo in range(0, len(hosts), chunk):
+        cols = hosts[lo:lo + chunk]
+        dst_node = np.asarray(topo.hosts, dtype=np.int64)[cols]
+        cur = np.repeat(sws[:, None], len(cols), axis=1)
+        col = np.broadcast_to(cols[None, :], cur.shape)
+        dnode = np.broadcast_to(dst_node[None, :], cur.shape)
+        res = np.full(cur.shape, -3, dtype=np.int32)
+        active = np.ones(cur.shape, dtype=bool)
+        for _ in range(n_sw + 1):
+            if not active.any():
+                break
+            i = np.flatnonzero(active.ravel())
+            c = cur.ravel()[i]
+            port = rows[row_of[c], col.ravel()[i]].astype(np.int64)
+            ok = (port > 0) & (port < width)
+            nxt = np.where(ok, nbr[c, np.where(ok, port, 0)], -1)
+            at = np.where(ok, nport[c, np.where(ok, port, 0)], -1)
+            stop = nxt < 0
+            is_host = ~stop & (topo.node_kind[np.maximum(nxt, 0)] == HOST)
+            r = res.ravel()
+            r[i[stop]] = -1
+            mine = is_host & (nxt == dnode.ravel()[i])
+            r[i[mine]] = at[mine]
+            r[i[is_host & ~mine]] = -2
+            done = stop | is_host
+            active.ravel()[i[done]] = False
+            cur.ravel()[i[~done]] = nxt[~done]
+        out[:, lo:lo + chunk] = res
+    return out
+
+
+def endpoint_reach(topo: Topology) -> np.ndarray:
+    """bool ``[n_switches, n_hosts]``: whether the switch reaches the host's endpoint
+    port through switches (HCAs do not forward). Not so across the rails of a
+    multi-rail fabric: there OpenSM leaves the entry out, and so does netsteer."""
+    ep = [endpoint_port(topo, int(v)) for v in topo.hosts]
+    att = np.full(topo.n_hosts, -1, dtype=np.int64)
+    for h, v in enumerate(topo.hosts):
+        if ep[h] > 0:
+            c = int(topo.out_channel[int(v), ep[h]])
+            att[h] = int(topo.channel_dst()[c])
+    ok = att >= 0
+    ok[ok] = topo.node_kind[att[ok]] != HOST
+    targets = sorted(set(att[ok].tolist()))
+    out = np.zeros((topo.n_switches, topo.n_hosts), dtype=bool)
+    if targets:
+        hops = _switch_hops(topo, targets)[:, np.asarray(topo.switches)]
+        k = {t: i for i, t in enumerate(targets)}
+        cols = np.flatnonzero(ok)
+        out[:, cols] = hops[[k[int(a)] for a in att[cols]]].T >= 0
+    return out
+
+
+def endpoint_down_links(topo: Topology) -> np.ndarray:
+    """The cables of hosts' ports other than their endpoints: what an LFT cannot use
+    (packets go to a LID's own port, and leave from the sender's endpoint), as
+    ``down_links`` for a :class:`~netsteer.routing.table.Routing` read from a dump."""
+    ends = []
+    for v in topo.hosts:
+        v = int(v)
+        e = endpoint_port(topo, v)
+        for p in np.flatnonzero(topo.out_channel[v] >= 0):
+            if int(p) != e:
+                ends.append(int(topo.out_channel[v, p]) // 2)
+    return np.array(sorted(set(ends)), dtype=np.int64)
+
+
+def lid_tables(topo: Topology, lids: LidMap, host_lft=None):
+    """The LFT entries for every CA port's LID, each ending at that port.
+
+    InfiniBand gives every cabled CA port its own LID, and a port drops packets for
+    another port's LID. netsteer's engines route each *host*, and on a host with
+    several cabled ports (multi-rail) a route may end at any of them. So the entries
+    for a host's endpoint LID (:func:`~netsteer.drivers.opensm.guids.endpoint_port`,
+    its lowest cabled port) are the engine's wherever its route ends at that port,
+    and elsewhere (``changed``) a min-hop route to that port; the other ports' LIDs
+    (``lids.ports``) get min-hop routes. Min-hop as OpenSM's
+    (``osm_switch_recommend_path``): walking the LIDs in order, each switch takes
+    among the ports with fewest hops to the destination the one that carries fewest
+    routes so far (the lowest on ties), counting every CA destination's route.
+
+    A switch whose engine route ends at the endpoint port passes only switches whose
+    routes do too, and a min-hop step gets one hop closer, so the result is loop-free.
+
+    Parameters
+    ----------
+    host_lft : ``Routing``, or ndarray [n_nodes, n_hosts], optional
+        The engine's routes to the hosts; none when omitted (endpoint LIDs then have
+        no entries, and are not counted).
+
+    Returns
+    -------
+    hosts : ndarray of int32, [n_switches, n_hosts]
+        Entries for each host's endpoint LID, switches in ``topo.switches`` order.
+    ports : ndarray of int32, [n_nodes, len(lids.ports)]
+        Entries for the other CA ports' LIDs (:func:`minhop_port_lft`).
+    changed : ndarray of bool, [n_switches, n_hosts]
+        The engine's entries replaced because they ended at another port of the host.
+    """
+    sws = np.asarray(topo.switches, dtype=np.int64)
+    n_ports = len(lids.ports)
+    out = np.full((topo.n_nodes, n_ports), -1, dtype=np.int32)
+    if host_lft is None:
+        host_rows = np.full((len(sws), topo.n_hosts), -1, dtype=np.int32)
+    else:
+        host_rows = np.array(host_lft.node_rows(sws) if hasattr(host_lft, "node_rows") else
+                             np.asarray(host_lft)[sws], dtype=np.int32)
+    ep = np.array([endpoint_port(topo, int(v)) for v in topo.hosts], dtype=np.int64)
+    arrive = endpoint_arrivals(topo, host_rows) if host_lft is not None else \
+        np.full(host_rows.shape, -1, dtype=np.int32)
+    changed = (arrive >= 0) & (arrive != ep[None, :])
+    fix_hosts = np.flatnonzero(changed.any(axis=0))
+    if not n_ports and not fix_hosts.size:
+        return host_rows, out, changed
+    width = topo.out_channel.shape[1]
+    chan = topo.out_channel[sws]
+    cabled = chan >= 0
+    nbr = np.where(cabled, topo.channel_dst()[np.where(cabled, chan, 0)], -1)
+    nbr_is_switch = cabled & (topo.node_kind[np.maximum(nbr, 0)] != HOST)
+    counts = np.zeros((len(sws), width), dtype=np.int64)
+    rows = np.arange(len(sws))
+
+    def attached(node: int, port: int) -> tuple[int, int]:
+        c = int(topo.out_channel[node, port])
+        return int(topo.channel_dst()[c]), int(topo.channel_dst_port()[c])
+
+    attach = [attached(p.node, p.port) for p in lids.ports]  # (switch, its port) per other CA port
+    host_attach = {int(h): attached(int(topo.hosts[h]), int(ep[h])) for h in fix_hosts}
+    targets = sorted({a for a, _ in attach} | {a for a, _ in host_attach.values()})
+    hops = _switch_hops(topo, targets)
+    row_of_target = {t: k for k, t in enumerate(targets)}
+
+    def minhop(a: int, q: int, where: np.ndarray) -> np.ndarray:
+        """Per switch, the min-hop port towards switch ``a``'s port ``q``, -1 for none;
+        only on the switches of ``where``; counted."""
+        d = hops[row_of_target[a]]
+        d_sw = d[sws]
+        closer = nbr_is_switch & (d[np.maximum(nbr, 0)] == (d_sw - 1)[:, None]) & (d_sw > 0)[:, None]
+        closer[sws == a] = False
+        closer[sws == a, q] = True
+        closer &= where[:, None]
+        score = np.where(closer, counts, np.iinfo(np.int64).max)
+        best = np.argmin(score, axis=1)  # first minimum: the lowest port
+        ok = closer[rows, best]
+        got = np.full(len(sws), -1, dtype=np.int32)
+        got[ok] = best[ok]
+        counts[rows[ok], best[ok]] += 1
+        return got
+
+    dests = [(int(l), "host", v) for v, l in enumerate(lids.lid) if l > 0 and topo.node_kind[v] == HOST]
+    dests += [(p.lid, "port", k) for k, p in enumerate(lids.ports)]
+    for _, kind, v in sorted(dests):
+        if kind == "host":
+            h = int(topo.host_index[v])
+            if host_lft is None:
+                continue
+            port = host_rows[:, h]
+            keep = (port > 0) & ~changed[:, h]
+            counts[rows[keep], port[keep]] += 1
+            if h in host_attach and topo.node_kind[host_attach[h][0]] != HOST:
+                host_rows[:, h] = np.where(changed[:, h], minhop(*host_attach[h], changed[:, h]), port)
+            continue
+        a, q = attach[v]
+        got = minhop(a, q, np.ones(len(sws), dtype=bool))
+        ok = got >= 0
+        out[sws[ok], v] = got[ok]
+    return host_rows, out, changed
+
+
 def minhop_port_lft(topo: Topology, lids: LidMap, host_lft=None) -> np.ndarray:
     """Routes towards the other CA ports' LIDs (``lids.ports``), as OpenSM's min-hop does.
 
@@ -469,7 +695,8 @@ def minhop_port_lft(topo: Topology, lids: LidMap, host_lft=None) -> np.ndarray:
     switch, picks among the ports with fewest hops to the destination the one that
     carries fewest routes so far (the lowest on ties), counting every CA
     destination's route; switch LIDs are not counted. Here the endpoints' routes
-    are ``host_lft``'s (netsteer's engine chose them) and only the other ports'
+    are ``host_lft``'s (netsteer's engine chose them; those that end at another port
+    of the host are min-hop ones, :func:`lid_tables`) and only the other ports'
     are chosen, in the same walk. Returns int32 ``[n_nodes, len(lids.ports)]``, -1
     where a node cannot reach the port (hosts do not forward).
 
@@ -479,52 +706,7 @@ def minhop_port_lft(topo: Topology, lids: LidMap, host_lft=None) -> np.ndarray:
         The routes to the endpoints, counted as OpenSM counts its own; none when
         omitted.
     """
-    n_ports = len(lids.ports)
-    out = np.full((topo.n_nodes, n_ports), -1, dtype=np.int32)
-    if not n_ports:
-        return out
-    sws = np.asarray(topo.switches, dtype=np.int64)
-    width = topo.out_channel.shape[1]
-    chan = topo.out_channel[sws]
-    cabled = chan >= 0
-    nbr = np.where(cabled, topo.channel_dst()[np.where(cabled, chan, 0)], -1)
-    nbr_is_switch = cabled & (topo.node_kind[np.maximum(nbr, 0)] != HOST)
-    counts = np.zeros((len(sws), width), dtype=np.int64)
-    rows = np.arange(len(sws))
-    host_rows = None
-    if host_lft is not None:
-        host_rows = np.asarray(host_lft.node_rows(sws) if hasattr(host_lft, "node_rows") else
-                               np.asarray(host_lft)[sws])
-    attach = []  # (switch, its port) each other CA port is cabled to
-    for p in lids.ports:
-        c = int(topo.out_channel[p.node, p.port])
-        attach.append((int(topo.channel_dst()[c]), int(topo.channel_dst_port()[c])))
-    targets = sorted({a for a, _ in attach})
-    hops = _switch_hops(topo, targets)
-    row_of_target = {t: k for k, t in enumerate(targets)}
-    dests = [(int(l), "host", v) for v, l in enumerate(lids.lid) if l > 0 and topo.node_kind[v] == HOST]
-    dests += [(p.lid, "port", k) for k, p in enumerate(lids.ports)]
-    for _, kind, v in sorted(dests):
-        if kind == "host":
-            if host_rows is None:
-                continue
-            port = host_rows[:, topo.host_index[v]]
-            ok = port > 0
-            counts[rows[ok], port[ok]] += 1
-            continue
-        a, q = attach[v]
-        d = hops[row_of_target[a]]
-        d_sw = d[sws]
-        # next hops one closer to the attached switch; on it, the cable to the port
-        closer = nbr_is_switch & (d[np.maximum(nbr, 0)] == (d_sw - 1)[:, None]) & (d_sw > 0)[:, None]
-        closer[sws == a] = False
-        closer[sws == a, q] = True
-        score = np.where(closer, counts, np.iinfo(np.int64).max)
-        best = np.argmin(score, axis=1)  # first minimum: the lowest port
-        ok = closer[rows, best]
-        out[sws[ok], v] = best[ok]
-        counts[rows[ok], best[ok]] += 1
-    return out
+    return lid_tables(topo, lids, host_lft)[1]
 
 
 def _node_type(topo: Topology, node: int) -> str:
@@ -544,7 +726,9 @@ def format_lft_dump(
     ----------
     routing_lft : ``Routing``, or ndarray [n_nodes, n_hosts]
         Out-port per node per destination host, -1 for none (skipped); only
-        switch rows are written (a ``Routing``'s compact rows are read as they are).
+        switch rows are written (a ``Routing``'s compact rows are read as they are),
+        at each host's endpoint LID, and only where the route ends at that port;
+        elsewhere a min-hop route to it (:func:`lid_tables`).
     lids : LidMap
         Every switch and every routed host needs a LID.
     switch_lft : ndarray, [n_nodes, n_switches], optional
@@ -570,8 +754,10 @@ def format_lft_dump(
     missing = [topo.node_names[s] for s in topo.switches if lids.lid[s] <= 0]
     if missing:
         raise ValueError(f"switches without a LID: {missing[:5]}")
+    # each endpoint LID's entries end at its port (lid_tables); the other CA ports' too
+    sw_rows, auto_ports, _ = lid_tables(topo, lids, routing_lft)
     if port_lft is None:
-        port_lft = minhop_port_lft(topo, lids, routing_lft)
+        port_lft = auto_ports
     if np.asarray(port_lft).shape != (topo.n_nodes, len(lids.ports)):
         raise ValueError(f"port_lft has shape {np.shape(port_lft)}, expected {(topo.n_nodes, len(lids.ports))}")
     sw_col = {int(s): i for i, s in enumerate(topo.switches)}
@@ -580,11 +766,10 @@ def format_lft_dump(
                    + [(p.lid, p.node, k) for k, p in enumerate(lids.ports)])
     max_lid = dests[-1][0] if dests else 0
     out: list[str] = []
-    no_row = np.full(topo.n_hosts, -1, dtype=np.int32)
-    for sw in topo.switches:
+    for k, sw in enumerate(topo.switches):
         sw = int(sw)
         name = topo.node_names[sw]
-        row = table[row_of[sw]] if row_of[sw] >= 0 else no_row
+        row = sw_rows[k]
         out.append(
             f"Unicast lids [0-{max_lid}] of switch Lid {int(lids.lid[sw])} "
             f"guid 0x{int(topo.node_guid[sw]):016x} ('{name}'):"
