@@ -138,6 +138,31 @@ def test_clockwise_ring_deadlocks_and_the_message_names_switches_and_destination
         check_deadlock(r)  # ... but not deadlock-free
 
 
+def test_a_deadlock_message_names_the_destinations_that_make_its_cycle():
+    """No one destination's packets make a cycle (they never leave their own switch):
+    the message names, for every dependency of the cycle, a destination whose packets
+    make it, checked here against the tables."""
+    import re
+
+    from netsteer.routing.deadlock import next_channels
+
+    t, r = ring()
+    with pytest.raises(RoutingError) as err:
+        check_deadlock(r)
+    m = re.search(r"cycle (.*) \(its dependencies made by packets towards (.*)\)", str(err.value))
+    names = m.group(2).split(", ")
+    assert len(names) == len(set(names)) >= 2
+    by_name = {t.channel_name(c): c for c in range(t.n_channels)}
+    ring_chans = [by_name[c] for c in m.group(1).split(" -> ")]
+    dsts = np.array([t.node_names.index(n) for n in names])
+    hosts = np.array([int(np.flatnonzero(np.asarray(t.hosts) == d)[0]) for d in dsts])
+    nc = next_channels(r, hosts)
+    src = t.channel_src()
+    for a, b in zip(ring_chans, ring_chans[1:]):
+        # some named destination's packets, at a's switch, take a, and at b's, take b
+        assert ((nc[src[a]] == a) & (nc[src[b]] == b)).any(), (t.channel_name(a), t.channel_name(b))
+
+
 def test_separate_vls_break_a_cycle_made_by_two_partitions():
     t, r = ring()
     # each partition's clockwise traffic covers three of the four ring channels;

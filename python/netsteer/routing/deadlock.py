@@ -38,7 +38,7 @@ A ring of three switches routed clockwise deadlocks:
 >>> check_deadlock(Routing(t, lft))
 Traceback (most recent call last):
 ...
-netsteer.errors.RoutingError: deadlock on VL 0: channel dependency cycle s1[2]->s2 -> s2[2]->s0 -> s0[2]->s1 -> s1[2]->s2 (packets towards h0)
+netsteer.errors.RoutingError: deadlock on VL 0: channel dependency cycle s1[2]->s2 -> s2[2]->s0 -> s0[2]->s1 -> s1[2]->s2 (its dependencies made by packets towards h0, h1, h2)
 """
 
 from __future__ import annotations
@@ -232,10 +232,15 @@ def check_deadlock(routing, policy: PairPolicy | None = None, progress=None) -> 
     for v, e in sorted(dependency_graph(routing, policy, progress).items()):
         cyc = find_cycle(e // nC, e % nC, nC)
         if cyc:
-            d = _culprit(routing, cyc[0], cyc[1])
-            chans = " -> ".join(topo.channel_name(int(c)) for c in cyc + [cyc[0]])
+            # a cycle is made by the packets of several destinations, one dependency each
+            ring = cyc + [cyc[0]]
+            named = list(dict.fromkeys(_culprit(routing, ring[i], ring[i + 1])
+                                       for i in range(min(len(cyc), _NAMED_DEPENDENCIES))))
+            more = ", ..." if len(cyc) > _NAMED_DEPENDENCIES else ""
+            chans = " -> ".join(topo.channel_name(int(c)) for c in ring)
             raise RoutingError(
-                f"deadlock on VL {v}: channel dependency cycle {chans} (packets towards {d})"
+                f"deadlock on VL {v}: channel dependency cycle {chans} "
+                f"(its dependencies made by packets towards {', '.join(named)}{more})"
             )
 
 
@@ -269,6 +274,11 @@ def find_cycle(a: np.ndarray, b: np.ndarray, n: int) -> list[int]:
         cur = pred[cur]
     cycle = path[seen[cur] :]
     return cycle[::-1]
+
+
+#: Dependencies of a cycle whose destinations a deadlock message names (each is a
+#: search of the tables).
+_NAMED_DEPENDENCIES = 8
 
 
 def _culprit(routing, a: int, b: int) -> str:
