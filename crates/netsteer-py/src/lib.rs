@@ -98,7 +98,7 @@ impl Engine {
                 .map_err(|(field, reason)| err(format!("packet.{field}: {reason}")))?;
             netsteer_core::Engine::with_physics(cap, lat, Box::new(phys))
         } else {
-            let model = sharing::by_name(sharing, tcp_gamma).ok_or_else(|| {
+            let model = sharing::by_name_on_clock(sharing, tcp_gamma, tick).ok_or_else(|| {
                 err(format!(
                     "unknown sharing model {sharing:?}; use maxmin or cm02"
                 ))
