@@ -122,6 +122,12 @@ struct Pkt {
 // a packet is 40 bytes: the PSN fits in what was padding
 const _: () = assert!(std::mem::size_of::<Pkt>() <= 40);
 
+/// Every byte of flow `fl` taken in order at its destination (an empty message:
+/// its header-only packet).
+fn all_taken(fl: &PFlow) -> bool {
+    fl.delivered >= fl.bytes && fl.expected > 0
+}
+
 /// The PSN `psn` (modulo 2^32) stands for near `expected`: packets of a flow in
 /// the network span far fewer than 2^31 PSNs.
 fn abs_psn(expected: u64, psn: u32) -> u64 {
@@ -137,6 +143,9 @@ struct PFlow {
     vl: u8,
     active: bool,
     queued: bool,
+    // a message of 0 bytes whose header-only packet is still to be sent (InfiniBand
+    // sends one packet, header only, for an empty message)
+    hdr: bool,
     ver: u32,
     left: u64,
     bytes: u64,
@@ -164,6 +173,7 @@ impl Default for PFlow {
             vl: 0,
             active: false,
             queued: false,
+            hdr: false,
             ver: 0,
             left: 0,
             bytes: 0,
@@ -445,6 +455,9 @@ impl Packets {
     /// The PSN of flow `f`'s next packet.
     fn next_psn(&self, f: usize) -> u64 {
         let fl = &self.flows[f];
+        if fl.bytes == 0 {
+            return u64::from(!fl.hdr); // one header-only packet, PSN 0
+        }
         (fl.bytes - fl.left).div_ceil(self.cfg.mtu as u64)
     }
 
@@ -516,7 +529,7 @@ impl Packets {
 
     fn enqueue_host(&mut self, f: usize) {
         let fl = &self.flows[f];
-        if fl.queued || fl.left == 0 || fl.route_len == 0 || fl.vl as usize >= self.nv {
+        if fl.queued || (fl.left == 0 && !fl.hdr) || fl.route_len == 0 || fl.vl as usize >= self.nv {
             return;
         }
         if !self.path_up(f) {
@@ -678,7 +691,7 @@ impl Packets {
             return;
         }
         r.armed = false;
-        if fl.expected >= next || fl.delivered >= fl.bytes {
+        if fl.expected >= next || all_taken(&fl) {
             return; // nothing is owed
         }
         self.timeouts += 1;
@@ -691,7 +704,7 @@ impl Packets {
         if fl.ver & VER_MASK != ver || !fl.active || !fl.rec {
             return;
         }
-        if fl.expected >= self.next_psn(f) || fl.delivered >= fl.bytes {
+        if fl.expected >= self.next_psn(f) || all_taken(&fl) {
             return; // the hole was filled meanwhile
         }
         self.naks += 1;
@@ -707,6 +720,7 @@ impl Packets {
         let mtu = self.cfg.mtu as u64;
         let fl = &mut self.flows[f];
         fl.left = fl.bytes - (fl.expected * mtu).min(fl.bytes);
+        fl.hdr = fl.bytes == 0 && fl.expected == 0;
         fl.progress_ps = self.now;
         self.enqueue_host(f);
     }
@@ -805,6 +819,7 @@ impl Packets {
                 }
             }
             self.flows[f].left -= payload as u64;
+            self.flows[f].hdr = false;
             self.flows[f].in_flight += 1;
             if self.flows[f].left > 0 {
                 self.req[k].push(r); // round-robin among the host's send queues
@@ -992,6 +1007,7 @@ impl Physics for Packets {
             ver: old.ver.wrapping_add(1),
             vl: self.cfg.sl2vl[sl],
             active: true,
+            hdr: bytes == 0,
             left: bytes,
             bytes,
             start_ps: self.now,
