@@ -309,6 +309,35 @@ def with_qos(params: PacketParams, raw: Any, plan, *, file=None) -> PacketParams
         raise NetsteerError(str(exc), file=file, field="qos") from None
 
 
+def credit_loop(driver, sls: np.ndarray, params: PacketParams) -> str | None:
+    """The credit loop a stalled packet run's unfinished flows hold, or None.
+
+    Each unfinished flow of the DAG makes each channel of its route depend on the
+    next one, on its VL (Dally and Seitz, as :mod:`netsteer.routing.deadlock` builds
+    the graph from tables): with credit-based flow control, a cycle of those inside
+    one VL can fill every buffer on it and stop for good. Returns ``"VL v: c1 -> c2
+    -> ... -> c1"`` with the channels named as the topology names them.
+    """
+    from ..routing.deadlock import find_cycle
+
+    eng, topo = driver.engine, driver.topo
+    nC = topo.n_channels
+    sl2vl = params.engine_dict()["sl2vl"]
+    edges: dict[int, list[tuple[int, int]]] = {}
+    for f in eng.unfinished_flows().tolist():
+        if f >= len(sls):
+            continue  # a streamed message: its SL is the job's, not in the DAG's list
+        path = [int(c) for c in eng.flow_path(f)]
+        vl = int(sl2vl[int(sls[f]) & 15])
+        edges.setdefault(vl, []).extend((a, b) for a, b in zip(path, path[1:]) if a < nC and b < nC)
+    for vl in sorted(edges):
+        e = np.unique(np.array(edges[vl], dtype=np.int64).reshape(-1, 2), axis=0)
+        cyc = find_cycle(e[:, 0], e[:, 1], nC) if len(e) else []
+        if cyc:
+            return f"VL {vl}: " + " -> ".join(topo.channel_name(int(c)) for c in cyc + [cyc[0]])
+    return None
+
+
 def flow_sls(built, params: PacketParams) -> np.ndarray:
     """Each DAG flow's SL: its partition's SL under a partition-aware routing, else
     its traffic class; checked against SL2VL and the arbitration tables."""
