@@ -245,6 +245,9 @@ pub struct Packets {
     tx_from: Vec<u32>,
     arb_state: Vec<ArbState>,
     chan_bytes: Vec<f64>,
+    // the packet being sent on each channel: its start, end (ps) and wire bytes; the
+    // port counters count its bytes as they are serialised, evenly over that span
+    tx_span: Vec<(i64, i64, u32)>,
     // per channel and VL (index c * nv + v)
     credits: Vec<i64>,
     // requesters waiting at output c on VL v, and the one granted last: grants go
@@ -306,6 +309,7 @@ impl Packets {
             tx_from: vec![NONE; n_channels],
             arb_state: vec![ArbState::default(); n_channels],
             chan_bytes: vec![0.0; n_channels],
+            tx_span: vec![(0, 0, 0); n_channels],
             credits: vec![cfg.buffer as i64; k],
             req: vec![Vec::new(); k],
             last: vec![0; k],
@@ -876,6 +880,7 @@ impl Packets {
             self.push(read, READ_DONE, b, 0);
         }
         self.chan_bytes[c] += pk.wire as f64;
+        self.tx_span[c] = (now, end, pk.wire);
         self.vl_bytes[k] += pk.wire as f64;
         self.packet_hops += 1;
         let lat = self.lat_ps[c];
@@ -1179,8 +1184,24 @@ impl Physics for Packets {
     fn rate(&self, _f: usize) -> f64 {
         0.0
     }
-    fn channel_bytes_into(&self, _now: Ns, out: &mut Vec<f64>) {
+    /// Wire bytes each channel has carried by `now`: a packet's bytes count as they
+    /// are serialised, evenly from its start to its end, so no interval shows a
+    /// link above its rate (a packet counted whole when it starts would).
+    fn channel_bytes_into(&self, now: Ns, out: &mut Vec<f64>) {
+        let t = now.saturating_mul(1000);
+        let at = out.len();
         out.extend_from_slice(&self.chan_bytes);
+        for (c, &(start, end, wire)) in self.tx_span.iter().enumerate() {
+            if end > t && wire > 0 {
+                // still being sent at `now`: the part not yet on the wire
+                let left = if start >= t {
+                    1.0
+                } else {
+                    (end - t) as f64 / (end - start) as f64
+                };
+                out[at + c] -= wire as f64 * left;
+            }
+        }
     }
     fn flows_on(&self, channels: &[u32]) -> Vec<u32> {
         let want: std::collections::HashSet<u32> = channels.iter().copied().collect();
