@@ -436,6 +436,7 @@ def packet_summary(built, res, top: int = 10) -> dict:
             "xmit_wait_s_total": float(wait.sum()) * 1e-9, "ports_waiting_most": ports, "messages": jobs,
             "dropped": int(rep["dropped"]), "timeouts": int(rep["timeouts"]), "naks": int(rep["naks"]),
             "retransmitted": int(rep["retransmitted"]), "discarded": int(rep["discarded"]),
+            "stopped_discards": int(rep.get("stopped_discards", 0)),
             "ports_dropping": drops}
 
 

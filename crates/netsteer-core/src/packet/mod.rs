@@ -146,6 +146,10 @@ struct PFlow {
     // a message of 0 bytes whose header-only packet is still to be sent (InfiniBand
     // sends one packet, header only, for an empty message)
     hdr: bool,
+    // stopped before every byte was taken (a timed bulk flow's duration ended): its
+    // packets still in the network are thrown away at the head of the buffer they
+    // wait in, and take no more bandwidth
+    stopped: bool,
     ver: u32,
     left: u64,
     bytes: u64,
@@ -174,6 +178,7 @@ impl Default for PFlow {
             active: false,
             queued: false,
             hdr: false,
+            stopped: false,
             ver: 0,
             left: 0,
             bytes: 0,
@@ -280,6 +285,9 @@ pub struct Packets {
     timeouts: u64,
     naks: u64,
     discarded: u64,
+    stopped_discards: u64,
+    // flows stopped in this instant (flow, version), purged at its settle
+    to_purge: Vec<(u32, u32)>,
     rec: std::collections::HashMap<u32, Recovery>,
     // capacity and latency as last seen (the engine's Net), for ser times; a
     // channel is down when its capacity is 0 and its capacity when up is not
@@ -332,6 +340,8 @@ impl Packets {
             timeouts: 0,
             naks: 0,
             discarded: 0,
+            stopped_discards: 0,
+            to_purge: vec![],
             rec: std::collections::HashMap::new(),
             cap: vec![],
             base: vec![],
@@ -399,6 +409,11 @@ impl Packets {
     /// or behind a lost packet (RC takes packets in order).
     pub fn discarded(&self) -> u64 {
         self.discarded
+    }
+    /// Packets of flows stopped before their end (timed bulk flows) thrown away in
+    /// the network after the stop, at the head of the buffer they waited in.
+    pub fn stopped_discards(&self) -> u64 {
+        self.stopped_discards
     }
     /// Per flow: its packets dropped, and sent again (a streamed flow's slot: its
     /// last message's).
@@ -567,6 +582,15 @@ impl Packets {
         }
         while let Some(&p) = self.fifo[b].front() {
             let pk = self.pkts[p as usize];
+            let fl = &self.flows[pk.flow as usize];
+            if fl.stopped && fl.ver == pk.ver {
+                // its flow was stopped: the packet goes no further
+                self.pop_head(b);
+                self.flows[pk.flow as usize].in_flight -= 1;
+                self.stopped_discards += 1;
+                self.free_pkts.push(p);
+                continue;
+            }
             let out = self.routes[(pk.route + pk.hop as u32) as usize] as usize;
             if self.n_down > 0 && self.is_down(out) {
                 self.drop_head(b, out);
@@ -913,6 +937,38 @@ impl Packets {
         p
     }
 
+    /// Flow `f` was stopped: its packets waiting in input buffers behind the head are
+    /// thrown away now (their space and credits go back); a head packet already
+    /// asking for its output goes on, and packets on a link are thrown away as they
+    /// reach the head of the next buffer ([`Self::request_front`]).
+    fn purge(&mut self, f: usize) {
+        let ver = self.flows[f].ver;
+        for b in 0..self.fifo.len() {
+            if self.fifo[b].len() < 2 {
+                continue;
+            }
+            let mut freed = 0u32;
+            let mut i = 1;
+            while i < self.fifo[b].len() {
+                let p = self.fifo[b][i];
+                let pk = self.pkts[p as usize];
+                if pk.flow as usize == f && pk.ver == ver {
+                    self.fifo[b].remove(i);
+                    freed += credit_bytes(pk.wire);
+                    self.flows[f].in_flight -= 1;
+                    self.stopped_discards += 1;
+                    self.free_pkts.push(p);
+                } else {
+                    i += 1;
+                }
+            }
+            if freed > 0 {
+                self.occ[b] -= freed;
+                self.push(self.now + self.lat_ps[b / self.nv], CREDIT, b as u32, freed);
+            }
+        }
+    }
+
     /// The head packet of input buffer `b` has been read out: it leaves the buffer,
     /// and the next head asks for its output.
     fn read_out(&mut self, b: usize) {
@@ -966,6 +1022,7 @@ impl Packets {
                 self.free_pkts.push(p);
             }
             TIMER => self.timeout(ev.a as usize, ev.b),
+
             NAK => self.nak(ev.a as usize, ev.b),
             _ => {
                 let k = ev.a as usize;
@@ -1027,10 +1084,17 @@ impl Physics for Packets {
         self.flush();
         self.flush();
     }
-    fn leave(&mut self, _net: &Net, f: usize, _now: Ns) {
+    fn leave(&mut self, _net: &Net, f: usize, now: Ns) {
         if f < self.flows.len() {
             self.dequeue_host(f);
             self.flows[f].active = false;
+            self.flows[f].stopped = !all_taken(&self.flows[f]);
+            if self.flows[f].stopped && self.flows[f].in_flight > 0 {
+                // at the instant's settle, not at once: a flow that leaves only to
+                // be re-routed rejoins before then
+                self.now = self.now.max(now * 1000);
+                self.to_purge.push((f as u32, self.flows[f].ver));
+            }
         }
     }
     fn rejoin(&mut self, net: &Net, f: usize, now: Ns) {
@@ -1039,6 +1103,7 @@ impl Physics for Packets {
         }
         self.now = self.now.max(now * 1000);
         self.flows[f].active = true;
+        self.flows[f].stopped = false; // it left only to be re-routed
         let path = net.path(f);
         self.copy_route(f, path);
         if self.flows[f].ideal_ps < 0 {
@@ -1170,7 +1235,14 @@ impl Physics for Packets {
         }
         (n, reached)
     }
-    fn settle(&mut self, _net: &Net, _now: Ns) {}
+    fn settle(&mut self, _net: &Net, _now: Ns) {
+        for (f, ver) in std::mem::take(&mut self.to_purge) {
+            let fl = &self.flows[f as usize];
+            if fl.stopped && fl.ver == ver && fl.in_flight > 0 {
+                self.purge(f as usize);
+            }
+        }
+    }
     fn truncate_after(&mut self, now: Ns) {
         let until = now * 1000;
         if self.heap.iter().any(|e| e.0 .0 > until) {
