@@ -203,3 +203,21 @@ def test_check_says_how_many_points_it_built(write_sweep, tmp_path):
     assert rc == 0, err
     info = json.loads(stdout)
     assert info["checked"] == info["built"] == 4 and info["refused"] == 0
+
+
+def test_a_packet_key_is_swept_on_a_base_without_a_packet_section(write_sweep, tmp_path):
+    # the schema knows packet.mtu; the base leaves the section out: each point creates it
+    base = yaml.safe_load((tmp_path / "base.yaml").read_text())
+    base["fidelity"] = "packet"
+    base["jobs"][0]["repeat"] = 1
+    base["jobs"][0]["ranks"] = 4
+    (tmp_path / "base-pk.yaml").write_text(yaml.safe_dump(base, sort_keys=False))
+    sw = load_sweep(write_sweep("base: base-pk.yaml\ngrid: {packet.mtu: [1KiB, 4KiB]}\n"))
+    texts = [yaml.safe_load(point_scenario_text(sw.base_raw, p.overrides, p.seed)) for p in sw.points]
+    assert [t["packet"] for t in texts] == [{"mtu": "1KiB"}, {"mtu": "4KiB"}]
+    runs = [run_point(sw.base_raw, p.overrides, p.seed, sw.base_file) for p in sw.points]
+    assert [r["status"] for r in runs] == ["done", "done"], runs
+    # smaller packets carry more headers: the same allreduce takes longer
+    assert runs[0]["makespan_s"] > runs[1]["makespan_s"]
+    with pytest.raises(NetsteerError, match=r"grid\.packet\.mtuu: packet has no key 'mtuu' .*did you mean 'mtu'"):
+        load_sweep(write_sweep("base: base-pk.yaml\ngrid: {packet.mtuu: [1KiB]}\n", name="bad.yaml"))
