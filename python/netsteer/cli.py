@@ -162,7 +162,7 @@ def _print_result(result: dict, makespan_ns: int | None = None, end_ns: int = -1
     t.add_column("completion", justify="right")
     for j in result["jobs"]:
         comp = "not done" if j["completion_s"] is None else format_seconds(j["completion_s"])
-        t.add_row(j["name"], str(j["flows"]), f"{j['bytes']:.4g}", comp)
+        t.add_row(j["name"], str(j["flows"]), f"{j['bytes']:,}", comp)
     out_console.print(t)
     ops = Table(title="time per operation")
     for col in ("job", "operation", "count", "time", "algbw", "busbw"):
