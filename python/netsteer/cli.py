@@ -134,6 +134,15 @@ def run(
         st = result["stalled"]
         # a streamed job's messages and compute steps count as the DAG's flows would
         ranks = "; ranks left: " + ", ".join(f"{j} {n}" for j, n in st["ranks_left"].items()) if st.get("ranks_left") else ""
+        if st.get("credit_loop"):
+            err_console.print(
+                f"[yellow]warning:[/] {st['flows']} flows never finished (jobs: {', '.join(st['jobs'])}{ranks}): "
+                f"deadlock: their routes close a credit loop on {st['credit_loop']}; packets wait for credits "
+                "around the cycle for good (credit-based flow control: a routing with cyclic channel dependencies "
+                "on one VL can deadlock; dor on a HyperX and ftree on a fat-tree cannot); the run exits 0: a "
+                "stalled network is a result"
+            )
+            return
         err_console.print(
             f"[yellow]warning:[/] {st['flows']} flows never finished (jobs: {', '.join(st['jobs'])}{ranks}): "
             "their paths carry nothing (a link that stayed down, a circuit not made, a hybrid path whose rules "
@@ -153,7 +162,7 @@ def _print_result(result: dict, makespan_ns: int | None = None, end_ns: int = -1
     t.add_column("completion", justify="right")
     for j in result["jobs"]:
         comp = "not done" if j["completion_s"] is None else format_seconds(j["completion_s"])
-        t.add_row(j["name"], str(j["flows"]), f"{j['bytes']:.4g}", comp)
+        t.add_row(j["name"], str(j["flows"]), f"{j['bytes']:,}", comp)
     out_console.print(t)
     ops = Table(title="time per operation")
     for col in ("job", "operation", "count", "time", "algbw", "busbw"):

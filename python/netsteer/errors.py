@@ -192,6 +192,9 @@ def pydantic_error(errors, *, file: str | None = None, tags=(), model=None) -> "
     ...                 {"type": "extra_forbidden", "loc": ("byts",), "msg": "Extra inputs are not permitted",
     ...                  "input": 1}], file="s.yaml").message()
     "s.yaml: unknown key 'byts'; did you mean 'bytes'?"
+    >>> pydantic_error([{"type": "invalid_key", "loc": ("jobs", 0, "flows", 0, 0), "msg": "Keys should be strings",
+    ...                  "input": 0}]).message()[:45]
+    'jobs.0.flows.0: key 0 is not a name (keys are'
     """
     def at(x):
         return clean_loc(x["loc"], tags)
@@ -214,6 +217,12 @@ def pydantic_error(errors, *, file: str | None = None, tags=(), model=None) -> "
             return NetsteerError(unknown_key_reason(unknown, missing, keys_at(model, loc[:-1])), file=file,
                                  field=parent)
         return NetsteerError("required key is missing", file=file, field=field)
+    if e["type"] == "invalid_key":
+        # a key that is no word: in YAML's {a: 1,000} the comma split the value, and
+        # 000 became a key of its own
+        return NetsteerError(f"key {short_repr(e.get('input'))} is not a name (keys are words); inside {{...}} a "
+                             "comma separates entries, so a number written with a thousands separator (1,000) "
+                             "splits in two: write 1000 (or 1kB)", file=file, field=parent)
     if e["type"] in ("model_type", "model_attributes_type", "dict_type"):
         # pydantic says "a valid dictionary or instance of RoutingModel": name the
         # key and show what a mapping there looks like

@@ -118,7 +118,7 @@ class BulkModel(_Strict):
 
 
 class JobModel(_Strict):
-    name: str
+    name: str = Field(min_length=1)
     flows: list[FlowModel] = Field(default_factory=list)
     bulk: list[BulkModel] = Field(default_factory=list)
     # MPI programs (netsteer.traffic.mpi): ranks placed on hosts running a program;
@@ -228,7 +228,7 @@ class EventModel(_Strict):
 
 
 class ScenarioModel(_Strict):
-    name: str
+    name: str = Field(min_length=1)
     description: str = ""
     topology: dict[str, Any]
     routing: RoutingModel

@@ -96,6 +96,11 @@ BAD_CALLS = [
      "controller", "Scenario.run(controller=...)"),
     (lambda: ns.Scenario(_topo(), "dmodk", [ns.job([ns.flow(0, 1, 1)])]).run(controller={"hybrid": {}}),
      "controller", "expected a netsteer.Controller"),
+    # an empty name is no name; sample takes a bool, as reroute_on_change does
+    (lambda: ns.simulate(_topo(), "dmodk", [ns.job([ns.flow(0, 5, "1MiB")])], name=""), "name", "must not be empty"),
+    (lambda: ns.job([ns.flow(0, 5, "1MiB")], name=""), "name", "must not be empty"),
+    (lambda: ns.simulate(_topo(), "dmodk", [ns.job([ns.flow(0, 5, "1MiB")])], sample="yes"), "sample",
+     "expected True or False"),
 ]
 
 

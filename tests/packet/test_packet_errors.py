@@ -38,7 +38,10 @@ CASES = [
     ("fidelity: packet\npacket: {vls: 2, vlarb_low: '0:64'}", 1, "packet.vlarb_low",
      "SL 1 is used by flows and maps to VL 1, which has no weight"),
     ("fidelity: packet\npacket: {sl2vl: '0,15,0,0,0,0,0,0,0,0,0,0,0,0,0,0'}", 1, "packet.sl2vl", "VL 15"),
-    ("fidelity: packet", 16, "jobs", "SLs 0..15"),
+    ("fidelity: packet", 16, "jobs.0.flows.0.class", "class 16 is not an InfiniBand SL (0..15)"),
+    ("fidelity: packet\npacket: {header: 100000, buffer: 1MiB}", 0, "packet.header",
+     "100000 B is not an InfiniBand packet header"),
+    ("fidelity: packet\npacket: {header: 100000}", 0, "packet.header", "give at most 128 B"),
     ("fidelity: packet\npacket: {rc_timeout: 0}", 0, "packet.rc_timeout", "would never be sent again"),
     ("fidelity: packet\npacket: {rc_timeout: -1us}", 0, "packet.rc_timeout", "negative"),
     ("fidelity: packet\npacket: {rc_timeout: 5}", 0, "packet.rc_timeout", "unit"),
@@ -152,3 +155,12 @@ def test_the_python_api_refuses_a_flow_level_share_at_packet_fidelity_as_the_cli
         ns.Scenario.from_dict({**data, "fidelity": "packet"}).run()
     assert exc.value.field == "jobs.1.flows.0.priority" and "vlarb_high" in exc.value.reason
     assert ns.Scenario.from_dict(data).run().status == "done"  # at flow level it is a share
+
+
+def test_a_class_above_15_is_named_where_the_scenario_gives_it(tmp_path, capsys):
+    f = tmp_path / "s.yaml"
+    f.write_text(HEAD % "fidelity: packet" + "  - name: a\n    flows:\n      - {src: 0, dst: 1, bytes: 1MiB}\n"
+                 "  - name: b\n    flows:\n      - {src: 0, dst: 3, bytes: 1MiB}\n"
+                 "    bulk:\n      - {src: 1, dst: 2, duration: 1ms, class: 20}\n")
+    assert run_cli(["run", str(f), "--no-progress"]) == 2
+    assert f"{f}: jobs.1.bulk.0.class: class 20 is not" in capsys.readouterr().err

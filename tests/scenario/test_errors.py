@@ -54,6 +54,8 @@ def test_good_scenario_builds():
         ("dst: 5", "dst: 16", "jobs.0.flows.0.dst", "does not exist"),
         ("dst: 5", "dst: nohost", "jobs.0.flows.0.dst", "no host named"),
         ("engine: dmodk", "engine: magic", "routing", "magic"),
+        # YAML reads {bytes: 1,000} as bytes 1 and a key 000: say so, at the flow
+        ("bytes: 1MiB", "bytes: 1,000", "jobs.0.flows.0", "a number written with a thousands separator"),
     ],
 )
 def test_bad_input_names_field_and_reason(old, new, field, words):

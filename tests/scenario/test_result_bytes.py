@@ -45,3 +45,11 @@ reroute_on_change: false
     assert out["status"] == "stalled"
     sent = out["stalled"]["bytes_sent"]
     assert type(sent) is int and abs(sent - 1.25e9 * (1e-3 - 2e-6)) <= 1, sent
+
+
+def test_the_text_table_shows_the_exact_byte_count(tmp_path, capsys):
+    f = tmp_path / "s.yaml"
+    f.write_text(HEAD + "jobs:\n  - {name: big, flows: [{src: 0, dst: 3, bytes: 16MiB}, {src: 1, dst: 3, bytes: 3}]}\n")
+    assert run_cli(["run", str(f), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert f"{16 * 2**20 + 3:,}" in out and "e+07" not in out

@@ -107,3 +107,35 @@ def test_cm02_runs_with_simgrids_timing_unless_the_scenario_says_otherwise():
     for got, timing in [(default, {}), (exact, dict(merge_window_ns=0, ticks_per_ns=1))]:
         want = simulate_mpi(t, "dmodk", [job], sharing="cm02", **timing).makespan_ns
         assert got["makespan_s"] == pytest.approx(want * 1e-9, abs=1e-15)
+
+
+LATENCY_FREE = """\
+name: cm02lat
+topology: {kind: pgft, levels: 2, down: [4, 4], up: [1, 2], link_bandwidth: 10Gbps, link_latency: [0ns, 1us]}
+routing: {engine: dmodk}
+sharing: {model: cm02, merge_window: 0ns, ticks_per_ns: TICKS}
+jobs:
+  - name: free
+    flows: [{src: 1, dst: 0, bytes: 1GB}]
+  - name: lat2us
+    flows: [{src: 4, dst: 0, bytes: 1GB}]
+"""
+
+
+@pytest.mark.parametrize("ticks", [1, 10, 100])
+def test_cm02_latency_free_penalty_does_not_depend_on_the_clock(ticks):
+    """A latency-free flow has CM02 penalty 1 (1 s), the other its 2 us path latency,
+    whatever the engine's tick: ``lat2us`` gets 1/(1 + 2e-6) of the 10 Gbps link once
+    its latency is paid, and ends at 2 us + 1 GB / that rate."""
+    from netsteer.report.result import result_dict
+    from netsteer.scenario import build_scenario, parse_scenario
+    from netsteer.sim import run_scenario
+
+    b = build_scenario(parse_scenario(LATENCY_FREE.replace("TICKS", str(ticks))))
+    got = {j["name"]: j["completion_s"] for j in result_dict(b, run_scenario(b))["jobs"]}
+    lat = 2e-6
+    rate = 10e9 / 8 * (1 / lat) / (1 / lat + 1 / 1.0)  # bytes/s: weights 1/penalty
+    want = lat + 1e9 / rate
+    assert got["lat2us"] == pytest.approx(want, abs=2e-9)
+    # the free flow: alone during lat2us's latency, then the rest, then alone again
+    assert got["free"] == pytest.approx(2 * 1e9 / (10e9 / 8), abs=2e-9)

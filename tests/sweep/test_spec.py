@@ -171,3 +171,53 @@ def test_seeds_go_to_mpi_jobs_only_so_a_base_with_a_flow_job_runs(write_sweep, t
         assert sc["jobs"][0]["seed"] == p.seed and "seed" not in sc["jobs"][-1]
         r = run_point(sw.base_raw, p.overrides, p.seed, sw.base_file)
         assert r["status"] == "done", r
+
+
+@pytest.mark.parametrize("grid, field, reason", [
+    ("topology.link_bandwidth: [10Gbps, 10Gbs]", "grid.topology.link_bandwidth", "unknown bandwidth unit 'Gbs'"),
+    ("topology.link_latency: [1us, 500ps]", "grid.topology.link_latency", "not a whole number of nanoseconds"),
+    ("topology.levels: [3]", "grid.topology.levels", "down has 2 entries but levels is 3"),
+    ("jobs.0.program.0.algorithm: [ring, ringg]", "grid.jobs.0.program.0.algorithm", "unknown algorithm 'ringg'"),
+    ("jobs.0.ranks: [16, 17]", "grid.jobs.0.ranks", "17 ranks do not fit on 16 hosts"),
+    ("routing.partitions: [p.conf]", "grid.routing.partitions", "takes no parameters, not 'partitions'"),
+])
+def test_check_refuses_what_netsteer_run_refuses_before_simulating(write_sweep, tmp_path, grid, field, reason):
+    # each point is what `netsteer run` refuses as bad input: the check must too
+    (tmp_path / "p.conf").write_text("Default=0x7fff, ipoib : ALL=full ;\n")
+    path = write_sweep(f"base: base.yaml\ngrid: {{{grid}}}\n")
+    rc, _, err = netsteer("sweep", path, "--check", "--out", tmp_path / "out")
+    assert rc == 2 and "Traceback" not in err, err
+    assert err.startswith(f"netsteer: error: {path}: {field}: "), err
+    assert reason in err
+    # and the same point run alone is refused with the same reason
+    from netsteer.sweep.point import point_scenario_text
+
+    sw = load_sweep(path)
+    bad = next(p for p in sw.points if reason in (run_point(sw.base_raw, p.overrides, p.seed, sw.base_file)["error"] or ""))
+    assert bad is not None and point_scenario_text(sw.base_raw, bad.overrides, bad.seed)
+
+
+def test_check_says_how_many_points_it_built(write_sweep, tmp_path):
+    path = write_sweep("base: base.yaml\ngrid: {routing.engine: [dmodk, minhop], jobs.0.ranks: [4, 8]}\n")
+    rc, stdout, err = netsteer("sweep", path, "--check", "--json", "--out", tmp_path / "out")
+    assert rc == 0, err
+    info = json.loads(stdout)
+    assert info["checked"] == info["built"] == 4 and info["refused"] == 0
+
+
+def test_a_packet_key_is_swept_on_a_base_without_a_packet_section(write_sweep, tmp_path):
+    # the schema knows packet.mtu; the base leaves the section out: each point creates it
+    base = yaml.safe_load((tmp_path / "base.yaml").read_text())
+    base["fidelity"] = "packet"
+    base["jobs"][0]["repeat"] = 1
+    base["jobs"][0]["ranks"] = 4
+    (tmp_path / "base-pk.yaml").write_text(yaml.safe_dump(base, sort_keys=False))
+    sw = load_sweep(write_sweep("base: base-pk.yaml\ngrid: {packet.mtu: [1KiB, 4KiB]}\n"))
+    texts = [yaml.safe_load(point_scenario_text(sw.base_raw, p.overrides, p.seed)) for p in sw.points]
+    assert [t["packet"] for t in texts] == [{"mtu": "1KiB"}, {"mtu": "4KiB"}]
+    runs = [run_point(sw.base_raw, p.overrides, p.seed, sw.base_file) for p in sw.points]
+    assert [r["status"] for r in runs] == ["done", "done"], runs
+    # smaller packets carry more headers: the same allreduce takes longer
+    assert runs[0]["makespan_s"] > runs[1]["makespan_s"]
+    with pytest.raises(NetsteerError, match=r"grid\.packet\.mtuu: packet has no key 'mtuu' .*did you mean 'mtu'"):
+        load_sweep(write_sweep("base: base-pk.yaml\ngrid: {packet.mtuu: [1KiB]}\n", name="bad.yaml"))

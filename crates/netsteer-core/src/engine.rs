@@ -1245,10 +1245,13 @@ impl Engine {
     pub fn completion(&self, f: usize) -> Ns {
         self.meta[f].done_at
     }
-    /// Flow `f` goes through the physics: it has bytes and hops. An empty flow, or
-    /// one between two ranks of one host, ends when its latency does.
+    /// Flow `f` goes through the physics: it has hops, and bytes or a physics that
+    /// puts an empty message on the wire (packets: one header-only packet). An
+    /// empty flow at flow level, or one between two ranks of one host, ends when
+    /// its latency does.
     pub fn crosses_physics(&self, f: usize) -> bool {
-        self.flows[f].bytes > 0.0 && self.flows[f].path_len > 0
+        // at packet level an empty message is still a header-only packet on the wire
+        self.flows[f].path_len > 0 && (self.flows[f].bytes > 0.0 || !self.phys.latency_up_front())
     }
     pub fn release_time(&self, f: usize) -> Ns {
         self.meta[f].released_at

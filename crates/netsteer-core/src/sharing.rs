@@ -47,6 +47,12 @@ pub struct Cm02 {
     pub tcp_gamma: f64,
     /// SimGrid's `network/weight-S` in bytes; 0 under CM02.
     pub weight_s: f64,
+    /// Engine ticks per ns (the engine's clock; 1: the ns clock). An engine on a
+    /// finer clock runs the network that many times slower and longer, so every
+    /// path latency (and `weight_s` / bandwidth) it hands the model is that many
+    /// times larger; a latency-free flow's penalty of 1 s is scaled the same way, so
+    /// that the weights, and the result, do not depend on the clock.
+    pub ticks_per_ns: f64,
 }
 
 impl Default for Cm02 {
@@ -54,6 +60,7 @@ impl Default for Cm02 {
         Cm02 {
             tcp_gamma: 4_194_304.0,
             weight_s: 0.0,
+            ticks_per_ns: 1.0,
         }
     }
 }
@@ -75,8 +82,9 @@ impl SharingModel for Cm02 {
         if penalty > 0.0 {
             f.weight / penalty
         } else {
-            // SimGrid gives a latency-free flow a penalty of 1
-            f.weight
+            // SimGrid gives a latency-free flow a penalty of 1 (s), here in the
+            // engine's seconds, as the latencies are
+            f.weight / self.ticks_per_ns
         }
     }
     fn bound(&self, f: &FlowView) -> f64 {
@@ -90,10 +98,15 @@ impl SharingModel for Cm02 {
 
 /// Build a model by name, as scenarios spell it.
 pub fn by_name(name: &str, tcp_gamma: Option<f64>) -> Option<Box<dyn SharingModel>> {
+    by_name_on_clock(name, tcp_gamma, 1)
+}
+
+/// [`by_name`] for an engine whose clock runs `ticks_per_ns` ticks per ns.
+pub fn by_name_on_clock(name: &str, tcp_gamma: Option<f64>, ticks_per_ns: i64) -> Option<Box<dyn SharingModel>> {
     match name {
         "maxmin" => Some(Box::new(MaxMin)),
         "cm02" => {
-            let mut m = Cm02::default();
+            let mut m = Cm02 { ticks_per_ns: ticks_per_ns as f64, ..Cm02::default() };
             if let Some(g) = tcp_gamma {
                 m.tcp_gamma = g;
             }

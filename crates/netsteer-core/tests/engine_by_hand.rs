@@ -122,6 +122,7 @@ fn cm02_shares_inversely_to_latency_and_caps_by_window() {
         Box::new(Cm02 {
             tcp_gamma: 0.0,
             weight_s: 0.0,
+            ticks_per_ns: 1.0,
         }),
     );
     e.add_flows(&[

@@ -98,7 +98,7 @@ impl Engine {
                 .map_err(|(field, reason)| err(format!("packet.{field}: {reason}")))?;
             netsteer_core::Engine::with_physics(cap, lat, Box::new(phys))
         } else {
-            let model = sharing::by_name(sharing, tcp_gamma).ok_or_else(|| {
+            let model = sharing::by_name_on_clock(sharing, tcp_gamma, tick).ok_or_else(|| {
                 err(format!(
                     "unknown sharing model {sharing:?}; use maxmin or cm02"
                 ))
@@ -615,8 +615,9 @@ impl Engine {
     /// (its time alone on an idle fabric); ``packets`` (retransmissions included);
     /// ``xmit_discards`` [channels, vls] (packets dropped there, the link down);
     /// per run ``dropped``, ``retransmitted``, ``timeouts`` (retransmission timeouts
-    /// that fired), ``naks`` (NAKs that sent a flow back) and ``discarded`` (packets destinations threw away: duplicates,
-    /// or behind a lost one); per flow ``dropped_per_flow`` and
+    /// that fired), ``naks`` (NAKs that sent a flow back), ``discarded`` (packets destinations threw away: duplicates,
+    /// or behind a lost one) and ``stopped_discards`` (packets of flows stopped by their duration, thrown away in
+    /// the network after the stop); per flow ``dropped_per_flow`` and
     /// ``retransmitted_per_flow``.
     fn packet_report<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
         let Some(p) = self.packets() else {
@@ -652,6 +653,7 @@ impl Engine {
         d.set_item("timeouts", p.timeouts())?;
         d.set_item("naks", p.naks())?;
         d.set_item("discarded", p.discarded())?;
+        d.set_item("stopped_discards", p.stopped_discards())?;
         let (lost, resent) = p.flow_losses(self.inner.n_flows());
         d.set_item("dropped_per_flow", lost.into_pyarray(py))?;
         d.set_item("retransmitted_per_flow", resent.into_pyarray(py))?;

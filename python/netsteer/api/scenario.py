@@ -343,6 +343,8 @@ class Scenario:
         if controller is not None and not isinstance(controller, Controller):
             raise NetsteerError(f"expected a netsteer.Controller (a scenario's controller: mapping goes to "
                                 f"Scenario(controller=...)), got {type(controller).__name__}", field="controller")
+        if not isinstance(sample, bool):
+            raise NetsteerError(f"expected True or False, got {sample!r}", field="sample")
         built = self.build()
         with _progress(progress) as update:
             res = run_scenario(built, controller, sample=sample, progress=update)

@@ -106,11 +106,14 @@ def sweep_run(
         if as_json:
             typer.echo(json.dumps(info))
         else:
-            checked = "every point's scenario passes the schema" if info["checked"] == info["points"] else \
-                f"{info['checked']} points' scenarios pass the schema (every value in one at least)"
+            every = info["checked"] == info["points"]
+            checked = "every point's scenario" if every else \
+                f"{info['checked']} points' scenarios (every value in one at least)"
+            how = "builds as netsteer run builds it" if info["built"] == info["checked"] else \
+                f"passes the checks ({info['built']} built as netsteer run builds them, every value in one at " \
+                "least; the others against the schema)"
             out_console.print(f"{sweep_file}: ok, {info['points']} points over {', '.join(info['params'])}, "
-                              f"{checked} (what only building finds, such as more ranks than hosts, shows as "
-                              f"failed points); {info['recorded']} recorded in {out}, {info['to_run']} to run",
+                              f"{checked} {how}; {info['recorded']} recorded in {out}, {info['to_run']} to run",
                               highlight=False)
         return
     try:

@@ -7,7 +7,8 @@
   down);
 * ``queue_occupancy.parquet``: per counter sample, the occupancy of every buffer
   that ever held a packet (long table: ``time_s``, ``channel``, ``vl``, ``bytes``);
-* ``messages.parquet``: per flow, ``latency_s`` (release to last byte),
+* ``messages.parquet``: per flow, its ``job`` (name), ``src``, ``dst``, ``bytes`` (a
+  bulk flow: what it delivered, as the job's ``bytes`` counts it), ``latency_s`` (release to last byte),
   ``queueing_s`` (the part beyond its time alone on an idle fabric; empty where
   there is none, as for a bulk flow stopped by its duration), and its
   packets ``dropped`` (a link down on its way) and ``retransmitted``;
@@ -58,9 +59,18 @@ def write_packet_files(d: Path, built, res) -> list[str]:
            d / "queue_occupancy.parquet")
     lat, queue = message_times(res, built.dag.columns().bytes)
     cols = built.dag.columns()
-    _write(pa.table({"flow": np.arange(len(lat), dtype=np.int64), "job": np.asarray(built.job_of_flow, np.int32),
+    nbytes = np.asarray(cols.bytes, dtype=np.float64)
+    sent = getattr(res, "sent_bytes", None)
+    if sent is not None:
+        # a bulk flow has no size: what it delivered (its nominal 10^18 bytes is no figure)
+        from ..units import BULK_BYTES
+
+        nbytes = np.where(nbytes == BULK_BYTES, np.asarray(sent, dtype=np.float64)[:len(nbytes)], nbytes)
+    job_names = np.array(built.job_names, dtype=object)
+    _write(pa.table({"flow": np.arange(len(lat), dtype=np.int64),
+                     "job": pa.array(job_names[np.asarray(built.job_of_flow, np.int64)].tolist(), pa.string()),
                      "src": cols.src.astype(np.int64), "dst": cols.dst.astype(np.int64),
-                     "bytes": np.rint(cols.bytes).astype(np.int64),
+                     "bytes": np.rint(nbytes).astype(np.int64),
                      "latency_s": np.where(lat >= 0, lat * 1e-9, np.nan),
                      "queueing_s": np.where(queue >= 0, queue * 1e-9, np.nan),
                      "dropped": np.asarray(rep["dropped_per_flow"][:len(lat)], np.int64),

@@ -163,7 +163,9 @@ def stalled_summary(built, res) -> dict[str, Any] | None:
 
     A run stalls when flows remain and no event could finish them: paths that carry
     nothing (links that stayed down, circuits not made, hybrid paths whose rules or
-    tags never came), or flows starved by higher-priority traffic that never ends.
+    tags never came), or flows starved by higher-priority traffic that never ends; at
+    packet level also a credit loop (a deadlock of credit-based flow control on routes
+    with cyclic channel dependencies), named under ``credit_loop``.
     """
     left = (res.completion_ns < 0) & ~built.background
     mpi = getattr(res, "mpi", None) or {"jobs": []}
@@ -180,6 +182,9 @@ def stalled_summary(built, res) -> dict[str, Any] | None:
     if getattr(res, "sent_bytes", None) is not None:
         out["bytes_sent"] = (byte_total(np.asarray(res.sent_bytes, dtype=np.float64)[left])  # before they stuck
                              + streamed_left["bytes_sent"])
+    if getattr(res, "credit_loop", None):
+        # packet level: the unfinished flows' routes close a cycle of credits on one VL
+        out["credit_loop"] = res.credit_loop
     if ranks_left:
         # streamed jobs have no flow ids: the ranks that never finished their program
         out["ranks_left"] = {built.job_names[j]: n for j, n in ranks_left.items()}

@@ -11,7 +11,7 @@ key                meaning                                     default
 =================  ==========================================  ================
 mtu                payload per packet, 256 B .. 4 KiB, power   2KiB
                    of two (IB MTU)
-header             bytes added per packet on the wire          26 (LRH+BTH+CRCs)
+header             bytes added per packet on the wire, 0..128  26 (LRH+BTH+CRCs)
 buffer             receive buffer per port and VL (credits)    16KiB
 vls                data VLs (``qos_max_vls``), 1..15           1
 switch_latency     head in to head out of a switch             100ns
@@ -133,6 +133,12 @@ Table = Annotated[list[tuple[int, int]], BeforeValidator(_table)]
 Sl2Vl = Annotated[list[int], BeforeValidator(_sl2vl)]
 
 
+#: The largest ``header`` taken: InfiniBand's largest packet header is LRH 8 + GRH 40 +
+#: BTH 12 + extended transport headers (RDETH 4, DETH 8, AtomicETH 28) + ICRC 4 + VCRC 2
+#: = 106 bytes; a header of kilobytes is a unit slip, not a protocol.
+MAX_HEADER = 128
+
+
 class PacketParams(BaseModel):
     """The ``packet:`` section of a scenario (see the module text)."""
 
@@ -154,6 +160,10 @@ class PacketParams(BaseModel):
     def _consistent(self) -> "PacketParams":
         if not (256 <= self.mtu <= 4096) or self.mtu & (self.mtu - 1):
             raise _FieldError("mtu", f"{self.mtu} B is not an InfiniBand MTU: use a power of two from 256 B to 4 KiB")
+        if self.header > MAX_HEADER:
+            raise _FieldError("header", f"{self.header} B is not an InfiniBand packet header: the largest (LRH, GRH, "
+                                        f"BTH, extended transport headers, ICRC, VCRC) is about 106 B; give at most "
+                                        f"{MAX_HEADER} B")
         packet = -(-(self.mtu + self.header) // 64) * 64
         if self.buffer < packet:
             raise _FieldError("buffer", f"{self.buffer} B per port and VL is smaller than one packet "
@@ -309,6 +319,48 @@ def with_qos(params: PacketParams, raw: Any, plan, *, file=None) -> PacketParams
         raise NetsteerError(str(exc), file=file, field="qos") from None
 
 
+def credit_loop(driver, sls: np.ndarray, params: PacketParams) -> str | None:
+    """The credit loop a stalled packet run's unfinished flows hold, or None.
+
+    Each unfinished flow of the DAG makes each channel of its route depend on the
+    next one, on its VL (Dally and Seitz, as :mod:`netsteer.routing.deadlock` builds
+    the graph from tables): with credit-based flow control, a cycle of those inside
+    one VL can fill every buffer on it and stop for good. Returns ``"VL v: c1 -> c2
+    -> ... -> c1"`` with the channels named as the topology names them.
+    """
+    from ..routing.deadlock import find_cycle
+
+    eng, topo = driver.engine, driver.topo
+    nC = topo.n_channels
+    sl2vl = params.engine_dict()["sl2vl"]
+    edges: dict[int, list[tuple[int, int]]] = {}
+    for f in eng.unfinished_flows().tolist():
+        if f >= len(sls):
+            continue  # a streamed message: its SL is the job's, not in the DAG's list
+        path = [int(c) for c in eng.flow_path(f)]
+        vl = int(sl2vl[int(sls[f]) & 15])
+        edges.setdefault(vl, []).extend((a, b) for a, b in zip(path, path[1:]) if a < nC and b < nC)
+    for vl in sorted(edges):
+        e = np.unique(np.array(edges[vl], dtype=np.int64).reshape(-1, 2), axis=0)
+        cyc = find_cycle(e[:, 0], e[:, 1], nC) if len(e) else []
+        if cyc:
+            return f"VL {vl}: " + " -> ".join(topo.channel_name(int(c)) for c in cyc + [cyc[0]])
+    return None
+
+
+def _class_field(built, i: int) -> str:
+    """Where the scenario gives DAG flow ``i`` its class: ``jobs.J.flows.K.class``,
+    ``jobs.J.bulk.K.class`` or an MPI job's ``jobs.J.class``."""
+    j = int(built.job_of_flow[i])
+    job = built.scenario.model.jobs[j]
+    cls = int(built.dag.columns().traffic_class[i])
+    for key in ("flows", "bulk"):
+        for k, f in enumerate(getattr(job, key)):
+            if f.traffic_class == cls:
+                return f"jobs.{j}.{key}.{k}.class"
+    return f"jobs.{j}.class"
+
+
 def flow_sls(built, params: PacketParams) -> np.ndarray:
     """Each DAG flow's SL: its partition's SL under a partition-aware routing, else
     its traffic class; checked against SL2VL and the arbitration tables."""
@@ -327,8 +379,8 @@ def flow_sls(built, params: PacketParams) -> np.ndarray:
     file = built.scenario.file
     if len(sl) and (sl.max() > 15):
         i = int(np.argmax(sl > 15))
-        raise NetsteerError(f"flow {i} has class {int(sl[i])}, but InfiniBand has SLs 0..15 only: the packet "
-                            "fidelity takes a flow's class as its SL", file=file, field="jobs")
+        raise NetsteerError(f"class {int(sl[i])} is not an InfiniBand SL (0..15): the packet fidelity takes a "
+                            "flow's class as its SL", file=file, field=_class_field(built, i))
     qos = getattr(built, "qos", None)
     if part_sl and qos is not None:  # the tables are the qos section's: name the partition and its key
         from ..qos.config import check_partition_sls
@@ -407,6 +459,7 @@ def packet_summary(built, res, top: int = 10) -> dict:
             "xmit_wait_s_total": float(wait.sum()) * 1e-9, "ports_waiting_most": ports, "messages": jobs,
             "dropped": int(rep["dropped"]), "timeouts": int(rep["timeouts"]), "naks": int(rep["naks"]),
             "retransmitted": int(rep["retransmitted"]), "discarded": int(rep["discarded"]),
+            "stopped_discards": int(rep.get("stopped_discards", 0)),
             "ports_dropping": drops}
 
 

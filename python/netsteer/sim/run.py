@@ -102,6 +102,10 @@ def run_scenario(
     except LimitError as exc:
         raise exc.located(built.scenario.file) from None
     res.sample_interval_ns = driver.sample_interval_ns  # sample_interval: auto may have doubled it
+    if params is not None and res.status == "stalled":
+        from .packet import credit_loop
+
+        res.credit_loop = credit_loop(driver, opts["sls"], params)
     if res.past_clock is not None:
         # background (iperf-like) flows send until the others end: stalled, they just go on
         res.past_clock = res.past_clock[~np.asarray(built.background, dtype=bool)[res.past_clock]]

@@ -63,6 +63,11 @@ class SimResult:
     notes : list of str
         What the controllers were told to do and never did because the run ended
         first (a scheduled change after the last job), for the result's ``notes``.
+    credit_loop : str, optional
+        A stalled packet run whose unfinished flows' routes hold a cycle of channel
+        dependencies on one VL (a credit loop: the deadlock credit-based flow control
+        allows): the VL and the cycle, ``"VL 0: x0_0[3]->x0_1 -> ..."``
+        (:func:`netsteer.sim.packet.credit_loop`).
     """
 
     completion_ns: np.ndarray
@@ -84,6 +89,7 @@ class SimResult:
     end_ns: int = -1
     sample_interval_ns: int | None = None  # the interval the samples ended at (auto may double it)
     notes: list[str] = field(default_factory=list)
+    credit_loop: str | None = None
 
 
 def run_driver(driver: SimDriver, controller: Controller) -> SimResult:

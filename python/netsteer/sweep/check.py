@@ -1,9 +1,13 @@
-"""A sweep's points against the scenario schema, for ``netsteer sweep --check``.
+"""A sweep's points checked as ``netsteer run`` checks a file, for ``netsteer sweep --check``.
 
 Reading a sweep file checks its paths; this checks its values: each point's scenario
-is validated as ``netsteer run`` validates a file (units, ranges, engine names), without
-building it. What only building finds (more ranks than hosts, an engine that does not
-fit the topology) still shows as a ``failed`` point when the sweep runs.
+is validated and then *built* as ``netsteer run`` builds it before simulating
+(topology units and shapes, MPI programs, routing engines and their parameters, ranks
+against hosts, memory), without simulating. Building is cheap (milliseconds for the
+shipped scenarios), but a sweep may be large: the points that hold every value of
+every path are always built, then others while the building has taken less than
+``BUILD_BUDGET_S`` seconds (and up to ``MAX_BUILT``); the rest of the checked points
+(all, or a sample past ``MAX_CHECKED``) are validated against the schema only.
 
 Examples
 --------
@@ -22,8 +26,8 @@ Examples
 ... ''')
 >>> from netsteer.sweep import load_sweep
 >>> r = refused_points(load_sweep(d / "s.yaml"))
->>> r["checked"], r["refused"]
-(4, 3)
+>>> r["checked"], r["built"], r["refused"]
+(4, 1, 3)
 >>> r["examples"][0]["point"]
 '{"jobs.0.flows.0.bytes":"-2GB","routing.engine":"dmodk"}'
 """
@@ -37,6 +41,8 @@ from .point import point_scenario
 from .spec import Sweep, column_value
 
 MAX_CHECKED = 20_000  # about 1 s of validation; past it, a sample with every value in it
+MAX_BUILT = 2_000  # points built at most (each as netsteer run builds it)
+BUILD_BUDGET_S = 30.0  # building goes on past the points holding every value while under this
 EXAMPLES = 5
 
 
@@ -61,29 +67,65 @@ def _sample(sweep: Sweep, limit: int) -> list:
     return [chosen[i] for i in sorted(chosen)]
 
 
-def refused_points(sweep: Sweep, limit: int = MAX_CHECKED) -> dict:
-    """Validate the points' scenarios.
+def _path_of(overrides: dict, field: str | None) -> str | None:
+    """The point's path an error at ``field`` is about: the path at or above the
+    field, else one inside it (``jobs.0.program.0`` for ``...program.0.algorithm``),
+    else the one sharing most of its leading keys (``topology.levels`` for an error
+    at ``topology.down``, which a new ``levels`` made wrong); None if none shares any."""
+    if not field:
+        return None
+    keys = field.split(".")
+    best, most = None, 0
+    for k in overrides:
+        if (field + ".").startswith(k + ".") or k.startswith(field + "."):
+            return k
+        common = 0
+        for a, b in zip(k.split("."), keys):
+            if a != b:
+                break
+            common += 1
+        if common > most:
+            best, most = k, common
+    return best
+
+
+def refused_points(sweep: Sweep, limit: int = MAX_CHECKED, *, build_limit: int = MAX_BUILT,
+                   budget_s: float = BUILD_BUDGET_S) -> dict:
+    """Check the points' scenarios as ``netsteer run`` does before simulating.
 
     Returns
     -------
     dict
-        ``checked`` (points validated: all of them, or a sample past ``limit``),
-        ``refused`` (how many of those the scenario refuses) and ``examples``: up to
-        five ``{"point": key, "error": message, "field": where the sweep file gives
-        it}`` (``grid.jobs.0.ranks``, ``points.2``).
+        ``checked`` (points checked: all of them, or a sample past ``limit``),
+        ``built`` (how many of those passed the schema and were then built, as
+        ``netsteer run`` builds them), ``refused``
+        (how many of those the scenario refuses) and ``examples``: up to five
+        ``{"point": key, "error": message, "field": where the sweep file gives it}``
+        (``grid.jobs.0.ranks``, ``points.2``).
     """
-    from ..scenario import validate_scenario
+    import time
+
+    from ..scenario import build_scenario, validate_scenario
 
     sample = _sample(sweep, limit)
-    refused, examples = 0, []
-    for p in sample:
+    # the points that hold every value of every path are built first, whatever it takes
+    first = {p.key for p in _sample(sweep, 0)} if sweep.points else set()
+    order = sorted(range(len(sample)), key=lambda i: sample[i].key not in first)
+    refused, built, examples = 0, 0, []
+    t0 = time.perf_counter()
+    for i in order:
+        p = sample[i]
+        build = p.key in first or (built < build_limit and time.perf_counter() - t0 < budget_s)
         try:
-            validate_scenario(point_scenario(sweep.base_raw, p.overrides, p.seed), file=sweep.base_file)
+            sc = validate_scenario(point_scenario(sweep.base_raw, p.overrides, p.seed), file=sweep.base_file)
+            if build:
+                built += 1
+                build_scenario(sc)
         except NetsteerError as exc:
             refused += 1
             if len(examples) < EXAMPLES:
-                # the sweep file's field: the point's path the error is about, if one is
-                path = next((k for k in p.overrides if exc.field and (exc.field + ".").startswith(k + ".")), None)
-                examples.append({"point": p.key, "error": exc.message(),
+                path = _path_of(p.overrides, exc.field)
+                examples.append({"i": i, "point": p.key, "error": exc.message(),
                                  "field": p.origin + (f".{path}" if path else "")})
-    return {"checked": len(sample), "refused": refused, "examples": examples}
+    examples.sort(key=lambda e: e.pop("i"))  # in the sweep's order, as before
+    return {"checked": len(sample), "built": built, "refused": refused, "examples": examples}

@@ -19,6 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..errors import did_you_mean
+
 _MISSING = object()
 
 
@@ -59,15 +61,31 @@ def set_path(raw: dict, path: str, value: Any) -> dict:
     out = copy.deepcopy(raw)
     segs = path.split(".")
     node: Any = out
+    last = segs[-1]
+    if len(segs) == 2 and isinstance(node, dict) and segs[0] in _SECTIONS and _key(node, segs[0]) is _MISSING:
+        node = node.setdefault(segs[0], {})  # a section the base leaves out: created
+        last = segs[1]
+        node[last] = copy.deepcopy(value)
+        return out
     for seg in segs[:-1]:
         node = node[int(seg)] if isinstance(node, list) else node[_key(node, seg)]
-    last = segs[-1]
     if isinstance(node, list):
         node[int(last)] = copy.deepcopy(value)
     else:
         key = _key(node, last)
         node[last if key is _MISSING else key] = copy.deepcopy(value)
     return out
+
+
+def _packet_params() -> type[BaseModel]:
+    from ..sim.packet import PacketParams
+
+    return PacketParams
+
+
+#: Top-level sections a sweep may set keys of though the base file leaves them out:
+#: the point creates the mapping (``packet.mtu`` on a base without ``packet:``).
+_SECTIONS = {"packet": _packet_params}
 
 
 def _sub_schemas() -> dict[tuple[str, ...], type[BaseModel]]:
@@ -150,6 +168,17 @@ def check_path(raw: dict, model: BaseModel, path: str) -> None:
                 node = node[key]
             elif last and model is not None and _schema_knows(model, segs[:-1], seg):
                 return
+            elif i == 0 and seg in _SECTIONS and len(segs) == 2 and model is not None:
+                # a section the base leaves out (packet:): the point creates it
+                schema = _SECTIONS[seg]()
+                sub = segs[1]
+                if any(sub in (n, f.alias) for n, f in schema.model_fields.items()):
+                    return
+                keys = ", ".join(schema.model_fields)
+                raise ValueError(f"{seg} has no key {sub!r} (keys: {keys})" + (did_you_mean(sub, list(schema.model_fields)) or ""))
+            elif not last and model is not None and i == 0 and seg in type(model).model_fields:
+                raise ValueError(f"the base scenario has no {seg!r} section, and a sweep path must go into a mapping the "
+                                 f"base file has: add {seg}: {{}} (or the keys you sweep) to the base scenario")
             else:
                 known = ", ".join(map(str, node)) or "none"
                 raise ValueError(f"the scenario has no key {seg!r} under {where or 'its top level'} (keys: {known})")

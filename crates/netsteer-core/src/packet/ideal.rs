@@ -283,6 +283,9 @@ fn shape(cfg: &PacketConfig, hops: &[Hop], bytes: u64) -> Option<(u64, u32)> {
         return None;
     }
     let mtu = cfg.mtu as u64;
+    if bytes == 0 {
+        return Some((1, cfg.header)); // an empty message: one header-only packet
+    }
     let n = bytes.div_ceil(mtu);
     let rest = bytes % mtu;
     Some((n, (if rest > 0 { rest } else { mtu }) as u32 + cfg.header))
@@ -342,7 +345,7 @@ pub fn lone_message_last(cfg: &PacketConfig, hops: &[Hop], bytes: u64) -> (Lone,
 /// The packets of a message of `bytes` on `hops` and the recurrence's constants, or
 /// its answer at once: no time (nothing to send), or never (a hop that carries nothing).
 fn prepare(cfg: &PacketConfig, hops: &[Hop], bytes: u64) -> Result<(u64, Line), Lone> {
-    if hops.is_empty() || bytes == 0 {
+    if hops.is_empty() {
         return Err(Lone::Exact(0));
     }
     let Some((n, last_wire)) = shape(cfg, hops, bytes) else {

@@ -122,6 +122,12 @@ struct Pkt {
 // a packet is 40 bytes: the PSN fits in what was padding
 const _: () = assert!(std::mem::size_of::<Pkt>() <= 40);
 
+/// Every byte of flow `fl` taken in order at its destination (an empty message:
+/// its header-only packet).
+fn all_taken(fl: &PFlow) -> bool {
+    fl.delivered >= fl.bytes && fl.expected > 0
+}
+
 /// The PSN `psn` (modulo 2^32) stands for near `expected`: packets of a flow in
 /// the network span far fewer than 2^31 PSNs.
 fn abs_psn(expected: u64, psn: u32) -> u64 {
@@ -137,6 +143,13 @@ struct PFlow {
     vl: u8,
     active: bool,
     queued: bool,
+    // a message of 0 bytes whose header-only packet is still to be sent (InfiniBand
+    // sends one packet, header only, for an empty message)
+    hdr: bool,
+    // stopped before every byte was taken (a timed bulk flow's duration ended): its
+    // packets still in the network are thrown away at the head of the buffer they
+    // wait in, and take no more bandwidth
+    stopped: bool,
     ver: u32,
     left: u64,
     bytes: u64,
@@ -164,6 +177,8 @@ impl Default for PFlow {
             vl: 0,
             active: false,
             queued: false,
+            hdr: false,
+            stopped: false,
             ver: 0,
             left: 0,
             bytes: 0,
@@ -235,6 +250,9 @@ pub struct Packets {
     tx_from: Vec<u32>,
     arb_state: Vec<ArbState>,
     chan_bytes: Vec<f64>,
+    // the packet being sent on each channel: its start, end (ps) and wire bytes; the
+    // port counters count its bytes as they are serialised, evenly over that span
+    tx_span: Vec<(i64, i64, u32)>,
     // per channel and VL (index c * nv + v)
     credits: Vec<i64>,
     // requesters waiting at output c on VL v, and the one granted last: grants go
@@ -267,6 +285,9 @@ pub struct Packets {
     timeouts: u64,
     naks: u64,
     discarded: u64,
+    stopped_discards: u64,
+    // flows stopped in this instant (flow, version), purged at its settle
+    to_purge: Vec<(u32, u32)>,
     rec: std::collections::HashMap<u32, Recovery>,
     // capacity and latency as last seen (the engine's Net), for ser times; a
     // channel is down when its capacity is 0 and its capacity when up is not
@@ -296,6 +317,7 @@ impl Packets {
             tx_from: vec![NONE; n_channels],
             arb_state: vec![ArbState::default(); n_channels],
             chan_bytes: vec![0.0; n_channels],
+            tx_span: vec![(0, 0, 0); n_channels],
             credits: vec![cfg.buffer as i64; k],
             req: vec![Vec::new(); k],
             last: vec![0; k],
@@ -318,6 +340,8 @@ impl Packets {
             timeouts: 0,
             naks: 0,
             discarded: 0,
+            stopped_discards: 0,
+            to_purge: vec![],
             rec: std::collections::HashMap::new(),
             cap: vec![],
             base: vec![],
@@ -386,6 +410,11 @@ impl Packets {
     pub fn discarded(&self) -> u64 {
         self.discarded
     }
+    /// Packets of flows stopped before their end (timed bulk flows) thrown away in
+    /// the network after the stop, at the head of the buffer they waited in.
+    pub fn stopped_discards(&self) -> u64 {
+        self.stopped_discards
+    }
     /// Per flow: its packets dropped, and sent again (a streamed flow's slot: its
     /// last message's).
     pub fn flow_losses(&self, n: usize) -> (Vec<u64>, Vec<u64>) {
@@ -445,6 +474,9 @@ impl Packets {
     /// The PSN of flow `f`'s next packet.
     fn next_psn(&self, f: usize) -> u64 {
         let fl = &self.flows[f];
+        if fl.bytes == 0 {
+            return u64::from(!fl.hdr); // one header-only packet, PSN 0
+        }
         (fl.bytes - fl.left).div_ceil(self.cfg.mtu as u64)
     }
 
@@ -516,7 +548,7 @@ impl Packets {
 
     fn enqueue_host(&mut self, f: usize) {
         let fl = &self.flows[f];
-        if fl.queued || fl.left == 0 || fl.route_len == 0 || fl.vl as usize >= self.nv {
+        if fl.queued || (fl.left == 0 && !fl.hdr) || fl.route_len == 0 || fl.vl as usize >= self.nv {
             return;
         }
         if !self.path_up(f) {
@@ -550,6 +582,15 @@ impl Packets {
         }
         while let Some(&p) = self.fifo[b].front() {
             let pk = self.pkts[p as usize];
+            let fl = &self.flows[pk.flow as usize];
+            if fl.stopped && fl.ver == pk.ver {
+                // its flow was stopped: the packet goes no further
+                self.pop_head(b);
+                self.flows[pk.flow as usize].in_flight -= 1;
+                self.stopped_discards += 1;
+                self.free_pkts.push(p);
+                continue;
+            }
             let out = self.routes[(pk.route + pk.hop as u32) as usize] as usize;
             if self.n_down > 0 && self.is_down(out) {
                 self.drop_head(b, out);
@@ -678,7 +719,7 @@ impl Packets {
             return;
         }
         r.armed = false;
-        if fl.expected >= next || fl.delivered >= fl.bytes {
+        if fl.expected >= next || all_taken(&fl) {
             return; // nothing is owed
         }
         self.timeouts += 1;
@@ -691,7 +732,7 @@ impl Packets {
         if fl.ver & VER_MASK != ver || !fl.active || !fl.rec {
             return;
         }
-        if fl.expected >= self.next_psn(f) || fl.delivered >= fl.bytes {
+        if fl.expected >= self.next_psn(f) || all_taken(&fl) {
             return; // the hole was filled meanwhile
         }
         self.naks += 1;
@@ -707,6 +748,7 @@ impl Packets {
         let mtu = self.cfg.mtu as u64;
         let fl = &mut self.flows[f];
         fl.left = fl.bytes - (fl.expected * mtu).min(fl.bytes);
+        fl.hdr = fl.bytes == 0 && fl.expected == 0;
         fl.progress_ps = self.now;
         self.enqueue_host(f);
     }
@@ -805,6 +847,7 @@ impl Packets {
                 }
             }
             self.flows[f].left -= payload as u64;
+            self.flows[f].hdr = false;
             self.flows[f].in_flight += 1;
             if self.flows[f].left > 0 {
                 self.req[k].push(r); // round-robin among the host's send queues
@@ -861,6 +904,7 @@ impl Packets {
             self.push(read, READ_DONE, b, 0);
         }
         self.chan_bytes[c] += pk.wire as f64;
+        self.tx_span[c] = (now, end, pk.wire);
         self.vl_bytes[k] += pk.wire as f64;
         self.packet_hops += 1;
         let lat = self.lat_ps[c];
@@ -891,6 +935,38 @@ impl Packets {
         self.occ[b] -= cost;
         self.push(self.now + self.lat_ps[b / self.nv], CREDIT, b as u32, cost);
         p
+    }
+
+    /// Flow `f` was stopped: its packets waiting in input buffers behind the head are
+    /// thrown away now (their space and credits go back); a head packet already
+    /// asking for its output goes on, and packets on a link are thrown away as they
+    /// reach the head of the next buffer ([`Self::request_front`]).
+    fn purge(&mut self, f: usize) {
+        let ver = self.flows[f].ver;
+        for b in 0..self.fifo.len() {
+            if self.fifo[b].len() < 2 {
+                continue;
+            }
+            let mut freed = 0u32;
+            let mut i = 1;
+            while i < self.fifo[b].len() {
+                let p = self.fifo[b][i];
+                let pk = self.pkts[p as usize];
+                if pk.flow as usize == f && pk.ver == ver {
+                    self.fifo[b].remove(i);
+                    freed += credit_bytes(pk.wire);
+                    self.flows[f].in_flight -= 1;
+                    self.stopped_discards += 1;
+                    self.free_pkts.push(p);
+                } else {
+                    i += 1;
+                }
+            }
+            if freed > 0 {
+                self.occ[b] -= freed;
+                self.push(self.now + self.lat_ps[b / self.nv], CREDIT, b as u32, freed);
+            }
+        }
     }
 
     /// The head packet of input buffer `b` has been read out: it leaves the buffer,
@@ -946,6 +1022,7 @@ impl Packets {
                 self.free_pkts.push(p);
             }
             TIMER => self.timeout(ev.a as usize, ev.b),
+
             NAK => self.nak(ev.a as usize, ev.b),
             _ => {
                 let k = ev.a as usize;
@@ -992,6 +1069,7 @@ impl Physics for Packets {
             ver: old.ver.wrapping_add(1),
             vl: self.cfg.sl2vl[sl],
             active: true,
+            hdr: bytes == 0,
             left: bytes,
             bytes,
             start_ps: self.now,
@@ -1006,10 +1084,17 @@ impl Physics for Packets {
         self.flush();
         self.flush();
     }
-    fn leave(&mut self, _net: &Net, f: usize, _now: Ns) {
+    fn leave(&mut self, _net: &Net, f: usize, now: Ns) {
         if f < self.flows.len() {
             self.dequeue_host(f);
             self.flows[f].active = false;
+            self.flows[f].stopped = !all_taken(&self.flows[f]);
+            if self.flows[f].stopped && self.flows[f].in_flight > 0 {
+                // at the instant's settle, not at once: a flow that leaves only to
+                // be re-routed rejoins before then
+                self.now = self.now.max(now * 1000);
+                self.to_purge.push((f as u32, self.flows[f].ver));
+            }
         }
     }
     fn rejoin(&mut self, net: &Net, f: usize, now: Ns) {
@@ -1018,6 +1103,7 @@ impl Physics for Packets {
         }
         self.now = self.now.max(now * 1000);
         self.flows[f].active = true;
+        self.flows[f].stopped = false; // it left only to be re-routed
         let path = net.path(f);
         self.copy_route(f, path);
         if self.flows[f].ideal_ps < 0 {
@@ -1149,7 +1235,14 @@ impl Physics for Packets {
         }
         (n, reached)
     }
-    fn settle(&mut self, _net: &Net, _now: Ns) {}
+    fn settle(&mut self, _net: &Net, _now: Ns) {
+        for (f, ver) in std::mem::take(&mut self.to_purge) {
+            let fl = &self.flows[f as usize];
+            if fl.stopped && fl.ver == ver && fl.in_flight > 0 {
+                self.purge(f as usize);
+            }
+        }
+    }
     fn truncate_after(&mut self, now: Ns) {
         let until = now * 1000;
         if self.heap.iter().any(|e| e.0 .0 > until) {
@@ -1163,8 +1256,24 @@ impl Physics for Packets {
     fn rate(&self, _f: usize) -> f64 {
         0.0
     }
-    fn channel_bytes_into(&self, _now: Ns, out: &mut Vec<f64>) {
+    /// Wire bytes each channel has carried by `now`: a packet's bytes count as they
+    /// are serialised, evenly from its start to its end, so no interval shows a
+    /// link above its rate (a packet counted whole when it starts would).
+    fn channel_bytes_into(&self, now: Ns, out: &mut Vec<f64>) {
+        let t = now.saturating_mul(1000);
+        let at = out.len();
         out.extend_from_slice(&self.chan_bytes);
+        for (c, &(start, end, wire)) in self.tx_span.iter().enumerate() {
+            if end > t && wire > 0 {
+                // still being sent at `now`: the part not yet on the wire
+                let left = if start >= t {
+                    1.0
+                } else {
+                    (end - t) as f64 / (end - start) as f64
+                };
+                out[at + c] -= wire as f64 * left;
+            }
+        }
     }
     fn flows_on(&self, channels: &[u32]) -> Vec<u32> {
         let want: std::collections::HashSet<u32> = channels.iter().copied().collect();
