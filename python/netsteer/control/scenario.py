@@ -30,7 +30,7 @@ from typing import Annotated
 
 from ..errors import NetsteerError
 from ..schema import Duration
-from ..units import UnitError, parse_bandwidth
+from ..units import UnitError, format_seconds, parse_bandwidth
 
 
 def _bandwidth(value: Any) -> float:
@@ -260,6 +260,12 @@ def build_steering_controller(data: dict | None, topo, dag, job_of_flow, job_nam
     if st is None:
         return None
     key = "controller.steering"
+    first: dict[int, int] = {}
+    for i, t in enumerate(st.at):
+        if int(t) in first:  # two plans at one instant: the second would steer the same bytes again
+            raise NetsteerError(f"{format_seconds(int(t) / 1e9)} is given twice (at.{first[int(t)]} and at.{i}); "
+                                "give each steering time once", file=file, field=f"{key}.at.{i}")
+        first[int(t)] = i
     if not topo.meta.get("initial_circuits"):
         raise NetsteerError("steering needs circuit switches in the topology (topology.circuits)",
                             file=file, field=key)

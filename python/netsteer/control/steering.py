@@ -354,9 +354,14 @@ def plan_steering(
         raise NetsteerError(f"{total:,} configurations are more than max_configs={max_configs:,}; "
                             "use method local-search", field="method")
     if method == "exhaustive" or (method == "auto" and total <= max_configs):
+        # the start is one of the matchings listed (unless it pairs fewer ports): it is
+        # scored once, and counted once, so `evaluated` is configuration_count's figure
+        start = {n: frozenset(cur[n]) for n in nodes}
         best, best_s, n_eval = cur, base, 1
         for combo in itertools.product(*[list(_matchings(ends[n])) for n in nodes]):
             conf = dict(zip(nodes, combo))
+            if all(frozenset(conf[n]) == start[n] for n in nodes):
+                continue
             s = evaluate(conf)
             n_eval += 1
             if _better(s, best_s):
@@ -533,9 +538,10 @@ def _matchings(ends_of: dict[int, int]):
 
 
 def configuration_count(topo: Topology, ends: dict | None = None) -> int:
-    """How many configurations ``exhaustive`` scores besides the start: the product, over
-    the circuit switches, of their matchings without loop backs (exact, as
-    :func:`_matchings` lists them).
+    """How many configurations ``exhaustive`` scores: the product, over the circuit
+    switches, of their matchings without loop backs (exact, as :func:`_matchings` lists
+    them). The start is one of them when it pairs every port it can (the plan's
+    ``evaluated`` is then this figure; one more when the start pairs fewer).
 
     >>> from netsteer.topology.hyperx import hyperx, CircuitSpec
     >>> t = hyperx([2], 2, 1, link_bandwidth=1e9, link_latency_ns=0, circuits=[CircuitSpec(dim=0)])
@@ -625,18 +631,24 @@ class SteeringController(Controller):
         return None
 
     def decide(self, inp: Inputs) -> list[Intent]:
-        out: list[Intent] = []
+        out: dict[int, tuple] = {}
+        current = dict(inp.view.circuits or {}) or None
+        start = dict(current or self.topo.meta.get("initial_circuits") or {})
         while self._next < len(self.steps) and self.steps[self._next][0] <= inp.now:
             _, demand = self.steps[self._next]
             self._next += 1
-            plan = plan_steering(self.topo, demand, inp.view.circuits or None,
-                                 down_links=inp.view.down_links, **self.kw)
+            # steps due at one instant: each plans from the pairing the one before chose
+            plan = plan_steering(self.topo, demand, current, down_links=inp.view.down_links, **self.kw)
             rec = dict(plan.as_dict(self.topo), at_s=inp.now / 1e9, what="steering")
             self.plans.append(rec)
             self.history.append(rec)
+            arrays = plan.arrays(self.topo)
+            current = {**(current or self.topo.meta.get("initial_circuits") or {}), **arrays}
             for sw in plan.changed:
-                out.append(SetCircuits(sw, plan.pairings[sw]))
-        return out
+                out[sw] = plan.pairings[sw]  # the last plan's pairing per switch
+        width = self.topo.out_channel.shape[1]
+        return [SetCircuits(sw, pairs) for sw, pairs in out.items()
+                if set(pairs) != set(pairs_of(start.get(sw, np.full(width, -1))))]
 
     def report(self) -> dict[str, Any] | None:
         out: dict[str, Any] = {"plans": self.plans} if self.plans else {}
