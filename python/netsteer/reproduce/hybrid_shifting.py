@@ -13,8 +13,14 @@ step.
 The same workload runs under four networks, every one starting from the same state:
 
 - ``electrical``: no circuits at all (the oversubscribed packet network alone);
-- ``static best``: the circuits planned once for the whole run's demand (every
-  phase of every job, known in advance) and never changed;
+- ``static best``: the best static network for the whole run's demand (every phase
+  of every job, known in advance), never changed. No circuits at all is a static
+  network too, and a rack pair with circuits sends over them only (not over the
+  electrical core as well), so the planner's circuits can lose to the core when it is
+  fast: the candidates are the planner's circuits, the same kept only for the rack
+  pairs that get at least ``k`` circuits (the others stay on the core), and none; each
+  is simulated and the fastest (mean job time) is the static best
+  (:func:`choose_static`), so it is never slower than ``electrical``;
 - ``periodic``: starts from the static best; the controller samples the per-rack-pair
   counters every ``period``, estimates the demand, replans, and reconfigures
   make-before-break when the gain passes ``threshold`` for ``hold`` periods;
@@ -145,10 +151,13 @@ def demand_bytes(st: Study) -> np.ndarray:
 
 
 def static_best(st: Study) -> list[list[int]]:
-    """The circuits planned once for the whole run's demand, as ``[plane, a, b]``.
+    """The planner's circuits for the whole run's demand, as ``[plane, a, b]``: the
+    first candidate of the static best (:func:`choose_static` picks among them).
 
     The demand is scaled so each rack's total equals what its circuits can carry:
-    the planner then weighs pairs by their share of the rack's bytes.
+    the planner then weighs pairs by their share of the rack's bytes. It does not see
+    the electrical core (a pair with circuits uses them only), which is why the plan
+    is a candidate, not the answer.
     """
     from ..control.planning import plan_circuits
 
@@ -160,8 +169,51 @@ def static_best(st: Study) -> list[list[int]]:
     return [[c.ocs, c.a, c.b] for c in plan.circuits]
 
 
+def static_candidates(st: Study) -> list[tuple[int, list[list[int]]]]:
+    """The static networks the static best is chosen from, as ``(k, circuits)``: the
+    planner's circuits kept for the rack pairs that get at least ``k`` of them (``k =
+    1``: the whole plan), for each count the plan gives a pair, then no circuits (``k``
+    one past the largest count). Pairs left without circuits use the electrical core.
+
+    >>> st = Study(racks=8, servers_per_rack=2, circuit_switches=2, jobs=2, phases=2, bytes="8MiB")
+    >>> cands = static_candidates(st)
+    >>> cands[0] == (1, static_best(st)), cands[-1][1]  # the whole plan first, no circuits last
+    (True, [])
+    """
+    plan = static_best(st)
+    count: dict[tuple[int, int], int] = {}
+    for _, a, b in plan:
+        key = (min(a, b), max(a, b))
+        count[key] = count.get(key, 0) + 1
+    out = []
+    for k in sorted(set(count.values())):
+        out.append((k, [c for c in plan if count[(min(c[1], c[2]), max(c[1], c[2]))] >= k]))
+    out.append((max(count.values(), default=0) + 1, []))
+    return out
+
+
+def choose_static(st: Study, electrical: dict | None = None) -> tuple[list[list[int]], dict[str, Any]]:
+    """The static best: every :func:`static_candidates` network simulated, the one with
+    the lowest mean job time kept (on a tie, the one listed first). ``electrical``, a
+    :func:`run_mode` result of the electrical network, stands for the no-circuit
+    candidate (the same network). Returns the circuits and what was compared:
+    ``{"circuits", "pairs_with_at_least", "candidates": [{"pairs_with_at_least",
+    "circuits", "mean_job_s"}, ...]}``."""
+    best, rows = None, []
+    for k, circuits in static_candidates(st):
+        r = electrical if (not circuits and electrical is not None) else run_mode(st, "static best", circuits)
+        rows.append({"pairs_with_at_least": k, "circuits": len(circuits), "mean_job_s": r["mean_job_s"]})
+        if best is None or r["mean_job_s"] < best[2]["mean_job_s"]:
+            best = (k, circuits, r)
+    assert best is not None
+    k, circuits, _ = best
+    return circuits, {"circuits": len(circuits), "pairs_with_at_least": k, "candidates": rows}
+
+
 def scenario(st: Study, mode: str, initial: list | None = None) -> dict[str, Any]:
-    """The scenario (as a dict, ready for YAML) of the study under ``mode``."""
+    """The scenario (as a dict, ready for YAML) of the study under ``mode``; ``initial``
+    the circuits the modes but ``electrical`` start from (default: the planner's,
+    :func:`static_best`; :func:`run` passes the static best it chose)."""
     if mode not in MODES:
         raise NetsteerError(f"unknown mode {mode!r}; one of {', '.join(MODES)}", field="mode")
     st.check()
@@ -234,14 +286,26 @@ def run_mode(st: Study, mode: str, initial: list | None = None) -> dict[str, Any
 
 
 def run(st: Study, modes=MODES, progress: Callable[[], None] = lambda: None) -> dict[str, Any]:
-    """Every network of the study: ``{"study": params, "runs": [...]}``."""
+    """Every network of the study: ``{"study": params, "static_circuits": n,
+    "static_best": what choose_static compared, "runs": [...]}``; the adaptive modes
+    start from the static best chosen."""
     st.check()
-    initial = static_best(st)
+    electrical = run_mode(st, "electrical") if "electrical" in modes else None
+    initial, choice = choose_static(st, electrical)
     runs = []
     for m in modes:
-        runs.append(run_mode(st, m, initial))
+        if m == "electrical":
+            runs.append(electrical)
+        else:
+            runs.append(run_mode(st, m, initial))
         progress()
-    return {"study": asdict(st), "static_circuits": len(initial), "runs": runs}
+    return {"study": asdict(st), "static_circuits": len(initial), "static_best": choice, "runs": runs}
+
+
+def static_initial(st: Study, rep: dict) -> list[list[int]]:
+    """The circuits of the static best ``rep`` (a :func:`run` report) chose, rebuilt."""
+    k = rep["static_best"]["pairs_with_at_least"]
+    return next(c for kk, c in static_candidates(st) if kk == k)
 
 
 def plot(rep: dict, path) -> None:
