@@ -107,6 +107,15 @@ def reproduce_hybrid(
     for r in rep["fftw"]:
         for n in r.get("notes", ()):
             out_console.print(f"note: {r['run']}: {n}")
+    _print_provenance(rep["parameters"])
+
+
+def _print_provenance(block: dict) -> None:
+    """Which inputs the source gives, which are assumed, which an option changed."""
+    from ..reproduce._params import provenance_lines
+
+    for line in provenance_lines(block):
+        out_console.print(line, highlight=False, soft_wrap=True)
 
 
 def reproduce_shifting(
@@ -173,6 +182,7 @@ def reproduce_shifting(
                   str(r["reconfigurations"]), d)
     out_console.print(t)
     out_console.print(static_line(rep["static_best"]), highlight=False)
+    _print_provenance(rep["parameters"])
 
 
 def static_line(choice: dict) -> str:

@@ -210,6 +210,15 @@ def choose_static(st: Study, electrical: dict | None = None) -> tuple[list[list[
     return circuits, {"circuits": len(circuits), "pairs_with_at_least": k, "candidates": rows}
 
 
+def scenario_topology(st: Study) -> dict[str, Any]:
+    """The scenarios' ``topology`` section."""
+    return {"kind": "hybrid", "racks": st.racks, "servers_per_rack": st.servers_per_rack,
+            "server_bandwidth": st.server_bandwidth, "tor_uplinks": st.tor_uplinks, "core_switches": 1,
+            "core_bandwidth": st.core_bandwidth, "circuit_switches": st.circuit_switches,
+            "circuit_ports": st.racks, "circuit_uplinks": 1, "circuit_bandwidth": st.circuit_bandwidth,
+            "switching_time": "25ms", "link_latency": "1us"}
+
+
 def scenario(st: Study, mode: str, initial: list | None = None) -> dict[str, Any]:
     """The scenario (as a dict, ready for YAML) of the study under ``mode``; ``initial``
     the circuits the modes but ``electrical`` start from (default: the planner's,
@@ -245,11 +254,7 @@ def scenario(st: Study, mode: str, initial: list | None = None) -> dict[str, Any
     return {
         "name": f"hybrid-shifting-{mode.replace(' ', '-')}",
         "description": f"{st.jobs} jobs x {st.phases} shifting phases on {st.racks} racks ({mode})",
-        "topology": {"kind": "hybrid", "racks": st.racks, "servers_per_rack": S,
-                     "server_bandwidth": st.server_bandwidth, "tor_uplinks": st.tor_uplinks, "core_switches": 1,
-                     "core_bandwidth": st.core_bandwidth, "circuit_switches": st.circuit_switches,
-                     "circuit_ports": st.racks, "circuit_uplinks": 1, "circuit_bandwidth": st.circuit_bandwidth,
-                     "switching_time": "25ms", "link_latency": "1us"},
+        "topology": scenario_topology(st),
         "routing": {"engine": "minhop"},
         "jobs": jobs,
         "controller": {"hybrid": hybrid},
@@ -285,6 +290,54 @@ def run_mode(st: Study, mode: str, initial: list | None = None) -> dict[str, Any
     }
 
 
+#: The parameters the source gives (its Fig. 1 system and delay measurements): (value, where).
+SOURCE_PARAMS: dict[str, tuple[Any, str]] = {
+    "racks": (320, "Fig. 1: 320 racks"),
+    "servers_per_rack": (32, "Fig. 1: 10,240 servers in 320 racks"),
+    "server_bandwidth": ("10Gbps", "10 Gbit/s Ethernet ToRs"),
+    "circuit_bandwidth": ("10Gbps", "the 10 Gbit/s optical network"),
+    "delay.vlan_tag_time": ("0.6s", "1.2 s measured to tag the ToR ports, two per ToR"),
+    "delay.push": ("sequential", "rules pushed to each OVS one after the other"),
+}
+#: The parameters the source does not give, and why these values.
+ASSUMPTIONS: dict[str, str] = {
+    "circuit_switches": "the size of the MEMS array is not given",
+    "core_bandwidth": "'a lower-rate, highly over-subscribed' electrical network, no rate given",
+    "tor_uplinks": "electrical uplinks per ToR, not given",
+    "jobs": "the shifting workload is beyond the source",
+    "phases": "the shifting workload is beyond the source",
+    "bytes": "the shifting workload is beyond the source",
+    "seed": "the shifting workload is beyond the source",
+    "period": "the source reconfigures 'periodically or upon request', no figures",
+    "poll": "congestion detection is not in the source",
+    "threshold": "the controller's gain threshold, not in the source",
+    "hold": "the controller's hold, not in the source",
+    "utilization": "congestion detection is not in the source",
+    "delay.rule_time": "calibrated in hybrid-reconfig so that 5000 rules take the source's 2.2 s",
+    "delay.tag": "the ports of a ToR tagged in parallel, not given",
+    "switching_time": "MEMS switching; the source: tens to hundreds of ms",
+    "link_latency": "per cable",
+}
+
+
+def parameters(st: Study) -> dict[str, Any]:
+    """The study's inputs (``delay.*`` flattened, plus the scenarios' fixed switching
+    time and cable latency) with where each comes from
+    (:func:`netsteer.reproduce._params.provenance`).
+
+    >>> p = parameters(Study(racks=32))
+    >>> p["changed"]["racks"], p["source"]["servers_per_rack"], "jobs" in p["assumptions"]
+    ({'value': 32, 'source': 320}, 'Fig. 1: 10,240 servers in 320 racks', True)
+    """
+    from ._params import provenance
+
+    values = {k: v for k, v in asdict(st).items() if k != "delay"}
+    values.update({f"delay.{k}": v for k, v in st.delay.items()})
+    topo = scenario_topology(st)
+    values.update(switching_time=topo["switching_time"], link_latency=topo["link_latency"])
+    return provenance(values, SOURCE_PARAMS, ASSUMPTIONS)
+
+
 def run(st: Study, modes=MODES, progress: Callable[[], None] = lambda: None) -> dict[str, Any]:
     """Every network of the study: ``{"study": params, "static_circuits": n,
     "static_best": what choose_static compared, "runs": [...]}``; the adaptive modes
@@ -299,7 +352,8 @@ def run(st: Study, modes=MODES, progress: Callable[[], None] = lambda: None) -> 
         else:
             runs.append(run_mode(st, m, initial))
         progress()
-    return {"study": asdict(st), "static_circuits": len(initial), "static_best": choice, "runs": runs}
+    return {"study": asdict(st), "parameters": parameters(st), "static_circuits": len(initial),
+            "static_best": choice, "runs": runs}
 
 
 def static_initial(st: Study, rep: dict) -> list[list[int]]:
