@@ -1057,7 +1057,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
         hybrid=_hybrid(m, topo, file),
         driver_options=_driver_options(m, topo, file),
         unisonflow=_unisonflow(m, topo, dag, spans, file),
-        steering=_steering(m, topo, dag, job_of_flow, file),
+        steering=_steering(m, topo, dag, job_of_flow, file, make_routing),
         streamed=streamed,
         stream_router=stream_router,
         qos=_qos(m, topo, dag, job_of_flow, file),
@@ -1141,12 +1141,14 @@ def _hybrid(m: ScenarioModel, topo, file):
     return ctl
 
 
-def _steering(m: ScenarioModel, topo, dag, job_of_flow, file):
+def _steering(m: ScenarioModel, topo, dag, job_of_flow, file, make_routing):
     if not m.controller or m.controller.get("steering") is None:
         return None
     from .control.scenario import build_steering_controller
 
-    return build_steering_controller(m.controller, topo, dag, job_of_flow, [j.name for j in m.jobs], file)
+    # scored with the engine the re-route policy rebuilds over the new circuits
+    return build_steering_controller(m.controller, topo, dag, job_of_flow, [j.name for j in m.jobs], file,
+                                     engine=m.routing.engine, make_routing=make_routing, hash=m.routing.hash)
 
 
 def _unisonflow(m: ScenarioModel, topo, dag, spans, file):

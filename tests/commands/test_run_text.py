@@ -78,7 +78,7 @@ def test_each_steering_plan_is_printed(both):
     (p,) = ctl["steering"]["plans"]
     assert p["moved_ports"] > 0
     assert (f"steering at 0 s ({p['method']}, {p['evaluated']} configurations): {p['moved_ports']} ports moved, "
-            f"busiest channel for all steered bytes at once {format_seconds(p['before']['max_channel_busy_s'])} -> "
+            f"busiest channel under {p['routing']} for all steered bytes at once {format_seconds(p['before']['max_channel_busy_s'])} -> "
             f"{format_seconds(p['after']['max_channel_busy_s'])}\n") in text
 
 

@@ -107,6 +107,15 @@ def reproduce_hybrid(
     for r in rep["fftw"]:
         for n in r.get("notes", ()):
             out_console.print(f"note: {r['run']}: {n}")
+    _print_provenance(rep["parameters"])
+
+
+def _print_provenance(block: dict) -> None:
+    """Which inputs the source gives, which are assumed, which an option changed."""
+    from ..reproduce._params import provenance_lines
+
+    for line in provenance_lines(block):
+        out_console.print(line, highlight=False, soft_wrap=True)
 
 
 def reproduce_shifting(
@@ -126,7 +135,7 @@ def reproduce_shifting(
 ) -> None:
     """Beyond the source: 320 racks under a shifting workload, periodic vs congestion vs static best."""
     from ..errors import NetsteerError
-    from ..reproduce.hybrid_shifting import MODES, Study, plot, run, scenario, static_best
+    from ..reproduce.hybrid_shifting import MODES, Study, plot, run, scenario, static_initial
 
     if push not in ("sequential", "parallel"):
         raise NetsteerError(f"must be sequential or parallel, got {push!r}", field="--push")
@@ -148,7 +157,7 @@ def reproduce_shifting(
 
         from ..report.outdir import write_result_dir
 
-        initial = static_best(st)
+        initial = static_initial(st, rep)  # the static best run() chose
 
         def write(d: Path) -> None:
             (d / "report.json").write_text(json.dumps(rep, indent=2))
@@ -172,3 +181,29 @@ def reproduce_shifting(
         t.add_row(r["mode"], *[f"{v:.1f}" for v in r["jobs"].values()], f"{r['mean_job_s']:.1f}",
                   str(r["reconfigurations"]), d)
     out_console.print(t)
+    out_console.print(static_line(rep["static_best"]), highlight=False)
+    _print_provenance(rep["parameters"])
+
+
+def static_line(choice: dict) -> str:
+    """How the static best was chosen, in one line.
+
+    >>> print(static_line({"circuits": 6, "pairs_with_at_least": 6, "candidates": [
+    ...     {"pairs_with_at_least": 2, "circuits": 128, "mean_job_s": 214.94},
+    ...     {"pairs_with_at_least": 6, "circuits": 6, "mean_job_s": 97.16},
+    ...     {"pairs_with_at_least": 7, "circuits": 0, "mean_job_s": 97.16}]}))
+    static best: 6 circuits, the fastest of 3 static networks simulated (mean job: 214.9 s with the planner's 128 circuits, 97.2 s with its 6 for rack pairs given at least 6, 97.2 s with no circuits)
+    """
+    cands = choice["candidates"]
+    parts = []
+    for i, c in enumerate(cands):
+        if c["circuits"] == 0:
+            what = "no circuits"
+        elif i == 0:
+            what = f"the planner's {c['circuits']} circuits"
+        else:
+            what = f"its {c['circuits']} for rack pairs given at least {c['pairs_with_at_least']}"
+        parts.append(f"{c['mean_job_s']:.1f} s with {what}")
+    n = choice["circuits"]
+    return (f"static best: {n} circuit{'s' if n != 1 else ''}, the fastest of {len(cands)} static networks simulated "
+            f"(mean job: {', '.join(parts)})")

@@ -93,3 +93,7 @@ def reproduce_unisonflow(
                   f"{r['speedup']:.2f}x", f"{r['ecmp']['steady_per_call_ms']:.3f}",
                   f"{r['module']['steady_per_call_ms']:.3f}", f"{r['steady_speedup']:.2f}x")
     con.print(t)
+    from ..reproduce._params import provenance_lines
+
+    for line in provenance_lines(rep["parameters"]):  # which inputs the source gives
+        con.print(line, highlight=False, soft_wrap=True)

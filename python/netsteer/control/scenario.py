@@ -30,7 +30,7 @@ from typing import Annotated
 
 from ..errors import NetsteerError
 from ..schema import Duration
-from ..units import UnitError, parse_bandwidth
+from ..units import UnitError, format_seconds, parse_bandwidth
 
 
 def _bandwidth(value: Any) -> float:
@@ -246,15 +246,26 @@ def build_hybrid_controller(data: dict | None, topo, file=None, host_ref=None):
     return ctl
 
 
-def build_steering_controller(data: dict | None, topo, dag, job_of_flow, job_names, file=None):
+def build_steering_controller(data: dict | None, topo, dag, job_of_flow, job_names, file=None, *,
+                              engine: str = "dor", make_routing=None, hash: str | None = None):
     """The :class:`~netsteer.control.steering.SteeringController` of a scenario's
     ``controller.steering``, or None: at each ``at``, it steers the circuit switches
-    for the bytes the scenario's jobs (or the ``jobs`` named) send, host to host."""
+    for the bytes the scenario's jobs (or the ``jobs`` named) send, host to host.
+
+    The plans are scored with the routing the run re-routes with once the circuits
+    move: ``engine``, built by ``make_routing(down_links, circuits)`` (the scenario's
+    routing factory); ``dor`` is scored by its own fast model, which routes as its tables do."""
     m = _validate(ControllerModel, data or {}, file, "controller")
     st = m.steering
     if st is None:
         return None
     key = "controller.steering"
+    first: dict[int, int] = {}
+    for i, t in enumerate(st.at):
+        if int(t) in first:  # two plans at one instant: the second would steer the same bytes again
+            raise NetsteerError(f"{format_seconds(int(t) / 1e9)} is given twice (at.{first[int(t)]} and at.{i}); "
+                                "give each steering time once", file=file, field=f"{key}.at.{i}")
+        first[int(t)] = i
     if not topo.meta.get("initial_circuits"):
         raise NetsteerError("steering needs circuit switches in the topology (topology.circuits)",
                             file=file, field=key)
@@ -263,7 +274,7 @@ def build_steering_controller(data: dict | None, topo, dag, job_of_flow, job_nam
     for n in wanted:
         if n not in names:
             raise NetsteerError(f"no job named {n!r}; jobs: {', '.join(names)}", file=file, field=f"{key}.jobs")
-    from .steering import SteeringController, configuration_count, switch_demand
+    from .steering import RoutedLoad, SteeringController, configuration_count, switch_demand
 
     if st.method == "exhaustive":
         # known now: refuse it before the run, not when the controller first plans
@@ -277,5 +288,10 @@ def build_steering_controller(data: dict | None, topo, dag, job_of_flow, job_nam
     demand = switch_demand(topo, c.src[pick], c.dst[pick], c.bytes[pick].astype(np.float64))
     if not demand.any():
         raise NetsteerError("the jobs steered for send no bytes between hosts", file=file, field=key)
+    load = None
+    if engine != "dor" and make_routing is not None:
+        flows = np.flatnonzero(pick)
+        load = RoutedLoad(topo, make_routing, c.src[flows], c.dst[flows], c.bytes[flows].astype(np.float64),
+                          c.traffic_class[flows], flows, engine=engine, per_flow=hash == "flow")
     return SteeringController(topo, [(int(t), demand) for t in st.at], method=st.method,
-                              max_configs=st.max_configs, candidates=st.candidates)
+                              max_configs=st.max_configs, candidates=st.candidates, load=load)

@@ -5,7 +5,9 @@ Switching for Bandwidth Steering").
 Given switch-to-switch demand (the bytes the jobs, placed, will send), a configuration
 is scored by routing the demand over it with minimal routing exactly as the ``dor``
 tables route it (:class:`netsteer.routing.dor.MinimalRoutes`: among ``n`` equal next
-hops, traffic to host ``h`` takes the ``h mod n``-th) and reading each channel's *busy
+hops, traffic to host ``h`` takes the ``h mod n``-th), or, given a :class:`RoutedLoad`,
+with the routing engine the run re-routes with after the circuits move (a scenario's
+own engine: ``ecmp``, ``minhop``, ...), and reading each channel's *busy
 time*: its bytes at its rate, in seconds (how long the demand keeps it busy; a lower
 bound on the time to carry all of it). Configurations are compared by, in order:
 
@@ -46,7 +48,9 @@ Methods
 The decision core is pure: :func:`plan_steering` takes the demand and the current
 pairing and returns a :class:`SteeringPlan`; :class:`SteeringController` turns plans
 into ``SetCircuits`` intents at the times it is given (the default re-route policy
-then installs minimal routes over the new circuits).
+then rebuilds the run's routing engine over the new circuits: the engine the plan
+must be scored with, so a scenario's controller scores with a :class:`RoutedLoad` of
+that engine unless it is ``dor``).
 
 Examples
 --------
@@ -91,8 +95,8 @@ class SteeringPlan:
     ``pairings`` maps each circuit switch node to its whole pairing (port pairs);
     ``before``/``after`` hold ``max_channel_busy_s`` (the busiest channel's bytes at
     its rate, seconds), ``channels_at_max`` and ``total_channel_busy_s`` (summed over
-    the channels) of the demand under minimal routing; ``evaluated`` counts
-    configurations scored.
+    the channels) of the demand under ``routing`` (the engine it was scored with);
+    ``evaluated`` counts configurations scored.
     """
 
     pairings: dict[int, tuple[tuple[int, int], ...]]
@@ -102,6 +106,7 @@ class SteeringPlan:
     evaluated: int
     moved_ports: int
     changed: tuple[int, ...] = field(default_factory=tuple)
+    routing: str = "dor"
 
     def circuits(self, topo: Topology) -> list[tuple[str, str]]:
         """The packet-switch pairs the circuits join, by name."""
@@ -115,6 +120,7 @@ class SteeringPlan:
     def as_dict(self, topo: Topology) -> dict[str, Any]:
         return {
             "method": self.method,
+            "routing": self.routing,
             "evaluated": self.evaluated,
             "moved_ports": self.moved_ports,
             "before": dict(self.before),
@@ -187,15 +193,95 @@ def _amounts(values, field: str, *, ndim: int, shape: tuple | None = None) -> np
     return a
 
 
-def score(topo: Topology, demand: np.ndarray, circuits: dict | None, down_links=()) -> tuple[float, float, float]:
+class RoutedLoad:
+    """The bytes each channel carries when a routing engine routes given transfers,
+    for any circuit pairing: what :func:`plan_steering` scores with when the run
+    routes with another engine than ``dor``.
+
+    Parameters
+    ----------
+    topo : Topology
+    make : callable(down_links, circuits) -> Routing
+        Builds the routing for a pairing, as the run's re-route policy does after the
+        circuits move (a scenario's routing factory).
+    src_hosts, dst_hosts, nbytes : array_like
+        The transfers, one entry each.
+    classes, flow_ids : array_like, optional
+        Per transfer, as the run routes its flows (override tables; ECMP's ``flow`` hash).
+    engine : str
+        The engine's name, for the plan's report.
+    per_flow : bool
+        Route every transfer on its own (an ECMP hash on flow ids); otherwise transfers
+        of one source, destination and class are routed once with their bytes summed.
+
+    Only channels between switches (circuits included) count, as under ``dor``'s
+    score; a pairing the engine cannot route gives None (scored infinite).
+
+    Examples
+    --------
+    >>> from netsteer.topology.hyperx import hyperx, CircuitSpec
+    >>> from netsteer.routing import build_routing
+    >>> t = hyperx([2, 4], 1, 2, link_bandwidth=10e9, link_latency_ns=0,
+    ...            circuits=[CircuitSpec(dim=0, switching_time_ns=10_000)])
+    >>> make = lambda down, circuits: build_routing(t, "ecmp", circuits=circuits)
+    >>> load = RoutedLoad(t, make, [0, 1], [2, 3], [1.0, 1.0], engine="ecmp")  # x0_0 -> x1_0
+    >>> float(load(t.meta["initial_circuits"]).max())  # both cross the one circuit between them
+    2.0
+    """
+
+    def __init__(self, topo: Topology, make, src_hosts, dst_hosts, nbytes, classes=None, flow_ids=None, *,
+                 engine: str, per_flow: bool = False):
+        self.topo, self.make, self.engine = topo, make, engine
+        src = _hosts(topo, src_hosts, "src_hosts")
+        dst = _hosts(topo, dst_hosts, "dst_hosts")
+        b = _amounts(nbytes, "nbytes", ndim=1)
+        cls = np.zeros(len(src), dtype=np.int64) if classes is None else np.asarray(classes, dtype=np.int64)
+        fid = np.arange(len(src), dtype=np.int64) if flow_ids is None else np.asarray(flow_ids, dtype=np.int64)
+        if not len(src) == len(dst) == len(b) == len(cls) == len(fid):
+            raise NetsteerError("src_hosts, dst_hosts, nbytes, classes and flow_ids must have one entry per "
+                                "transfer", field="nbytes")
+        keep = (src != dst) & (b > 0)
+        src, dst, b, cls, fid = src[keep], dst[keep], b[keep], cls[keep], fid[keep]
+        if not per_flow and len(src):
+            keys, inv = np.unique(np.stack([src, dst, cls], axis=1), axis=0, return_inverse=True)
+            b = np.bincount(inv.ravel(), weights=b, minlength=len(keys))
+            src, dst, cls = keys[:, 0], keys[:, 1], keys[:, 2]
+            fid = np.zeros(len(src), dtype=np.int64)
+        self.src, self.dst, self.bytes, self.classes, self.flow_ids = src, dst, b, cls, fid
+        kind = topo.node_kind
+        from ..topology.model import HOST
+
+        self._host_channel = (kind[topo.channel_src()] == HOST) | (kind[topo.channel_dst()] == HOST)
+
+    def __call__(self, circuits: dict | None, down_links=()) -> np.ndarray | None:
+        try:
+            routing = self.make(frozenset(int(x) for x in down_links), circuits)
+            off, ch = routing.paths(self.src, self.dst, classes=self.classes, flow_ids=self.flow_ids,
+                                    circuits=circuits)
+        except NetsteerError:
+            return None
+        load = np.bincount(ch, weights=np.repeat(self.bytes, np.diff(off)), minlength=self.topo.n_channels)
+        load[self._host_channel] = 0.0
+        return load
+
+
+def score(topo: Topology, demand: np.ndarray, circuits: dict | None, down_links=(),
+          load: RoutedLoad | None = None) -> tuple[float, float, float]:
     """``(busiest channel's busy time, channels at it, total busy time)`` of
-    ``demand`` (bytes) under minimal routing over ``circuits``: a channel's busy time
-    is its bytes at its rate, in seconds. Infinite when some demand cannot be routed
-    at all."""
-    routes = MinimalRoutes(topo, circuits, down_links)
-    if ((np.asarray(demand) > 0) & (routes.dist[:, routes.host_switch] < 0)).any():
-        return float("inf"), float("inf"), float("inf")
-    load = routes.channel_load(demand)
+    ``demand`` (bytes) under minimal routing over ``circuits`` (or of the transfers of
+    ``load`` under its engine): a channel's busy time is its bytes at its rate, in
+    seconds. Infinite when some demand cannot be routed at all."""
+    if load is not None:
+        if circuits is None:
+            circuits = topo.meta.get("initial_circuits") or None
+        load = load(circuits, down_links)
+        if load is None:
+            return float("inf"), float("inf"), float("inf")
+    else:
+        routes = MinimalRoutes(topo, circuits, down_links)
+        if ((np.asarray(demand) > 0) & (routes.dist[:, routes.host_switch] < 0)).any():
+            return float("inf"), float("inf"), float("inf")
+        load = routes.channel_load(demand)
     busy = load * 8 / topo.channel_bandwidth()
     mx = float(busy.max(initial=0.0))
     return mx, float((busy >= mx * (1 - 1e-9)).sum()) if mx > 0 else 0.0, float(busy.sum())
@@ -211,6 +297,7 @@ def plan_steering(
     candidates: int = 24,
     max_rounds: int = 200,
     down_links=(),
+    load: RoutedLoad | None = None,
 ) -> SteeringPlan:
     """Choose circuit pairings for ``demand`` (see the module text).
 
@@ -231,6 +318,10 @@ def plan_steering(
         Local-search rounds at most.
     down_links : iterable of int
         Links that are down (routing avoids them).
+    load : RoutedLoad, optional
+        Score with this routing engine and these transfers (the run's own routing after
+        the circuits move) instead of ``dor`` on ``demand``; ``demand`` still guides
+        the local search's moves.
 
     Raises
     ------
@@ -255,7 +346,7 @@ def plan_steering(
     down = tuple(down_links)
 
     def evaluate(conf: dict[int, tuple]) -> tuple[float, float, float, int]:
-        return (*score(topo, demand, _arrays(conf, width), down), _moved(cur, conf))
+        return (*score(topo, demand, _arrays(conf, width), down, load), _moved(cur, conf))
 
     base = evaluate(cur)
     total = configuration_count(topo, ends)
@@ -263,9 +354,14 @@ def plan_steering(
         raise NetsteerError(f"{total:,} configurations are more than max_configs={max_configs:,}; "
                             "use method local-search", field="method")
     if method == "exhaustive" or (method == "auto" and total <= max_configs):
+        # the start is one of the matchings listed (unless it pairs fewer ports): it is
+        # scored once, and counted once, so `evaluated` is configuration_count's figure
+        start = {n: frozenset(cur[n]) for n in nodes}
         best, best_s, n_eval = cur, base, 1
         for combo in itertools.product(*[list(_matchings(ends[n])) for n in nodes]):
             conf = dict(zip(nodes, combo))
+            if all(frozenset(conf[n]) == start[n] for n in nodes):
+                continue
             s = evaluate(conf)
             n_eval += 1
             if _better(s, best_s):
@@ -280,6 +376,7 @@ def plan_steering(
         before=_summary(base),
         after=_summary(best_s),
         method=used, evaluated=n_eval, moved_ports=best_s[3], changed=changed,
+        routing="dor" if load is None else load.engine,
     )
 
 
@@ -441,9 +538,10 @@ def _matchings(ends_of: dict[int, int]):
 
 
 def configuration_count(topo: Topology, ends: dict | None = None) -> int:
-    """How many configurations ``exhaustive`` scores besides the start: the product, over
-    the circuit switches, of their matchings without loop backs (exact, as
-    :func:`_matchings` lists them).
+    """How many configurations ``exhaustive`` scores: the product, over the circuit
+    switches, of their matchings without loop backs (exact, as :func:`_matchings` lists
+    them). The start is one of them when it pairs every port it can (the plan's
+    ``evaluated`` is then this figure; one more when the start pairs fewer).
 
     >>> from netsteer.topology.hyperx import hyperx, CircuitSpec
     >>> t = hyperx([2], 2, 1, link_bandwidth=1e9, link_latency_ns=0, circuits=[CircuitSpec(dim=0)])
@@ -497,6 +595,9 @@ class SteeringController(Controller):
         At ``time_ns``, plan for ``demand`` (``[switches, hosts]``) from the
         pairing in force and re-pair the circuit switches that change.
     method, max_configs, candidates : see :func:`plan_steering`.
+    load : RoutedLoad, optional
+        Score the plans with the run's routing engine (see :func:`plan_steering`):
+        needed when the run does not route with ``dor``.
 
     Examples
     --------
@@ -516,11 +617,11 @@ class SteeringController(Controller):
     name = "steering"
 
     def __init__(self, topo: Topology, steps: list, *, method: str = "auto", max_configs: int = 20_000,
-                 candidates: int = 24):
+                 candidates: int = 24, load: RoutedLoad | None = None):
         super().__init__()
         self.topo = topo
         self.steps = sorted(steps, key=lambda s: s[0])
-        self.kw = dict(method=method, max_configs=max_configs, candidates=candidates)
+        self.kw = dict(method=method, max_configs=max_configs, candidates=candidates, load=load)
         self._next = 0
         self.plans: list[dict[str, Any]] = []
 
@@ -530,18 +631,24 @@ class SteeringController(Controller):
         return None
 
     def decide(self, inp: Inputs) -> list[Intent]:
-        out: list[Intent] = []
+        out: dict[int, tuple] = {}
+        current = dict(inp.view.circuits or {}) or None
+        start = dict(current or self.topo.meta.get("initial_circuits") or {})
         while self._next < len(self.steps) and self.steps[self._next][0] <= inp.now:
             _, demand = self.steps[self._next]
             self._next += 1
-            plan = plan_steering(self.topo, demand, inp.view.circuits or None,
-                                 down_links=inp.view.down_links, **self.kw)
+            # steps due at one instant: each plans from the pairing the one before chose
+            plan = plan_steering(self.topo, demand, current, down_links=inp.view.down_links, **self.kw)
             rec = dict(plan.as_dict(self.topo), at_s=inp.now / 1e9, what="steering")
             self.plans.append(rec)
             self.history.append(rec)
+            arrays = plan.arrays(self.topo)
+            current = {**(current or self.topo.meta.get("initial_circuits") or {}), **arrays}
             for sw in plan.changed:
-                out.append(SetCircuits(sw, plan.pairings[sw]))
-        return out
+                out[sw] = plan.pairings[sw]  # the last plan's pairing per switch
+        width = self.topo.out_channel.shape[1]
+        return [SetCircuits(sw, pairs) for sw, pairs in out.items()
+                if set(pairs) != set(pairs_of(start.get(sw, np.full(width, -1))))]
 
     def report(self) -> dict[str, Any] | None:
         out: dict[str, Any] = {"plans": self.plans} if self.plans else {}

@@ -28,13 +28,13 @@ def controller_lines(controller: dict[str, Any] | None) -> list[str]:
     >>> uf = {"packet_ins": 3, "rules": 7, "by_module": {"bcast-multicast": 3}, "failures": 0, "failed": [],
     ...       "tables": {"installed_tags": 3, "max_rules_per_switch": 4, "expired": 0, "evicted": 0,
     ...                  "table_full": 0, "refused": 0}, "refusals": []}
-    >>> st = {"plans": [{"at_s": 0.0, "method": "exhaustive", "evaluated": 16, "moved_ports": 4,
+    >>> st = {"plans": [{"at_s": 0.0, "method": "exhaustive", "routing": "ecmp", "evaluated": 16, "moved_ports": 4,
     ...                  "before": {"max_channel_busy_s": 0.2}, "after": {"max_channel_busy_s": 0.1}}],
     ...       "not_reached_s": [100.0]}
     >>> print("\\n".join(controller_lines({"unisonflow": uf, "steering": st})))
       unisonflow: 3 packet-ins (bcast-multicast 3), 7 rules, 0 failures
       unisonflow tables: 3 tags installed, at most 4 rules per switch, 0 expired, 0 evicted, 0 refused
-      steering at 0 s (exhaustive, 16 configurations): 4 ports moved, busiest channel for all steered bytes at once 200 ms -> 100 ms
+      steering at 0 s (exhaustive, 16 configurations): 4 ports moved, busiest channel under ecmp for all steered bytes at once 200 ms -> 100 ms
       steering at 100 s: not done, the run ended before it
     >>> controller_lines(None)
     []
@@ -66,7 +66,7 @@ def controller_lines(controller: dict[str, Any] | None) -> list[str]:
         moved = f"{p['moved_ports']} ports moved" if p["moved_ports"] else "no circuit moved"
         # the score rates all the bytes at once (no phases): the job times say whether it helped
         out.append(f"  steering at {format_seconds(p['at_s'])} ({p['method']}, {p['evaluated']} configurations): {moved}, "
-                   f"busiest channel for all steered bytes at once "
+                   f"busiest channel under {p.get('routing', 'dor')} for all steered bytes at once "
                    f"{format_seconds(p['before']['max_channel_busy_s'])} -> {format_seconds(p['after']['max_channel_busy_s'])}")
     for t in (c.get("steering") or {}).get("not_reached_s", []):
         out.append(f"  steering at {format_seconds(t)}: not done, the run ended before it")

@@ -388,12 +388,52 @@ def fftw_runs(progress: Callable[[], None] = lambda: None,
                  "target_s": target}
 
 
+#: The parameters the source gives: (its value, where it says so).
+SOURCE_PARAMS: dict[str, tuple[Any, str]] = {
+    "rules": ((100, 5000), "100 and 5000 OF rules pushed"),
+    "period": ("10s", "reconfigured every 10 s"),
+    "vlan_tag_time": ("0.6s", "1.2 s measured to tag the ToR ports, two per ToR"),
+    "push": ("sequential", "rules pushed to each OVS one after the other"),
+    "core_bandwidth": ("1Gbps", "the 1 Gbit/s electrical network"),
+    "trigger": ("15s", "FFTW reconfigured to topology 2 after 15 s"),
+    "fft_ranks": (8, "FFTW on racks 1 and 2, 4 servers a rack, one rank a server"),
+    "fft_alone": ("28.7s", "FFTW alone finished at 28.7 s: the calibration target"),
+}
+#: The parameters the source does not give, and why these values.
+ASSUMPTIONS: dict[str, str] = {
+    "duration": "the length of an iperf run, read from Fig. 3a, which is not in the text",
+    "rule_time": "per rule per switch, calibrated so that 5000 rules take the source's 2.2 s",
+    "switching_time": "MEMS switching; the source: tens to hundreds of ms",
+    "poll": "the congestion-triggered mode is not in the source",
+    "fft_bytes": "the FFT's size is not in the source",
+    "fft_phases": "the FFT's phases are not in the source",
+    "fft_rules": "the rules pushed in the FFTW runs are not in the source",
+}
+
+
+def parameters(params: Reconfig) -> dict[str, Any]:
+    """``params`` with where each comes from (:func:`netsteer.reproduce._params.provenance`).
+
+    >>> p = parameters(Reconfig(rules=(100,)))
+    >>> p["changed"]["rules"], sorted(p["assumptions"])[:2]
+    ({'value': [100], 'source': [100, 5000]}, ['duration', 'fft_bytes'])
+    """
+    from dataclasses import asdict
+
+    from ._params import provenance
+
+    values = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(params).items()}
+    source = {k: (list(v) if isinstance(v, tuple) else v, note) for k, (v, note) in SOURCE_PARAMS.items()}
+    return provenance(values, source, ASSUMPTIONS)
+
+
 def run(progress: Callable[[], None] = lambda: None, params: Reconfig = Reconfig()) -> dict[str, Any]:
-    """Both experiments: ``{"iperf": [...], "fftw": [...], "calibration": {...}}``."""
+    """Both experiments: ``{"parameters": {...}, "iperf": [...], "fftw": [...],
+    "calibration": {...}}``; ``parameters`` says which come from the source."""
     params.check()
     iperf = iperf_runs(progress, params)
     fftw, cal = fftw_runs(progress, params)
-    return {"iperf": iperf, "fftw": fftw, "calibration": cal}
+    return {"parameters": parameters(params), "iperf": iperf, "fftw": fftw, "calibration": cal}
 
 
 def steps(params: Reconfig = Reconfig()) -> int:

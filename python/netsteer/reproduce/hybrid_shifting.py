@@ -13,8 +13,14 @@ step.
 The same workload runs under four networks, every one starting from the same state:
 
 - ``electrical``: no circuits at all (the oversubscribed packet network alone);
-- ``static best``: the circuits planned once for the whole run's demand (every
-  phase of every job, known in advance) and never changed;
+- ``static best``: the best static network for the whole run's demand (every phase
+  of every job, known in advance), never changed. No circuits at all is a static
+  network too, and a rack pair with circuits sends over them only (not over the
+  electrical core as well), so the planner's circuits can lose to the core when it is
+  fast: the candidates are the planner's circuits, the same kept only for the rack
+  pairs that get at least ``k`` circuits (the others stay on the core), and none; each
+  is simulated and the fastest (mean job time) is the static best
+  (:func:`choose_static`), so it is never slower than ``electrical``;
 - ``periodic``: starts from the static best; the controller samples the per-rack-pair
   counters every ``period``, estimates the demand, replans, and reconfigures
   make-before-break when the gain passes ``threshold`` for ``hold`` periods;
@@ -145,10 +151,13 @@ def demand_bytes(st: Study) -> np.ndarray:
 
 
 def static_best(st: Study) -> list[list[int]]:
-    """The circuits planned once for the whole run's demand, as ``[plane, a, b]``.
+    """The planner's circuits for the whole run's demand, as ``[plane, a, b]``: the
+    first candidate of the static best (:func:`choose_static` picks among them).
 
     The demand is scaled so each rack's total equals what its circuits can carry:
-    the planner then weighs pairs by their share of the rack's bytes.
+    the planner then weighs pairs by their share of the rack's bytes. It does not see
+    the electrical core (a pair with circuits uses them only), which is why the plan
+    is a candidate, not the answer.
     """
     from ..control.planning import plan_circuits
 
@@ -160,8 +169,60 @@ def static_best(st: Study) -> list[list[int]]:
     return [[c.ocs, c.a, c.b] for c in plan.circuits]
 
 
+def static_candidates(st: Study) -> list[tuple[int, list[list[int]]]]:
+    """The static networks the static best is chosen from, as ``(k, circuits)``: the
+    planner's circuits kept for the rack pairs that get at least ``k`` of them (``k =
+    1``: the whole plan), for each count the plan gives a pair, then no circuits (``k``
+    one past the largest count). Pairs left without circuits use the electrical core.
+
+    >>> st = Study(racks=8, servers_per_rack=2, circuit_switches=2, jobs=2, phases=2, bytes="8MiB")
+    >>> cands = static_candidates(st)
+    >>> cands[0] == (1, static_best(st)), cands[-1][1]  # the whole plan first, no circuits last
+    (True, [])
+    """
+    plan = static_best(st)
+    count: dict[tuple[int, int], int] = {}
+    for _, a, b in plan:
+        key = (min(a, b), max(a, b))
+        count[key] = count.get(key, 0) + 1
+    out = []
+    for k in sorted(set(count.values())):
+        out.append((k, [c for c in plan if count[(min(c[1], c[2]), max(c[1], c[2]))] >= k]))
+    out.append((max(count.values(), default=0) + 1, []))
+    return out
+
+
+def choose_static(st: Study, electrical: dict | None = None) -> tuple[list[list[int]], dict[str, Any]]:
+    """The static best: every :func:`static_candidates` network simulated, the one with
+    the lowest mean job time kept (on a tie, the one listed first). ``electrical``, a
+    :func:`run_mode` result of the electrical network, stands for the no-circuit
+    candidate (the same network). Returns the circuits and what was compared:
+    ``{"circuits", "pairs_with_at_least", "candidates": [{"pairs_with_at_least",
+    "circuits", "mean_job_s"}, ...]}``."""
+    best, rows = None, []
+    for k, circuits in static_candidates(st):
+        r = electrical if (not circuits and electrical is not None) else run_mode(st, "static best", circuits)
+        rows.append({"pairs_with_at_least": k, "circuits": len(circuits), "mean_job_s": r["mean_job_s"]})
+        if best is None or r["mean_job_s"] < best[2]["mean_job_s"]:
+            best = (k, circuits, r)
+    assert best is not None
+    k, circuits, _ = best
+    return circuits, {"circuits": len(circuits), "pairs_with_at_least": k, "candidates": rows}
+
+
+def scenario_topology(st: Study) -> dict[str, Any]:
+    """The scenarios' ``topology`` section."""
+    return {"kind": "hybrid", "racks": st.racks, "servers_per_rack": st.servers_per_rack,
+            "server_bandwidth": st.server_bandwidth, "tor_uplinks": st.tor_uplinks, "core_switches": 1,
+            "core_bandwidth": st.core_bandwidth, "circuit_switches": st.circuit_switches,
+            "circuit_ports": st.racks, "circuit_uplinks": 1, "circuit_bandwidth": st.circuit_bandwidth,
+            "switching_time": "25ms", "link_latency": "1us"}
+
+
 def scenario(st: Study, mode: str, initial: list | None = None) -> dict[str, Any]:
-    """The scenario (as a dict, ready for YAML) of the study under ``mode``."""
+    """The scenario (as a dict, ready for YAML) of the study under ``mode``; ``initial``
+    the circuits the modes but ``electrical`` start from (default: the planner's,
+    :func:`static_best`; :func:`run` passes the static best it chose)."""
     if mode not in MODES:
         raise NetsteerError(f"unknown mode {mode!r}; one of {', '.join(MODES)}", field="mode")
     st.check()
@@ -193,11 +254,7 @@ def scenario(st: Study, mode: str, initial: list | None = None) -> dict[str, Any
     return {
         "name": f"hybrid-shifting-{mode.replace(' ', '-')}",
         "description": f"{st.jobs} jobs x {st.phases} shifting phases on {st.racks} racks ({mode})",
-        "topology": {"kind": "hybrid", "racks": st.racks, "servers_per_rack": S,
-                     "server_bandwidth": st.server_bandwidth, "tor_uplinks": st.tor_uplinks, "core_switches": 1,
-                     "core_bandwidth": st.core_bandwidth, "circuit_switches": st.circuit_switches,
-                     "circuit_ports": st.racks, "circuit_uplinks": 1, "circuit_bandwidth": st.circuit_bandwidth,
-                     "switching_time": "25ms", "link_latency": "1us"},
+        "topology": scenario_topology(st),
         "routing": {"engine": "minhop"},
         "jobs": jobs,
         "controller": {"hybrid": hybrid},
@@ -233,15 +290,76 @@ def run_mode(st: Study, mode: str, initial: list | None = None) -> dict[str, Any
     }
 
 
+#: The parameters the source gives (its Fig. 1 system and delay measurements): (value, where).
+SOURCE_PARAMS: dict[str, tuple[Any, str]] = {
+    "racks": (320, "Fig. 1: 320 racks"),
+    "servers_per_rack": (32, "Fig. 1: 10,240 servers in 320 racks"),
+    "server_bandwidth": ("10Gbps", "10 Gbit/s Ethernet ToRs"),
+    "circuit_bandwidth": ("10Gbps", "the 10 Gbit/s optical network"),
+    "delay.vlan_tag_time": ("0.6s", "1.2 s measured to tag the ToR ports, two per ToR"),
+    "delay.push": ("sequential", "rules pushed to each OVS one after the other"),
+}
+#: The parameters the source does not give, and why these values.
+ASSUMPTIONS: dict[str, str] = {
+    "circuit_switches": "the size of the MEMS array is not given",
+    "core_bandwidth": "'a lower-rate, highly over-subscribed' electrical network, no rate given",
+    "tor_uplinks": "electrical uplinks per ToR, not given",
+    "jobs": "the shifting workload is beyond the source",
+    "phases": "the shifting workload is beyond the source",
+    "bytes": "the shifting workload is beyond the source",
+    "seed": "the shifting workload is beyond the source",
+    "period": "the source reconfigures 'periodically or upon request', no figures",
+    "poll": "congestion detection is not in the source",
+    "threshold": "the controller's gain threshold, not in the source",
+    "hold": "the controller's hold, not in the source",
+    "utilization": "congestion detection is not in the source",
+    "delay.rule_time": "calibrated in hybrid-reconfig so that 5000 rules take the source's 2.2 s",
+    "delay.tag": "the ports of a ToR tagged in parallel, not given",
+    "switching_time": "MEMS switching; the source: tens to hundreds of ms",
+    "link_latency": "per cable",
+}
+
+
+def parameters(st: Study) -> dict[str, Any]:
+    """The study's inputs (``delay.*`` flattened, plus the scenarios' fixed switching
+    time and cable latency) with where each comes from
+    (:func:`netsteer.reproduce._params.provenance`).
+
+    >>> p = parameters(Study(racks=32))
+    >>> p["changed"]["racks"], p["source"]["servers_per_rack"], "jobs" in p["assumptions"]
+    ({'value': 32, 'source': 320}, 'Fig. 1: 10,240 servers in 320 racks', True)
+    """
+    from ._params import provenance
+
+    values = {k: v for k, v in asdict(st).items() if k != "delay"}
+    values.update({f"delay.{k}": v for k, v in st.delay.items()})
+    topo = scenario_topology(st)
+    values.update(switching_time=topo["switching_time"], link_latency=topo["link_latency"])
+    return provenance(values, SOURCE_PARAMS, ASSUMPTIONS)
+
+
 def run(st: Study, modes=MODES, progress: Callable[[], None] = lambda: None) -> dict[str, Any]:
-    """Every network of the study: ``{"study": params, "runs": [...]}``."""
+    """Every network of the study: ``{"study": params, "static_circuits": n,
+    "static_best": what choose_static compared, "runs": [...]}``; the adaptive modes
+    start from the static best chosen."""
     st.check()
-    initial = static_best(st)
+    electrical = run_mode(st, "electrical") if "electrical" in modes else None
+    initial, choice = choose_static(st, electrical)
     runs = []
     for m in modes:
-        runs.append(run_mode(st, m, initial))
+        if m == "electrical":
+            runs.append(electrical)
+        else:
+            runs.append(run_mode(st, m, initial))
         progress()
-    return {"study": asdict(st), "static_circuits": len(initial), "runs": runs}
+    return {"study": asdict(st), "parameters": parameters(st), "static_circuits": len(initial),
+            "static_best": choice, "runs": runs}
+
+
+def static_initial(st: Study, rep: dict) -> list[list[int]]:
+    """The circuits of the static best ``rep`` (a :func:`run` report) chose, rebuilt."""
+    k = rep["static_best"]["pairs_with_at_least"]
+    return next(c for kk, c in static_candidates(st) if kk == k)
 
 
 def plot(rep: dict, path) -> None:

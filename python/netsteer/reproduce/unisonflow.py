@@ -52,6 +52,25 @@ PARAMS: dict[str, Any] = {
     "overhead_ns": 25_000, "controller_rtt_ns": 1_000_000, "rule_time_ns": 1_000_000,
     "sample_interval_ns": 2_000_000_000,
 }
+#: The parameters the source gives: (its value, where it says so).
+SOURCE_PARAMS: dict[str, tuple[Any, str]] = {
+    "leaves": (4, "leaf1..leaf4"),
+    "spines": (2, "spine1 and spine2"),
+    "nodes_per_leaf": (6, "six computing nodes per leaf, 24 in all"),
+    "lag": (4, "leaf-spine links of four aggregated GbE links"),
+    "link_bandwidth": (1e9, "1 Gbit/s Ethernet between nodes and leaves"),
+    "iterations": (10_000, "REPEAT_COUNT in List 1"),
+    "nbytes": (1000, "BUF_SIZE in List 1"),
+    "root": (0, "rank 0 the root of MPI_Bcast and MPI_Reduce"),
+    "sample_interval_ns": (2_000_000_000, "port bytes gathered every two seconds"),
+}
+#: The parameters the source does not give, and why these values (module text).
+ASSUMPTIONS: dict[str, str] = {
+    "link_latency_ns": "per cable",
+    "overhead_ns": "host software per MPI message over TCP before it moves, MPICH over GbE",
+    "controller_rtt_ns": "the controller's round trip for a packet-in",
+    "rule_time_ns": "to install a rule on a switch, switches programmed in parallel",
+}
 OSU_SIZES = [2 ** k for k in range(23)]  # 1 B .. 4 MiB
 STEPS = 5
 
@@ -246,7 +265,10 @@ def _steady(w, r, n_fg, repeat):
 
 
 def run(p: dict = PARAMS, progress: Callable[[int], None] = lambda n=1: None, osu_scale: float = 1.0) -> dict[str, Any]:
-    rep: dict[str, Any] = {"parameters": {k: v for k, v in p.items()}}
+    from ._params import provenance
+
+    # every input with where it comes from: the source's set-up, or an assumption
+    rep: dict[str, Any] = {"parameters": provenance(dict(p), SOURCE_PARAMS, ASSUMPTIONS)}
     ph = phases(p)
     progress(2)
     rep["controller"], rep["ecmp"] = ph["controller"], ph["ecmp"]
