@@ -12,35 +12,64 @@ communicator and every packet-in is a lookup.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ...errors import NetsteerError
 from ..rules import path_rules
 from ..tags import host_mac
 from . import PrimitiveModule, register
 
 
+@lru_cache(maxsize=64)
 def rounds(algorithm: str, p: int) -> list[list[tuple[int, int]]]:
     """The rank pairs (src, dst) that send concurrently, round by round.
 
+    Derived from the programs :mod:`netsteer.traffic.collectives` generates for the
+    algorithm (the ones the workload sends), not re-implemented: a message's round
+    is its depth in the flow DAG (the longest chain of messages before it), so on a
+    rank count that is not a power of two the fold (even rank to odd), the exchanges
+    of the odd survivors and the unfold (odd back to even) are what MPICH sends.
+
     >>> rounds("recursive_doubling", 4)
     [[(0, 1), (1, 0), (2, 3), (3, 2)], [(0, 2), (1, 3), (2, 0), (3, 1)]]
+    >>> rounds("recursive_doubling", 3)  # 0 folds into 1; 1 and 2 exchange; 1 unfolds to 0
+    [[(0, 1)], [(1, 2), (2, 1)], [(1, 0)]]
     >>> rounds("ring", 3)
     [[(0, 1), (1, 2), (2, 0)]]
     """
-    if algorithm == "ring":
-        return [[(r, (r + 1) % p) for r in range(p)]]
-    pof2 = 1 << (p.bit_length() - 1)
-    rem = p - pof2
-    out = []
-    if rem:  # MPICH folds the extra ranks onto their even neighbours first
-        out.append([(r, r - 1) for r in range(1, 2 * rem, 2)])
-    real = [r * 2 if r < rem else r + rem for r in range(pof2)]
-    mask = 1
-    while mask < pof2:
-        out.append([(real[v], real[v ^ mask]) for v in range(pof2)])
-        mask <<= 1
-    if algorithm == "rabenseifner":
-        out += out[1 if rem else 0:][::-1]  # the allgather mirrors the halving
-    return out
+    from ...traffic.collectives import allreduce as ar
+    from ...traffic.collectives.programs import run_programs
+    from ...traffic.collectives.steps import Steps
+    from ...traffic.dag import FlowDag
+
+    if p < 2:
+        return []
+    if algorithm == "ring":  # every step sends to the right neighbour: one round's pairs
+        progs = ar.allreduce_ring(p, p)
+    elif algorithm == "recursive_doubling":
+        progs = ar.allreduce_recursive_doubling(p, p)
+    elif algorithm == "rabenseifner":
+        progs = ar.allreduce_rabenseifner(p, p)
+    else:
+        raise NetsteerError(f"algorithm {algorithm!r}: use recursive_doubling, rabenseifner or ring", field="algorithm")
+    if isinstance(progs, Steps):
+        dst = progs.dst.tolist()
+        steps = [[(r, d) for r, d in enumerate(row)] for row in dst]
+        return steps[:1] if algorithm == "ring" else steps
+    dag = FlowDag()
+    run_programs(dag, progs, list(range(p)))
+    c = dag.columns()
+    off, deps = c.dep_offsets.tolist(), c.deps.tolist()
+    depth: list[int] = []
+    out: list[list[tuple[int, int]]] = []
+    for f, (s, d) in enumerate(zip(c.src.tolist(), c.dst.tolist())):
+        k = max((depth[x] + 1 for x in deps[off[f]:off[f + 1]]), default=0)
+        depth.append(k)
+        if s != d:
+            while len(out) <= k:
+                out.append([])
+            out[k].append((s, d))
+    return [sorted(r) for r in out if r]
 
 
 @register
