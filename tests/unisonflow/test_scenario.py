@@ -114,3 +114,19 @@ def test_a_pin_through_a_switch_off_the_path_is_a_reported_failure(tmp_path, cap
     assert run_cli(["run", str(p), "--json"]) == 2
     err = capsys.readouterr().err
     assert "crosses via s1_1" in err and err.count("\n") == 1
+
+
+def test_on_failure_fail_names_the_file_and_the_module_entry_as_written(tmp_path, capsys):
+    """A module failing at run time under on_failure: fail used to print
+    'jobs.0.modules: ...' (no file; a field the file does not have). It names the
+    file and the job's module entry as the file writes it: jobs.app.1 here."""
+    text = (SCENARIO % "on_failure: fail").replace(
+        "[{module: pin, primitive: bcast, via: s2_0}, {module: pin, primitive: reduce, via: s2_1}]",
+        "[{module: pin, primitive: reduce, via: s2_1}, {module: pin, primitive: bcast, via: s1_1}]")
+    p = tmp_path / "s.yaml"
+    p.write_text(text)
+    assert run_cli(["run", str(p), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"{p}: controller.unisonflow.jobs.app.1: module pin failed for " in err, err
+    assert "crosses via s1_1" in err

@@ -135,6 +135,9 @@ class InterconnectController(Controller):
         self._capacity = None
         self._unanswered = Unanswered(fabric.topo, tors=())  # switches that did not answer the port counters
         self.dataplane = None  # a driver with tag tables: its counts join the report
+        # how a run-time error is named to the user (a scenario names its file and its
+        # fields as written there); by default the Python API's ``jobs.J.modules.I``
+        self.locate = lambda exc: exc
 
     def handle(self, mac: int, now: int = 0) -> Decision:
         """Decide the rules for one packet-in's tag. Raises :class:`TagError` for a
@@ -161,7 +164,9 @@ class InterconnectController(Controller):
                 reason = exc.message() if isinstance(exc, NetsteerError) else f"{type(exc).__name__}: {exc}"
                 failed = f"module {module.name} failed for {format_mac(mac)} ({tag.primitive}): {reason}"
                 if self.on_failure == "fail":
-                    raise RuleError(failed, field=f"jobs.{job}.modules") from None
+                    i = getattr(module, "spec_index", None)
+                    field = f"jobs.{job}.modules" + ("" if i is None else f".{i}")
+                    raise self.locate(RuleError(failed, field=field)) from None
                 module = None
         if module is None:
             module = self.defaults[job]
@@ -188,7 +193,7 @@ class InterconnectController(Controller):
                 d = self.handle(ev.mac, inp.now)
             except TagError as exc:
                 if self.on_failure == "fail":
-                    raise
+                    raise self.locate(TagError(f"undecodable tag: {exc.message()}", field="on_failure")) from None
                 self._failed(ev, exc.message())
                 out.append(InstallTagRules(ev.mac, (), ev.at_ns, "default", fallback=exc.message()))
                 continue

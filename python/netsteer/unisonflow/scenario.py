@@ -64,6 +64,25 @@ class UnisonFlowSetup:
     modules: dict[int, list[dict]]
     default: str
     on_failure: str
+    file: str | None = None
+    job_names: list[str] | None = None
+
+    def locate(self, exc: NetsteerError) -> NetsteerError:
+        """``exc`` named as the scenario file writes it: the file, and the field under
+        ``controller.unisonflow`` (a job's modules are its list itself there:
+        ``jobs.NAME.0``, not ``jobs.J.modules.0``)."""
+        key = "controller.unisonflow"
+        f = exc.field or ""
+        if f == "default" or f == "on_failure":
+            field = f"{key}.{f}"
+        elif f.startswith("jobs.") and f.split(".")[1].isdigit() and self.job_names:
+            name = self.job_names[int(f.split(".")[1])]
+            rest = f.split(".", 2)[2] if f.count(".") >= 2 else ""
+            rest = rest.removeprefix("modules").lstrip(".")
+            field = f"{key}.jobs.{name}.{rest}".rstrip(".")
+        else:
+            field = key
+        return type(exc)(exc.reason, file=self.file, field=field)
 
     def controller(self, topo):
         from .controller import InterconnectController
@@ -72,7 +91,9 @@ class UnisonFlowSetup:
 
         fabric = Fabric(topo)
         jobs = {j: (JobView(j, self.comms[j]), self.modules.get(j, [])) for j in self.comms}
-        return fabric, InterconnectController(fabric, jobs, default=self.default, on_failure=self.on_failure)
+        ctrl = InterconnectController(fabric, jobs, default=self.default, on_failure=self.on_failure)
+        ctrl.locate = self.locate
+        return fabric, ctrl
 
 
 def build(data: dict | None, model, topo, dag, spans, file=None) -> UnisonFlowSetup | None:
@@ -141,16 +162,9 @@ def build(data: dict | None, model, topo, dag, spans, file=None) -> UnisonFlowSe
     except NetsteerError as exc:
         raise exc.located(file, key) from None
     setup = UnisonFlowSetup(tags, tables, {j: {0: h} for j, h in hosts_of.items()}, modules, m.default, m.on_failure)
+    setup.file, setup.job_names = file, [job.name for job in model.jobs]
     try:
         setup.controller(topo)
     except NetsteerError as exc:
-        job = exc.field.split(".")[1] if exc.field and exc.field.startswith("jobs.") else None
-        name = model.jobs[int(job)].name if job and job.isdigit() else None
-        rest = exc.field.split(".", 2)[2] if name and exc.field.count(".") >= 2 else ""
-        # a job's modules are its list itself in the file (jobs.NAME.0), not jobs.NAME.modules.0
-        rest = rest.removeprefix("modules").lstrip(".")
-        field = f"{key}.jobs.{name}.{rest}".rstrip(".") if name else key
-        if exc.field == "default":
-            field = f"{key}.default"
-        raise NetsteerError(exc.reason, file=file, field=field) from None
+        raise setup.locate(exc) from None
     return setup

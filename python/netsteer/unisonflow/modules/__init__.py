@@ -154,6 +154,7 @@ def build(specs: list[dict], fabric: Fabric, job: JobView) -> dict[str, Primitiv
                                 field=f"modules.{i}")
         try:
             out[prim] = cls(fabric, job, prim, **spec)
+            out[prim].spec_index = i  # where its spec is (errors at run time name it)
         except NetsteerError as exc:
             raise exc.located(prefix=f"modules.{i}") from None
         where[prim] = i
