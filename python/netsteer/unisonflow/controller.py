@@ -138,6 +138,8 @@ class InterconnectController(Controller):
         # how a run-time error is named to the user (a scenario names its file and its
         # fields as written there); by default the Python API's ``jobs.J.modules.I``
         self.locate = lambda exc: exc
+        self.settings: dict | None = None  # the table model the run used (a scenario's)
+        self.notes: list[str] = []  # said in the run's notes (a default taken)
 
     def handle(self, mac: int, now: int = 0) -> Decision:
         """Decide the rules for one packet-in's tag. Raises :class:`TagError` for a
@@ -228,7 +230,7 @@ class InterconnectController(Controller):
 
     def unplayed(self, end_ns: int) -> list[str]:
         """Notes for the switches that did not answer the port counters for a while."""
-        return self._unanswered.notes(
+        return self.notes + self._unanswered.notes(
             "controller.unisonflow", end_ns,
             lambda spans: "the links without a reading kept the utilization last measured (idle if never "
                           "measured), the others were measured as usual")
@@ -246,6 +248,8 @@ class InterconnectController(Controller):
     def report(self) -> dict[str, Any]:
         out = {"packet_ins": self.packet_ins, "rules": self.rules_made, "by_module": dict(self.by_module),
                "failures": self.n_failures, "failed": list(self.failures)}
+        if self.settings is not None:
+            out["settings"] = dict(self.settings)
         unanswered = self._unanswered.report()
         if unanswered is not None:
             out["unanswered"] = unanswered

@@ -48,7 +48,8 @@ class TableModel:
     controller_rtt_ns : int
         Switch -> controller -> switch for a packet-in and its answer (> 0).
     rule_time_ns : int
-        Installing one rule in one switch.
+        Installing one rule in one switch (0 or more; 0, this class's default,
+        makes installation free; a scenario's ``rule_time`` defaults to 1 ms).
     push : {"parallel", "sequential"}
         Switches programmed at once or one after another.
     capacity : int or None
@@ -66,6 +67,8 @@ class TableModel:
     def __post_init__(self):
         if self.controller_rtt_ns <= 0:
             raise NetsteerError("must be more than 0 (a packet-in takes time)", field="controller_rtt")
+        if self.rule_time_ns < 0:
+            raise NetsteerError("must be 0 or more (0: rules cost nothing)", field="rule_time")
         if self.capacity is not None and self.capacity < 1:
             raise NetsteerError("must be at least 1 rule", field="table_capacity")
         if self.idle_timeout_ns is not None and self.idle_timeout_ns <= 0:

@@ -12,7 +12,7 @@ controller:
     on_failure: fallback           # or fail: a failing module stops the run (exit 2)
     module_files: [my_modules.py]  # more modules, one class per file
     controller_rtt: 1ms            # packet-in round trip
-    rule_time: 1ms                 # one rule into one switch
+    rule_time: 1ms                 # one rule into one switch (default 1ms; 0: no cost)
     push: parallel                 # or sequential
     table_capacity: 4000           # tag rules per switch (default: unlimited)
     idle_timeout: 10s              # (default: never)
@@ -25,7 +25,7 @@ rank. Bulk and explicit flows stay untagged and follow ``routing``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -47,7 +47,7 @@ class UnisonFlowModel(BaseModel):
     on_failure: Literal["fallback", "fail"] = "fallback"
     module_files: list[str] = Field(default_factory=list)
     controller_rtt: Duration = 1_000_000
-    rule_time: Duration = 0
+    rule_time: Duration = 1_000_000  # documented default (docs/unisonflow.md); 0: rules cost nothing
     push: Literal["parallel", "sequential"] = "parallel"
     table_capacity: int | None = Field(None, ge=1)
     idle_timeout: Duration | None = None
@@ -66,6 +66,8 @@ class UnisonFlowSetup:
     on_failure: str
     file: str | None = None
     job_names: list[str] | None = None
+    settings: dict | None = None  # the table model as run, and the keys left to their defaults
+    notes: list = field(default_factory=list)
 
     def locate(self, exc: NetsteerError) -> NetsteerError:
         """``exc`` named as the scenario file writes it: the file, and the field under
@@ -93,6 +95,7 @@ class UnisonFlowSetup:
         jobs = {j: (JobView(j, self.comms[j]), self.modules.get(j, [])) for j in self.comms}
         ctrl = InterconnectController(fabric, jobs, default=self.default, on_failure=self.on_failure)
         ctrl.locate = self.locate
+        ctrl.settings, ctrl.notes = self.settings, list(self.notes)
         return fabric, ctrl
 
 
@@ -163,6 +166,14 @@ def build(data: dict | None, model, topo, dag, spans, file=None) -> UnisonFlowSe
         raise exc.located(file, key) from None
     setup = UnisonFlowSetup(tags, tables, {j: {0: h} for j, h in hosts_of.items()}, modules, m.default, m.on_failure)
     setup.file, setup.job_names = file, [job.name for job in model.jobs]
+    setup.settings = {"controller_rtt_s": int(m.controller_rtt) / 1e9, "rule_time_s": int(m.rule_time) / 1e9,
+                      "push": m.push, "table_capacity": m.table_capacity,
+                      "idle_timeout_s": None if m.idle_timeout is None else int(m.idle_timeout) / 1e9,
+                      "defaults": sorted({"controller_rtt", "rule_time", "push", "default", "on_failure"}
+                                         - m.model_fields_set)}
+    if "rule_time" not in m.model_fields_set:
+        setup.notes.append(f"{key}.rule_time not given: {int(m.rule_time) / 1e6:g} ms per rule per switch "
+                           "(the default; rule_time: 0s makes installation free)")
     try:
         setup.controller(topo)
     except NetsteerError as exc:
