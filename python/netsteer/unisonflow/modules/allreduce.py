@@ -3,10 +3,11 @@ link, where the fabric has enough of them (the SDN-enhanced MPI_Allreduce).
 
 The module knows the algorithm's rounds (``algorithm``: ``recursive_doubling``,
 ``rabenseifner`` or ``ring``): the pairs that send at the same time. For each round
-it walks every pair's path choosing, at each hop, the port whose link is least
-busy: flows of the round already placed on it, plus the tags installed on it and
-its utilization measured from the port counters (background traffic), so the
-round's flows spread over the fabric's free links before any two share one. The plan is made once per
+it gives each pair, one after another, the least loaded whole min-hop path (the
+smallest load on its busiest link, then on all its links, then the lowest ports):
+a link's load is the round's flows already placed on it, plus the tags installed
+on it and its utilization measured from the port counters (background traffic),
+so the round's flows spread over the fabric's free links before any two share one. The plan is made once per
 communicator and every packet-in is a lookup.
 """
 
@@ -85,22 +86,51 @@ class AllreduceDisjoint(PrimitiveModule):
         self.algorithm = algorithm
         self.plans: dict[int, dict[tuple[int, int], list]] = {}
 
+    def best_path(self, src_host: int, dst_host: int, load) -> list[tuple[int, int]]:
+        """The least loaded whole min-hop path: the smallest load on its busiest link,
+        then the smallest sum over its links, then the lowest ports (deterministic).
+        ``load(channel)`` is the link's load (0 or more). A depth-first search over the min-hop
+        next hops in port order that drops a branch as soon as it cannot beat the best
+        path found (on a fat tree a path is its top switch and cables), so a hop is
+        never chosen without looking at the links after it."""
+        f = self.fabric
+        dst_node = f.host_nodes[dst_host]
+        peer, nxt_of = f.peer, f.next_ports
+        best: list = [(float("inf"), float("inf")), None]
+        hops: list[tuple[int, int]] = []
+
+        def search(node, m, total):
+            if node == dst_node:
+                if (m, total) < best[0]:
+                    best[0], best[1] = (m, total), list(hops)
+                return
+            for p in nxt_of(node, dst_host):
+                nxt, _, ch = peer[node][p]
+                l = load(ch)
+                key = (max(m, l), total + l)
+                if key >= best[0]:  # loads are never negative: this branch cannot win
+                    continue
+                hops.append((node, p))
+                search(nxt, *key)
+                hops.pop()
+
+        search(f.switch_of_host[src_host], 0.0, 0.0)
+        return best[1]
+
     def plan(self, comm: int, state) -> dict[tuple[int, int], list]:
         hosts = self.job.comms[comm]
         f = self.fabric
         plan: dict[tuple[int, int], list] = {}
         for pairs in rounds(self.algorithm, len(hosts)):
             used: dict[int, int] = {}
+
+            def load(ch):  # a link the round already uses, or one measured busy, counts alike
+                return used.get(ch, 0) + state.busy(ch)
+
             for s, d in pairs:
                 if (s, d) in plan or hosts[s] == hosts[d]:
                     continue
-
-                def choose(node, ports):
-                    # a link the round already uses, or one measured busy, counts alike
-                    return min(ports, key=lambda p: (used.get(f.peer[node][p][2], 0)
-                                                     + state.busy(f.peer[node][p][2]), p))
-
-                hops = f.walk(hosts[s], hosts[d], choose)
+                hops = self.best_path(hosts[s], hosts[d], load)
                 for ch in f.channels(hosts[s], hops):
                     used[ch] = used.get(ch, 0) + 1
                 plan[(s, d)] = hops
@@ -111,8 +141,7 @@ class AllreduceDisjoint(PrimitiveModule):
         if plan is None:
             plan = self.plans[tag.comm] = self.plan(tag.comm, state)
         hops = plan.get((tag.src, tag.dst))
-        if hops is None:  # a message outside the algorithm's pattern: least loaded path
-            f = self.fabric
-            return self.unicast(tag, tag.value(),
-                                lambda node, ports: min(ports, key=lambda p: (state.busy(f.peer[node][p][2]), p)))
-        return path_rules(tag.value(), hops, host_mac(self.job.comms[tag.comm][tag.dst]))
+        hosts = self.job.comms[tag.comm]
+        if hops is None:  # a message outside the algorithm's pattern: the least loaded path
+            hops = self.best_path(hosts[tag.src], hosts[tag.dst], state.busy)
+        return path_rules(tag.value(), hops, host_mac(hosts[tag.dst]))
