@@ -161,7 +161,9 @@ class InterconnectController(Controller):
         if module is not None:
             try:
                 rules = module.rules(tag, self.state)
-                check_rules(rules, self.fabric, mac, module.name)
+                if rules or not module.base_routing:  # no rules: the base routing forwards it
+                    check_rules(rules, self.fabric, mac, module.name)
+                rules = tuple(rules)
             except Exception as exc:  # a module's bug must not stop the controller
                 reason = exc.message() if isinstance(exc, NetsteerError) else f"{type(exc).__name__}: {exc}"
                 failed = f"module {module.name} failed for {format_mac(mac)} ({tag.primitive}): {reason}"
@@ -172,7 +174,7 @@ class InterconnectController(Controller):
                 module = None
         if module is None:
             module = self.defaults[job]
-            rules = module.rules(tag, self.state)
+            rules = tuple(module.rules(tag, self.state))
         self.rules_made += len(rules)
         self.by_module[module.name] = self.by_module.get(module.name, 0) + 1
         return Decision(tuple(rules), module.name, failed)

@@ -129,6 +129,21 @@ class TagSimDriver(SimDriver):
         self._arrays_at = -1
         self._src, self._dst, self._delay = c.src, c.dst, c.delay_ns
         super().__init__(topo, routing, dag, **kw)
+        fabric.base_path = self.base_path
+
+    def base_path(self, tag: int):
+        """The engine channels the base routing (as it is now) gives ``tag``'s flows,
+        or None where it gives them different paths (a per-flow hash), or the tag is a
+        multicast one: what the ``ecmp`` module follows, so that a tag it routes
+        takes the path it would take without a controller."""
+        flows = self.tag_flows.get(int(tag))
+        if flows is None or int(tag) in self.tag_dests:
+            return None
+        if getattr(self.routing, "ecmp_hash", None) == "flow" and len(flows) > 1:
+            return None
+        off, ch = dag_paths(self.topo, self.routing, self.dag, np.asarray(flows[:1], dtype=np.int64),
+                            self.circuits.as_dict())
+        return [int(x) for x in np.asarray(ch)[int(off[0]):int(off[1])]]
 
     # -- hooks ---------------------------------------------------------------------
 

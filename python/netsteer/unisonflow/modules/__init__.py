@@ -65,6 +65,9 @@ class PrimitiveModule:
 
     name: ClassVar[str] = ""
     primitive: ClassVar[str | None] = None
+    #: True: the module installs no rules; its tags go by the switches' base routing
+    #: (the run's ``routing``), as ``ecmp`` does
+    base_routing: ClassVar[bool] = False
 
     def __init__(self, fabric: Fabric, job: JobView, primitive: str, **params: Any):
         self.fabric, self.job, self.for_primitive = fabric, job, primitive
