@@ -154,3 +154,21 @@ def test_rule_time_defaults_to_the_documented_1ms_and_says_so(tmp_path, capsys):
     assert zero["controller"]["unisonflow"]["settings"]["rule_time_s"] == 0
     rc, err = go("    rule_time: -1ms\n")
     assert rc == 2 and "controller.unisonflow.rule_time:" in err and err.count("\n") == 1
+
+
+def test_bcast_multicast_in_a_scenario_says_it_builds_no_tree(tmp_path, capsys):
+    """A scenario has no multicast bcast: the module sees unicast messages only, routes
+    each on one path (no rule with more than one output), and the run says so."""
+    text = (SCENARIO % "").replace(
+        "[{module: pin, primitive: bcast, via: s2_0}, {module: pin, primitive: reduce, via: s2_1}]",
+        "[{module: bcast-multicast}]")
+    p = tmp_path / "s.yaml"
+    p.write_text(text)
+    assert run_cli(["run", str(p), "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    uf = r["controller"]["unisonflow"]
+    assert uf["by_module"]["bcast-multicast"] > 0
+    assert any("jobs.app.0: bcast-multicast" in n and "no multicast tree" in n for n in r["notes"])
+    # binomial over 12 ranks: 11 distinct (src, dst) tags, each a unicast path of 1 or 3 switches
+    assert uf["by_module"]["bcast-multicast"] == 11
+    assert uf["tables"]["rules_installed"] <= 3 * 11

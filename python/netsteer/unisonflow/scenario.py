@@ -133,12 +133,19 @@ def build(data: dict | None, model, topo, dag, spans, file=None) -> UnisonFlowSe
             raise NetsteerError(f"{job.ranks} ranks do not fit the tag ({MAX_RANKS} at most)", file=file, field=f"jobs.{j}.ranks")
         hosts_of[j] = [int(h) for h in place(job.ranks, job.placement, topo.n_hosts, job.seed)]
     modules: dict[int, list[dict]] = {}
+    notes: list[str] = []
     for name, specs in m.jobs.items():
         if name not in names:
             raise NetsteerError(f"no job named {name!r}", file=file, field=f"{key}.jobs.{name}")
         if names[name] not in hosts_of:
             raise NetsteerError(f"job {name!r} runs no MPI program: nothing to tag", file=file, field=f"{key}.jobs.{name}")
         modules[names[name]] = specs
+        for i, spec in enumerate(specs):
+            if isinstance(spec, dict) and spec.get("module") == "bcast-multicast":
+                # a scenario's bcast is binomial or scatter_allgather: unicast messages only
+                notes.append(f"{key}.jobs.{name}.{i}: bcast-multicast gets the job's bcasts as unicast "
+                             "messages (a scenario has no multicast bcast), so it routes each over the least "
+                             "loaded min-hop path and builds no multicast tree")
     tags = np.zeros(len(dag), dtype=np.int64)
     c = dag.columns()
     job_index = {job.name: j for j, job in enumerate(model.jobs)}
@@ -166,6 +173,7 @@ def build(data: dict | None, model, topo, dag, spans, file=None) -> UnisonFlowSe
         raise exc.located(file, key) from None
     setup = UnisonFlowSetup(tags, tables, {j: {0: h} for j, h in hosts_of.items()}, modules, m.default, m.on_failure)
     setup.file, setup.job_names = file, [job.name for job in model.jobs]
+    setup.notes.extend(notes)
     setup.settings = {"controller_rtt_s": int(m.controller_rtt) / 1e9, "rule_time_s": int(m.rule_time) / 1e9,
                       "push": m.push, "table_capacity": m.table_capacity,
                       "idle_timeout_s": None if m.idle_timeout is None else int(m.idle_timeout) / 1e9,
