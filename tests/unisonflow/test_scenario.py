@@ -114,3 +114,61 @@ def test_a_pin_through_a_switch_off_the_path_is_a_reported_failure(tmp_path, cap
     assert run_cli(["run", str(p), "--json"]) == 2
     err = capsys.readouterr().err
     assert "crosses via s1_1" in err and err.count("\n") == 1
+
+
+def test_on_failure_fail_names_the_file_and_the_module_entry_as_written(tmp_path, capsys):
+    """A module failing at run time under on_failure: fail used to print
+    'jobs.0.modules: ...' (no file; a field the file does not have). It names the
+    file and the job's module entry as the file writes it: jobs.app.1 here."""
+    text = (SCENARIO % "on_failure: fail").replace(
+        "[{module: pin, primitive: bcast, via: s2_0}, {module: pin, primitive: reduce, via: s2_1}]",
+        "[{module: pin, primitive: reduce, via: s2_1}, {module: pin, primitive: bcast, via: s1_1}]")
+    p = tmp_path / "s.yaml"
+    p.write_text(text)
+    assert run_cli(["run", str(p), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"{p}: controller.unisonflow.jobs.app.1: module pin failed for " in err, err
+    assert "crosses via s1_1" in err
+
+
+def test_rule_time_defaults_to_the_documented_1ms_and_says_so(tmp_path, capsys):
+    """rule_time used to default silently to 0 (a missing one ran 10 ms faster than the
+    documented 1 ms on the explorer's file). A missing one is 1 ms, in the settings
+    and the notes; 0s is taken (free installation); negative is refused."""
+    def go(line):
+        p = tmp_path / "s.yaml"
+        p.write_text((SCENARIO % "").replace("    rule_time: 0.5ms\n", line))
+        rc = run_cli(["run", str(p), "--json"])
+        out = capsys.readouterr()
+        return rc, (json.loads(out.out) if rc == 0 else out.err)
+
+    _, missing = go("")
+    _, one = go("    rule_time: 1ms\n")
+    _, zero = go("    rule_time: 0s\n")
+    assert missing["makespan_s"] == one["makespan_s"] > zero["makespan_s"]
+    s = missing["controller"]["unisonflow"]["settings"]
+    assert s["rule_time_s"] == 0.001 and "rule_time" in s["defaults"]
+    assert any("rule_time not given: 1 ms" in n for n in missing["notes"])
+    assert "rule_time" not in one["controller"]["unisonflow"]["settings"]["defaults"]
+    assert zero["controller"]["unisonflow"]["settings"]["rule_time_s"] == 0
+    rc, err = go("    rule_time: -1ms\n")
+    assert rc == 2 and "controller.unisonflow.rule_time:" in err and err.count("\n") == 1
+
+
+def test_bcast_multicast_in_a_scenario_says_it_builds_no_tree(tmp_path, capsys):
+    """A scenario has no multicast bcast: the module sees unicast messages only, routes
+    each on one path (no rule with more than one output), and the run says so."""
+    text = (SCENARIO % "").replace(
+        "[{module: pin, primitive: bcast, via: s2_0}, {module: pin, primitive: reduce, via: s2_1}]",
+        "[{module: bcast-multicast}]")
+    p = tmp_path / "s.yaml"
+    p.write_text(text)
+    assert run_cli(["run", str(p), "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    uf = r["controller"]["unisonflow"]
+    assert uf["by_module"]["bcast-multicast"] > 0
+    assert any("jobs.app.0: bcast-multicast" in n and "no multicast tree" in n for n in r["notes"])
+    # binomial over 12 ranks: 11 distinct (src, dst) tags, each a unicast path of 1 or 3 switches
+    assert uf["by_module"]["bcast-multicast"] == 11
+    assert uf["tables"]["rules_installed"] <= 3 * 11

@@ -135,6 +135,11 @@ class InterconnectController(Controller):
         self._capacity = None
         self._unanswered = Unanswered(fabric.topo, tors=())  # switches that did not answer the port counters
         self.dataplane = None  # a driver with tag tables: its counts join the report
+        # how a run-time error is named to the user (a scenario names its file and its
+        # fields as written there); by default the Python API's ``jobs.J.modules.I``
+        self.locate = lambda exc: exc
+        self.settings: dict | None = None  # the table model the run used (a scenario's)
+        self.notes: list[str] = []  # said in the run's notes (a default taken)
 
     def handle(self, mac: int, now: int = 0) -> Decision:
         """Decide the rules for one packet-in's tag. Raises :class:`TagError` for a
@@ -156,16 +161,20 @@ class InterconnectController(Controller):
         if module is not None:
             try:
                 rules = module.rules(tag, self.state)
-                check_rules(rules, self.fabric, mac, module.name)
+                if rules or not module.base_routing:  # no rules: the base routing forwards it
+                    check_rules(rules, self.fabric, mac, module.name)
+                rules = tuple(rules)
             except Exception as exc:  # a module's bug must not stop the controller
                 reason = exc.message() if isinstance(exc, NetsteerError) else f"{type(exc).__name__}: {exc}"
                 failed = f"module {module.name} failed for {format_mac(mac)} ({tag.primitive}): {reason}"
                 if self.on_failure == "fail":
-                    raise RuleError(failed, field=f"jobs.{job}.modules") from None
+                    i = getattr(module, "spec_index", None)
+                    field = f"jobs.{job}.modules" + ("" if i is None else f".{i}")
+                    raise self.locate(RuleError(failed, field=field)) from None
                 module = None
         if module is None:
             module = self.defaults[job]
-            rules = module.rules(tag, self.state)
+            rules = tuple(module.rules(tag, self.state))
         self.rules_made += len(rules)
         self.by_module[module.name] = self.by_module.get(module.name, 0) + 1
         return Decision(tuple(rules), module.name, failed)
@@ -188,7 +197,7 @@ class InterconnectController(Controller):
                 d = self.handle(ev.mac, inp.now)
             except TagError as exc:
                 if self.on_failure == "fail":
-                    raise
+                    raise self.locate(TagError(f"undecodable tag: {exc.message()}", field="on_failure")) from None
                 self._failed(ev, exc.message())
                 out.append(InstallTagRules(ev.mac, (), ev.at_ns, "default", fallback=exc.message()))
                 continue
@@ -223,7 +232,7 @@ class InterconnectController(Controller):
 
     def unplayed(self, end_ns: int) -> list[str]:
         """Notes for the switches that did not answer the port counters for a while."""
-        return self._unanswered.notes(
+        return self.notes + self._unanswered.notes(
             "controller.unisonflow", end_ns,
             lambda spans: "the links without a reading kept the utilization last measured (idle if never "
                           "measured), the others were measured as usual")
@@ -241,6 +250,8 @@ class InterconnectController(Controller):
     def report(self) -> dict[str, Any]:
         out = {"packet_ins": self.packet_ins, "rules": self.rules_made, "by_module": dict(self.by_module),
                "failures": self.n_failures, "failed": list(self.failures)}
+        if self.settings is not None:
+            out["settings"] = dict(self.settings)
         unanswered = self._unanswered.report()
         if unanswered is not None:
             out["unanswered"] = unanswered

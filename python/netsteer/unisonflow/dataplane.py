@@ -48,7 +48,8 @@ class TableModel:
     controller_rtt_ns : int
         Switch -> controller -> switch for a packet-in and its answer (> 0).
     rule_time_ns : int
-        Installing one rule in one switch.
+        Installing one rule in one switch (0 or more; 0, this class's default,
+        makes installation free; a scenario's ``rule_time`` defaults to 1 ms).
     push : {"parallel", "sequential"}
         Switches programmed at once or one after another.
     capacity : int or None
@@ -66,6 +67,8 @@ class TableModel:
     def __post_init__(self):
         if self.controller_rtt_ns <= 0:
             raise NetsteerError("must be more than 0 (a packet-in takes time)", field="controller_rtt")
+        if self.rule_time_ns < 0:
+            raise NetsteerError("must be 0 or more (0: rules cost nothing)", field="rule_time")
         if self.capacity is not None and self.capacity < 1:
             raise NetsteerError("must be at least 1 rule", field="table_capacity")
         if self.idle_timeout_ns is not None and self.idle_timeout_ns <= 0:
@@ -126,6 +129,21 @@ class TagSimDriver(SimDriver):
         self._arrays_at = -1
         self._src, self._dst, self._delay = c.src, c.dst, c.delay_ns
         super().__init__(topo, routing, dag, **kw)
+        fabric.base_path = self.base_path
+
+    def base_path(self, tag: int):
+        """The engine channels the base routing (as it is now) gives ``tag``'s flows,
+        or None where it gives them different paths (a per-flow hash), or the tag is a
+        multicast one: what the ``ecmp`` module follows, so that a tag it routes
+        takes the path it would take without a controller."""
+        flows = self.tag_flows.get(int(tag))
+        if flows is None or int(tag) in self.tag_dests:
+            return None
+        if getattr(self.routing, "ecmp_hash", None) == "flow" and len(flows) > 1:
+            return None
+        off, ch = dag_paths(self.topo, self.routing, self.dag, np.asarray(flows[:1], dtype=np.int64),
+                            self.circuits.as_dict())
+        return [int(x) for x in np.asarray(ch)[int(off[0]):int(off[1])]]
 
     # -- hooks ---------------------------------------------------------------------
 

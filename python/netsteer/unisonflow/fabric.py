@@ -58,6 +58,12 @@ class Fabric:
         self.top = max(self.levels.values()) if self.levels else 0
         self.switch_set = frozenset(self.switches)
         self.host_nodes = [int(h) for h in topo.hosts]
+        #: channel -> (switch, out port) for every switch port
+        self.hop_of_channel = {ch: (n, p) for n in self.switches for p, (_, _, ch) in self.peer[n].items()}
+        #: set by a data plane that knows the run's base routing: tag -> the engine
+        #: channels that routing gives the tag's flows, or None where it gives them
+        #: different paths (the ``ecmp`` module follows it)
+        self.base_path = None
 
     def name(self, node: int) -> str:
         return self.topo.node_names[node]

@@ -12,7 +12,7 @@ controller:
     on_failure: fallback           # or fail: a failing module stops the run (exit 2)
     module_files: [my_modules.py]  # more modules, one class per file
     controller_rtt: 1ms            # packet-in round trip
-    rule_time: 1ms                 # one rule into one switch
+    rule_time: 1ms                 # one rule into one switch (default 1ms; 0: no cost)
     push: parallel                 # or sequential
     table_capacity: 4000           # tag rules per switch (default: unlimited)
     idle_timeout: 10s              # (default: never)
@@ -25,7 +25,7 @@ rank. Bulk and explicit flows stay untagged and follow ``routing``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -47,7 +47,7 @@ class UnisonFlowModel(BaseModel):
     on_failure: Literal["fallback", "fail"] = "fallback"
     module_files: list[str] = Field(default_factory=list)
     controller_rtt: Duration = 1_000_000
-    rule_time: Duration = 0
+    rule_time: Duration = 1_000_000  # documented default (docs/unisonflow.md); 0: rules cost nothing
     push: Literal["parallel", "sequential"] = "parallel"
     table_capacity: int | None = Field(None, ge=1)
     idle_timeout: Duration | None = None
@@ -64,6 +64,27 @@ class UnisonFlowSetup:
     modules: dict[int, list[dict]]
     default: str
     on_failure: str
+    file: str | None = None
+    job_names: list[str] | None = None
+    settings: dict | None = None  # the table model as run, and the keys left to their defaults
+    notes: list = field(default_factory=list)
+
+    def locate(self, exc: NetsteerError) -> NetsteerError:
+        """``exc`` named as the scenario file writes it: the file, and the field under
+        ``controller.unisonflow`` (a job's modules are its list itself there:
+        ``jobs.NAME.0``, not ``jobs.J.modules.0``)."""
+        key = "controller.unisonflow"
+        f = exc.field or ""
+        if f == "default" or f == "on_failure":
+            field = f"{key}.{f}"
+        elif f.startswith("jobs.") and f.split(".")[1].isdigit() and self.job_names:
+            name = self.job_names[int(f.split(".")[1])]
+            rest = f.split(".", 2)[2] if f.count(".") >= 2 else ""
+            rest = rest.removeprefix("modules").lstrip(".")
+            field = f"{key}.jobs.{name}.{rest}".rstrip(".")
+        else:
+            field = key
+        return type(exc)(exc.reason, file=self.file, field=field)
 
     def controller(self, topo):
         from .controller import InterconnectController
@@ -72,7 +93,10 @@ class UnisonFlowSetup:
 
         fabric = Fabric(topo)
         jobs = {j: (JobView(j, self.comms[j]), self.modules.get(j, [])) for j in self.comms}
-        return fabric, InterconnectController(fabric, jobs, default=self.default, on_failure=self.on_failure)
+        ctrl = InterconnectController(fabric, jobs, default=self.default, on_failure=self.on_failure)
+        ctrl.locate = self.locate
+        ctrl.settings, ctrl.notes = self.settings, list(self.notes)
+        return fabric, ctrl
 
 
 def build(data: dict | None, model, topo, dag, spans, file=None) -> UnisonFlowSetup | None:
@@ -109,12 +133,19 @@ def build(data: dict | None, model, topo, dag, spans, file=None) -> UnisonFlowSe
             raise NetsteerError(f"{job.ranks} ranks do not fit the tag ({MAX_RANKS} at most)", file=file, field=f"jobs.{j}.ranks")
         hosts_of[j] = [int(h) for h in place(job.ranks, job.placement, topo.n_hosts, job.seed)]
     modules: dict[int, list[dict]] = {}
+    notes: list[str] = []
     for name, specs in m.jobs.items():
         if name not in names:
             raise NetsteerError(f"no job named {name!r}", file=file, field=f"{key}.jobs.{name}")
         if names[name] not in hosts_of:
             raise NetsteerError(f"job {name!r} runs no MPI program: nothing to tag", file=file, field=f"{key}.jobs.{name}")
         modules[names[name]] = specs
+        for i, spec in enumerate(specs):
+            if isinstance(spec, dict) and spec.get("module") == "bcast-multicast":
+                # a scenario's bcast is binomial or scatter_allgather: unicast messages only
+                notes.append(f"{key}.jobs.{name}.{i}: bcast-multicast gets the job's bcasts as unicast "
+                             "messages (a scenario has no multicast bcast), so it routes each over the least "
+                             "loaded min-hop path and builds no multicast tree")
     tags = np.zeros(len(dag), dtype=np.int64)
     c = dag.columns()
     job_index = {job.name: j for j, job in enumerate(model.jobs)}
@@ -141,16 +172,18 @@ def build(data: dict | None, model, topo, dag, spans, file=None) -> UnisonFlowSe
     except NetsteerError as exc:
         raise exc.located(file, key) from None
     setup = UnisonFlowSetup(tags, tables, {j: {0: h} for j, h in hosts_of.items()}, modules, m.default, m.on_failure)
+    setup.file, setup.job_names = file, [job.name for job in model.jobs]
+    setup.notes.extend(notes)
+    setup.settings = {"controller_rtt_s": int(m.controller_rtt) / 1e9, "rule_time_s": int(m.rule_time) / 1e9,
+                      "push": m.push, "table_capacity": m.table_capacity,
+                      "idle_timeout_s": None if m.idle_timeout is None else int(m.idle_timeout) / 1e9,
+                      "defaults": sorted({"controller_rtt", "rule_time", "push", "default", "on_failure"}
+                                         - m.model_fields_set)}
+    if "rule_time" not in m.model_fields_set:
+        setup.notes.append(f"{key}.rule_time not given: {int(m.rule_time) / 1e6:g} ms per rule per switch "
+                           "(the default; rule_time: 0s makes installation free)")
     try:
         setup.controller(topo)
     except NetsteerError as exc:
-        job = exc.field.split(".")[1] if exc.field and exc.field.startswith("jobs.") else None
-        name = model.jobs[int(job)].name if job and job.isdigit() else None
-        rest = exc.field.split(".", 2)[2] if name and exc.field.count(".") >= 2 else ""
-        # a job's modules are its list itself in the file (jobs.NAME.0), not jobs.NAME.modules.0
-        rest = rest.removeprefix("modules").lstrip(".")
-        field = f"{key}.jobs.{name}.{rest}".rstrip(".") if name else key
-        if exc.field == "default":
-            field = f"{key}.default"
-        raise NetsteerError(exc.reason, file=file, field=field) from None
+        raise setup.locate(exc) from None
     return setup

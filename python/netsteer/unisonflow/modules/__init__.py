@@ -65,6 +65,9 @@ class PrimitiveModule:
 
     name: ClassVar[str] = ""
     primitive: ClassVar[str | None] = None
+    #: True: the module installs no rules; its tags go by the switches' base routing
+    #: (the run's ``routing``), as ``ecmp`` does
+    base_routing: ClassVar[bool] = False
 
     def __init__(self, fabric: Fabric, job: JobView, primitive: str, **params: Any):
         self.fabric, self.job, self.for_primitive = fabric, job, primitive
@@ -154,6 +157,7 @@ def build(specs: list[dict], fabric: Fabric, job: JobView) -> dict[str, Primitiv
                                 field=f"modules.{i}")
         try:
             out[prim] = cls(fabric, job, prim, **spec)
+            out[prim].spec_index = i  # where its spec is (errors at run time name it)
         except NetsteerError as exc:
             raise exc.located(prefix=f"modules.{i}") from None
         where[prim] = i

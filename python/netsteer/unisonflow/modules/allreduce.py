@@ -3,14 +3,17 @@ link, where the fabric has enough of them (the SDN-enhanced MPI_Allreduce).
 
 The module knows the algorithm's rounds (``algorithm``: ``recursive_doubling``,
 ``rabenseifner`` or ``ring``): the pairs that send at the same time. For each round
-it walks every pair's path choosing, at each hop, the port whose link is least
-busy: flows of the round already placed on it, plus the tags installed on it and
-its utilization measured from the port counters (background traffic), so the
-round's flows spread over the fabric's free links before any two share one. The plan is made once per
+it gives each pair, one after another, the least loaded whole min-hop path (the
+smallest load on its busiest link, then on all its links, then the lowest ports):
+a link's load is the round's flows already placed on it, plus the tags installed
+on it and its utilization measured from the port counters (background traffic),
+so the round's flows spread over the fabric's free links before any two share one. The plan is made once per
 communicator and every packet-in is a lookup.
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 from ...errors import NetsteerError
 from ..rules import path_rules
@@ -18,29 +21,56 @@ from ..tags import host_mac
 from . import PrimitiveModule, register
 
 
+@lru_cache(maxsize=64)
 def rounds(algorithm: str, p: int) -> list[list[tuple[int, int]]]:
     """The rank pairs (src, dst) that send concurrently, round by round.
 
+    Derived from the programs :mod:`netsteer.traffic.collectives` generates for the
+    algorithm (the ones the workload sends), not re-implemented: a message's round
+    is its depth in the flow DAG (the longest chain of messages before it), so on a
+    rank count that is not a power of two the fold (even rank to odd), the exchanges
+    of the odd survivors and the unfold (odd back to even) are what MPICH sends.
+
     >>> rounds("recursive_doubling", 4)
     [[(0, 1), (1, 0), (2, 3), (3, 2)], [(0, 2), (1, 3), (2, 0), (3, 1)]]
+    >>> rounds("recursive_doubling", 3)  # 0 folds into 1; 1 and 2 exchange; 1 unfolds to 0
+    [[(0, 1)], [(1, 2), (2, 1)], [(1, 0)]]
     >>> rounds("ring", 3)
     [[(0, 1), (1, 2), (2, 0)]]
     """
-    if algorithm == "ring":
-        return [[(r, (r + 1) % p) for r in range(p)]]
-    pof2 = 1 << (p.bit_length() - 1)
-    rem = p - pof2
-    out = []
-    if rem:  # MPICH folds the extra ranks onto their even neighbours first
-        out.append([(r, r - 1) for r in range(1, 2 * rem, 2)])
-    real = [r * 2 if r < rem else r + rem for r in range(pof2)]
-    mask = 1
-    while mask < pof2:
-        out.append([(real[v], real[v ^ mask]) for v in range(pof2)])
-        mask <<= 1
-    if algorithm == "rabenseifner":
-        out += out[1 if rem else 0:][::-1]  # the allgather mirrors the halving
-    return out
+    from ...traffic.collectives import allreduce as ar
+    from ...traffic.collectives.programs import run_programs
+    from ...traffic.collectives.steps import Steps
+    from ...traffic.dag import FlowDag
+
+    if p < 2:
+        return []
+    if algorithm == "ring":  # every step sends to the right neighbour: one round's pairs
+        progs = ar.allreduce_ring(p, p)
+    elif algorithm == "recursive_doubling":
+        progs = ar.allreduce_recursive_doubling(p, p)
+    elif algorithm == "rabenseifner":
+        progs = ar.allreduce_rabenseifner(p, p)
+    else:
+        raise NetsteerError(f"algorithm {algorithm!r}: use recursive_doubling, rabenseifner or ring", field="algorithm")
+    if isinstance(progs, Steps):
+        dst = progs.dst.tolist()
+        steps = [[(r, d) for r, d in enumerate(row)] for row in dst]
+        return steps[:1] if algorithm == "ring" else steps
+    dag = FlowDag()
+    run_programs(dag, progs, list(range(p)))
+    c = dag.columns()
+    off, deps = c.dep_offsets.tolist(), c.deps.tolist()
+    depth: list[int] = []
+    out: list[list[tuple[int, int]]] = []
+    for f, (s, d) in enumerate(zip(c.src.tolist(), c.dst.tolist())):
+        k = max((depth[x] + 1 for x in deps[off[f]:off[f + 1]]), default=0)
+        depth.append(k)
+        if s != d:
+            while len(out) <= k:
+                out.append([])
+            out[k].append((s, d))
+    return [sorted(r) for r in out if r]
 
 
 @register
@@ -56,22 +86,51 @@ class AllreduceDisjoint(PrimitiveModule):
         self.algorithm = algorithm
         self.plans: dict[int, dict[tuple[int, int], list]] = {}
 
+    def best_path(self, src_host: int, dst_host: int, load) -> list[tuple[int, int]]:
+        """The least loaded whole min-hop path: the smallest load on its busiest link,
+        then the smallest sum over its links, then the lowest ports (deterministic).
+        ``load(channel)`` is the link's load (0 or more). A depth-first search over the min-hop
+        next hops in port order that drops a branch as soon as it cannot beat the best
+        path found (on a fat tree a path is its top switch and cables), so a hop is
+        never chosen without looking at the links after it."""
+        f = self.fabric
+        dst_node = f.host_nodes[dst_host]
+        peer, nxt_of = f.peer, f.next_ports
+        best: list = [(float("inf"), float("inf")), None]
+        hops: list[tuple[int, int]] = []
+
+        def search(node, m, total):
+            if node == dst_node:
+                if (m, total) < best[0]:
+                    best[0], best[1] = (m, total), list(hops)
+                return
+            for p in nxt_of(node, dst_host):
+                nxt, _, ch = peer[node][p]
+                l = load(ch)
+                key = (max(m, l), total + l)
+                if key >= best[0]:  # loads are never negative: this branch cannot win
+                    continue
+                hops.append((node, p))
+                search(nxt, *key)
+                hops.pop()
+
+        search(f.switch_of_host[src_host], 0.0, 0.0)
+        return best[1]
+
     def plan(self, comm: int, state) -> dict[tuple[int, int], list]:
         hosts = self.job.comms[comm]
         f = self.fabric
         plan: dict[tuple[int, int], list] = {}
         for pairs in rounds(self.algorithm, len(hosts)):
             used: dict[int, int] = {}
+
+            def load(ch):  # a link the round already uses, or one measured busy, counts alike
+                return used.get(ch, 0) + state.busy(ch)
+
             for s, d in pairs:
                 if (s, d) in plan or hosts[s] == hosts[d]:
                     continue
-
-                def choose(node, ports):
-                    # a link the round already uses, or one measured busy, counts alike
-                    return min(ports, key=lambda p: (used.get(f.peer[node][p][2], 0)
-                                                     + state.busy(f.peer[node][p][2]), p))
-
-                hops = f.walk(hosts[s], hosts[d], choose)
+                hops = self.best_path(hosts[s], hosts[d], load)
                 for ch in f.channels(hosts[s], hops):
                     used[ch] = used.get(ch, 0) + 1
                 plan[(s, d)] = hops
@@ -82,8 +141,7 @@ class AllreduceDisjoint(PrimitiveModule):
         if plan is None:
             plan = self.plans[tag.comm] = self.plan(tag.comm, state)
         hops = plan.get((tag.src, tag.dst))
-        if hops is None:  # a message outside the algorithm's pattern: least loaded path
-            f = self.fabric
-            return self.unicast(tag, tag.value(),
-                                lambda node, ports: min(ports, key=lambda p: (state.busy(f.peer[node][p][2]), p)))
-        return path_rules(tag.value(), hops, host_mac(self.job.comms[tag.comm][tag.dst]))
+        hosts = self.job.comms[tag.comm]
+        if hops is None:  # a message outside the algorithm's pattern: the least loaded path
+            hops = self.best_path(hosts[tag.src], hosts[tag.dst], state.busy)
+        return path_rules(tag.value(), hops, host_mac(hosts[tag.dst]))
