@@ -134,6 +134,14 @@ def test_draw_refuses_large(tmp_path):
     assert not (tmp_path / "big.png").exists()
 
 
+def test_the_cli_refusal_to_draw_a_large_fabric_names_what_the_cli_offers(tmp_path, capsys):
+    from netsteer.cli import run_cli
+
+    rc = run_cli(["topo", "hyperx:S=8;8,K=1,T=8,link_bandwidth=1Gbps", "--draw", str(tmp_path / "big.png")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "netsteer topo without --draw" in err and not (tmp_path / "big.png").exists()
+
+
 def test_ascii_lists_ports_top_down():
     text = ascii(pgft(2, [2, 2], [1, 1], link_bandwidth=1e9, link_latency_ns=1000))
     lines = text.splitlines()

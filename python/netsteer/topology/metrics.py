@@ -458,7 +458,8 @@ def draw(topo: Topology, path: str | Path, *, title: str | None = None) -> None:
     if topo.n_nodes > MAX_DRAW_NODES:
         raise NetsteerError(
             f"topology {topo.name!r} has {topo.n_nodes} nodes; draw handles at most "
-            f"{MAX_DRAW_NODES} (use describe or ascii for a summary)", file=str(path))
+            f"{MAX_DRAW_NODES}; for a summary, run netsteer topo without --draw (in Python: describe or ascii)",
+            file=str(path))
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.patches import PathPatch
