@@ -145,8 +145,8 @@ class Plots:
 
     def jobs(self, *, title: str | None = None) -> Figure:
         """Job completion times (``job_completion.png``)."""
-        from ..report.figures import ShownFigure, job_completion_figure
+        from ..report.figures import ShownFigure, job_completion_figure, run_end_s
 
         r = self._r
         return job_completion_figure(r.summary["jobs"], title=r.built.name if title is None else title,
-                                     figure_class=ShownFigure)
+                                     end_s=run_end_s(r.summary), figure_class=ShownFigure)

@@ -7,9 +7,12 @@ figure. No backend is chosen here (a notebook keeps its inline backend).
 Examples
 --------
 >>> import numpy as np
->>> fig = job_completion_figure([{"name": "a", "completion_s": 1.5}, {"name": "b", "completion_s": None}])
->>> [float(p.get_height()) for p in fig.axes[0].patches]
-[1.5, 0.0]
+>>> fig = job_completion_figure([{"name": "a", "completion_s": 1.5}, {"name": "b", "completion_s": None}],
+...                             end_s=2.0)
+>>> [(float(p.get_height()), p.get_hatch() and str(p.get_hatch())) for p in fig.axes[0].patches]
+[(1.5, None), (2.0, '//')]
+>>> [t.get_text() for t in fig.axes[0].texts]
+['not done']
 """
 
 from __future__ import annotations
@@ -69,14 +72,34 @@ class ShownFigure(Figure):
         return buf.getvalue()
 
 
-def job_completion_figure(jobs: Sequence[dict[str, Any]], *, title: str = "",
+def run_end_s(result: dict[str, Any]) -> float | None:
+    """When a run stopped (a stalled run: when the last thing moved), s, from the
+    ``--json`` object; ``None`` when it says nothing."""
+    stalled = result.get("stalled") or {}
+    end = stalled.get("at_s") if isinstance(stalled, dict) else None
+    return end if end is not None else result.get("makespan_s")
+
+
+def job_completion_figure(jobs: Sequence[dict[str, Any]], *, title: str = "", end_s: float | None = None,
                           figure_class: type[Figure] = Figure) -> Figure:
-    """Bar chart of job completion times (a job that never finished shows 0)."""
+    """Bar chart of job completion times. A job that never finished is a hatched,
+    unfilled bar up to ``end_s`` (when the run stopped; without it, up to the latest
+    completion) labelled "not done", never a bar of 0 s."""
     names = [j["name"] for j in jobs]
-    vals = [j["completion_s"] or 0.0 for j in jobs]
+    done = [j.get("completion_s") for j in jobs]
+    finished = [v for v in done if v is not None]
+    end = end_s if end_s is not None else max(finished, default=0.0)
     fig = figure_class(figsize=(max(4, 0.8 * len(names) + 2), 3.2), dpi=120)
     ax = fig.add_subplot()
-    ax.bar(names, vals, color="#4c72b0")
+    for i, (name, v) in enumerate(zip(names, done)):
+        if v is not None:
+            ax.bar(i, v, color="#4c72b0")
+            continue
+        ax.bar(i, end, facecolor="none", edgecolor="#c44e52", hatch="//", linewidth=1.0)
+        ax.annotate("not done", (i, end), xytext=(0, 2), textcoords="offset points", ha="center",
+                    va="bottom", fontsize=8, color="#c44e52")
+    ax.set_xticks(range(len(names)), names)
+    ax.margins(y=0.12)
     ax.set_ylabel("Completion time (s)")
     ax.set_title(title or "Job completion", fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)

@@ -358,13 +358,15 @@ def write_run_dir(out: str | os.PathLike, built, res, result: dict) -> dict:
     """Write a run's ``--out`` directory as a whole: result.json, counters.parquet and
     the two plots; ``result["files"]`` lists them. Returns ``result``."""
     from .counters import write_counters
+    from .figures import run_end_s
     from .plots import plot_job_completion, plot_link_throughput
 
     def write(tmp: Path) -> list[str]:
         write_counters(tmp / "counters.parquet", built.topology, res.sample_times_ns, res.channel_bytes)
         plot_link_throughput(tmp / "link_throughput.png", built.topology, res.sample_times_ns,
                              res.channel_bytes, title=built.name)
-        plot_job_completion(tmp / "job_completion.png", result["jobs"], title=built.name)
+        plot_job_completion(tmp / "job_completion.png", result["jobs"], title=built.name,
+                            end_s=run_end_s(result))
         if getattr(res, "packet", None) is None:
             return RUN_FILES[1:]
         from .packet import write_packet_files

@@ -30,9 +30,9 @@ def plot_link_throughput(path: str | Path, topo, times_ns, cum_bytes, *, top: in
     return _save(link_throughput_figure(topo, times_ns, cum_bytes, top=top, title=title), Path(path))
 
 
-def plot_job_completion(path: str | Path, jobs: list[dict], *, title: str = "") -> Path:
-    """Bar chart of job completion times."""
-    return _save(job_completion_figure(jobs, title=title), Path(path))
+def plot_job_completion(path: str | Path, jobs: list[dict], *, title: str = "", end_s: float | None = None) -> Path:
+    """Bar chart of job completion times (a job not done: hatched to ``end_s``, "not done")."""
+    return _save(job_completion_figure(jobs, title=title, end_s=end_s), Path(path))
 
 
 def plot_size_sweep(path: str | Path, sizes, curves, ylabel: str, *, logy: bool = False, title: str = "",
