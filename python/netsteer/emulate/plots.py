@@ -46,6 +46,7 @@ def hyperx_links(rep: dict, outdir, smooth: int = 5) -> list[str]:
     step's bursts would hide the trend)."""
     import numpy as np
 
+    from ..report.figures import legend_outside
     from ..report.plots import plt
 
     outdir = Path(outdir)
@@ -68,7 +69,7 @@ def hyperx_links(rep: dict, outdir, smooth: int = 5) -> list[str]:
         r = rep[key]
         ax.set_title(f"{title}, emulated: {r['ring_bps'] / 1e6:.2f} Mbit/s ring "
                      f"(simulator {rep['simulated'][key]['ring_bps'] / 1e6:.2f})", fontsize=9)
-        ax.legend(fontsize=7, loc="upper right")
+        legend_outside(ax)
         ax.grid(alpha=0.3)
         fig.tight_layout()
         fig.savefig(outdir / fname, dpi=110)

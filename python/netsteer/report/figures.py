@@ -25,6 +25,64 @@ from matplotlib.figure import Figure
 from .counters import throughput
 
 
+def legend_outside(ax, *, fontsize: float = 7, **kwargs):
+    """Put ``ax``'s legend outside the axes, to their right, where it cannot cover
+    data, and widen the figure by the legend's width so the axes keep their size.
+    Every figure netsteer draws places its legend this way. Returns the legend, or
+    ``None`` when nothing is labelled.
+
+    >>> from matplotlib.figure import Figure
+    >>> fig = Figure(figsize=(4, 3)); ax = fig.add_subplot()
+    >>> _ = ax.plot([0, 1], [0, 1], label="a line")
+    >>> leg = legend_outside(ax); fig.tight_layout()
+    >>> bool(fig.get_figwidth() > 4), legend_clear_of_axes(fig)
+    (True, True)
+    """
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    fig = ax.get_figure()
+    kwargs.setdefault("frameon", False)
+    leg = ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
+                    fontsize=fontsize, **kwargs)
+    width = leg.get_window_extent(_renderer(fig)).width / fig.dpi
+    fig.set_size_inches(fig.get_figwidth() + width + 0.15, fig.get_figheight())
+    return leg
+
+
+def settle_layout(fig) -> None:
+    """``tight_layout`` until it settles: a legend outside the axes moves with them,
+    so one pass leaves the axes slightly off what a second gives (and a figure laid
+    out once, then again when saved, would differ from itself)."""
+    fig.tight_layout()
+    fig.tight_layout()
+
+
+def _renderer(fig):
+    from matplotlib.backends.backend_agg import RendererAgg
+
+    w, h = fig.bbox.size
+    return RendererAgg(int(w) + 1, int(h) + 1, fig.dpi)
+
+
+def legend_clear_of_axes(fig) -> bool:
+    """True when every legend of ``fig`` lies inside the figure and outside every
+    axes' plotting area (what the tests hold each figure to)."""
+    r = _renderer(fig)
+    fb = fig.bbox
+    for ax in fig.axes:
+        leg = ax.get_legend()
+        if leg is None:
+            continue
+        lb = leg.get_window_extent(r)
+        if lb.x0 < fb.x0 - 1 or lb.y0 < fb.y0 - 1 or lb.x1 > fb.x1 + 1 or lb.y1 > fb.y1 + 1:
+            return False
+        for other in fig.axes:
+            if lb.overlaps(other.get_window_extent(r)):
+                return False
+    return True
+
+
 def busiest_channels(topo, cum_bytes: np.ndarray, top: int = 8) -> list[int]:
     """The ``top`` channels with the most bytes, switch-to-switch channels first
     (host channels fill in when fewer switch channels carried traffic)."""
@@ -49,14 +107,13 @@ def link_throughput_figure(topo, times_ns, cum_bytes, *, top: int = 8, title: st
         mid, bps = throughput(times_ns, cum_bytes[:, chosen])
         for i, c in enumerate(chosen):
             ax.step(mid, bps[:, i] / 1e9, where="mid", label=topo.channel_name(c), linewidth=1.2)
-        if chosen:
-            ax.legend(fontsize=7, loc="upper right", frameon=False)
+        legend_outside(ax)
     ax.set_xlabel("Time (s)")
     ax.set_ylabel("Throughput (Gbps)")
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.set_title(title or "Port throughput", fontsize=10)
-    fig.tight_layout()
+    settle_layout(fig)
     return fig
 
 
@@ -103,5 +160,5 @@ def job_completion_figure(jobs: Sequence[dict[str, Any]], *, title: str = "", en
     ax.set_ylabel("Completion time (s)")
     ax.set_title(title or "Job completion", fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
+    settle_layout(fig)
     return fig

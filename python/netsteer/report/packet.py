@@ -85,6 +85,7 @@ def plot_occupancy(path: Path, topo, times, occ, wait, *, top: int = 8, title: s
     for credits (or, with no waiting, that held the most)."""
     from matplotlib.figure import Figure
 
+    from .figures import legend_outside
     from .plots import _save
 
     fig = Figure(figsize=(7, 3.6), dpi=120)
@@ -97,8 +98,7 @@ def plot_occupancy(path: Path, topo, times, occ, wait, *, top: int = 8, title: s
                 continue
             ax.step(np.asarray(times) * 1e-9, occ[:, c, v] / 1024, where="post",
                     label=f"{topo.channel_name(c)} VL{v}", linewidth=1.2)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7, loc="upper right", frameon=False)
+        legend_outside(ax)
     ax.set_xlabel("Time (s)")
     ax.set_ylabel("Input buffer (KiB)")
     ax.set_ylim(bottom=0)

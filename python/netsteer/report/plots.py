@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 
 from .atomic import atomic_file  # noqa: E402
-from .figures import job_completion_figure, link_throughput_figure  # noqa: E402
+from .figures import job_completion_figure, legend_outside, link_throughput_figure, settle_layout  # noqa: E402
 
 
 def __getattr__(name: str):
@@ -27,12 +27,12 @@ def __getattr__(name: str):
 def plot_link_throughput(path: str | Path, topo, times_ns, cum_bytes, *, top: int = 8, title: str = "") -> Path:
     """Throughput over time of the ``top`` busiest switch-to-switch channels (and,
     when there are fewer, of host channels), written as PNG atomically."""
-    return _save(link_throughput_figure(topo, times_ns, cum_bytes, top=top, title=title), Path(path))
+    return _save(link_throughput_figure(topo, times_ns, cum_bytes, top=top, title=title), Path(path), layout=False)
 
 
 def plot_job_completion(path: str | Path, jobs: list[dict], *, title: str = "", end_s: float | None = None) -> Path:
     """Bar chart of job completion times (a job not done: hatched to ``end_s``, "not done")."""
-    return _save(job_completion_figure(jobs, title=title, end_s=end_s), Path(path))
+    return _save(job_completion_figure(jobs, title=title, end_s=end_s), Path(path), layout=False)
 
 
 def plot_size_sweep(path: str | Path, sizes, curves, ylabel: str, *, logy: bool = False, title: str = "",
@@ -52,15 +52,18 @@ def plot_size_sweep(path: str | Path, sizes, curves, ylabel: str, *, logy: bool 
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
+    legend_outside(ax, fontsize=8)
     ax.grid(alpha=0.3)
     return _save(fig, Path(path))
 
 
-def _save(fig: Figure, path: Path) -> Path:
+def _save(fig: Figure, path: Path, *, layout: bool = True) -> Path:
     """Write ``fig`` (a plain :class:`~matplotlib.figure.Figure`: no pyplot registry to
-    release it from) as PNG atomically."""
-    fig.tight_layout()
+    release it from) as PNG atomically; ``layout=False`` for a figure laid out already
+    (as ``Result.plot`` returns it: laying it out again would move it by a fraction
+    of a pixel)."""
+    if layout:
+        settle_layout(fig)
     with atomic_file(path) as tmp:
         fig.savefig(tmp, format="png")
     return path

@@ -460,6 +460,7 @@ def scenarios(rep: dict, params: Reconfig = Reconfig()) -> dict[str, dict[str, A
 
 def plot(rep: dict, path_iperf, path_fftw) -> None:
     """Bandwidth over time like the source's Fig. 3, reconfiguration windows shaded."""
+    from ..report.figures import legend_outside
     from ..report.plots import plt
     for key, path, title in (("iperf", path_iperf, "iperf over the circuit (Fig. 3a)"),
                              ("fftw", path_fftw, "FFTW, rack 1 <-> rack 2 (Fig. 3b)")):
@@ -474,7 +475,7 @@ def plot(rep: dict, path_iperf, path_fftw) -> None:
         ax.set_xlabel("time (s)")
         ax.set_ylabel("bandwidth (Gbit/s)")
         ax.set_title(title)
-        ax.legend(fontsize=8)
+        legend_outside(ax, fontsize=8)
         ax.grid(alpha=0.3)
         fig.tight_layout()
         fig.savefig(path, dpi=110)

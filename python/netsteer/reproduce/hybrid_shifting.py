@@ -364,6 +364,7 @@ def static_initial(st: Study, rep: dict) -> list[list[int]]:
 
 def plot(rep: dict, path) -> None:
     """Job completion times per network, one group of bars per job."""
+    from ..report.figures import legend_outside
     from ..report.plots import plt
 
     runs = rep["runs"]
@@ -380,7 +381,7 @@ def plot(rep: dict, path) -> None:
     s = rep["study"]
     ax.set_title(f"{s['racks']} racks x {s['servers_per_rack']} servers, {s['circuit_switches']} circuit switches, "
                  f"{s['jobs']} jobs x {s['phases']} phases")
-    ax.legend(fontsize=8)
+    legend_outside(ax, fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

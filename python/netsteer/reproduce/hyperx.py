@@ -314,6 +314,7 @@ def beyond_source(S=(8, 8), T=4, jobs=4, ranks=64, model_bytes=MOBILENETV2_BYTES
 
 def plot(rep: dict, path_c, path_d) -> None:
     """Throughput over time of the Fig. 3(c) and 3(d) links."""
+    from ..report.figures import legend_outside
     from ..report.plots import plt
 
     topo = testbed()
@@ -333,7 +334,7 @@ def plot(rep: dict, path_c, path_d) -> None:
         ax.set_ylabel("throughput (Gbit/s)")
         ax.set_ylim(0, 10.5)
         ax.set_title(f"{title}: {rep[key]['ring_gbps']:.2f} Gbit/s ring")
-        ax.legend(fontsize=7, loc="upper right")
+        legend_outside(ax)
         ax.grid(alpha=0.3)
         fig.tight_layout()
         fig.savefig(path, dpi=110)

@@ -419,6 +419,8 @@ def plot(rep: dict, d) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from ..report.figures import legend_outside
+
     names = {"no_noise": "no I/O noise", "noise": "I/O noise", "noise_qos": "I/O noise + QoS"}
     colors = {"no_noise": "tab:blue", "noise": "tab:orange", "noise_qos": "tab:green"}
     figs = [("latency", "us", "Latency (us)"), ("bandwidth", "mbps", "Bandwidth (MB/s)"),
@@ -440,7 +442,7 @@ def plot(rep: dict, d) -> None:
             ax.set_ylabel(ylabel)
             ax.set_title(f"{key}, {part} messages (model: " + " / ".join(
                 f"{m} {'solid' if st == '-' else 'dashed'}" for m, _, st, _ in models) + ")", fontsize=9)
-            ax.legend(fontsize=6)
+            legend_outside(ax, fontsize=6)
             fig.tight_layout()
             fig.savefig(d / f"{key}_{part}.png", dpi=100)
             plt.close(fig)
@@ -460,7 +462,7 @@ def plot(rep: dict, d) -> None:
     ax.bar(x + 0.2, [rep["apps"][a]["qos_ms"] for a in apps], 0.4, label="QoS")
     ax.set_xticks(x, apps)
     ax.set_ylabel("Run time (ms)")
-    ax.legend()
+    legend_outside(ax, fontsize=8)
     fig.tight_layout()
     fig.savefig(d / "apps.png", dpi=100)
     plt.close(fig)

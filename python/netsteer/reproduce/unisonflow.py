@@ -283,6 +283,7 @@ def plot(rep: dict, outdir) -> list:
     """Figs. 7-10 (spine port throughput, phase boundaries marked) and 11-13."""
     from pathlib import Path
 
+    from ..report.figures import legend_outside
     from ..report.plots import plt
 
     outdir = Path(outdir)
@@ -304,7 +305,7 @@ def plot(rep: dict, outdir) -> list:
             ax.set_xlabel("time (s)")
             ax.grid(alpha=0.3)
         axes[0].set_ylabel("throughput (Mbit/s)")
-        axes[0].legend(fontsize=8)
+        legend_outside(axes[-1], fontsize=8)  # right of the last panel: clear of all four
         fig.suptitle(f"spine{spine}, {'ECMP' if mode == 'ecmp' else 'UnisonFlow'} (t1, t2, t3 marked)", fontsize=10)
         fig.tight_layout()
         fig.savefig(outdir / fname, dpi=100)

@@ -113,6 +113,7 @@ def plot_against(summary: dict[str, Any], param: str, path: str | Path, *, title
     of the other parameters; written as PNG atomically."""
     from ..report.plots import plt  # Agg backend, set once by the report package
     from ..report.atomic import atomic_file
+    from ..report.figures import legend_outside
 
     path = Path(path)
     others = [p for p in summary["params"] if p != param]
@@ -138,7 +139,7 @@ def plot_against(summary: dict[str, Any], param: str, path: str | Path, *, title
     ax.set_ylabel(f"{m.removesuffix('_s')} (s)" if m.endswith("_s") else m)
     ax.set_title(title or f"{summary['metric']} against {param}")
     if lines:
-        ax.legend(fontsize="small", loc="best")
+        legend_outside(ax, fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     try:

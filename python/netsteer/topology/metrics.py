@@ -499,8 +499,11 @@ def draw(topo: Topology, path: str | Path, *, title: str | None = None) -> None:
                         ha="center", fontsize=7)
     for rate, lw in _width_legend(bw):
         ax.plot([], [], lw=lw, color="0.6", alpha=0.6, label=f"{format_bandwidth(rate)} link")
-    ax.legend(loc="upper right", fontsize=8)
+    from ..report.figures import legend_outside
+
+    legend_outside(ax, fontsize=8, frameon=True)
     ax.set_title(title or counts_title(topo), fontsize=10)
+    fig.tight_layout()
     from ..report.atomic import atomic_file
 
     try:
