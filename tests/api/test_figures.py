@@ -112,3 +112,18 @@ def test_topo_draw_legend_is_outside_the_drawing(tmp_path, saved):
 
     draw(pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=0), tmp_path / "t.png")
     _legends_clear(saved, 1)
+
+
+def test_link_throughput_draws_every_interval_over_its_whole_span(stalled):
+    """From the first sample to the last: the first and last half-intervals too."""
+    c = stalled.counters
+    t = sorted(set(c.time_s))
+    ax = stalled.plot.links().axes[0]
+    for line in ax.get_lines():
+        assert line.get_drawstyle() == "steps-post"
+        x, y = line.get_xdata(), line.get_ydata()
+        assert x[0] == pytest.approx(t[0]) and x[-1] == pytest.approx(t[-1])
+        # interval k (t[k]..t[k+1]) is drawn at its rate from its start
+        ch = c[c.channel.map(lambda ch: stalled.built.topology.channel_name(ch)) == line.get_label()]
+        rates = ch.set_index("time_s").gbps.reindex(t[1:]).fillna(0).to_numpy()
+        assert list(y[:-1]) == pytest.approx(list(rates))

@@ -104,9 +104,13 @@ def link_throughput_figure(topo, times_ns, cum_bytes, *, top: int = 8, title: st
     if len(times_ns) >= 2:
         chosen = busiest_channels(topo, cum_bytes, top)
         # only the chosen columns: the whole array is samples x channels (a large fabric's hundreds of MiB)
-        mid, bps = throughput(times_ns, cum_bytes[:, chosen])
+        _mid, bps = throughput(times_ns, cum_bytes[:, chosen])
+        # each interval over its whole span, from the first sample to the last: a step
+        # from each interval's start, the last value held to the last sample
+        edges = times_ns * 1e-9
         for i, c in enumerate(chosen):
-            ax.step(mid, bps[:, i] / 1e9, where="mid", label=topo.channel_name(c), linewidth=1.2)
+            ax.step(edges, np.append(bps[:, i], bps[-1, i]) / 1e9, where="post", label=topo.channel_name(c),
+                    linewidth=1.2)
         legend_outside(ax)
     ax.set_xlabel("Time (s)")
     ax.set_ylabel("Throughput (Gbps)")
