@@ -121,3 +121,37 @@ def test_a_trigger_past_the_fft_run_is_noted(capsys):
     assert late["notes"][0].startswith("controller.hybrid.schedule: the reconfiguration at 1000 s") \
         and "never happened: the run ended at" in late["notes"][0]
     assert "notes" not in fftw["background"]
+
+
+def test_fig3_plots_one_direction_labelled_as_such_from_zero_and_the_run_without_reconfiguration_on_top(
+        tmp_path, monkeypatch):
+    """Fig. 3b plots each direction's throughput (the source's 3.54 Gbit/s peak is one
+    direction's on a 10 Gbit/s circuit), not both summed under "bandwidth"; Fig. 3a
+    draws the run without reconfiguration dashed on top of the others; both from 0."""
+    from matplotlib.figure import Figure
+
+    from netsteer.reproduce.hybrid import plot
+
+    figs = []
+    save = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: (figs.append(fig), save(fig, *a, **k))[1])
+    p = Reconfig(rules=(7,), period="1s", duration="3s", vlan_tag_time="0.2s", fft_ranks=2, fft_bytes="64MiB",
+                 fft_phases=3, fft_alone="2s", trigger="0.5s")
+    rep = run(params=p)
+    plot(rep, tmp_path / "a.png", tmp_path / "b.png")
+    iperf, fftw = figs
+    ax = iperf.axes[0]
+    assert ax.get_ylim()[0] == 0 and "rack 1 -> rack 2" in ax.get_ylabel()
+    none = next(l for l in ax.get_lines() if l.get_label() == "no reconfiguration")
+    assert none.get_linestyle() == "--"
+    assert none.get_zorder() > max(l.get_zorder() for l in ax.get_lines() if l is not none)
+    assert len(fftw.axes) == 2
+    for ax, key in zip(fftw.axes, ("gbps_rack1_to_rack2", "gbps_rack2_to_rack1")):
+        assert ax.get_ylim()[0] == 0 and "one direction" in ax.get_ylabel()
+        for line, r in zip(ax.get_lines(), rep["fftw"]):
+            assert line.get_label() == r["run"]
+            assert list(line.get_ydata()) == r[key]
+    for r in rep["fftw"]:
+        # the two directions are what the summed series adds up
+        assert [a + b for a, b in zip(r["gbps_rack1_to_rack2"], r["gbps_rack2_to_rack1"])] == pytest.approx(r["gbps"])
+        assert r["peak_gbps_one_direction"] <= min(r["peak_gbps"], 10.0) + 1e-9  # a 10 Gbit/s circuit

@@ -86,7 +86,7 @@ def reproduce_hybrid(
 
         write_result_dir(out, write)
     if as_json:
-        slim = {k: [{kk: vv for kk, vv in r.items() if kk not in ("time_s", "gbps")} for r in v]
+        slim = {k: [{kk: vv for kk, vv in r.items() if kk not in ("time_s", "gbps", "gbps_rack1_to_rack2", "gbps_rack2_to_rack1")} for r in v]
                 if isinstance(v, list) else v for k, v in rep.items()}
         typer.echo(json.dumps(slim))
         return
