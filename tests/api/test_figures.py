@@ -127,3 +127,22 @@ def test_link_throughput_draws_every_interval_over_its_whole_span(stalled):
         ch = c[c.channel.map(lambda ch: stalled.built.topology.channel_name(ch)) == line.get_label()]
         rates = ch.set_index("time_s").gbps.reindex(t[1:]).fillna(0).to_numpy()
         assert list(y[:-1]) == pytest.approx(list(rates))
+
+
+def test_cli_md_lists_every_file_run_out_writes_for_a_packet_run(tmp_path):
+    """docs/cli.md's `run --out` list names every file of a flow and a packet run."""
+    import json
+    import re
+    from pathlib import Path
+
+    from netsteer.cli import run_cli
+
+    root = Path(__file__).resolve().parents[2]
+    doc = (root / "docs" / "cli.md").read_text()
+    section = doc[doc.index("`--out DIR` writes, as a whole"):doc.index("## `topo`")]
+    listed = set(re.findall(r"^- `([\w.]+)`", section, flags=re.M))
+    assert run_cli(["run", str(root / "scenarios" / "hotspot-victim-packet.yaml"), "--json", "--no-progress",
+                    "--out", str(tmp_path / "o")]) == 0
+    files = json.loads((tmp_path / "o" / "result.json").read_text())["files"]
+    assert "queue_occupancy.png" in files
+    assert set(files) <= listed, set(files) - listed
