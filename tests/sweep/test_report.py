@@ -57,9 +57,22 @@ def test_report_cli_json_and_plots(results, tmp_path):
     assert rc == 0, err
     rep = json.loads(out)
     assert rep["rows"] == 9 and rep["metric"] == "job.app.completion_s"
-    assert sorted(rep["plots"]) == sorted(str(tmp_path / f"job_app_completion_s_vs_{p}.png")
-                                          for p in ("routing_engine", "jobs_0_ranks"))
+    # named as docs/sweeps.md says: DIR/<metric>_vs_<parameter>.png, the names as written
+    assert sorted(rep["plots"]) == sorted(str(tmp_path / f"job.app.completion_s_vs_{p}.png")
+                                          for p in ("routing.engine", "jobs.0.ranks"))
     assert all((tmp_path / f).stat().st_size > 5000 for f in rep["plots"])
+
+
+def test_plot_names_of_parameters_that_differ_only_by_a_dot_do_not_collide(tmp_path):
+    store = ResultStore(tmp_path / "results.parquet")
+    for a in (1, 2):
+        for b in (3, 4):
+            store.add(json.dumps([a, b]), {"a.b": a, "a_b": b}, _result(float(a * b)))
+    rc, out, err = netsteer("sweep", "report", tmp_path, "--json")
+    assert rc == 0, err
+    names = sorted(p.rsplit("/", 1)[-1] for p in json.loads(out)["plots"])
+    assert names == ["makespan_s_vs_a.b.png", "makespan_s_vs_a_b.png"]
+    assert all((tmp_path / n).exists() for n in names)
 
 
 def test_report_of_a_folder_without_results_is_exit_2(tmp_path):

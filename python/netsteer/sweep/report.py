@@ -105,7 +105,20 @@ def summarize(store: ResultStore, metric: str = "makespan_s") -> dict[str, Any]:
 
 
 def _file_name(metric: str, param: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{metric}_vs_{param}").replace(".", "_") + ".png"
+    """``<metric>_vs_<parameter>.png`` as docs/sweeps.md says, the names as written
+    (dots kept); a character a file name cannot safely hold (``/``, spaces, ``%``) is
+    percent-encoded, so two parameters never share a file.
+
+    >>> _file_name("makespan_s", "routing.engine")
+    'makespan_s_vs_routing.engine.png'
+    >>> _file_name("makespan_s", "a.b") != _file_name("makespan_s", "a_b")
+    True
+    >>> _file_name("job.x/y.completion_s", "p q")
+    'job.x%2Fy.completion_s_vs_p%20q.png'
+    """
+    from urllib.parse import quote
+
+    return f"{quote(metric, safe='')}_vs_{quote(param, safe='')}.png"
 
 
 def plot_against(summary: dict[str, Any], param: str, path: str | Path, *, title: str = "") -> Path:
