@@ -168,3 +168,47 @@ def test_report_table_keeps_every_digit_of_a_time(tmp_path):
     rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") > 3}
     assert rows["dmodk"].count("1.600002001 s") == 3 and rows["minhop"].count("1.600002004 s") == 3, out
     assert rows["ecmp"].count("2.003 us") == 3, out
+
+
+def test_sweep_out_follows_the_output_directory_rule_and_still_resumes(write_sweep, results, tmp_path):
+    """--out must be new, empty or a sweep's own folder (results, sweep.json, the lock,
+    sweep report's plots): a folder of user files or another command's result is
+    refused, nothing written, before any cluster starts; --out . too."""
+    from netsteer.errors import NetsteerError
+    from netsteer.sweep import load_sweep, run_sweep
+    from netsteer.sweep.runner import check_out, plan
+
+    sw = load_sweep(write_sweep("base: base.yaml\ngrid: {jobs.0.repeat: [1, 2]}\n"))
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "notes.txt").write_text("mine")
+    other = tmp_path / "other"  # a run --out result
+    other.mkdir()
+    (other / "result.json").write_text(json.dumps({"files": ["result.json", "a.png"]}))
+    (other / "a.png").write_bytes(b"x")
+    for d in (junk, other):
+        before = sorted(p.name for p in d.iterdir())
+        for call in (lambda: run_sweep(sw, d, client=object()), lambda: plan(sw, d)):
+            with pytest.raises(NetsteerError) as e:
+                call()
+            assert e.value.field == "--out" and "not a netsteer result" in e.value.reason
+        assert sorted(p.name for p in d.iterdir()) == before
+    rc, out, err = netsteer("sweep", write_sweep("base: base.yaml\ngrid: {jobs.0.repeat: [1, 2]}\n"),
+                            "--out", junk, "--json")
+    assert rc == 2 and "--out" in err and "notes.txt" in err
+    assert sorted(p.name for p in junk.iterdir()) == ["notes.txt"]
+    rc, out, err = netsteer("sweep", write_sweep("base: base.yaml\ngrid: {jobs.0.repeat: [1, 2]}\n"),
+                            "--out", ".", cwd=tmp_path)
+    assert rc == 2 and "current directory" in err
+    # a sweep's own folder, with sweep report's plots beside its results, stays a place to resume
+    assert netsteer("sweep", "report", tmp_path)[0] == 0
+    assert any(p.name.endswith(".png") for p in tmp_path.iterdir())
+    own = tmp_path / "own"
+    own.mkdir()
+    for p in tmp_path.iterdir():
+        if p.name in ("results.parquet", "sweep.json", ".sweep.lock") or p.name.endswith(".png"):
+            (own / p.name).write_bytes(p.read_bytes())
+    (own / ".sweep.lock").write_text("")
+    assert check_out(own) == own
+    assert plan(sw, own)["points"] == 2
+    assert check_out(tmp_path / "new" / "folder") == tmp_path / "new" / "folder"

@@ -59,9 +59,14 @@ def _umask() -> int:
     return mask
 
 
-def check_out_path(path: str | os.PathLike, *, field: str = "--out") -> Path:
+def check_out_path(path: str | os.PathLike, *, field: str = "--out",
+                   foreign: Optional[Callable[[Path], list[str]]] = None) -> Path:
     """Refuse an output directory that cannot be one: empty, an existing file, a
-    directory holding other things, a parent that does not exist and cannot be made."""
+    directory holding other things, a parent that does not exist and cannot be made.
+
+    ``foreign(d)`` lists the entries of an existing directory ``d`` that are not the
+    command's own (default: those a previous result's ``result.json`` does not list;
+    ``netsteer sweep`` gives its own rule, :func:`netsteer.sweep.runner.foreign_entries`)."""
     raw = os.fspath(path)
     if not raw.strip():
         raise NetsteerError("the output directory is empty; name a directory", field=field)
@@ -73,11 +78,11 @@ def check_out_path(path: str | os.PathLike, *, field: str = "--out") -> Path:
     if p.exists() and not p.is_dir():
         raise NetsteerError("exists and is not a directory", file=raw, field=field)
     if p.is_dir():
-        foreign = _foreign_entries(p)
-        if foreign:
+        others = (foreign or _foreign_entries)(p)
+        if others:
             raise NetsteerError(
-                f"the directory holds {len(foreign)} entries that are not a netsteer result "
-                f"(such as {foreign[0]!r}); name a new or empty directory, so nothing else is replaced",
+                f"the directory holds {len(others)} entries that are not a netsteer result "
+                f"(such as {others[0]!r}); name a new or empty directory, so nothing else is replaced",
                 file=raw, field=field,
             )
     return p

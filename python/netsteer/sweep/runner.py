@@ -15,6 +15,7 @@ import itertools
 import json
 import logging
 import os
+import re
 import time
 import uuid
 from concurrent.futures import CancelledError
@@ -139,9 +140,51 @@ def _running(client, keys: set[str]) -> int:
         return 0
 
 
+#: a ``sweep report`` plot (``<metric>_vs_<parameter>.png``), and the temporary file
+#: of one of the sweep's files that a killed writer left (``.results.parquet.XXXX.parquet``)
+_OWN_PLOT = re.compile(r"^[^./][^/]*_vs_[^/]+\.png$")
+_OWN_TEMP = re.compile(r"^\.(results\.parquet|sweep\.json|[^/]+_vs_[^/]+\.png)\..+")
+
+
+def foreign_entries(d: Path) -> list[str]:
+    """The entries of ``d`` that a sweep's output directory does not hold: a sweep
+    writes ``results.parquet``, ``sweep.json`` and ``.sweep.lock``, and ``sweep
+    report`` its plots; anything else (a user's files, another command's result) is
+    foreign. Plots count as the sweep's only beside its ``sweep.json`` or results.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "results.parquet").write_bytes(b""); _ = (d / "makespan_s_vs_a.b.png").write_bytes(b"")
+    >>> foreign_entries(d)
+    []
+    >>> _ = (d / "notes.txt").write_text("mine")
+    >>> foreign_entries(d)
+    ['notes.txt']
+    """
+    from ..report.outdir import _foreign_entries
+
+    _foreign_entries(d)  # refuses an unreadable directory as the other commands do
+    names = sorted(os.listdir(d))
+    ours = {RESULTS, MANIFEST, LOCK}
+    sweep_dir = bool(ours & set(names))
+    return [n for n in names
+            if n not in ours and not (sweep_dir and (_OWN_PLOT.match(n) or _OWN_TEMP.match(n)))]
+
+
+def check_out(out: str | Path) -> Path:
+    """The output-directory rule of ``run``/``reproduce`` (:func:`netsteer.report.outdir.check_out_path`)
+    for a sweep: ``out`` must be new, empty or a sweep's own output directory
+    (which the sweep resumes); the current directory (``--out .``) or one above it,
+    a file, or a directory holding anything else is refused (exit 2)."""
+    from ..report.outdir import check_out_path
+
+    return check_out_path(out, field="--out", foreign=foreign_entries)
+
+
 def plan(sweep: Sweep, out: str | Path, *, retry_failed: bool = False) -> dict:
     """What a run into ``out`` would do, without running or writing anything:
     ``{"sweep", "base", "params", "points", "recorded", "to_run"}``."""
+    check_out(out)
     path = Path(out) / RESULTS
     skip = ResultStore(path).finished(retry_failed) if path.exists() else set()
     to_run = sum(p.key not in skip for p in sweep.points)
@@ -183,6 +226,7 @@ def run_sweep(
     dict
         The summary ``netsteer sweep --json`` prints.
     """
+    check_out(out)
     out = Path(out)
     created = not out.exists()
     try:
