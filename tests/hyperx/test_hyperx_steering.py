@@ -244,3 +244,15 @@ def test_documented_beyond_the_source_table_is_what_the_model_gives():
     for doc, key in names.items():
         r = runs[key]
         assert rows[doc] == f"{r['makespan_s']:.4f} | {r['mean_hops']:.3f}", doc
+
+
+def test_reproduce_text_columns_say_their_units():
+    import os
+
+    p = subprocess.run([sys.executable, "-m", "netsteer", "reproduce", "hyperx-steering", "--iterations", "2",
+                        "--no-beyond"], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "COLUMNS": "200"})
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    for header in ("ring (Gbit/s)", "EPS7->EPS8 peak (Gbit/s)", "EPS8->EPS7 peak (Gbit/s)", "job (s)"):
+        assert header in out

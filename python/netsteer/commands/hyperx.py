@@ -53,7 +53,7 @@ def reproduce_hyperx(
         typer.echo(json.dumps(slim))
         return
     t = Table(title=f"MobileNetV2, 16 ranks, {iterations:,} iterations (compute calibrated on the standard run)")
-    for c in ("run", "ring Gbit/s", "EPS7->EPS8 peak", "EPS8->EPS7 peak", "job (s)", "source"):
+    for c in ("run", "ring (Gbit/s)", "EPS7->EPS8 peak (Gbit/s)", "EPS8->EPS7 peak (Gbit/s)", "job (s)", "source"):
         t.add_column(c, justify="right" if c != "run" else "left")
     for key in ("standard", "steered"):
         r, src = slim[key], slim["source"][key]

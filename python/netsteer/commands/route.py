@@ -360,6 +360,16 @@ def route(
         err_console.print("note: " + n, soft_wrap=True, highlight=False)
 
 
+#: the unit of each figure route-eval's text prints (the JSON keys' meaning, docs/cli.md)
+ROUTE_EVAL_UNITS = {
+    "max_link_load": "flows per switch-to-switch channel",
+    "mean_link_load": "flows per switch-to-switch channel",
+    "std_link_load": "flows per switch-to-switch channel",
+    "throughput": "fraction of the source's link rate, mean per flow",
+    "effective_bisection_bandwidth": "fraction of the link rate, mean over random bisections",
+}
+
+
 def route_eval(
     topology: str = typer.Option(..., "--topology", "-t", help="The fabric the dump is for."),
     lfts: Path = typer.Option(..., "--lfts", "-l", help="LFT dump (opensm-lfts.dump, netsteer route, ibroute)."),
@@ -419,15 +429,16 @@ def route_eval(
     if as_json:
         typer.echo(json.dumps(rep))
         return
-    t = Table(title=f"{pattern} on {lfts.name} ({rep['flows']} flows, {rep['phases']} phases)", show_header=False,
-              caption="loads: flows per switch-to-switch channel")
+    t = Table(title=f"{pattern} on {lfts.name} ({rep['flows']} flows, {rep['phases']} phases)")
+    for c in ("", "value", "unit"):
+        t.add_column(c, justify="right" if c == "value" else "left")
     for k in ("max_link_load", "mean_link_load", "std_link_load", "throughput", "effective_bisection_bandwidth"):
         v = rep[k]
-        t.add_row(k, f"{v:.4f}" if isinstance(v, float) else str(v))
+        t.add_row(k, "-" if v is None else f"{v:.4f}" if isinstance(v, float) else str(v), ROUTE_EVAL_UNITS[k])
     out_console.print(t)
     if rep["partitions"]:
         pt = Table(title="partitions")
-        for c in ("partition", "hosts", "flows", "throughput", "links", "shared links", "VL"):
+        for c in ("partition", "hosts", "flows", "throughput (of link rate)", "links", "shared links", "VL"):
             pt.add_column(c, justify="right")
         for name, p in rep["partitions"].items():
             thr = "-" if p["throughput"] is None else f"{p['throughput']:.4f}"

@@ -1,0 +1,30 @@
+"""The text output of ``netsteer route`` and ``route-eval``: readable values with units."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from netsteer.cli import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+NET = ROOT / "scenarios" / "pftree-16.net"
+PARTS = ROOT / "scenarios" / "pftree-victim-aggressor.conf"
+
+
+def _dump(tmp_path, capsys):
+    out = tmp_path / "lfts.dump"
+    assert run_cli(["route", "--topology", str(NET), "--engine", "pftree", "--partitions", str(PARTS),
+                    "--out", str(out)]) == 0
+    return out, capsys.readouterr().out
+
+
+def test_route_eval_text_gives_each_figure_its_unit(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    dump, _ = _dump(tmp_path, capsys)
+    assert run_cli(["route-eval", "--topology", str(NET), "--lfts", str(dump), "--partitions", str(PARTS)]) == 0
+    out = capsys.readouterr().out
+    lines = {ln.split("│")[1].strip(): ln for ln in out.splitlines() if ln.count("│") >= 3}
+    assert "flows per switch-to-switch channel" in lines["max_link_load"]
+    assert "fraction of the source's link rate" in lines["throughput"]
+    assert "fraction of the link rate" in lines["effective_bisection_bandwidth"]
+    assert "throughput (of link rate)" in out
