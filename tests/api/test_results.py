@@ -182,3 +182,22 @@ def test_a_controller_in_the_loop():
     cut = sc.run(controller=ns.ControllerStack([CutAt1ms()]), sample=False)
     assert cut.status == "stalled"
     assert cut.events.at_s.tolist() == [0.001]
+
+
+def test_to_dict_is_the_run_json_object_engine_events_included(tmp_path):
+    """The API samples the counters and `run --json` does not: the engine counts the
+    same events either way, samples apart in `sample_events` (the only other difference
+    from `--json` besides `wall_s`)."""
+    two = ROOT / "scenarios" / "two-bulk-flows.yaml"
+    p = _cli("run", str(two), "--json", "--no-progress")
+    assert p.returncode == 0, p.stderr
+    cli = json.loads(p.stdout)
+    api = ns.Scenario.from_yaml(two).run().to_dict()
+    assert api["engine"]["sample_events"] > 0 and cli["engine"]["sample_events"] == 0
+    assert api["engine"]["events"] == cli["engine"]["events"] == 6
+    for d in (cli, api):
+        d.pop("wall_s")
+        d["engine"].pop("sample_events")
+    assert api == cli
+    unsampled = ns.Scenario.from_yaml(two).run(sample=False).to_dict()
+    assert unsampled["engine"] == {**cli["engine"], "sample_events": 0}

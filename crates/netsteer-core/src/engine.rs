@@ -164,7 +164,12 @@ pub enum RunStatus {
 /// Counters of the engine's own work, for reports and benchmarks.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Stats {
+    /// Events handled: flow releases, latencies and completions, and the physics'
+    /// own events; not counter samples, so a run counts the same events whether it
+    /// samples or not.
     pub events: u64,
+    /// Counter samples handled (0 when the run does not sample).
+    pub sample_events: u64,
     pub solves: u64,
     pub solved_flows: u64,
     pub solved_flow_hops: u64,
@@ -740,7 +745,11 @@ impl Engine {
     }
 
     fn handle(&mut self, ev: Event) {
-        self.stats.events += 1;
+        if ev.kind == Kind::Sample {
+            self.stats.sample_events += 1;
+        } else {
+            self.stats.events += 1;
+        }
         let f = ev.id as usize;
         match ev.kind {
             Kind::Release => self.release(f),

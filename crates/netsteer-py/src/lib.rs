@@ -547,6 +547,7 @@ impl Engine {
         let s = self.inner.stats();
         let d = PyDict::new(py);
         d.set_item("events", s.events)?;
+        d.set_item("sample_events", s.sample_events)?;
         d.set_item("solves", s.solves)?;
         d.set_item("solved_flows", s.solved_flows)?;
         d.set_item("solved_flow_hops", s.solved_flow_hops)?;
