@@ -238,8 +238,8 @@ def topo(
         typer.echo(json.dumps(info, default=float))
         return
     table = Table(title=t.name, show_header=False)
-    for k, v in info.items():
-        table.add_row(str(k), str(v))
+    for k, text in metrics.describe_rows(info):
+        table.add_row(k, text)
     out_console.print(table)
     if t.n_nodes <= 64 and draw is None:
         out_console.print(metrics.ascii(t))

@@ -28,3 +28,14 @@ def test_route_eval_text_gives_each_figure_its_unit(tmp_path, capsys, monkeypatc
     assert "fraction of the source's link rate" in lines["throughput"]
     assert "fraction of the link rate" in lines["effective_bisection_bandwidth"]
     assert "throughput (of link rate)" in out
+
+
+def test_route_text_gives_readable_values_with_units(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    dump, out = _dump(tmp_path, capsys)
+    rows = {ln.split("│")[1].strip(): ln.split("│")[2].strip() for ln in out.splitlines() if ln.count("│") >= 3}
+    assert rows["checked"] == "yes"
+    assert rows["route_s"].endswith(" s") and rows["check_s"].endswith(" s")
+    assert rows["partition_sl"] == "0x0010: SL 0, 0x0011: SL 1"
+    assert rows["files"] == str(dump)
+    assert not any(c in out for c in "{}[]'")

@@ -168,3 +168,26 @@ def test_the_diameter_of_a_multi_rail_tree_is_its_longest_minimal_path():
     keep = src != dst
     off, _ = r.paths(src[keep], dst[keep])
     assert switch_diameter(t) == int(np.diff(off).max()) - 2  # less the two host cables
+
+
+def test_topo_text_gives_units_and_readable_values_and_json_names_the_unit(monkeypatch, capsys):
+    import json
+
+    from netsteer.cli import run_cli
+
+    monkeypatch.setenv("COLUMNS", "200")
+    spec = "pgft:levels=2,down=16;16,up=1;8,link_bandwidth=10Gbps,link_latency=1us"
+    assert run_cli(["topo", spec]) == 0
+    out = capsys.readouterr().out
+    rows = {ln.split("│")[1].strip(): ln.split("│")[2].strip() for ln in out.splitlines() if ln.count("│") >= 3}
+    assert rows["bisection_bandwidth"] == "640Gbps"
+    assert rows["switches_by_level"] == "level 1: 16, level 2: 8"
+    assert rows["bandwidth_classes"] == "384 links at 10Gbps"
+    assert rows["latencies"] == "1us"
+    # no Python reprs (the generated name has brackets of its own)
+    assert not any(c in v for k, v in rows.items() if k != "name" for c in "{}[]'")
+    assert run_cli(["topo", spec, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    # unit-named keys, the old ones kept with the same values
+    assert d["bisection_bandwidth_bps"] == d["bisection_bandwidth"] == 640e9
+    assert d["bandwidth_classes"][0]["bandwidth_bps"] == d["bandwidth_classes"][0]["bandwidth"] == 10e9

@@ -352,12 +352,37 @@ def route(
         typer.echo(json.dumps(info))
         return
     t = Table(title=f"{r.engine} on {topo.name}", show_header=False)
-    for k, v in info.items():
-        if k != "notes":
-            t.add_row(k, str(v))
+    for k, text in route_rows(info):
+        t.add_row(k, text)
     out_console.print(t)
     for n in notes:
         err_console.print("note: " + n, soft_wrap=True, highlight=False)
+
+
+def route_rows(info: dict) -> list[tuple[str, str]]:
+    """``route``'s ``--json`` figures as ``(name, text)`` rows for people: times with
+    their unit, yes/no, partitions' SLs and files spelled out, no Python reprs.
+
+    >>> route_rows({"checked": True, "route_s": 0.0221, "partition_sl": {"0x0010": 0, "0x0011": 1},
+    ...             "files": ["a.dump", "p.conf"], "notes": []})
+    [('checked', 'yes'), ('route_s', '0.022 s'), ('partition_sl', '0x0010: SL 0, 0x0011: SL 1'), ('files', 'a.dump, p.conf')]
+    """
+    rows = []
+    for k, v in info.items():
+        if k == "notes":
+            continue
+        if k == "checked":
+            text = "yes" if v else "no (--no-check)"
+        elif k.endswith("_s"):
+            text = f"{v:.3f} s"
+        elif k == "partition_sl":
+            text = ", ".join(f"{pkey}: SL {sl}" for pkey, sl in v.items()) or "none (no SLs assigned)"
+        elif k == "files":
+            text = ", ".join(v) or "none"
+        else:
+            text = str(v)
+        rows.append((k, text))
+    return rows
 
 
 #: the unit of each figure route-eval's text prints (the JSON keys' meaning, docs/cli.md)

@@ -312,14 +312,17 @@ def switch_diameter(topo: Topology) -> int | None:
 def describe(topo: Topology, *, bisection_bw: bool = True) -> dict[str, Any]:
     """Counts per kind and level, bandwidth classes, bisection and diameter.
 
-    JSON-ready: plain ints, floats, strings, lists and dicts.
+    JSON-ready: plain ints, floats, strings, lists and dicts. Bandwidths are in bit/s,
+    under keys that say so (``bisection_bandwidth_bps``, ``bandwidth_classes[].bandwidth_bps``);
+    ``bisection_bandwidth`` and ``bandwidth_classes[].bandwidth`` hold the same values,
+    kept for earlier readers. :func:`describe_rows` gives them as text with units.
 
     >>> from netsteer.topology.pgft import pgft
     >>> d = describe(pgft(2, [2, 2], [1, 1], link_bandwidth=1e9, link_latency_ns=100))
     >>> d["hosts"], d["switches_by_level"], d["bandwidth_classes"]
-    (4, {'1': 2, '2': 1}, [{'bandwidth': 1000000000.0, 'human': '1Gbps', 'links': 6}])
-    >>> d["bisection_bandwidth"], d["diameter"]
-    (1000000000.0, 2)
+    (4, {'1': 2, '2': 1}, [{'bandwidth': 1000000000.0, 'bandwidth_bps': 1000000000.0, 'human': '1Gbps', 'links': 6}])
+    >>> d["bisection_bandwidth_bps"], d["bisection_bandwidth"], d["diameter"]
+    (1000000000.0, 1000000000.0, 2)
     """
     kinds = {KIND_NAMES[k]: int((topo.node_kind == k).sum()) for k in (HOST, SWITCH, CIRCUIT)}
     levels = topo.node_level[topo.node_kind == SWITCH]
@@ -327,7 +330,7 @@ def describe(topo: Topology, *, bisection_bw: bool = True) -> dict[str, Any]:
     by_level = {str(int(lv)) if lv >= 0 else "unknown": int((levels == lv).sum()) for lv in np.unique(levels)}
     classes = []
     for bw in np.unique(topo.link_bandwidth)[::-1]:
-        classes.append({"bandwidth": float(bw), "human": format_bandwidth(float(bw)),
+        classes.append({"bandwidth": float(bw), "bandwidth_bps": float(bw), "human": format_bandwidth(float(bw)),
                         "links": int((topo.link_bandwidth == bw).sum())})
     lat = np.unique(topo.link_latency_ns)
     out: dict[str, Any] = {
@@ -347,10 +350,44 @@ def describe(topo: Topology, *, bisection_bw: bool = True) -> dict[str, Any]:
     if bisection_bw:
         value, split = bisection(topo)
         out["bisection_bandwidth"] = value
+        out["bisection_bandwidth_bps"] = value
         out["bisection_split"] = split
         if kinds["circuit"]:
             out["bisection_bandwidth_electrical"] = bisection(topo, circuits=False)[0]
+            out["bisection_bandwidth_electrical_bps"] = out["bisection_bandwidth_electrical"]
     return out
+
+
+def describe_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
+    """:func:`describe`'s figures as ``(name, text)`` rows for people: bandwidths with
+    their unit, per-level counts and classes spelled out, no Python reprs.
+
+    >>> from netsteer.topology.pgft import pgft
+    >>> rows = dict(describe_rows(describe(pgft(2, [2, 2], [1, 1], link_bandwidth=1e9, link_latency_ns=100))))
+    >>> rows["switches_by_level"], rows["bandwidth_classes"], rows["bisection_bandwidth"]
+    ('level 1: 2, level 2: 1', '6 links at 1Gbps', '1Gbps')
+    >>> rows["latencies"], rows["diameter"]
+    ('100ns', '2 switch-to-switch hops')
+    """
+    rows = []
+    for k, v in info.items():
+        if k.endswith("_bps"):
+            continue  # the same figure as the key without the suffix, shown with its unit
+        if k == "switches_by_level":
+            text = ", ".join(f"level {lv}: {n}" if lv != "unknown" else f"level unknown: {n}"
+                             for lv, n in v.items()) or "none"
+        elif k == "bandwidth_classes":
+            text = ", ".join(f"{c['links']} links at {c['human']}" for c in v) or "none"
+        elif k == "latencies":
+            text = ", ".join(v) or "none"
+        elif k.startswith("bisection_bandwidth"):
+            text = "-" if v is None else format_bandwidth(float(v))
+        elif k == "diameter":
+            text = "-" if v is None else f"{v} switch-to-switch hop{'s' if v != 1 else ''}"
+        else:
+            text = str(v)
+        rows.append((k, text))
+    return rows
 
 
 # -- pictures -----------------------------------------------------------------------------
