@@ -185,3 +185,19 @@ def test_a_programs_totals_without_running_it_are_what_it_runs(program, ranks):
     st = build_scenario(parse_scenario(text.replace('"repeat"', '"stream": true, "repeat"')))
     res = run_scenario(st)
     assert (res.mpi["steps"]["j"]["flows"], res.mpi["steps"]["j"]["bytes"]) == want
+
+
+def test_streamed_progress_ends_at_the_result_flows():
+    """The bar of a streamed run counts what the result's `flows` counts: messages and
+    compute steps (it used to end below it, compute steps left out)."""
+    import netsteer as ns
+
+    topo = ns.pgft(levels=2, down=[4, 4], up=[1, 2], link_bandwidth="10Gbps", link_latency="1us")
+    job = ns.mpi_job(16, [ns.op.allreduce("64KiB", algorithm="ring"), ns.op.compute("1ms")], repeat=2,
+                     stream=True)
+    seen = []
+    res = ns.simulate(topo, "dmodk", [job], sample=False, progress=lambda d, t, now: seen.append((d, t)))
+    flows = res.to_dict()["flows"]
+    assert res.to_dict()["streamed"]  # the job streamed
+    assert seen[-1][1] is None  # no total while jobs stream
+    assert seen[-1][0] == flows

@@ -142,8 +142,12 @@ def test_progress_counts_messages_and_simulated_time_without_a_total():
     assert streamed, "no progress while the job streamed"
     done, now = [c[0] for c in streamed], [c[2] for c in streamed]
     assert done == sorted(done) and now == sorted(now) and now[-1] > 0
-    # at the end: the DAG's flows (the bulk flow ended with the others) and every message
-    assert done[-1] == len(b.dag) + run_scenario(b, sample=False).mpi["progress"]["messages_done"]
+    # at the end: the DAG's flows (the bulk flow ended with the others), every message and
+    # compute step: what the result's flows counts
+    again = run_scenario(b, sample=False)
+    p = again.mpi["progress"]
+    assert done[-1] == len(b.dag) + p["messages_done"] + p["computes_done"]
+    assert done[-1] == result_dict(b, again)["flows"]
 
 
 def test_the_python_api_streams_a_job_when_asked():

@@ -2,7 +2,8 @@
 
 A run of flows knows its total and shows ``done/total flows``. A run with streamed MPI
 jobs does not (their messages are made as the ranks reach them): the bar pulses and
-shows what is done, flows and messages, and the simulated time.
+shows the flows done (streamed jobs' messages and compute steps included: what the
+result's ``flows`` counts) and the simulated time.
 
 >>> import io
 >>> from rich.console import Console
@@ -17,7 +18,7 @@ shows what is done, flows and messages, and the simulated time.
 ...     update(24_689, None, 14_800_000)
 ...     line, total = bar.tasks[0].fields["count"], bar.tasks[0].total
 >>> line, total
-('24,689 flows and messages  t=14.8ms', None)
+('24,689 flows done (messages and compute steps)  t=14.8ms', None)
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def simulation_progress(console: Console) -> tuple[Progress, Callable[[int, int 
         if total is None:
             # rich's update keeps the total when given None: the task is told directly
             next(x for x in bar.tasks if x.id == task).total = None
-            bar.update(task, completed=done, count=f"{done:,} flows and messages  t={t}")
+            bar.update(task, completed=done, count=f"{done:,} flows done (messages and compute steps)  t={t}")
         else:
             bar.update(task, completed=done, total=max(total, 1), count=f"{done}/{total} flows  t={t}")
 

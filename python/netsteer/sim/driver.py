@@ -76,7 +76,8 @@ class SimDriver:
         The VLAN forwarding in force at time 0 (hybrid topologies).
     progress : callable(done, total, now_ns), optional
         ``total`` is None when MPI jobs stream (their messages are not known up
-        front): ``done`` then counts flows and messages done.
+        front): ``done`` then counts flows done, the streamed jobs' messages and
+        compute steps included, as the result's ``flows`` counts them.
     mpi_jobs : list of MpiJob
         Jobs streamed through the engine (:mod:`netsteer.sim.stream`), started after
         ``dag``'s flows are added (which keep ids ``0 .. len(dag) - 1``).
@@ -548,7 +549,10 @@ class SimDriver:
                 if self.streamed:
                     # unfinished counts the streamed slots in flight too; totals are unknown
                     done = self._n - int((self.engine.unfinished_flows() < self._n).sum())
-                    self.progress(done + self.engine.mpi_progress()["messages_done"], None, self.engine.now)
+                    # what the result's "flows" counts: the DAG's flows, and the streamed
+                    # jobs' messages and compute steps
+                    mp = self.engine.mpi_progress()
+                    self.progress(done + mp["messages_done"] + mp["computes_done"], None, self.engine.now)
                 else:
                     self.progress(self._n - self.engine.unfinished, self._n, self.engine.now)
             if status != "budget":
