@@ -2,6 +2,7 @@
 ECMP spreads, overhead is the first packet only, modules accelerate."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -73,3 +74,44 @@ def test_cli_json_has_the_issue_keys(capsys, tmp_path):
             assert set(rep[mode][ph]) == {"spine1_bytes", "spine2_bytes"}
     files = {p.name for p in (tmp_path / "o").iterdir()}
     assert {"report.json", "fig7_ecmp_spine1.png", "fig10_unisonflow_spine2.png", "fig13_latency_overhead.png"} <= files
+
+
+def test_figs_7_to_10_agree_with_the_phase_table(tmp_path, monkeypatch):
+    """Figs. 9/10 showed spine2 carrying traffic during the bcast (a 2 s counter bin
+    straddling t2) while the table says 0 bytes: they now draw each phase's bytes on each
+    port over the phase, the table's bytes, so spine2 is idle t1-t2 under the controller."""
+    from matplotlib.figure import Figure
+
+    figs = {}
+    save = Figure.savefig
+
+    def record(fig, path, *a, **k):
+        figs[Path(str(path)).name] = fig
+        return save(fig, path, *a, **k)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    rc = run_cli(["reproduce", "unisonflow", "--json", "--iterations", "300", "--osu-scale", "0.002",
+                  "--out", str(tmp_path / "o")])  # the source's 2 s counters: t2 inside the first bin
+    assert rc == 0
+    rep = json.loads((tmp_path / "o" / "report.json").read_text())
+    for mode, fname, spine in (("controller", "fig10_unisonflow_spine2.png", 2),
+                               ("controller", "fig9_unisonflow_spine1.png", 1),
+                               ("ecmp", "fig8_ecmp_spine2.png", 2)):
+        run_ = rep[mode]
+        t1, t2, t3 = run_["t1_s"], run_["t2_s"], run_["t3_s"]
+        assert t2 < 2.0  # the case of the fault: t2 inside the first 2 s counter bin
+        drawn = {"bcast": 0.0, "reduce": 0.0}
+        for ax in figs[fname].axes:
+            for patch in ax.patches:
+                values, edges = patch.get_data().values, patch.get_data().edges
+                assert list(edges) == [t1, t2, t3]
+                if patch.get_label().startswith("RX"):  # leaf to spine: bytes entering the spine
+                    drawn["bcast"] += values[0] * 1e6 / 8 * (t2 - t1)
+                    drawn["reduce"] += values[1] * 1e6 / 8 * (t3 - t2)
+        for op in ("bcast", "reduce"):
+            assert drawn[op] == pytest.approx(run_[op][f"spine{spine}_bytes"], rel=1e-9, abs=1e-6)
+    # under the controller, spine2 carries nothing during the bcast, in the figure as in the table
+    assert rep["controller"]["bcast"]["spine2_bytes"] == 0
+    for ax in figs["fig10_unisonflow_spine2.png"].axes:
+        for patch in ax.patches:
+            assert patch.get_data().values[0] == 0

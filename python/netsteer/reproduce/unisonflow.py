@@ -112,6 +112,38 @@ def phase_bytes(out: Outcome, w: TaggedWorkload, topo, p) -> dict[str, dict[str,
     return res
 
 
+def phase_port_bytes(out: Outcome, w: TaggedWorkload, topo, p) -> dict[str, dict[str, dict[str, int]]]:
+    """Per spine port and phase, the bytes its flows' paths put on it (exact, by
+    operation as :func:`phase_bytes` counts them): ``{"spine1-leaf1": {"bcast":
+    {"tx_bytes", "rx_bytes"}, ...}}``, TX spine to leaf, RX leaf to spine. Figs. 7-10
+    draw these: a counter sample straddling a phase boundary would mix the phases
+    (and the next phase's first messages leave before the last of this one ends)."""
+    c = w.dag.columns()
+    tags = w.tags
+    per_channel = {}
+    for ph in w.phases:
+        lo, hi = ph.flows
+        keys = np.stack([c.src[lo:hi], c.dst[lo:hi], tags[lo:hi]], axis=1)
+        uniq, first, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        per_key = np.bincount(inv.reshape(-1), weights=c.bytes[lo:hi].astype(float), minlength=len(uniq))
+        acc = np.zeros(topo.n_channels)
+        for k, f in enumerate(first.tolist()):
+            path = np.asarray(out.engine.flow_path(lo + f), dtype=np.int64)
+            acc[path[path < topo.n_channels]] += per_key[k]
+        per_channel[ph.op] = acc
+    csrc, cdst = topo.channel_src(), topo.channel_dst()
+    ports = {}
+    for j, s in enumerate(_spine_nodes(topo, p)):
+        for i in range(p["leaves"]):
+            leaf = topo.node(f"s1_{i}")
+            tx = (csrc == s) & (cdst == leaf)
+            rx = (csrc == leaf) & (cdst == s)
+            ports[f"spine{j + 1}-leaf{i + 1}"] = {
+                op: {"tx_bytes": int(round(acc[tx].sum())), "rx_bytes": int(round(acc[rx].sum()))}
+                for op, acc in per_channel.items()}
+    return ports
+
+
 def phase_times(out: Outcome, w: TaggedWorkload) -> dict[str, float]:
     b, r = w.phases
     return {"t1_s": 0.0, "t2_s": int(out.completion_ns[b.flows[0]:b.flows[1]].max()) / 1e9,
@@ -158,6 +190,7 @@ def phases(p: dict = PARAMS) -> dict[str, Any]:
     for mode, m in (("controller", mods), ("ecmp", None)):
         r = simulate(topo, w, m, tables=tables(p), sample_interval_ns=p["sample_interval_ns"])
         out[mode] = {**phase_bytes(r, w, topo, p), **phase_times(r, w), "series": port_series(r, topo, p),
+                     "phase_ports": phase_port_bytes(r, w, topo, p),
                      "packet_ins": (r.driver or {}).get("packet_ins", 0), "status": r.status}
     return out
 
@@ -292,21 +325,29 @@ def plot(rep: dict, outdir) -> list:
             ("controller", 1, "fig9_unisonflow_spine1.png"), ("controller", 2, "fig10_unisonflow_spine2.png")]
     for mode, spine, fname in figs:
         run_ = rep[mode]
-        s = run_["series"]
+        # each phase's mean rate, from the bytes its flows put on the port (the table's
+        # bytes): a 2 s counter bin straddling t2 would show the reduce on spine2 during
+        # the bcast, which the table (and the source) say never uses it
+        edges = [run_["t1_s"], run_["t2_s"], run_["t3_s"]]
+        span = [max(edges[1] - edges[0], 1e-12), max(edges[2] - edges[1], 1e-12)]
         fig, axes = plt.subplots(1, 4, figsize=(13, 3.2), sharey=True)
         for i, ax in enumerate(axes):
-            port = s["ports"].get(f"spine{spine}-leaf{i + 1}", {"tx_mbps": [], "rx_mbps": []})
-            if s["time_s"]:
-                ax.stairs(port["tx_mbps"], s["time_s"], label="TX", color="tab:blue", lw=1.5)
-                ax.stairs(port["rx_mbps"], s["time_s"], label="RX", color="tab:red", lw=1.5)
+            port = run_["phase_ports"].get(f"spine{spine}-leaf{i + 1}")
+            if port:
+                for key, label, color in (("tx_bytes", "TX", "tab:blue"), ("rx_bytes", "RX", "tab:red")):
+                    rates = [port[op][key] * 8 / dt / 1e6 for op, dt in zip(("bcast", "reduce"), span)]
+                    ax.stairs(rates, edges, label=f"{label}, mean per phase", color=color, lw=1.5,
+                              ls="-" if label == "TX" else "--")
             for t in ("t1_s", "t2_s", "t3_s"):
                 ax.axvline(run_[t], color="black", lw=1)
             ax.set_title(f"spine{spine} -> leaf{i + 1}", fontsize=9)
             ax.set_xlabel("time (s)")
+            ax.set_ylim(bottom=0)
             ax.grid(alpha=0.3)
-        axes[0].set_ylabel("throughput (Mbit/s)")
+        axes[0].set_ylabel("throughput (Mbit/s)\nmean over each phase")
         legend_outside(axes[-1], fontsize=8)  # right of the last panel: clear of all four
-        fig.suptitle(f"spine{spine}, {'ECMP' if mode == 'ecmp' else 'UnisonFlow'} (t1, t2, t3 marked)", fontsize=10)
+        fig.suptitle(f"spine{spine}, {'ECMP' if mode == 'ecmp' else 'UnisonFlow'}: bcast t1-t2, reduce t2-t3 "
+                     "(each phase's bytes on the port over its duration)", fontsize=10)
         fig.tight_layout()
         fig.savefig(outdir / fname, dpi=100)
         plt.close(fig)
