@@ -1009,6 +1009,12 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
         before = len(dag)
         if job.program is not None:
             mpi = _mpi_model(job, j, file)
+            if job.seed and not (isinstance(job.placement, str) and job.placement == "random"):
+                # refused it would break sweeps, whose repeat_seeds set every MPI job's seed
+                how = (f"placement {job.placement}" if isinstance(job.placement, str)
+                       else "an explicit placement")
+                notes.append(f"jobs.{j}.seed ({job.seed}) is not used: {how} places the ranks without a draw; "
+                             "seed applies to placement: random")
             stream = _streams(job, why_not)
             if stream and why_not is not None:
                 raise NetsteerError(f"this job cannot run streamed: {why_not}; set stream: false",
