@@ -841,20 +841,66 @@ def _rerouted_note(m: ScenarioModel) -> list[str]:
 
 #: Counter samples ``sample_interval: auto`` aims at over the expected run.
 AUTO_SAMPLES = 200
-#: A streamed run sampling at ``auto`` past this many samples keeps every other one and
-#: doubles the interval (:class:`netsteer.sim.driver.SimDriver`), so it ends with 500 to
-#: 1,000 however long it lasts.
+#: A run sampling at ``auto`` past this many samples keeps every other one and doubles
+#: the interval (:class:`netsteer.sim.driver.SimDriver` for streamed runs, the engine's
+#: sample cap for the others), so it ends with 500 to 1,000 however long it lasts.
 AUTO_SAMPLE_CAP = 1000
 
 
-def _expected_ns(topo: Topology, dag: FlowDag, streamed=(), stops=(), mpi=()) -> float:
+def _critical_path_ns(cols, flows: np.ndarray, host_cap: np.ndarray, path_ns: float) -> float:
+    """The longest chain of ``flows`` (indices of sized flows whose dependencies are
+    among them: a job's explicit flows), each flow alone on the fabric: it ends at
+    the later of its start and its dependencies' ends, plus its ``delay``, plus, when
+    it crosses the network, ``path_ns`` and its bytes at the slower of its two host
+    links (its path's bottleneck is no faster). Longest path in topological order
+    (Kahn's), so ``after`` may name a later flow.
+
+    >>> from types import SimpleNamespace as NS
+    >>> c = NS(src=np.array([0, 1, 2]), dst=np.array([1, 1, 0]), bytes=np.array([1000, 0, 500]),
+    ...        start_ns=np.array([-1, 50, -1]), delay_ns=np.array([0, 10_000, 0]),
+    ...        dep_offsets=np.array([0, 0, 1, 2]), deps=np.array([0, 1]))
+    >>> _critical_path_ns(c, np.arange(3), np.array([1e9, 1e9, 0.5e9]), 100.0)  # 1100, +10000, +100+1000
+    12200.0
+    """
+    n = len(flows)
+    if n == 0:
+        return 0.0
+    src, dst = cols.src[flows], cols.dst[flows]
+    rate = np.minimum(host_cap[src], host_cap[dst]) / 1e9  # bytes per ns
+    own = cols.delay_ns[flows].astype(float) + np.where(src != dst, path_ns + cols.bytes[flows] / rate, 0.0)
+    ready = np.maximum(cols.start_ns[flows], 0).astype(float)
+    pos = {int(f): k for k, f in enumerate(flows)}
+    off, deps = cols.dep_offsets, cols.deps
+    preds = [[pos[int(d)] for d in deps[off[f]:off[f + 1]] if int(d) in pos] for f in flows.tolist()]
+    indeg = [len(p) for p in preds]
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for k, p in enumerate(preds):
+        for d in p:
+            succ[d].append(k)
+    end = np.zeros(n)
+    stack = [k for k in range(n) if indeg[k] == 0]
+    while stack:
+        k = stack.pop()
+        end[k] = ready[k] + own[k]
+        for q in succ[k]:
+            ready[q] = max(ready[q], end[k])
+            indeg[q] -= 1
+            if indeg[q] == 0:
+                stack.append(q)
+    return float(end.max())  # (a cycle is refused before: every flow was reached)
+
+
+def _expected_ns(topo: Topology, dag: FlowDag, streamed=(), stops=(), mpi=(), explicit=()) -> float:
     """A lower bound of the run's length: the busiest host sending at its link's rate
-    after the last start (the run may well last longer under contention); an MPI job
-    (``streamed``, and ``mpi``: those expanded into the DAG) counts as its least time
-    per rank (:func:`netsteer.sim.stream.least_time_ns`): its bytes at the host rate
-    plus its dependent rounds, each at least a path's latency (two host links), so a
-    latency-bound job is not taken for a microsecond one; and bulk flows that run for
-    a duration until they stop (``stops``, in ns)."""
+    after the last start (the run may well last longer under contention); the
+    critical path of the explicit flows (``explicit``: (first, end) flow ranges, a
+    job's flows), their starts, ``delay`` and chains of ``after`` included
+    (:func:`_critical_path_ns`), so a compute phase of a second is not taken for a
+    microsecond; an MPI job (``streamed``, and ``mpi``: those expanded into the DAG)
+    counts as its least time per rank (:func:`netsteer.sim.stream.least_time_ns`):
+    its bytes at the host rate plus its dependent rounds, each at least a path's
+    latency (two host links), so a latency-bound job is not taken for a microsecond
+    one; and bulk flows that run for a duration until they stop (``stops``, in ns)."""
     nic = topo.channel_bandwidth() / 8.0
     cols = dag.columns()
     sent = np.bincount(cols.src, weights=np.minimum(cols.bytes, 1e15), minlength=topo.n_hosts)
@@ -864,24 +910,29 @@ def _expected_ns(topo: Topology, dag: FlowDag, streamed=(), stops=(), mpi=()) ->
     guess_s = float((finite / host_cap[: len(finite)]).max()) if len(finite) else (0.0 if streamed else 1.0)
     starts = cols.start_ns[cols.start_ns >= 0]
     guess = guess_s * 1e9 + (float(starts.max()) if len(starts) else 0.0)
+    # a message crosses at least the sender's and the receiver's host links
+    path_ns = 2.0 * float(topo.channel_latency_ns()[up].min()) if len(up) else 0.0
+    if explicit:
+        flows = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in explicit])
+        flows = flows[cols.bytes[flows] < 1e14]  # bulk flows end with the others, or at their stop
+        guess = max(guess, _critical_path_ns(cols, flows, host_cap, path_ns))
     jobs = [*streamed, *mpi]
     if jobs:
         from .sim.stream import least_time_ns
 
-        # a message crosses at least the sender's and the receiver's host links
-        path_ns = 2.0 * float(topo.channel_latency_ns()[up].min()) if len(up) else 0.0
         guess = max(guess, max(least_time_ns(job, float(host_cap.min()), path_ns) for _, job in jobs))
     return max(1_000.0, guess, *(float(t) for t in stops))
 
 
-def _auto_interval(topo: Topology, dag: FlowDag, streamed=(), stops=(), mpi=()) -> int:
+def _auto_interval(topo: Topology, dag: FlowDag, streamed=(), stops=(), mpi=(), explicit=()) -> int:
     """A sampling interval that gives about 200 samples over the expected run
-    (:func:`_expected_ns`; a streamed run that samples more halves its resolution as it
-    goes, :class:`netsteer.sim.driver.SimDriver`)."""
+    (:func:`_expected_ns`; a run that samples more halves its resolution as it goes,
+    :class:`netsteer.sim.driver.SimDriver` for streamed runs, the engine's sample cap
+    for the others)."""
     from .limits import current
     from .units import MAX_DURATION_NS
 
-    guess_ns = _expected_ns(topo, dag, streamed, stops, mpi)
+    guess_ns = _expected_ns(topo, dag, streamed, stops, mpi, explicit)
     raw = guess_ns / AUTO_SAMPLES
     # keep channels x samples well inside the memory limit, even for a run 8x longer than expected
     raw = max(raw, guess_ns * topo.n_channels / max(current().max_sample_values // 8, 1))
@@ -950,6 +1001,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
     events: list = []
     streamed: list = []
     dag_mpi: list = []  # (job index, MpiJob) of the MPI jobs expanded into the DAG
+    explicit: list = []  # (first, end) of each job's explicit flows in the DAG
     why_not = None
     if any(job.program is not None for job in m.jobs):
         why_not = _why_not_stream(m, topo, routing, given)
@@ -957,6 +1009,12 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
         before = len(dag)
         if job.program is not None:
             mpi = _mpi_model(job, j, file)
+            if job.seed and not (isinstance(job.placement, str) and job.placement == "random"):
+                # refused it would break sweeps, whose repeat_seeds set every MPI job's seed
+                how = (f"placement {job.placement}" if isinstance(job.placement, str)
+                       else "an explicit placement")
+                notes.append(f"jobs.{j}.seed ({job.seed}) is not used: {how} places the ranks without a draw; "
+                             "seed applies to placement: random")
             stream = _streams(job, why_not)
             if stream and why_not is not None:
                 raise NetsteerError(f"this job cannot run streamed: {why_not}; set stream: false",
@@ -972,11 +1030,13 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
                 if _falls_back(job, why_not):
                     notes.append(f"jobs.{j} ({job.name!r}, {job.ranks:,} ranks) runs as a flow DAG, not streamed "
                                  f"as a job of {STREAM_MIN_RANKS} ranks or more is by default: {why_not}")
+        first_flow = len(dag)
         try:
             bg, timed = _job_flows(topo, job, j, dag, file)
         except LimitError as exc:
             raise exc.located(file, f"jobs.{j}") from None
         background += bg
+        explicit.append((first_flow, first_flow + len(job.flows)))
         events += [StopFlows(at, (idx,)) for idx, at in timed]
         job_of_flow += [j] * (len(dag) - before)
     # re-routing is the default controller's policy (netsteer.sim.run), not the events'
@@ -1031,11 +1091,11 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
     stops = [ev.at_ns for ev in events if isinstance(ev, StopFlows)]  # timed bulk flows run until then
     if m.sample_interval != "auto":
         interval = m.sample_interval
-        values = _expected_ns(topo, dag, streamed, stops, dag_mpi) / interval * topo.n_channels
+        values = _expected_ns(topo, dag, streamed, stops, dag_mpi, explicit) / interval * topo.n_channels
         check(used + len(dag) * FLOW_BYTES + values * SAMPLE_VALUE_BYTES, "the port counters",
               detail=f"at least {values:.3g} samples x channels at this interval", file=file, field="sample_interval")
     else:
-        interval = _auto_interval(topo, dag, streamed, stops, dag_mpi)
+        interval = _auto_interval(topo, dag, streamed, stops, dag_mpi, explicit)
     built = BuiltScenario(
         scenario=sc,
         topology=topo,

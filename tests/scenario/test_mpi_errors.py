@@ -105,7 +105,7 @@ def test_placement_hosts_are_strict_integers_on_both_paths(stream):
         ("{op: compute, duration: 1ms}", "{op: send, src: 0, dst: 1, bytes: 1KiB, root: 0}", "jobs.0.program.1",
          "unknown key 'root' for op send; send takes src, dst, bytes"),
         ("{op: compute, duration: 1ms}", "{op: barrier, bytes: 1KiB}", "jobs.0.program.1",
-         "unknown key 'bytes' for op barrier; barrier takes algorithm, elem_bytes"),
+         "unknown key 'bytes' for op barrier; barrier takes algorithm"),
         ("{op: compute, duration: 1ms}", "{op: compute, duration: 1ms, bytes: 1KiB}", "jobs.0.program.1",
          "unknown key 'bytes' for op compute; compute takes duration"),
         # a misspelt required key (it said "jobs.0.program.0.bytes: Field required")

@@ -48,12 +48,15 @@ def test_auto_counts_the_rounds_of_each_collective(op):
     assert 50 <= len(r.raw.sample_times_ns) <= 1000
 
 
-def test_a_streamed_run_longer_than_guessed_halves_its_resolution(monkeypatch):
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_run_longer_than_guessed_halves_its_resolution(monkeypatch, stream):
+    """Streamed (the driver thins) and DAG (the engine's sample cap; a DAG run used to
+    sample on at the short interval until the memory limit stopped it)."""
     import netsteer.scenario as scenario
 
     monkeypatch.setattr(scenario, "_expected_ns", lambda *a, **k: 1000.0)  # a guess far too short
     monkeypatch.setattr(scenario, "AUTO_SAMPLE_CAP", 40)
-    r = ns.simulate(small_topo(), "dmodk", [latency_bound(True)])
+    r = ns.simulate(small_topo(), "dmodk", [latency_bound(stream)])
     assert r.status == "done"
     t = r.raw.sample_times_ns
     assert 20 <= len(t) <= 40
@@ -64,7 +67,7 @@ def test_a_streamed_run_longer_than_guessed_halves_its_resolution(monkeypatch):
     assert (gaps == every).all(), (gaps, every)
     assert t[-1] == r.raw.end_ns and np.array_equal(r.raw.channel_bytes[-1], r.raw.final_channel_bytes)
     # the whole run's bytes: the same as sampling it finely
-    fine = ns.simulate(small_topo(), "dmodk", [latency_bound(True)], sample_interval="1us")
+    fine = ns.simulate(small_topo(), "dmodk", [latency_bound(stream)], sample_interval="1us")
     assert np.array_equal(fine.raw.final_channel_bytes, r.raw.final_channel_bytes)
     assert r.to_dict()["sample_interval_s"] == pytest.approx(every * 1e-9)
 
@@ -79,14 +82,11 @@ def test_sampling_past_the_memory_limit_is_a_limit_error_not_a_memory_error(stre
     with pytest.raises(ns.LimitError, match=r"the port counters reached the limit of [\d,]+ values") as e:
         ns.simulate(small_topo(), "dmodk", [latency_bound(stream, repeat=repeat)], sample_interval="1ns")
     assert e.value.field == "sample_interval"
-    if stream:
-        # auto: the streamed run halves its resolution instead
-        monkeypatch.setattr(scenario, "AUTO_SAMPLE_CAP", 10**9)
-        r = ns.simulate(small_topo(), "dmodk", [latency_bound(stream, repeat=repeat)])
-        assert r.status == "done" and len(r.raw.sample_times_ns) * small_topo().n_channels <= limits.current().max_sample_values
-    else:
-        with pytest.raises(ns.LimitError, match="sample_interval"):
-            ns.simulate(small_topo(), "dmodk", [latency_bound(stream, repeat=repeat)])
+    # auto: the run halves its resolution instead, streamed (the driver) or a DAG (the
+    # engine's sample cap; a DAG run on auto used to stop with the LimitError above)
+    monkeypatch.setattr(scenario, "AUTO_SAMPLE_CAP", 10**9)
+    r = ns.simulate(small_topo(), "dmodk", [latency_bound(stream, repeat=repeat)])
+    assert r.status == "done" and len(r.raw.sample_times_ns) * small_topo().n_channels <= limits.current().max_sample_values
 
 
 def test_the_cli_names_the_file_and_field(tmp_path, monkeypatch, capsys, limit):  # limit: reset after
@@ -99,3 +99,82 @@ def test_the_cli_names_the_file_and_field(tmp_path, monkeypatch, capsys, limit):
     assert run_cli(["--max-memory", "64MiB", "run", str(f), "--out", str(tmp_path / "o"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert f"{f}: sample_interval: the port counters reached the limit" in err, err
+
+
+def _flows_scenario(tmp_path, flows, name="s"):
+    f = tmp_path / f"{name}.yaml"
+    rows = "\n".join(f"      - {{{r}}}" for r in flows)
+    f.write_text("name: s\ntopology: {kind: pgft, levels: 2, down: [4, 4], up: [1, 2], parallel: [1, 1], "
+                 "link_bandwidth: 10Gbps, link_latency: 1us}\nrouting: {engine: dmodk}\n"
+                 f"jobs:\n  - name: app\n    flows:\n{rows}\n")
+    return f
+
+
+def _run(path):
+    from netsteer.scenario import build_scenario, load_scenario
+    from netsteer.sim import run_scenario
+
+    b = build_scenario(load_scenario(path))
+    return b, run_scenario(b)
+
+
+@pytest.mark.parametrize("delay_ms", [10, 50])
+def test_auto_counts_the_delay_of_explicit_flows(tmp_path, delay_ms):
+    """The flow-dag pattern (gather, compute, bcast) with a compute ``delay``: the guess
+    took the busiest host's bytes (8 KiB: 6.6 us) and sampled a 10 ms run every 50 ns
+    (200,000 samples); at 50 ms ``--out`` ran out of sample memory (exit 2)."""
+    f = _flows_scenario(tmp_path, [
+        "id: g1, src: 4, dst: 0, bytes: 4KiB", "id: g2, src: 8, dst: 0, bytes: 4KiB",
+        f"id: compute, src: 0, dst: 0, bytes: 0, delay: {delay_ms}ms, after: [g1, g2]",
+        "id: b1, src: 0, dst: 4, bytes: 4KiB, after: [compute]",
+        "id: b2, src: 0, dst: 8, bytes: 4KiB, after: [compute]"])
+    b, r = _run(f)
+    assert r.status == "done"
+    # the critical path: 4 KiB in (2 us of host links + 3.3 us), the delay, 4 KiB out
+    path_ns = 2 * (2_000 + 4096 / 1.25)
+    assert r.makespan_ns >= delay_ms * 1e6 + path_ns
+    n = len(r.sample_times_ns)
+    assert 100 <= n <= 1000, n  # ~200, as docs/scenarios.md says (was 200,000 at 10 ms)
+    assert b.sample_interval_ns >= (delay_ms * 1e6 + path_ns) / 1000
+
+
+def test_auto_counts_chains_of_after(tmp_path):
+    """60 flows, each after the last, each from another host: no host is busy (4 KiB,
+    3.3 us), but the chain takes 60 x (2 us + 3.3 us) = 317 us."""
+    hosts = 16
+    chain = [f"id: f{i}, src: {i % hosts}, dst: {(i + 1) % hosts}, bytes: 4KiB"
+             + (f", after: [f{i - 1}]" if i else "") for i in range(60)]
+    b, r = _run(_flows_scenario(tmp_path, chain))
+    assert r.makespan_ns >= 60 * (2_000 + 4096 / 1.25)
+    assert 100 <= len(r.sample_times_ns) <= 1000, len(r.sample_times_ns)
+
+
+def test_auto_follows_after_to_a_later_flow(tmp_path):
+    """``after`` may name a flow listed later: the longest path goes in dependency
+    order, not file order."""
+    f = _flows_scenario(tmp_path, ["id: b, src: 1, dst: 2, bytes: 1KiB, after: [a]",
+                                   "id: a, src: 3, dst: 1, bytes: 1KiB, delay: 20ms"])
+    b, r = _run(f)
+    assert r.makespan_ns >= 20e6
+    assert 100 <= len(r.sample_times_ns) <= 1000
+
+
+def test_a_long_delay_is_sampled_at_its_length(tmp_path):
+    """A 100 s delay reported sample_interval_s 5e-09 (a run never sampled to its end
+    at 1 ns steps); it is now about 100 s / 200."""
+    b, r = _run(_flows_scenario(tmp_path, ["id: f1, src: 0, dst: 5, bytes: 100, delay: 100s"]))
+    assert r.makespan_ns >= 100e9
+    assert 100e9 / 1000 <= r.sample_interval_ns <= 100e9 / 50
+
+
+def test_the_advice_names_auto_only_when_it_is_not_in_use():
+    from netsteer.routing import build_routing
+    from netsteer.sim.driver import SimDriver
+    from netsteer.traffic.dag import FlowDag
+
+    t = small_topo()
+    dag = FlowDag()
+    dag.add(0, 5, 1000)
+    given = SimDriver(t, build_routing(t, "dmodk"), dag, sample_interval_ns=10)
+    auto = SimDriver(t, build_routing(t, "dmodk"), dag, sample_interval_ns=10, sample_cap=1000)
+    assert given._or_auto() == " (or auto)" and auto._or_auto() == ""

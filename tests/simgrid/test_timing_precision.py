@@ -79,15 +79,23 @@ def test_the_streamed_engine_merges_as_the_dag_does():
 def test_where_the_merge_is_chaotic_simgrid_at_fine_precision_gives_the_exact_answer():
     """500 ranks (the 64-rank case's tree and size): so contended that SimGrid's own
     1 ns precision moves it by percents, and its two updates (Lazy, Full) disagree.
-    Told a 0.01 ns precision, SMPI lands on netsteer's exact answer: the merge is an
-    artifact of a solver's precision, not part of the CM02 model, and no one setting
-    of it can reproduce such a run (docs/simgrid-validation.md)."""
+    Told a finer precision (0.01 and 0.001 ns), SMPI lands near netsteer's exact
+    answer: the merge is an artifact of a solver's precision, not part of the CM02
+    model, and no one setting of it can reproduce such a run
+    (docs/simgrid-validation.md). The run is chaotic at any precision (SMPI's answers
+    at 0.01 and 0.001 ns differ by 1.3%, netsteer's exact one moves by 2% from 0.1 to
+    0.01 ns ticks), so the exact answer is held to the span of SMPI's fine-precision
+    answers, not to one of them: it used to match the 0.01 ns one to 1e-3 by chance,
+    and moved off it when whole-tick finishes stopped gaining a tick."""
     down, up, p, n = [16, 32], [1, 4], 500, 100003
     hosts = place(p, "random", down[0] * down[1], seed=1)
-    fine = run_smpi("bcast", n, p, levels=2, down=down, up=up, bandwidth_bps=10e9, latency_ns=1000,
-                    algorithm="scatter_allgather", root=0, hosts=hosts, extra_cfg={"surf/precision": "1e-11"})
+    fine = [run_smpi("bcast", n, p, levels=2, down=down, up=up, bandwidth_bps=10e9, latency_ns=1000,
+                     algorithm="scatter_allgather", root=0, hosts=hosts, extra_cfg={"surf/precision": prec})
+            for prec in ("1e-11", "1e-12")]
     smpi = _smpi_s(down, up, p, n, hosts)
     exact = _netsteer_s(down, up, n, hosts, 0)
-    print(f"SMPI at 1 ns {smpi * 1e3:.4f} ms, at 0.01 ns {fine * 1e3:.4f} ms, netsteer exact {exact * 1e3:.4f} ms")
-    assert abs(smpi / fine - 1) > 0.03  # SimGrid's own precision moves this run by percents
-    assert exact == pytest.approx(fine, rel=1e-3)
+    print(f"SMPI at 1 ns {smpi * 1e3:.4f} ms, at 0.01 / 0.001 ns {fine[0] * 1e3:.4f} / {fine[1] * 1e3:.4f} ms, "
+          f"netsteer exact {exact * 1e3:.4f} ms")
+    for f in fine:
+        assert abs(smpi / f - 1) > 0.03  # SimGrid's own precision moves this run by percents
+    assert min(fine) * (1 - 1e-3) <= exact <= max(fine) * (1 + 1e-3)

@@ -221,6 +221,9 @@ pub struct Engine {
     sample_interval: Ns,
     // most sample values (samples x channels) held; past it sampling stops
     sample_limit: usize,
+    // most samples held before every other one is dropped and the interval doubles
+    // (`sample_interval: auto`); usize::MAX: none, the limit stops sampling instead
+    sample_cap: usize,
     sample_overflow: bool,
     sample_scheduled: bool,
     sample_times: Vec<Ns>,
@@ -272,6 +275,7 @@ impl Engine {
             foreground_left: 0,
             sample_interval: 0,
             sample_limit: usize::MAX,
+            sample_cap: usize::MAX,
             sample_overflow: false,
             sample_scheduled: false,
             sample_times: vec![],
@@ -347,6 +351,40 @@ impl Engine {
     /// engine never aborts on a sample buffer it cannot allocate.
     pub fn set_sample_limit(&mut self, values: usize) {
         self.sample_limit = values;
+    }
+
+    /// Hold at most `samples` samples (and values within [`Engine::set_sample_limit`]'s
+    /// limit) by thinning: past either, every other sample is dropped (the first, the
+    /// counters' start, is kept) and the interval doubles, as often as needed, so a
+    /// run longer than its interval was chosen for ends with `samples / 2` to
+    /// `samples` evenly spaced ones. `usize::MAX` (the default): no cap, the limit
+    /// stops sampling. Thinning needs at least 3 samples held; below, the limit stops.
+    pub fn set_sample_cap(&mut self, samples: usize) {
+        self.sample_cap = samples;
+    }
+
+    /// The counter interval in force (ticks; a cap may have doubled it).
+    pub fn sample_interval(&self) -> Ns {
+        self.sample_interval
+    }
+
+    /// Keep every other sample, the first and (to come) the one due now: the samples
+    /// kept were every interval apart, so they are every two now (the first gap may
+    /// be one). As `netsteer.sim.driver.SimDriver` thins a streamed run's samples.
+    fn thin_samples(&mut self) {
+        let k = self.sample_times.len();
+        let n = self.capacity.len();
+        let keep: Vec<usize> = std::iter::once(0).chain((if k % 2 == 1 { 1 } else { 2 }..k).step_by(2)).collect();
+        for (i, &j) in keep.iter().enumerate() {
+            self.sample_times[i] = self.sample_times[j];
+            if n > 0 {
+                self.samples.copy_within(j * n..(j + 1) * n, i * n);
+            }
+        }
+        self.sample_times.truncate(keep.len());
+        self.samples.truncate(keep.len() * n);
+        self.phys.thin_samples(&keep);
+        self.sample_interval = self.sample_interval.saturating_mul(2);
     }
 
     /// True when sampling stopped at the limit (or on an allocation that failed).
@@ -766,6 +804,13 @@ impl Engine {
                     return;
                 }
                 let n = self.capacity.len();
+                let k = self.sample_times.len();
+                if self.sample_cap != usize::MAX
+                    && k >= 3
+                    && (k + 1 > self.sample_cap || self.samples.len().saturating_add(n) > self.sample_limit)
+                {
+                    self.thin_samples();
+                }
                 if self.samples.len().saturating_add(n) > self.sample_limit
                     || self.samples.try_reserve(n).is_err()
                     || self.sample_times.try_reserve(1).is_err()

@@ -371,7 +371,11 @@ impl Fluid {
         if !(r > 0.0) {
             return None;
         }
-        let ns = (self.st[f].remaining / r * 1e9).ceil();
+        // a whole ns up to floating-point rounding is that ns (crate::ceil_time); the
+        // remaining bytes are what is left of the flow's, so their rounding is relative
+        // to its whole time at this rate
+        let s = &self.st[f];
+        let ns = crate::ceil_time(s.remaining / r * 1e9, s.bytes / r * 1e9);
         // past this the clock would overflow; no real run gets near 146 years
         let horizon = (Ns::MAX / 2 - now.max(0)) as f64;
         if ns.is_finite() && ns < horizon {

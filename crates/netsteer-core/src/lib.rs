@@ -32,6 +32,28 @@ pub mod solver;
 /// Simulated time, in integer nanoseconds.
 pub type Ns = i64;
 
+/// How far above a whole tick a floating-point time may come out and still count as
+/// that tick: this many units of the last place (`f64::EPSILON`, relative) of the
+/// time's scale. Times computed as `bytes / rate` carry a few ulps of rounding
+/// (`1016 / 1e9 * 1e9` is `1016.0000000000001`), which a bare ceil turned into one
+/// more tick per message; anything further above a whole tick is real and rounds up.
+pub const TIME_ULPS: f64 = 16.0;
+
+/// The ceil of a time `x` (in ticks, `x >= 0`) to a whole tick, a time within
+/// [`TIME_ULPS`] ulps of `scale` (at least `x`) above a whole tick counting as that tick.
+///
+/// `scale` is the magnitude the time's rounding is relative to: `x` itself for a
+/// time computed in one go, a flow's whole time at its rate when its remaining bytes
+/// are what is left of a larger sum.
+pub fn ceil_time(x: f64, scale: f64) -> f64 {
+    let below = x.floor();
+    if x - below <= TIME_ULPS * f64::EPSILON * scale.max(x) {
+        below
+    } else {
+        x.ceil()
+    }
+}
+
 pub use engine::{Engine, EngineError, FlowBatch, FlowSpec, FlowState};
 pub use physics::{Net, Physics};
 pub use sharing::{Cm02, MaxMin, SharingModel};

@@ -134,6 +134,9 @@ pub trait Physics: Send + Sync {
     fn sample(&mut self, _now: Ns, _limit: usize) -> bool {
         true
     }
+    /// The engine thinned its counter samples to those at `keep` (ascending indices
+    /// of the samples taken so far): keep the same rows of the physics' own.
+    fn thin_samples(&mut self, _keep: &[usize]) {}
     /// Finished flow `f`'s first packet time and its time alone on an idle fabric,
     /// ps (-1 where there is none), for per-message figures of flows whose slot is
     /// reused (streamed MPI). Physics without packets have neither: None.

@@ -102,3 +102,37 @@ fn a_work_flow_still_moving_beside_background_traffic_is_not_a_stall() {
     assert_eq!(e.run_to_end(), RunStatus::Done);
     assert_eq!(e.completion(0), 2_000_000);
 }
+
+#[test]
+fn a_sample_cap_thins_the_samples_and_doubles_the_interval() {
+    // 1 GB at 1 GB/s: 1 s. At a 1 ms interval that is 1001 samples; capped at 100,
+    // every other one goes and the interval doubles each time the cap is reached:
+    // 1 -> 2 -> 4 -> 8 -> 16 ms (1 s / 8 ms = 125 > 100, 1 s / 16 ms = 62.5).
+    let mut e = one_long_flow(1_000_000, usize::MAX);
+    e.set_sample_cap(100);
+    assert_eq!(e.run_to_end(), RunStatus::Done);
+    assert!(!e.sample_overflow());
+    assert_eq!(e.sample_interval(), 16_000_000);
+    let (times, values) = e.samples();
+    assert!((50..=100).contains(&times.len()), "{}", times.len());
+    assert_eq!(times[0], 0);
+    assert_eq!(*times.last().unwrap(), 1_000_000_000, "the last sample holds every byte");
+    let gaps: Vec<i64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    // the first gap may be shorter, the last ends with the run; the rest are the interval
+    assert!(gaps[1..gaps.len() - 1].iter().all(|&g| g == 16_000_000), "{gaps:?}");
+    // each row is the cumulative bytes of channel 0 at its time: 1 byte per ns
+    for (i, &t) in times.iter().enumerate() {
+        assert!((values[i * 4] - t as f64).abs() < 1.0, "{t}: {}", values[i * 4]);
+    }
+}
+
+#[test]
+fn a_sample_cap_also_thins_at_the_value_limit() {
+    // the value limit (100 samples of 4 channels) reached before the cap: thinned too
+    let mut e = one_long_flow(1_000_000, 4 * 100);
+    e.set_sample_cap(1000);
+    assert_eq!(e.run_to_end(), RunStatus::Done);
+    assert!(!e.sample_overflow());
+    assert!(e.samples().0.len() <= 100);
+    assert_eq!(*e.samples().0.last().unwrap(), 1_000_000_000);
+}

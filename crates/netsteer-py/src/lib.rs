@@ -426,6 +426,19 @@ impl Engine {
         self.inner.set_sample_interval(t);
     }
 
+    /// Hold at most ``samples`` counter samples: past them every other one is dropped
+    /// and the interval doubles (``sample_interval: auto``), rather than stop at the
+    /// memory limit.
+    fn set_sample_cap(&mut self, samples: usize) {
+        self.inner.set_sample_cap(samples);
+    }
+
+    /// The counter interval in force, ns (a sample cap may have doubled it).
+    #[getter]
+    fn sample_interval_ns(&self) -> i64 {
+        self.to_ns(self.inner.sample_interval())
+    }
+
     /// Events that fall due less than ``window_ns`` after an event happen with it
     /// (SimGrid's timing precision; 0 is exact).
     fn set_merge_window(&mut self, window_ns: i64) -> PyResult<()> {

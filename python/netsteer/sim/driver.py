@@ -154,12 +154,15 @@ class SimDriver:
         # sample_cap (sample_interval: auto): past it, every other sample is dropped and
         # the interval doubles, rather than filling the memory; None: the interval is kept
         self._sample_cap = sample_cap
-        self.sample_interval_ns = int(sample_interval_ns)
+        self._interval_ns = int(sample_interval_ns)
         self._sample_times: list[int] = []
         self._sample_rows: list[np.ndarray] = []
         self._next_sample = 0
         if sample_interval_ns > 0 and not mpi_jobs:
             self.engine.set_sample_interval(int(sample_interval_ns))
+            if sample_cap is not None:
+                # the engine thins its own samples as _halve_resolution does these
+                self.engine.set_sample_cap(int(sample_cap))
         self.down: set[int] = set()
         self.applied: list[Applied] = []
         self._reports: list[NetworkChanged] = []
@@ -465,6 +468,14 @@ class SimDriver:
         except ValueError as exc:
             raise NetsteerError(str(exc), field="flows") from None
 
+    @property
+    def sample_interval_ns(self) -> int:
+        """The counter interval the samples are at (``sample_interval: auto`` may have
+        doubled it, here for a streamed run, in the engine for the others)."""
+        if self._sample_every or not self._interval_ns:
+            return self._interval_ns
+        return int(self.engine.sample_interval_ns) or self._interval_ns
+
     def samples(self) -> tuple[np.ndarray, np.ndarray]:
         """Counter sample times and rows [samples, channels] (the engine's, or taken here)."""
         if not self._sample_every:
@@ -488,12 +499,17 @@ class SimDriver:
                 raise LimitError(
                     f"the port counters reached the limit of {limit:,} values ({len(self._sample_rows):,} samples "
                     f"of {len(row):,} channels, every {self._sample_every:,} ns) before the run ended; use a "
-                    "longer sample_interval (or auto), or raise --max-memory or NETSTEER_MAX_MEMORY",
+                    f"longer sample_interval{self._or_auto()}, or raise --max-memory or NETSTEER_MAX_MEMORY",
                     field="sample_interval")
             self._halve_resolution(row)
             return
         self._sample_times.append(self.now)
         self._sample_rows.append(row)
+
+    def _or_auto(self) -> str:
+        """Advice for an interval too short: ``auto`` only where it is not in use
+        (under ``auto`` the memory limit is too small for even 3 samples)."""
+        return " (or auto)" if self._sample_cap is None else ""
 
     def _halve_resolution(self, row: np.ndarray) -> None:
         """``sample_interval: auto`` sampled more than it aims at (a run longer than
@@ -506,7 +522,7 @@ class SimDriver:
         self._sample_times = [self._sample_times[i] for i in keep] + [self.now]
         self._sample_rows = [self._sample_rows[i] for i in keep] + [row]
         self._sample_every *= 2
-        self.sample_interval_ns = self._sample_every
+        self._interval_ns = self._sample_every
 
     def _run_sampled(self, until: int | None) -> str:
         """:meth:`_run` stopping at every sample time; a stall ends the sampling (nothing
@@ -543,8 +559,8 @@ class SimDriver:
                 # the engine's own sampling (no streamed job) reached the limit
                 from ..errors import LimitError
 
-                raise LimitError(f"{exc}".replace("use a longer sample_interval", "use a longer sample_interval "
-                                 "(or auto)"), field="sample_interval") from None
+                raise LimitError(f"{exc}".replace("use a longer sample_interval", "use a longer sample_interval"
+                                 + self._or_auto()), field="sample_interval") from None
             if self.progress is not None:
                 if self.streamed:
                     # unfinished counts the streamed slots in flight too; totals are unknown

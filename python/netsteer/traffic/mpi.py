@@ -89,6 +89,12 @@ class UnrootedStep(_Collective):
 class BarrierStep(_Collective):
     op: Literal["barrier"]
 
+    @field_validator("elem_bytes")
+    @classmethod
+    def _no_elements(cls, v):
+        # only when given (a default is not validated): it used to be taken and unused
+        raise ValueError("a barrier moves no data, so it has no elements; barrier takes algorithm")
+
 
 class ComputeStep(_Step):
     """Every rank computes for ``duration``."""

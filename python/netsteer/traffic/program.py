@@ -63,7 +63,8 @@ UNROOTED = ("allreduce", "alltoall", "allgather")
 STEP_FIELDS: dict[str, tuple[str, ...]] = {
     **{op: ("bytes", "root", "algorithm", "elem_bytes") for op in ROOTED},
     **{op: ("bytes", "algorithm", "elem_bytes") for op in UNROOTED},
-    "barrier": ("algorithm", "elem_bytes"),
+    # a barrier moves no data: it has no elements (elem_bytes used to be taken, unused)
+    "barrier": ("algorithm",),
     "compute": ("duration",),
     "send": ("src", "dst", "bytes"),
 }

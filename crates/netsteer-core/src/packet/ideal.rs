@@ -72,9 +72,11 @@ pub struct Hop {
 }
 
 /// Serialisation of `wire` bytes on a channel of `cap` bytes/s, ps, rounded up as
-/// the fabric rounds it.
+/// the fabric rounds it (a whole ps up to floating-point rounding stays that ps,
+/// [`crate::ceil_time`]).
 pub fn ser_ps(cap: f64, wire: u32) -> i64 {
-    (wire as f64 * 1e12 / cap).ceil() as i64
+    let x = wire as f64 * 1e12 / cap;
+    crate::ceil_time(x, x) as i64
 }
 
 /// Packet-hops [`lone_message`] simulates at most (a few ms) before it

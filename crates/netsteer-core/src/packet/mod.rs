@@ -1299,6 +1299,15 @@ impl Physics for Packets {
         self.occ_samples.extend_from_slice(&self.occ);
         true
     }
+    fn thin_samples(&mut self, keep: &[usize]) {
+        let n = self.occ.len();
+        for (i, &j) in keep.iter().enumerate() {
+            if n > 0 {
+                self.occ_samples.copy_within(j * n..(j + 1) * n, i * n);
+            }
+        }
+        self.occ_samples.truncate(keep.len() * n);
+    }
     fn message_times(&self, f: usize) -> Option<(i64, i64)> {
         Some(self.flows.get(f).map_or((-1, -1), |p| (p.start_ps, p.ideal_ps)))
     }

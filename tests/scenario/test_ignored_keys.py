@@ -1,0 +1,87 @@
+"""Keys that were taken and silently ignored (explore-mpi): ``seed`` beside a placement
+that draws nothing, ``elem_bytes`` on a barrier, and an explicit flow with
+``src == dst`` and data (documented: it moves nothing)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from netsteer.errors import NetsteerError
+from netsteer.scenario import build_scenario, parse_scenario
+
+TOPO = """\
+name: s
+topology: {kind: pgft, levels: 2, down: [4, 4], up: [1, 2], parallel: [1, 1],
+           link_bandwidth: 10Gbps, link_latency: 1us}
+routing: {engine: dmodk}
+"""
+
+
+def mpi(placement: str, extra: str = "", step: str = "{op: allreduce, bytes: 1KiB}", stream: bool = False) -> str:
+    return TOPO + textwrap.dedent(f"""\
+        jobs:
+          - name: app
+            ranks: 4
+            placement: {placement}
+            stream: {str(stream).lower()}
+            program: [{step}]
+        """) + extra
+
+
+def notes(text: str) -> list[str]:
+    return build_scenario(parse_scenario(text, file="s.yaml")).notes
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("placement,what", [("linear", "placement linear"),
+                                            ("[3, 1, 0, 2]", "an explicit placement")])
+def test_a_seed_that_draws_nothing_is_noted(placement, what, stream):
+    got = notes(mpi(placement, "    seed: 3\n", stream=stream))
+    assert [n for n in got if "seed" in n] == [
+        f"jobs.0.seed (3) is not used: {what} places the ranks without a draw; seed applies to placement: random"]
+
+
+def test_a_seed_that_draws_is_not_noted():
+    assert not [n for n in notes(mpi("random", "    seed: 3\n")) if "seed" in n]
+    assert not [n for n in notes(mpi("linear")) if "seed" in n]  # none given
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_barrier_with_elem_bytes_is_refused_naming_the_field(tmp_path, stream):
+    text = mpi("linear", step="{op: barrier, elem_bytes: 4}", stream=stream)
+    with pytest.raises(NetsteerError) as e:
+        build_scenario(parse_scenario(text, file="s.yaml"))
+    assert e.value.field == "jobs.0.program.0.elem_bytes"
+    assert "a barrier moves no data" in e.value.reason
+    f = tmp_path / "s.yaml"
+    f.write_text(text)
+    r = subprocess.run([sys.executable, "-m", "netsteer", "run", str(f)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert f"{f}: jobs.0.program.0.elem_bytes: a barrier moves no data" in r.stderr
+
+
+def test_a_barrier_step_of_the_api_refuses_elem_bytes_too():
+    from netsteer.traffic.program import parse_steps
+
+    with pytest.raises(NetsteerError, match="unknown key 'elem_bytes' for op barrier; barrier takes algorithm"):
+        parse_steps([{"op": "barrier", "elem_bytes": 4}])
+
+
+def test_a_flow_from_a_host_to_itself_moves_nothing_whatever_its_bytes():
+    """docs/scenarios.md: a flow with src == dst ends after its delay, bytes or not
+    (no host-local copy is modelled)."""
+    from netsteer.sim import run_scenario
+
+    text = TOPO + textwrap.dedent("""\
+        jobs:
+          - name: a
+            flows:
+              - {id: local, src: 3, dst: 3, bytes: 1MB, delay: 5us}
+              - {id: next, src: 3, dst: 4, bytes: 0, after: [local]}
+        """)
+    r = run_scenario(build_scenario(parse_scenario(text, file="s.yaml")))
+    assert r.completion_ns.tolist()[0] == 5_000  # the delay alone; 1 MB at 10 Gbit/s would be 800 us
