@@ -576,18 +576,7 @@ impl Fluid {
             // one flow (most solves of a run with little contention): solved in
             // place on its own path, as `solve_subset` would solve the copy
             let f = f as usize;
-            let fl = &net.flows[f];
-            let path = &net.paths[fl.path_start..fl.path_start + fl.path_len];
-            let problem = Problem {
-                capacity,
-                offsets: &[0, path.len()],
-                channels: path,
-                weight: &[self.st[f].eff_weight],
-                bound: &[self.st[f].bound],
-                priority: &[fl.priority],
-            };
-            let mut rate = [0.0];
-            if let Some(b) = crate::solver::alone_at(&problem, 0, &mut rate) {
+            if let Some((rate, b)) = self.alone(net, f, capacity) {
                 sc.bneck.clear();
                 sc.bneck.push(b);
                 sc.weight.clear();
@@ -595,10 +584,10 @@ impl Fluid {
                 sc.bound.clear();
                 sc.bound.push(self.st[f].bound);
                 sc.rates.clear();
-                sc.rates.push(rate[0]);
+                sc.rates.push(rate);
                 self.solves += 1;
                 self.solved_flows += 1;
-                self.solved_flow_hops += path.len() as u64;
+                self.solved_flow_hops += net.path(f).len() as u64;
                 return;
             }
         }
@@ -1079,6 +1068,23 @@ impl Fluid {
         self.scratch = Some(sc);
     }
 
+    /// Flow `f` solved alone on its path over `capacity`: its rate and bottleneck
+    /// ([`crate::solver::alone_at`]), or `None` where that shortcut does not apply.
+    fn alone(&self, net: &Net, f: usize, capacity: &[f64]) -> Option<(f64, u32)> {
+        let fl = &net.flows[f];
+        let path = net.path(f);
+        let problem = Problem {
+            capacity,
+            offsets: &[0, path.len()],
+            channels: path,
+            weight: &[self.st[f].eff_weight],
+            bound: &[self.st[f].bound],
+            priority: &[fl.priority],
+        };
+        let mut rate = [0.0];
+        crate::solver::alone_at(&problem, 0, &mut rate).map(|b| (rate[0], b))
+    }
+
     /// When every flow on a changed channel crosses only channels it has to itself
     /// (most changes of a run with little contention), solve each alone into
     /// `sc.comp_flows`, `sc.rates` and `sc.bneck`, and return true: no other flow
@@ -1108,19 +1114,8 @@ impl Fluid {
         sc.rates.clear();
         sc.bneck.clear();
         for i in 0..sc.comp_flows.len() {
-            let f = sc.comp_flows[i] as usize;
-            let fl = &net.flows[f];
-            let problem = Problem {
-                capacity: net.capacity,
-                offsets: &[0, fl.path_len],
-                channels: net.path(f),
-                weight: &[self.st[f].eff_weight],
-                bound: &[self.st[f].bound],
-                priority: &[fl.priority],
-            };
-            let mut rate = [0.0];
-            let Some(b) = crate::solver::alone_at(&problem, 0, &mut rate) else { return false };
-            sc.rates.push(rate[0]);
+            let Some((rate, b)) = self.alone(net, sc.comp_flows[i] as usize, net.capacity) else { return false };
+            sc.rates.push(rate);
             sc.bneck.push(b);
         }
         // one solve, as the walk of the changed channels would have made
