@@ -89,35 +89,9 @@ def _spine_nodes(topo, p):
     return [topo.node(f"s2_{j}") for j in range(p["spines"])]
 
 
-def phase_bytes(out: Outcome, w: TaggedWorkload, topo, p) -> dict[str, dict[str, int]]:
-    """Bytes entering each spine per phase, from every flow's path (exact)."""
-    c = w.dag.columns()
-    tags = w.tags
-    spines = _spine_nodes(topo, p)
-    cdst = topo.channel_dst()
-    res = {}
-    for ph in w.phases:
-        lo, hi = ph.flows
-        keys = np.stack([c.src[lo:hi], c.dst[lo:hi], tags[lo:hi]], axis=1)
-        uniq, first, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-        per_key = np.bincount(inv.reshape(-1), weights=c.bytes[lo:hi].astype(float), minlength=len(uniq))
-        through = {f"spine{j + 1}_bytes": 0 for j in range(len(spines))}
-        for k, f in enumerate(first.tolist()):
-            path = np.asarray(out.engine.flow_path(lo + f), dtype=np.int64)
-            nodes = set(cdst[path[path < topo.n_channels]].tolist())
-            for j, s in enumerate(spines):
-                if s in nodes:
-                    through[f"spine{j + 1}_bytes"] += int(per_key[k])
-        res[ph.op] = through
-    return res
-
-
-def phase_port_bytes(out: Outcome, w: TaggedWorkload, topo, p) -> dict[str, dict[str, dict[str, int]]]:
-    """Per spine port and phase, the bytes its flows' paths put on it (exact, by
-    operation as :func:`phase_bytes` counts them): ``{"spine1-leaf1": {"bcast":
-    {"tx_bytes", "rx_bytes"}, ...}}``, TX spine to leaf, RX leaf to spine. Figs. 7-10
-    draw these: a counter sample straddling a phase boundary would mix the phases
-    (and the next phase's first messages leave before the last of this one ends)."""
+def phase_channel_bytes(out: Outcome, w: TaggedWorkload, topo) -> dict[str, np.ndarray]:
+    """Per phase (its operation), the bytes its flows' paths put on each channel
+    (exact: each distinct source, destination and tag walked once)."""
     c = w.dag.columns()
     tags = w.tags
     per_channel = {}
@@ -131,6 +105,23 @@ def phase_port_bytes(out: Outcome, w: TaggedWorkload, topo, p) -> dict[str, dict
             path = np.asarray(out.engine.flow_path(lo + f), dtype=np.int64)
             acc[path[path < topo.n_channels]] += per_key[k]
         per_channel[ph.op] = acc
+    return per_channel
+
+
+def phase_bytes(per_channel: dict[str, np.ndarray], topo, p) -> dict[str, dict[str, int]]:
+    """Bytes entering each spine per phase, from :func:`phase_channel_bytes` (a
+    minimal path enters a spine once: the bytes on the channels into it)."""
+    cdst = topo.channel_dst()
+    return {op: {f"spine{j + 1}_bytes": int(round(acc[cdst == s].sum())) for j, s in enumerate(_spine_nodes(topo, p))}
+            for op, acc in per_channel.items()}
+
+
+def phase_port_bytes(per_channel: dict[str, np.ndarray], topo, p) -> dict[str, dict[str, dict[str, int]]]:
+    """Per spine port and phase, the bytes :func:`phase_channel_bytes` counts on it:
+    ``{"spine1-leaf1": {"bcast": {"tx_bytes", "rx_bytes"}, ...}}``, TX spine to leaf,
+    RX leaf to spine. Figs. 7-10 draw these: a counter sample straddling a phase
+    boundary would mix the phases (and the next phase's first messages leave before
+    the last of this one ends)."""
     csrc, cdst = topo.channel_src(), topo.channel_dst()
     ports = {}
     for j, s in enumerate(_spine_nodes(topo, p)):
@@ -189,8 +180,9 @@ def phases(p: dict = PARAMS) -> dict[str, Any]:
     out = {}
     for mode, m in (("controller", mods), ("ecmp", None)):
         r = simulate(topo, w, m, tables=tables(p), sample_interval_ns=p["sample_interval_ns"])
-        out[mode] = {**phase_bytes(r, w, topo, p), **phase_times(r, w), "series": port_series(r, topo, p),
-                     "phase_ports": phase_port_bytes(r, w, topo, p),
+        per_channel = phase_channel_bytes(r, w, topo)
+        out[mode] = {**phase_bytes(per_channel, topo, p), **phase_times(r, w), "series": port_series(r, topo, p),
+                     "phase_ports": phase_port_bytes(per_channel, topo, p),
                      "packet_ins": (r.driver or {}).get("packet_ins", 0), "status": r.status}
     return out
 
