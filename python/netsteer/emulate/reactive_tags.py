@@ -50,7 +50,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..drivers.openflow.switch import SwitchError
+from ..drivers.openflow.switch import SwitchError, run_per_switch
 from ..unisonflow.controller import PacketIn
 from ..unisonflow.rules import RuleError, follow
 from ..unisonflow.tags import TagError, decode
@@ -244,16 +244,8 @@ class ReactiveTags:
         """One bundle per switch, all at once; returns the switches that failed, with
         why (a refusal, no answer in time, or any other error: as the openflow driver,
         a switch that failed)."""
-        futures = {n: self._pool.submit(self.switches[n].bundle, ls) for n, ls in lines.items()}
-        failed = {}
-        for n, fut in futures.items():
-            try:
-                fut.result()
-            except SwitchError as exc:
-                failed[n] = str(exc)
-            except Exception as exc:  # noqa: BLE001 (a switch that failed; module text)
-                failed[n] = f"{self._name(n)}: {type(exc).__name__}: {exc}"
-        return failed
+        return run_per_switch(self._pool, {n: (lambda n=n, ls=ls: self.switches[n].bundle(ls))
+                                           for n, ls in lines.items()}, self._name)
 
     def _refused(self, mine: dict, failed: dict[int, str], quiet: list, new: dict) -> None:
         """Roll back the tags whose rules a switch in ``failed`` did not take, on the

@@ -44,7 +44,7 @@ from ...control.driver import Applied, Counters, NetworkChanged, NetworkView
 from ...control.intents import PushRules, RemoveRules, SetCircuits, TagPorts
 from ...sim.network import CircuitState
 from .flows import COUNT, HybridLayout, HybridState, Table, diff, ocs_table, switch_table, tor_table
-from .switch import SwitchError
+from .switch import SwitchError, run_per_switch
 
 
 class OpenFlowDriver:
@@ -134,22 +134,9 @@ class OpenFlowDriver:
         self.tables = tables
 
     def _parallel(self, jobs: dict[int, Callable[[], None]]) -> dict[int, str]:
-        """Run one job per switch at once; returns {switch: error} of those that failed.
-
-        Any exception counts as that switch failing (an ``OSError`` from ``ovs-ofctl``'s
-        temporary file as much as a refused bundle): the caller rolls the others back
-        and re-synchronises it, which an exception escaping here would skip.
-        """
-        futures = {n: self._pool.submit(job) for n, job in jobs.items()}
-        errors = {}
-        for n, fut in futures.items():
-            try:
-                fut.result()
-            except SwitchError as exc:
-                errors[n] = str(exc)
-            except Exception as exc:  # noqa: BLE001 (module text)
-                errors[n] = f"{type(exc).__name__}: {exc}"
-        return errors
+        """Run one job per switch at once; returns {switch: error} of those that failed
+        (:func:`.switch.run_per_switch`)."""
+        return run_per_switch(self._pool, jobs)
 
     def _push(self, new_state: HybridState, nodes: list[int]) -> str | None:
         """Move ``nodes`` to their tables under ``new_state``, all or none.

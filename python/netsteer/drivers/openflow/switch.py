@@ -22,6 +22,27 @@ class SwitchError(Exception):
     """A switch refused a change or could not be reached."""
 
 
+def run_per_switch(pool, jobs: dict, name=None) -> dict:
+    """Run ``jobs`` (switch -> callable) at once on ``pool``; returns {switch: error}
+    of those that failed.
+
+    Any exception counts as that switch failing (an ``OSError`` from ``ovs-ofctl``'s
+    temporary file as much as a refused bundle): callers roll the others back, which
+    an exception escaping here would skip. ``name(switch)``, if given, prefixes the
+    errors that are not a :class:`SwitchError` (which names its switch itself).
+    """
+    futures = {n: pool.submit(job) for n, job in jobs.items()}
+    errors = {}
+    for n, fut in futures.items():
+        try:
+            fut.result()
+        except SwitchError as exc:
+            errors[n] = str(exc)
+        except Exception as exc:  # noqa: BLE001 (a switch that failed)
+            errors[n] = (f"{name(n)}: " if name else "") + f"{type(exc).__name__}: {exc}"
+    return errors
+
+
 class OfctlSwitch:
     """Flow-mods, bundles and statistics for one switch.
 
