@@ -789,6 +789,19 @@ def test_a_rollback_that_cannot_move_a_circuit_back_keeps_the_detours_until_it_c
     assert high[0]["at_s"] >= back["done_s"]  # the detours outlived the wrong circuit
 
 
+def _fft_ends(reconfig):
+    """The FFT's completion (s) in hybrid-reconfig's background runs without and with
+    the congestion-triggered mode, and the congestion run's result."""
+    from netsteer.reproduce.hybrid import fftw_scenarios
+
+    runs = dict(fftw_scenarios("1307ms", reconfig))
+    ends = {}
+    for label in ("background", "background, congestion-triggered"):
+        b, res = _run(runs[label], None)
+        ends[label] = float(res.completion_ns[b.job_of_flow == b.job_names.index("fftw")].max()) * 1e-9
+    return ends, res
+
+
 def test_congestion_mode_does_not_flap_between_two_configurations_that_each_favour_the_other():
     # the source's FFT (8 MiB blocks: short transposes) beside the background: with both
     # circuits the background leaves the FFT on the electrical network, where it looks
@@ -796,13 +809,9 @@ def test_congestion_mode_does_not_flap_between_two_configurations_that_each_favo
     # small and the next plan gives the background both again, and so on, each move
     # detouring traffic for 1.2 s. Going back to a configuration that lasted 0.4 s must
     # pay for both moves in 0.4 s: it never does, and the FFT keeps its circuit
-    from netsteer.reproduce.hybrid import Reconfig, fftw_scenarios
+    from netsteer.reproduce.hybrid import Reconfig
 
-    runs = dict(fftw_scenarios("1307ms", Reconfig(fft_bytes="8MiB", fft_phases=8)))
-    ends = {}
-    for label in ("background", "background, congestion-triggered"):
-        b, res = _run(runs[label], None)
-        ends[label] = float(res.completion_ns[b.job_of_flow == b.job_names.index("fftw")].max()) * 1e-9
+    ends, res = _fft_ends(Reconfig(fft_bytes="8MiB", fft_phases=8))
     rc = reconfigs(res)
     assert [r["circuits_after"] for r in rc] == [[[0, 1, 2], [1, 1, 2]], [[0, 1, 2], [1, 0, 1]]]
     back = [d for d in res.controller["hybrid"]["decisions"] if d.get("skipped") == "return"]
@@ -843,13 +852,9 @@ def test_a_pairs_second_circuit_counts_less_than_another_pairs_first():
     # background, first to send, kept both while the FFT crawled on the electrical network
     # (106 s against 37 s with no reconfiguration over 20 phases). Counted fairly, the FFT
     # gets a circuit once it shows
-    from netsteer.reproduce.hybrid import Reconfig, fftw_scenarios
+    from netsteer.reproduce.hybrid import Reconfig
 
-    runs = dict(fftw_scenarios("1307ms", Reconfig(fft_ranks=16, fft_bytes="8MiB", fft_phases=8)))
-    ends = {}
-    for label in ("background", "background, congestion-triggered"):
-        b, res = _run(runs[label], None)
-        ends[label] = float(res.completion_ns[b.job_of_flow == b.job_names.index("fftw")].max()) * 1e-9
+    ends, res = _fft_ends(Reconfig(fft_ranks=16, fft_bytes="8MiB", fft_phases=8))
     rc = reconfigs(res)
     assert [r["circuits_after"] for r in rc] == [[[0, 1, 2], [1, 1, 2]], [[0, 1, 2], [1, 0, 1]]]
     assert ends["background, congestion-triggered"] < ends["background"]
