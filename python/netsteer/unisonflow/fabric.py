@@ -37,10 +37,11 @@ class Fabric:
         self.switches = [int(s) for s in r.rows if topo.node_kind[s] != HOST]
         groups = [tuple(int(p) for p in g) for g in r.groups]
         hosts = np.arange(topo.n_hosts)
-        self._next: dict[int, list[tuple]] = {}
+        #: switch -> per destination host, its min-hop ports (``next_ports`` as a table)
+        self.next_table: dict[int, list[tuple]] = {}
         for s in self.switches:
             row = r.entry(np.full(len(hosts), s), hosts)
-            self._next[s] = [groups[-2 - e] if e <= -2 else ((int(e),) if e >= 0 else ()) for e in row.tolist()]
+            self.next_table[s] = [groups[-2 - e] if e <= -2 else ((int(e),) if e >= 0 else ()) for e in row.tolist()]
         dst, dport = topo.channel_dst(), topo.channel_dst_port()
         oc = topo.out_channel
         self.peer: dict[int, dict[int, tuple[int, int, int]]] = {}  # node -> port -> (node, port, channel)
@@ -70,12 +71,12 @@ class Fabric:
 
     def next_ports(self, node: int, dst_host: int) -> tuple:
         """Min-hop ports of switch ``node`` towards host ``dst_host``."""
-        return self._next[node][dst_host]
+        return self.next_table[node][dst_host]
 
     def up_ports(self, node: int, dst_host: int) -> tuple:
         """The min-hop ports of ``node`` towards ``dst_host`` that lead up a level."""
         lv = self.levels[node]
-        return tuple(p for p in self._next[node][dst_host] if self.levels.get(self.peer[node][p][0], -1) > lv)
+        return tuple(p for p in self.next_table[node][dst_host] if self.levels.get(self.peer[node][p][0], -1) > lv)
 
     def walk(self, src_host: int, dst_host: int, choose: Chooser) -> list[tuple[int, int]]:
         """Switch hops ``(node, out_port)`` from ``src_host`` to ``dst_host``, picking
@@ -83,7 +84,7 @@ class Fabric:
         node = self.switch_of_host[src_host]
         hops = []
         dst_node = self.host_nodes[dst_host]
-        nxt_of, peer = self._next, self.peer
+        nxt_of, peer = self.next_table, self.peer
         for _ in range(64):
             ports = nxt_of[node][dst_host]
             port = ports[0] if len(ports) == 1 else choose(node, ports)

@@ -73,6 +73,18 @@ def rounds(algorithm: str, p: int) -> list[list[tuple[int, int]]]:
     return [sorted(r) for r in out if r]
 
 
+class _BusyList:
+    """``state.busy`` read as ``load[channel]``, as the search reads its loads."""
+
+    __slots__ = ("busy",)
+
+    def __init__(self, state):
+        self.busy = state.busy
+
+    def __getitem__(self, ch: int) -> float:
+        return self.busy(ch)
+
+
 @register
 class AllreduceDisjoint(PrimitiveModule):
     name = "allreduce-disjoint"
@@ -89,50 +101,54 @@ class AllreduceDisjoint(PrimitiveModule):
     def best_path(self, src_host: int, dst_host: int, load) -> list[tuple[int, int]]:
         """The least loaded whole min-hop path: the smallest load on its busiest link,
         then the smallest sum over its links, then the lowest ports (deterministic).
-        ``load(channel)`` is the link's load (0 or more). A depth-first search over the min-hop
-        next hops in port order that drops a branch as soon as it cannot beat the best
-        path found (on a fat tree a path is its top switch and cables), so a hop is
+        ``load[channel]`` is the link's load (0 or more). A depth-first search over the
+        min-hop next hops in port order that drops a branch as soon as it cannot beat the
+        best path found (on a fat tree a path is its top switch and cables), so a hop is
         never chosen without looking at the links after it."""
         f = self.fabric
         dst_node = f.host_nodes[dst_host]
-        peer, nxt_of = f.peer, f.next_ports
-        best: list = [(float("inf"), float("inf")), None]
+        peer, nxt = f.peer, f.next_table
+        inf = float("inf")
+        best_m, best_t, best = inf, inf, None
         hops: list[tuple[int, int]] = []
 
         def search(node, m, total):
-            if node == dst_node:
-                if (m, total) < best[0]:
-                    best[0], best[1] = (m, total), list(hops)
-                return
-            for p in nxt_of(node, dst_host):
-                nxt, _, ch = peer[node][p]
-                l = load(ch)
-                key = (max(m, l), total + l)
-                if key >= best[0]:  # loads are never negative: this branch cannot win
+            nonlocal best_m, best_t, best
+            links = peer[node]
+            for p in nxt[node][dst_host]:
+                nn, _, ch = links[p]
+                l = load[ch]
+                km, kt = (m if m >= l else l), total + l
+                # loads are never negative: a branch not below the best cannot win
+                if km > best_m or (km == best_m and kt >= best_t):
                     continue
                 hops.append((node, p))
-                search(nxt, *key)
+                if nn == dst_node:
+                    best_m, best_t, best = km, kt, hops.copy()
+                else:
+                    search(nn, km, kt)
                 hops.pop()
 
         search(f.switch_of_host[src_host], 0.0, 0.0)
-        return best[1]
+        return best
 
     def plan(self, comm: int, state) -> dict[tuple[int, int], list]:
         hosts = self.job.comms[comm]
         f = self.fabric
         plan: dict[tuple[int, int], list] = {}
+        # a link the round already uses, or one measured busy, counts alike; the
+        # measured part is read once per plan, as a list the search indexes
+        busy = _BusyList(state)
+        base = [busy[ch] for ch in range(f.topo.n_channels)]
         for pairs in rounds(self.algorithm, len(hosts)):
-            used: dict[int, int] = {}
-
-            def load(ch):  # a link the round already uses, or one measured busy, counts alike
-                return used.get(ch, 0) + state.busy(ch)
-
+            load, used = base.copy(), [0] * len(base)
             for s, d in pairs:
                 if (s, d) in plan or hosts[s] == hosts[d]:
                     continue
                 hops = self.best_path(hosts[s], hosts[d], load)
                 for ch in f.channels(hosts[s], hops):
-                    used[ch] = used.get(ch, 0) + 1
+                    used[ch] += 1
+                    load[ch] = used[ch] + base[ch]
                 plan[(s, d)] = hops
         return plan
 
@@ -143,5 +159,5 @@ class AllreduceDisjoint(PrimitiveModule):
         hops = plan.get((tag.src, tag.dst))
         hosts = self.job.comms[tag.comm]
         if hops is None:  # a message outside the algorithm's pattern: the least loaded path
-            hops = self.best_path(hosts[tag.src], hosts[tag.dst], state.busy)
+            hops = self.best_path(hosts[tag.src], hosts[tag.dst], _BusyList(state))
         return path_rules(tag.value(), hops, host_mac(hosts[tag.dst]))
