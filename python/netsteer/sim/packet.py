@@ -322,11 +322,12 @@ def with_qos(params: PacketParams, raw: Any, plan, *, file=None) -> PacketParams
 def credit_loop(driver, sls: np.ndarray, params: PacketParams) -> str | None:
     """The credit loop a stalled packet run's unfinished flows hold, or None.
 
-    Each unfinished flow of the DAG makes each channel of its route depend on the
-    next one, on its VL (Dally and Seitz, as :mod:`netsteer.routing.deadlock` builds
-    the graph from tables): with credit-based flow control, a cycle of those inside
-    one VL can fill every buffer on it and stop for good. Returns ``"VL v: c1 -> c2
-    -> ... -> c1"`` with the channels named as the topology names them.
+    Each unfinished flow (of the DAG, or a streamed MPI job's message in flight)
+    makes each channel of its route depend on the next one, on its VL (Dally and
+    Seitz, as :mod:`netsteer.routing.deadlock` builds the graph from tables): with
+    credit-based flow control, a cycle of those inside one VL can fill every buffer
+    on it and stop for good. Returns ``"VL v: c1 -> c2 -> ... -> c1"`` with the
+    channels named as the topology names them.
     """
     from ..routing.deadlock import find_cycle
 
@@ -335,10 +336,9 @@ def credit_loop(driver, sls: np.ndarray, params: PacketParams) -> str | None:
     sl2vl = params.engine_dict()["sl2vl"]
     edges: dict[int, list[tuple[int, int]]] = {}
     for f in eng.unfinished_flows().tolist():
-        if f >= len(sls):
-            continue  # a streamed message: its SL is the job's, not in the DAG's list
         path = [int(c) for c in eng.flow_path(f)]
-        vl = int(sl2vl[int(sls[f]) & 15])
+        # a slot past the DAG's flows is a streamed message: the engine sends those on SL 0
+        vl = int(sl2vl[int(sls[f]) & 15 if f < len(sls) else 0])
         edges.setdefault(vl, []).extend((a, b) for a, b in zip(path, path[1:]) if a < nC and b < nC)
     for vl in sorted(edges):
         e = np.unique(np.array(edges[vl], dtype=np.int64).reshape(-1, 2), axis=0)
