@@ -973,6 +973,10 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
         if est is not None:
             _check_jobs_before_topology(m, est, packet, file)
     topo = topology if topology is not None else build_topology(m.topology, file=file)
+    if packet is not None:
+        from .sim.packet import check_packet_latencies
+
+        check_packet_latencies(topo, file=file)
     given = routing is not None
     if given:
         check_routing_topology(routing, topo)
