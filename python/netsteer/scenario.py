@@ -973,6 +973,10 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
         if est is not None:
             _check_jobs_before_topology(m, est, packet, file)
     topo = topology if topology is not None else build_topology(m.topology, file=file)
+    if packet is not None:
+        from .sim.packet import check_packet_latencies
+
+        check_packet_latencies(topo, file=file)
     given = routing is not None
     if given:
         check_routing_topology(routing, topo)
@@ -984,6 +988,9 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
         _check_jobs_early(m, topo, file)
     routing, make_routing = _routing_factory(topo, m.routing, file, "routing", defer=in_engine,
                                              given=routing)
+    # the engine's own notes (pftree: common partitions left out, sl= replaced), as route says them
+    if not isinstance(routing, DeferredRouting):  # (D-mod-K in the engine: no tables, no notes)
+        notes += list(getattr(routing, "notes", None) or [])
     names: dict[str, int] = {}
     for j, job in enumerate(m.jobs):
         if job.name in names:

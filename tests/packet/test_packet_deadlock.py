@@ -74,3 +74,19 @@ def test_cli_warning_names_the_loop_not_links_down(tmp_path, capsys):
     assert run_cli(["run", str(p)]) == 0
     err = capsys.readouterr().err
     assert "credit loop on VL 0" in err and "link that stayed down" not in err
+
+
+def test_a_streamed_mpi_job_names_its_credit_loop_as_a_dag_job_does():
+    # the same fabric and routes, an alltoall streamed through the engine: its messages are
+    # no flows of the DAG, and the stalled run used to name no loop at all
+    head = DIAG.replace("ENGINE", "ecmp").replace("FIDELITY", "packet").split("jobs:")[0]
+    loops = {}
+    for stream in ("true", "false"):
+        b = build_scenario(parse_scenario(
+            head + f"jobs:\n  - {{name: a2a, ranks: 8, stream: {stream}, program: [{{op: alltoall, bytes: 4MiB}}]}}\n"))
+        assert bool(b.streamed) == (stream == "true")
+        d = result_dict(b, run_scenario(b))
+        assert d["status"] == "stalled"
+        loops[stream] = d["stalled"].get("credit_loop")
+    assert loops["false"] and loops["false"].startswith("VL 0: ")
+    assert loops["true"] and loops["true"].startswith("VL 0: "), loops

@@ -199,6 +199,24 @@ def test_a_run_past_the_clock_is_refused_not_reported_stalled(cli, tmp_path):
     assert out["status"] == "stalled" and 0 < out["makespan_s"] < 0.01, out["makespan_s"]
 
 
+@pytest.mark.parametrize("fidelity,job,fragments", [
+    ("flow", "{name: a, flows: [{src: 0, dst: 1, bytes: 1MiB}]}", ["jobs.0:", "clock", "job 'a'", "latencies"]),
+    ("flow", "{name: a, ranks: 2, stream: true, program: [{op: send, src: 0, dst: 1, bytes: 1MiB}]}",
+     ["jobs.0:", "clock", "job 'a'"]),
+    ("packet", "{name: a, flows: [{src: 0, dst: 1, bytes: 1MiB}]}", ["topology:", "picoseconds", "flow level"]),
+])
+def test_a_path_of_the_longest_links_does_not_wrap_its_latency(cli, tmp_path, fidelity, job, fragments):
+    # two hops of 2^63-1 ns (a link's largest latency) summed to -2 ns: the flow "finished"
+    # in 0.84 ms; now the path's latency saturates, past the clock (at packet level, whose
+    # clock is int64 ps, such links are refused up front)
+    f = tmp_path / "s.yaml"
+    f.write_text("name: lat\n"
+                 "topology: {kind: pgft, levels: 1, down: [2], up: [1], link_bandwidth: 10Gbps, "
+                 "link_latency: 9223372036854775807ns}\n"
+                 f"routing: {{engine: dmodk}}\nfidelity: {fidelity}\njobs:\n  - {job}\n")
+    cli("run", f, "--json", "--no-progress").refused(str(f), *fragments)
+
+
 # -- tables in pipes ---------------------------------------------------------------------
 
 LONG = "a-name-long-enough-that-an-eighty-column-table-would-have-to-cut-it-" * 2

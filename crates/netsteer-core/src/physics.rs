@@ -55,8 +55,14 @@ impl Net<'_> {
         let fl = &self.flows[f];
         &self.paths[fl.path_start..fl.path_start + fl.path_len]
     }
+    /// Flow `f`'s path latency: the sum of its channels', saturating at `Ns::MAX`. A
+    /// link may take up to `Ns::MAX` ns (the topology's bound), so two hops could wrap
+    /// to a negative latency; saturated, the flow ends past the clock's range and the
+    /// run is refused as one that does not end within it.
     pub fn path_latency(&self, f: usize) -> Ns {
-        self.path(f).iter().map(|&c| self.latency[c as usize]).sum()
+        self.path(f)
+            .iter()
+            .fold(0, |s: Ns, &c| s.saturating_add(self.latency[c as usize]))
     }
 }
 
@@ -144,4 +150,38 @@ pub trait Physics: Send + Sync {
         None
     }
     fn as_any(&self) -> &dyn Any;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_latency_saturates_instead_of_wrapping() {
+        // two hops of the largest latency a topology accepts: their sum wrapped to -2
+        let flows = [FlowCore {
+            bytes: 1.0,
+            path_start: 0,
+            path_len: 2,
+            weight: 1.0,
+            priority: 0,
+            sl: 0,
+            version: 0,
+        }];
+        let (paths, cap, lat) = ([0u32, 1], [1.0, 1.0], [Ns::MAX, Ns::MAX]);
+        let net = Net {
+            flows: &flows,
+            paths: &paths,
+            capacity: &cap,
+            base_capacity: &cap,
+            latency: &lat,
+        };
+        assert_eq!(net.path_latency(0), Ns::MAX);
+        let lat = [3, 4];
+        let net = Net {
+            latency: &lat,
+            ..net
+        };
+        assert_eq!(net.path_latency(0), 7);
+    }
 }

@@ -301,6 +301,41 @@ def check_fidelity(fidelity: str, packet: Any, sharing_given: bool, sharing: str
 QOS_KEYS = ("vls", "vlarb_high", "vlarb_low", "high_limit", "sl2vl")
 
 
+#: The packet fabric's clock: int64 picoseconds. A path's latency (in ps) must stay within
+#: half of it, as a flow's finish must within half of the flow level's int64 ns.
+PACKET_LATENCY_RANGE_PS = 2**62
+
+
+def check_packet_latencies(topo, *, file=None) -> None:
+    """Refuse a topology whose path latencies could pass the packet fabric's clock.
+
+    A link may take up to 2^63-1 ns (the flow level's int64 clock), but the packet
+    fidelity counts time in int64 picoseconds (about 106 days), so a hop of more than
+    about 107 days, or a path of several long hops, would wrap. A route crosses each
+    link at most once, so links whose latencies add up to less than 2^62 ps (about 53
+    days) leave every path within range.
+
+    >>> from netsteer.topology.pgft import pgft
+    >>> check_packet_latencies(pgft(1, [2], [1], link_bandwidth=1e9, link_latency_ns=100))
+    >>> try:
+    ...     check_packet_latencies(pgft(1, [2], [1], link_bandwidth=1e9, link_latency_ns=2**62), file="s.yaml")
+    ... except NetsteerError as exc:
+    ...     print(str(exc)[:44], "add up to 9223372036854775808 ns" in str(exc))
+    s.yaml: topology: the packet fidelity counts True
+    """
+    lat = np.asarray(topo.link_latency_ns, dtype=np.int64)
+    limit_ns = PACKET_LATENCY_RANGE_PS // 1000
+    if not len(lat) or int(lat.max()) * len(lat) < limit_ns:  # (Python ints: no overflow)
+        return
+    total = sum(lat.tolist())
+    if total < limit_ns:
+        return
+    raise NetsteerError(f"the packet fidelity counts time in int64 picoseconds (about 106 days): the link "
+                        f"latencies add up to {total} ns, so a path's latency could pass that clock; give links "
+                        f"latencies that add up to less than {limit_ns} ns (about 53 days), or run at flow level",
+                        file=file, field="topology")
+
+
 def with_qos(params: PacketParams, raw: Any, plan, *, file=None) -> PacketParams:
     """The packet parameters with the ``qos:`` section's switch-port settings
     (``max_vls``, ``high_limit``, ``vlarb_high``, ``vlarb_low``, ``sl2vl``: OpenSM's
@@ -322,11 +357,12 @@ def with_qos(params: PacketParams, raw: Any, plan, *, file=None) -> PacketParams
 def credit_loop(driver, sls: np.ndarray, params: PacketParams) -> str | None:
     """The credit loop a stalled packet run's unfinished flows hold, or None.
 
-    Each unfinished flow of the DAG makes each channel of its route depend on the
-    next one, on its VL (Dally and Seitz, as :mod:`netsteer.routing.deadlock` builds
-    the graph from tables): with credit-based flow control, a cycle of those inside
-    one VL can fill every buffer on it and stop for good. Returns ``"VL v: c1 -> c2
-    -> ... -> c1"`` with the channels named as the topology names them.
+    Each unfinished flow (of the DAG, or a streamed MPI job's message in flight)
+    makes each channel of its route depend on the next one, on its VL (Dally and
+    Seitz, as :mod:`netsteer.routing.deadlock` builds the graph from tables): with
+    credit-based flow control, a cycle of those inside one VL can fill every buffer
+    on it and stop for good. Returns ``"VL v: c1 -> c2 -> ... -> c1"`` with the
+    channels named as the topology names them.
     """
     from ..routing.deadlock import find_cycle
 
@@ -335,10 +371,9 @@ def credit_loop(driver, sls: np.ndarray, params: PacketParams) -> str | None:
     sl2vl = params.engine_dict()["sl2vl"]
     edges: dict[int, list[tuple[int, int]]] = {}
     for f in eng.unfinished_flows().tolist():
-        if f >= len(sls):
-            continue  # a streamed message: its SL is the job's, not in the DAG's list
         path = [int(c) for c in eng.flow_path(f)]
-        vl = int(sl2vl[int(sls[f]) & 15])
+        # a slot past the DAG's flows is a streamed message: the engine sends those on SL 0
+        vl = int(sl2vl[int(sls[f]) & 15 if f < len(sls) else 0])
         edges.setdefault(vl, []).extend((a, b) for a, b in zip(path, path[1:]) if a < nC and b < nC)
     for vl in sorted(edges):
         e = np.unique(np.array(edges[vl], dtype=np.int64).reshape(-1, 2), axis=0)

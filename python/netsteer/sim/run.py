@@ -155,4 +155,4 @@ def _past_clock_error(built, res):
     return NetsteerError(
         f"the run does not end within the simulator's clock: job {built.job_names[j]!r} ({what}) "
         f"would still be sending after {years:.0f} years of simulated time; check its bytes, start and "
-        "delay against the link bandwidths", file=built.scenario.file, field=f"jobs.{j}")
+        "delay against the link bandwidths and latencies", file=built.scenario.file, field=f"jobs.{j}")
