@@ -571,10 +571,11 @@ def _check_jobs_before_topology(m: ScenarioModel, est: tuple[int, int, int, int]
                  + (f", at least {nodes - hosts:,} x {hosts:,} table entries" if tables else ""),
           file=file, field="topology", available=True)
     used = topo_bytes + (table if tables else 0)
-    streamed = [(j, job) for j, job in mpi if _streams(job, why_not)]
+    why = {j: _why_not_stream_job(job, why_not, packet) for j, job in mpi}  # (no routing yet: no partitions)
+    streamed = [(j, job) for j, job in mpi if _streams(job, why[j])]
     for j, job in streamed:
-        if why_not is not None:  # (as build_scenario refuses it)
-            raise NetsteerError(f"this job cannot run streamed: {why_not}; set stream: false",
+        if why[j] is not None:  # (as build_scenario refuses it)
+            raise NetsteerError(f"this job cannot run streamed: {why[j]}; set stream: false",
                                 file=file, field=f"jobs.{j}.stream")
     if streamed:
         _check_streamed_steps(streamed, used, file)
@@ -592,18 +593,35 @@ def _check_jobs_before_topology(m: ScenarioModel, est: tuple[int, int, int, int]
     budget = FlowDag()
     budget.max_flows = current_limits().max_flows(build)
     for j, job in mpi:
-        if not _streams(job, why_not):
+        if not _streams(job, why[j]):
             mpi_job = _mpi_model(job, j, file)
             try:
                 check_job_size(mpi_job, budget)
             except NetsteerError as exc:
-                raise _not_streamed(exc, job, why_not).located(file, f"jobs.{j}") from None
+                raise _not_streamed(exc, job, why[j]).located(file, f"jobs.{j}") from None
 
 
 def _streams(job: JobModel, why_not: str | None) -> bool:
     """Whether an MPI job streams: its ``stream``, else from :data:`STREAM_MIN_RANKS`
     ranks when nothing in the scenario needs its flows (``why_not`` None)."""
     return job.stream if job.stream is not None else why_not is None and job.ranks >= STREAM_MIN_RANKS
+
+
+def _why_not_stream_job(job: JobModel, why_not: str | None, packet, routing=None) -> str | None:
+    """``why_not`` (the scenario's reason), else what in ``job`` needs its messages as
+    flows of their own: at packet level an SL other than 0, which streamed messages do
+    not carry (the engine sends them all on SL 0). ``packet``: the packet fidelity's
+    parameters, None at flow level; ``routing``: the built routing, whose
+    ``partition_sl`` gives partitions their SLs (pFTree)."""
+    if why_not is not None or packet is None:
+        return why_not
+    if job.traffic_class:
+        return (f"at packet level its class ({job.traffic_class}) is its messages' SL, and streamed "
+                "messages all travel on SL 0")
+    if any((getattr(routing, "partition_sl", None) or {}).values()):
+        return ("at packet level the routing gives partitions their own SLs, and streamed messages all "
+                "travel on SL 0")
+    return None
 
 
 def _falls_back(job: JobModel, why_not: str | None) -> bool:
@@ -1022,9 +1040,10 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
                        else "an explicit placement")
                 notes.append(f"jobs.{j}.seed ({job.seed}) is not used: {how} places the ranks without a draw; "
                              "seed applies to placement: random")
-            stream = _streams(job, why_not)
-            if stream and why_not is not None:
-                raise NetsteerError(f"this job cannot run streamed: {why_not}; set stream: false",
+            why_job = _why_not_stream_job(job, why_not, packet, routing)
+            stream = _streams(job, why_job)
+            if stream and why_job is not None:
+                raise NetsteerError(f"this job cannot run streamed: {why_job}; set stream: false",
                                     file=file, field=f"jobs.{j}.stream")
             if stream:
                 streamed.append((j, mpi))
@@ -1032,11 +1051,11 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
                 try:
                     spans += _mpi_job(mpi, j, topo, dag, file)
                 except LimitError as exc:
-                    raise _not_streamed(exc, job, why_not) from None
+                    raise _not_streamed(exc, job, why_job) from None
                 dag_mpi.append((j, mpi))
-                if _falls_back(job, why_not):
+                if _falls_back(job, why_job):
                     notes.append(f"jobs.{j} ({job.name!r}, {job.ranks:,} ranks) runs as a flow DAG, not streamed "
-                                 f"as a job of {STREAM_MIN_RANKS} ranks or more is by default: {why_not}")
+                                 f"as a job of {STREAM_MIN_RANKS} ranks or more is by default: {why_job}")
         first_flow = len(dag)
         try:
             bg, timed = _job_flows(topo, job, j, dag, file)
