@@ -31,7 +31,10 @@ pub fn least_used_rows(
 ) -> Result<(), String> {
     let groups = start.len().saturating_sub(1);
     if start.windows(2).any(|w| w[0] >= w[1]) || start.last().is_some_and(|&e| e > ports.len()) {
-        return Err("group starts are not a strictly increasing index into the ports (a group is empty)".into());
+        return Err(
+            "group starts are not a strictly increasing index into the ports (a group is empty)"
+                .into(),
+        );
     }
     if ports.iter().any(|&p| p < 0 || p as usize >= n_slots) {
         return Err(format!("a group port is outside 0..{n_slots}"));
@@ -42,7 +45,10 @@ pub fn least_used_rows(
     let bad = |e: i32| {
         (e >= 0 && e as usize >= n_slots) || (e <= -2 && (-2 - e as i64) as usize >= groups)
     };
-    if rows.iter().any(|&r| table[r * width..(r + 1) * width].iter().any(|&e| bad(e))) {
+    if rows
+        .iter()
+        .any(|&r| table[r * width..(r + 1) * width].iter().any(|&e| bad(e)))
+    {
         return Err("an entry names a port or group that does not exist".into());
     }
     let mut counts = vec![0u64; n_slots];

@@ -30,10 +30,18 @@ use crate::Ns;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum EngineError {
-    UnknownChannel { flow: usize, channel: u32 },
+    UnknownChannel {
+        flow: usize,
+        channel: u32,
+    },
     UnknownFlow(usize),
-    BadFlow { flow: usize, reason: String },
-    Cycle { flow: usize },
+    BadFlow {
+        flow: usize,
+        reason: String,
+    },
+    Cycle {
+        flow: usize,
+    },
     /// A setting the engine cannot take.
     Setting(String),
 }
@@ -374,7 +382,9 @@ impl Engine {
     fn thin_samples(&mut self) {
         let k = self.sample_times.len();
         let n = self.capacity.len();
-        let keep: Vec<usize> = std::iter::once(0).chain((if k % 2 == 1 { 1 } else { 2 }..k).step_by(2)).collect();
+        let keep: Vec<usize> = std::iter::once(0)
+            .chain((if k % 2 == 1 { 1 } else { 2 }..k).step_by(2))
+            .collect();
         for (i, &j) in keep.iter().enumerate() {
             self.sample_times[i] = self.sample_times[j];
             if n > 0 {
@@ -807,7 +817,8 @@ impl Engine {
                 let k = self.sample_times.len();
                 if self.sample_cap != usize::MAX
                     && k >= 3
-                    && (k + 1 > self.sample_cap || self.samples.len().saturating_add(n) > self.sample_limit)
+                    && (k + 1 > self.sample_cap
+                        || self.samples.len().saturating_add(n) > self.sample_limit)
                 {
                     self.thin_samples();
                 }

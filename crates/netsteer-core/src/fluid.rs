@@ -270,7 +270,6 @@ impl Fluid {
         self.kept_flows
     }
 
-
     fn grow(&mut self, net: &Net, f: usize) {
         if self.st.len() <= f {
             self.st.resize(f + 1, FluidFlow::default());
@@ -320,7 +319,10 @@ impl Fluid {
     /// Flow `f`'s weight and rate bound from the sharing model (its weight, path).
     fn take_share(&mut self, net: &Net, f: usize) {
         let fl = &net.flows[f];
-        let sc = self.scratch.as_mut().expect("scratch is back after each solve");
+        let sc = self
+            .scratch
+            .as_mut()
+            .expect("scratch is back after each solve");
         let mut view_cap = std::mem::take(&mut sc.view_cap);
         view_cap.clear();
         view_cap.extend(net.path(f).iter().map(|&c| net.base_capacity[c as usize]));
@@ -330,7 +332,10 @@ impl Fluid {
             path_capacity: &view_cap,
         };
         let (w, b) = (self.model.weight(&view), self.model.bound(&view));
-        self.scratch.as_mut().expect("scratch is back after each solve").view_cap = view_cap;
+        self.scratch
+            .as_mut()
+            .expect("scratch is back after each solve")
+            .view_cap = view_cap;
         self.st[f].eff_weight = w;
         self.st[f].bound = b;
     }
@@ -514,7 +519,13 @@ impl Fluid {
                     break;
                 }
                 for i in walked..sc.comp_flows.len() {
-                    self.queue_path(net, sc.comp_flows[i] as usize, stamp, &mut sc.queue, residual);
+                    self.queue_path(
+                        net,
+                        sc.comp_flows[i] as usize,
+                        stamp,
+                        &mut sc.queue,
+                        residual,
+                    );
                 }
                 walked = sc.comp_flows.len();
                 continue;
@@ -554,7 +565,14 @@ impl Fluid {
 
     /// `collect`: queue the channels of flow `f`'s path not reached yet.
     #[inline(always)]
-    fn queue_path(&mut self, net: &Net, f: usize, stamp: u64, queue: &mut Vec<u32>, residual: &mut [f64]) {
+    fn queue_path(
+        &mut self,
+        net: &Net,
+        f: usize,
+        stamp: u64,
+        queue: &mut Vec<u32>,
+        residual: &mut [f64],
+    ) {
         for &c2 in net.path(f) {
             let c2u = c2 as usize;
             if self.stamp_chan[c2u] != stamp {
@@ -799,7 +817,9 @@ impl Fluid {
                 // kept flows above it where it froze, and not below the safe level
                 // (those keep their rates): they come down, solve them (with the ones
                 // another solved flow's check added this round)
-                let Some(c) = (b != UNKNOWN).then_some(b as usize) else { return false };
+                let Some(c) = (b != UNKNOWN).then_some(b as usize) else {
+                    return false;
+                };
                 let top = self.ct[c].fixed_top;
                 if !(top > lvl * (1.0 + EPS) && top >= below) {
                     return false;
@@ -832,7 +852,9 @@ impl Fluid {
                 }
                 for &g in &self.chan_flows[c] {
                     let g = g as usize;
-                    if self.stamp_flow[g] == stamp || self.bn[g] as usize != c && self.bn[g] != UNKNOWN {
+                    if self.stamp_flow[g] == stamp
+                        || self.bn[g] as usize != c && self.bn[g] != UNKNOWN
+                    {
                         continue;
                     }
                     let s = &self.st[g];
@@ -891,8 +913,16 @@ impl Fluid {
                 let c = c as usize;
                 (self.chan_levels_stamp[c] == self.levels_memo).then(|| self.chan_levels[c].1)
             };
-            let bound = if s.bound.is_finite() { s.bound / s.eff_weight } else { f64::INFINITY };
-            let guess = net.path(a).iter().filter_map(|&c| memo(c)).fold(bound, f64::min);
+            let bound = if s.bound.is_finite() {
+                s.bound / s.eff_weight
+            } else {
+                f64::INFINITY
+            };
+            let guess = net
+                .path(a)
+                .iter()
+                .filter_map(|&c| memo(c))
+                .fold(bound, f64::min);
             if !guess.is_finite() {
                 continue;
             }
@@ -952,7 +982,8 @@ impl Fluid {
         let below = t * (1.0 - 1e-9);
         (0..sc.comp_flows.len()).all(|i| {
             let r = sc.rates[i];
-            r / sc.weight[i] >= below || (sc.bound[i].is_finite() && r >= sc.bound[i] * (1.0 - 1e-12))
+            r / sc.weight[i] >= below
+                || (sc.bound[i].is_finite() && r >= sc.bound[i] * (1.0 - 1e-12))
         })
     }
 
@@ -968,7 +999,11 @@ impl Fluid {
         (safe, guess, class): (f64, f64, u8),
         budget: usize,
     ) -> Option<bool> {
-        let first = if guess > safe * (1.0 + 1e-9) { guess } else { safe };
+        let first = if guess > safe * (1.0 + 1e-9) {
+            guess
+        } else {
+            safe
+        };
         for t in [first, safe] {
             match self.collect(net, sc, Some((t, class)), residual, budget) {
                 Collected::Over => return None,
@@ -992,7 +1027,10 @@ impl Fluid {
         if self.dirty.is_empty() {
             return;
         }
-        let mut sc = self.scratch.take().expect("scratch is back after each solve");
+        let mut sc = self
+            .scratch
+            .take()
+            .expect("scratch is back after each solve");
         sc.clear();
         std::mem::swap(&mut sc.seeds, &mut self.dirty);
         self.dirty.clear();
@@ -1011,8 +1049,13 @@ impl Fluid {
         // the touched components whole
         let mut solved = false;
         if let Some((safe, guess, class)) = plan {
-            let budget = if self.tight { self.arrived.len() + 4 } else { usize::MAX };
-            solved = match self.by_levels(net, &mut sc, &mut residual, (safe, guess, class), budget) {
+            let budget = if self.tight {
+                self.arrived.len() + 4
+            } else {
+                usize::MAX
+            };
+            solved = match self.by_levels(net, &mut sc, &mut residual, (safe, guess, class), budget)
+            {
                 Some(done) => done,
                 None => {
                     let done = self.tight_solve(net, &mut sc, &mut residual, class, safe);
@@ -1020,7 +1063,13 @@ impl Fluid {
                         self.tight_failed += 1;
                     }
                     done || self
-                        .by_levels(net, &mut sc, &mut residual, (safe, guess, class), usize::MAX)
+                        .by_levels(
+                            net,
+                            &mut sc,
+                            &mut residual,
+                            (safe, guess, class),
+                            usize::MAX,
+                        )
                         .unwrap_or(false)
                 }
             };
@@ -1114,7 +1163,9 @@ impl Fluid {
         sc.rates.clear();
         sc.bneck.clear();
         for i in 0..sc.comp_flows.len() {
-            let Some((rate, b)) = self.alone(net, sc.comp_flows[i] as usize, net.capacity) else { return false };
+            let Some((rate, b)) = self.alone(net, sc.comp_flows[i] as usize, net.capacity) else {
+                return false;
+            };
             sc.rates.push(rate);
             sc.bneck.push(b);
         }
@@ -1122,7 +1173,11 @@ impl Fluid {
         let k = sc.comp_flows.len() as u64;
         self.solves += (k > 0) as u64;
         self.solved_flows += k;
-        self.solved_flow_hops += sc.comp_flows.iter().map(|&f| net.path(f as usize).len() as u64).sum::<u64>();
+        self.solved_flow_hops += sc
+            .comp_flows
+            .iter()
+            .map(|&f| net.path(f as usize).len() as u64)
+            .sum::<u64>();
         true
     }
 }
@@ -1156,7 +1211,10 @@ impl Physics for Fluid {
         };
         self.bn[f] = UNKNOWN;
         let p = net.flows[f].priority;
-        self.classes = Some(self.classes.map_or((p, p), |(lo, hi)| (lo.min(p), hi.max(p))));
+        self.classes = Some(
+            self.classes
+                .map_or((p, p), |(lo, hi)| (lo.min(p), hi.max(p))),
+        );
         self.arrived.push(f as u32);
         self.attach(net, f);
     }
@@ -1167,7 +1225,10 @@ impl Physics for Fluid {
                 // a flow that arrived and left before any solve was in neither problem
                 self.left_level = self.left_level.min(s.level());
                 let p = net.flows[f].priority;
-                self.left_class = Some(self.left_class.map_or((p, p), |(lo, hi)| (lo.min(p), hi.max(p))));
+                self.left_class = Some(
+                    self.left_class
+                        .map_or((p, p), |(lo, hi)| (lo.min(p), hi.max(p))),
+                );
             }
             self.settle_flow(f, now);
             self.detach(net, f, now);
@@ -1205,7 +1266,10 @@ impl Physics for Fluid {
         if !s.fresh {
             self.left_level = self.left_level.min(s.level());
             let p = old_priority;
-            self.left_class = Some(self.left_class.map_or((p, p), |(lo, hi)| (lo.min(p), hi.max(p))));
+            self.left_class = Some(
+                self.left_class
+                    .map_or((p, p), |(lo, hi)| (lo.min(p), hi.max(p))),
+            );
             self.arrived.push(f as u32);
         }
         self.settle_flow(f, now);
@@ -1213,7 +1277,10 @@ impl Physics for Fluid {
         self.st[f].fresh = true;
         self.bn[f] = UNKNOWN;
         let p = net.flows[f].priority;
-        self.classes = Some(self.classes.map_or((p, p), |(lo, hi)| (lo.min(p), hi.max(p))));
+        self.classes = Some(
+            self.classes
+                .map_or((p, p), |(lo, hi)| (lo.min(p), hi.max(p))),
+        );
         let fl = &net.flows[f];
         for k in fl.path_start..fl.path_start + fl.path_len {
             self.mark(net.paths[k]);

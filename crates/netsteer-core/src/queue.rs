@@ -261,7 +261,13 @@ impl KeyedQueue {
     #[inline]
     fn least_child(&self, i: usize) -> Option<usize> {
         let (l, n) = (2 * i + 1, self.keys.len());
-        (l < n).then(|| if l + 1 < n { l + (self.keys[l + 1] < self.keys[l]) as usize } else { l })
+        (l < n).then(|| {
+            if l + 1 < n {
+                l + (self.keys[l + 1] < self.keys[l]) as usize
+            } else {
+                l
+            }
+        })
     }
 
     fn place(&mut self, i: usize, key: u128, g: u32) {
@@ -360,7 +366,9 @@ mod tests {
         let mut x: u64 = 99;
         let mut now: Ns = 0;
         for _ in 0..20_000 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let k = ((x >> 40) % 64) as usize;
             match (x >> 20) % 8 {
                 0 => {

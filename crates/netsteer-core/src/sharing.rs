@@ -102,11 +102,18 @@ pub fn by_name(name: &str, tcp_gamma: Option<f64>) -> Option<Box<dyn SharingMode
 }
 
 /// [`by_name`] for an engine whose clock runs `ticks_per_ns` ticks per ns.
-pub fn by_name_on_clock(name: &str, tcp_gamma: Option<f64>, ticks_per_ns: i64) -> Option<Box<dyn SharingModel>> {
+pub fn by_name_on_clock(
+    name: &str,
+    tcp_gamma: Option<f64>,
+    ticks_per_ns: i64,
+) -> Option<Box<dyn SharingModel>> {
     match name {
         "maxmin" => Some(Box::new(MaxMin)),
         "cm02" => {
-            let mut m = Cm02 { ticks_per_ns: ticks_per_ns as f64, ..Cm02::default() };
+            let mut m = Cm02 {
+                ticks_per_ns: ticks_per_ns as f64,
+                ..Cm02::default()
+            };
             if let Some(g) = tcp_gamma {
                 m.tcp_gamma = g;
             }

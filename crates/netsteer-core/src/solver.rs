@@ -255,10 +255,15 @@ pub fn alone_at(p: &Problem, f: usize, rates: &mut [f64]) -> Option<u32> {
         }
     }
     let bound = p.bound[f];
-    let bound_key = (bound.is_finite() && bound < tightest).then(|| Key::new(bound / w, f as u32, true));
+    let bound_key =
+        (bound.is_finite() && bound < tightest).then(|| Key::new(bound / w, f as u32, true));
     let Some((key, residual)) = first else {
         // crosses nothing: its bound, else unconstrained
-        rates[f] = if bound_key.is_some() { bound } else { f64::INFINITY };
+        rates[f] = if bound_key.is_some() {
+            bound
+        } else {
+            f64::INFINITY
+        };
         return Some(AT_BOUND);
     };
     if bound_key.is_some_and(|b| b < key) {
@@ -457,7 +462,13 @@ fn scan_max() -> usize {
 /// One popped entry of [`fill`]: a flow frozen at its bound, a channel's flows
 /// frozen at its level; or, if the key was stale, the key to put back.
 #[inline(always)]
-fn step(p: &Problem, key: Key, rates: &mut [f64], ws: &mut Workspace, unfrozen: &mut usize) -> Option<Key> {
+fn step(
+    p: &Problem,
+    key: Key,
+    rates: &mut [f64],
+    ws: &mut Workspace,
+    unfrozen: &mut usize,
+) -> Option<Key> {
     let (level, id, is_flow) = (key.level(), key.id(), key.is_flow());
     if is_flow {
         let f = id as usize;
@@ -513,7 +524,9 @@ mod tests {
     fn lcg(seed: u64) -> impl FnMut() -> u64 {
         let mut x = seed;
         move || {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             x >> 11
         }
     }
@@ -531,10 +544,21 @@ mod tests {
     }
 
     impl RandomProblem {
-        fn draw(next: &mut impl FnMut() -> u64, max_ch: u64, max_flows: u64, max_hops: u64) -> Self {
+        fn draw(
+            next: &mut impl FnMut() -> u64,
+            max_ch: u64,
+            max_flows: u64,
+            max_hops: u64,
+        ) -> Self {
             let n_ch = 1 + next() % max_ch;
             let capacity = (0..n_ch)
-                .map(|_| if next() % 8 == 0 { 0.0 } else { (1 + next() % 1000) as f64 * 1e7 })
+                .map(|_| {
+                    if next() % 8 == 0 {
+                        0.0
+                    } else {
+                        (1 + next() % 1000) as f64 * 1e7
+                    }
+                })
                 .collect();
             let n = 1 + (next() % max_flows) as usize;
             let (mut offsets, mut channels) = (vec![0], vec![]);
@@ -546,9 +570,22 @@ mod tests {
             }
             let weight = (0..n).map(|_| (1 + next() % 9) as f64 / 3.0).collect();
             let bound = (0..n)
-                .map(|_| if next() % 3 == 0 { (next() % 1000) as f64 * 1e7 } else { f64::INFINITY })
+                .map(|_| {
+                    if next() % 3 == 0 {
+                        (next() % 1000) as f64 * 1e7
+                    } else {
+                        f64::INFINITY
+                    }
+                })
                 .collect();
-            RandomProblem { capacity, offsets, channels, weight, bound, priority: vec![0; n] }
+            RandomProblem {
+                capacity,
+                offsets,
+                channels,
+                weight,
+                bound,
+                priority: vec![0; n],
+            }
         }
 
         fn problem(&self) -> Problem<'_> {
@@ -608,7 +645,12 @@ mod tests {
             fill(&p, &[0], &mut slow, &mut ws, false);
             if took {
                 shortcut += 1;
-                assert_eq!(fast[0].to_bits(), slow[0].to_bits(), "{p_:?}", p_ = (&capacity, &path, weight, bound));
+                assert_eq!(
+                    fast[0].to_bits(),
+                    slow[0].to_bits(),
+                    "{p_:?}",
+                    p_ = (&capacity, &path, weight, bound)
+                );
             }
             let mut fused = [f64::NAN];
             let mut ws = Workspace::default();
@@ -639,7 +681,10 @@ mod tests {
                 let mut ws = Workspace::default();
                 solve_subset(&p, &flows, &mut rates, &mut ws);
                 TEST_SCAN_MAX.with(|c| c.set(SCAN_MAX));
-                (rates.iter().map(|r| r.to_bits()).collect::<Vec<_>>(), ws.bottleneck()[..n].to_vec())
+                (
+                    rates.iter().map(|r| r.to_bits()).collect::<Vec<_>>(),
+                    ws.bottleneck()[..n].to_vec(),
+                )
             };
             assert_eq!(solve_with(0), solve_with(usize::MAX));
         }

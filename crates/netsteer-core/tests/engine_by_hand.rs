@@ -327,7 +327,10 @@ fn a_whole_ns_finish_is_not_rounded_up_by_floating_point() {
     let bytes = 1016.0;
     let exact = (bytes / rate * 1e9) as i64; // the hand figure, 1016
     assert_eq!(exact, 1016);
-    assert!(bytes / rate * 1e9 > 1016.0, "the case must carry the float residue");
+    assert!(
+        bytes / rate * 1e9 > 1016.0,
+        "the case must carry the float residue"
+    );
     // a chain of three: each one the last's whole time later
     let mut e = engine(&[rate, rate, rate], &[0, 0, 0]);
     let a = FlowSpec::new(bytes, vec![0]);
@@ -350,7 +353,7 @@ fn a_finish_truly_past_a_whole_ns_still_rounds_up() {
     e.add_flows(&[FlowSpec::new(1017.0, vec![0])]).unwrap();
     e.run_to_end();
     assert_eq!(e.completion(0), (1017.0f64 / 1.0001).ceil() as i64); // 1017
-    // 1000.001 B at 1 B/ns: 1000.001 ns -> 1001 (a ps past a whole ns is real)
+                                                                     // 1000.001 B at 1 B/ns: 1000.001 ns -> 1001 (a ps past a whole ns is real)
     let mut e = engine(&[GB], &[0]);
     e.add_flows(&[FlowSpec::new(1000.001, vec![0])]).unwrap();
     e.run_to_end();
@@ -362,7 +365,11 @@ fn a_shared_then_alone_flow_finishes_on_its_whole_ns() {
     // 1 B/ns link, no latency. A: 2032 B, B: 1016 B, both at t=0, 0.5 B/ns each.
     // B ends at 2032 ns; A has 2032 - 1016 = 1016 B left, alone at 1 B/ns: 3048 ns.
     let mut e = engine(&[GB], &[0]);
-    e.add_flows(&[FlowSpec::new(2032.0, vec![0]), FlowSpec::new(1016.0, vec![0])]).unwrap();
+    e.add_flows(&[
+        FlowSpec::new(2032.0, vec![0]),
+        FlowSpec::new(1016.0, vec![0]),
+    ])
+    .unwrap();
     e.run_to_end();
     assert_eq!(e.completion(1), 2 * 1016);
     assert_eq!(e.completion(0), 2 * 1016 + (2032 - 1016));

@@ -23,9 +23,13 @@ fn a_finish_inside_the_window_happens_with_the_event_before_it() {
     for (window, b_end) in [(0, 105), (10, 100)] {
         let mut e = engine(3, &[]);
         e.set_merge_window(window).unwrap();
-        e.add_flows(&[flow(100.0, 0), flow(105.0, 1), flow(111.0, 2)]).unwrap();
+        e.add_flows(&[flow(100.0, 0), flow(105.0, 1), flow(111.0, 2)])
+            .unwrap();
         assert_eq!(e.run_to_end(), RunStatus::Done);
-        assert_eq!((e.completion(0), e.completion(1), e.completion(2)), (100, b_end, 111));
+        assert_eq!(
+            (e.completion(0), e.completion(1), e.completion(2)),
+            (100, b_end, 111)
+        );
     }
 }
 
@@ -35,9 +39,13 @@ fn the_window_is_not_chained() {
     // (SimGrid compares every action with the one event's date, not with each other)
     let mut e = engine(3, &[]);
     e.set_merge_window(10).unwrap();
-    e.add_flows(&[flow(100.0, 0), flow(108.0, 1), flow(116.0, 2)]).unwrap();
+    e.add_flows(&[flow(100.0, 0), flow(108.0, 1), flow(116.0, 2)])
+        .unwrap();
     e.run_to_end();
-    assert_eq!((e.completion(0), e.completion(1), e.completion(2)), (100, 100, 116));
+    assert_eq!(
+        (e.completion(0), e.completion(1), e.completion(2)),
+        (100, 100, 116)
+    );
 }
 
 #[test]

@@ -85,7 +85,8 @@ fn onto_a_faster_link_a_packet_goes_once_its_tail_is_in() {
     let cfg = PacketConfig::default();
     let (wire, sw) = (cfg.mtu + cfg.header, cfg.switch_latency);
     let mut e = mixed_engine(vec![CAP, 2.0 * CAP]);
-    e.add_flows(&[FlowSpec::new(2048.0 * 10.0, vec![0, 1])]).unwrap();
+    e.add_flows(&[FlowSpec::new(2048.0 * 10.0, vec![0, 1])])
+        .unwrap();
     assert_eq!(e.run_to_end(), RunStatus::Done);
     let fast = (wire as f64 * 1e12 / (2.0 * CAP)).ceil() as i64;
     let want_ps = 2 * LAT * 1000 + sw * 1000 + 10 * ser_ps(wire) + fast;
@@ -537,7 +538,10 @@ fn packets_behind_a_loss_have_the_destination_nak_and_the_sender_goes_back_at_on
     let p = e.physics().as_any().downcast_ref::<Packets>().unwrap();
     assert!(p.dropped() > 0);
     assert_eq!((p.naks(), p.timeouts()), (1, 0));
-    assert!(p.discarded() > 0, "packets behind the hole were thrown away");
+    assert!(
+        p.discarded() > 0,
+        "packets behind the hole were thrown away"
+    );
     assert_eq!(p.retransmitted() + 64, p.packets());
     // 64 packets and the ones sent again at line rate, a few latencies besides
     let wire = ser_ps(2048 + 26);

@@ -116,13 +116,24 @@ fn a_sample_cap_thins_the_samples_and_doubles_the_interval() {
     let (times, values) = e.samples();
     assert!((50..=100).contains(&times.len()), "{}", times.len());
     assert_eq!(times[0], 0);
-    assert_eq!(*times.last().unwrap(), 1_000_000_000, "the last sample holds every byte");
+    assert_eq!(
+        *times.last().unwrap(),
+        1_000_000_000,
+        "the last sample holds every byte"
+    );
     let gaps: Vec<i64> = times.windows(2).map(|w| w[1] - w[0]).collect();
     // the first gap may be shorter, the last ends with the run; the rest are the interval
-    assert!(gaps[1..gaps.len() - 1].iter().all(|&g| g == 16_000_000), "{gaps:?}");
+    assert!(
+        gaps[1..gaps.len() - 1].iter().all(|&g| g == 16_000_000),
+        "{gaps:?}"
+    );
     // each row is the cumulative bytes of channel 0 at its time: 1 byte per ns
     for (i, &t) in times.iter().enumerate() {
-        assert!((values[i * 4] - t as f64).abs() < 1.0, "{t}: {}", values[i * 4]);
+        assert!(
+            (values[i * 4] - t as f64).abs() < 1.0,
+            "{t}: {}",
+            values[i * 4]
+        );
     }
 }
 

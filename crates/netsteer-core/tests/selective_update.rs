@@ -33,7 +33,9 @@ struct Case {
 fn case(seed: u64) -> Case {
     let mut r = Rng::for_case(seed);
     let nch = 3 + r.below(14) as usize;
-    let cap: Vec<f64> = (0..nch).map(|_| [1e9, 2e9, 5e9, 1.25e9][r.below(4) as usize]).collect();
+    let cap: Vec<f64> = (0..nch)
+        .map(|_| [1e9, 2e9, 5e9, 1.25e9][r.below(4) as usize])
+        .collect();
     let lat: Vec<i64> = (0..nch).map(|_| r.below(3) as i64 * 500).collect();
     let n = 5 + r.below(120) as usize;
     let classes = if r.below(4) == 0 { 2 } else { 1 };
@@ -59,7 +61,13 @@ fn case(seed: u64) -> Case {
         }
     }
     changes.sort_by_key(|c| c.0);
-    Case { cap, lat, flows, cm02: r.below(2) == 0, changes }
+    Case {
+        cap,
+        lat,
+        flows,
+        cm02: r.below(2) == 0,
+        changes,
+    }
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -70,7 +78,11 @@ enum Mode {
 }
 
 fn run(c: &Case, mode: Mode) -> Vec<i64> {
-    let model: Box<dyn SharingModel> = if c.cm02 { Box::new(Cm02::default()) } else { Box::new(MaxMin) };
+    let model: Box<dyn SharingModel> = if c.cm02 {
+        Box::new(Cm02::default())
+    } else {
+        Box::new(MaxMin)
+    };
     let phys = Fluid::new(c.cap.len(), model)
         .selective(mode != Mode::Whole)
         .tight(mode == Mode::Tight);
@@ -107,7 +119,11 @@ fn selective_update_gives_the_whole_solve_s_completions() {
                 assert!(
                     (a - b).abs() <= tol,
                     "seed {seed}, flow {f}: whole {a} ns, selective ({}) {b} ns",
-                    if mode == Mode::Tight { "tight" } else { "levels" }
+                    if mode == Mode::Tight {
+                        "tight"
+                    } else {
+                        "levels"
+                    }
                 );
             }
         }
@@ -126,6 +142,8 @@ fn selective_update_gives_the_whole_solve_s_completions() {
     // the test exercises the selective paths, not only their fall-backs
     assert!(kept_somewhere);
     // (most fall-backs here are the components with two priority classes)
-    assert!(tight_done > 2 * tight_failed, "{tight_done} tight updates, {tight_failed} fell back");
+    assert!(
+        tight_done > 2 * tight_failed,
+        "{tight_done} tight updates, {tight_failed} fell back"
+    );
 }
-

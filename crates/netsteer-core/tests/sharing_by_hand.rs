@@ -52,7 +52,10 @@ fn assert_max_min(cap: &[f64], owned: &[Vec<u32>], w: &[f64], bound: &[f64], r: 
         }
     }
     for c in 0..cap.len() {
-        assert!(load[c] <= cap[c] * (1.0 + 1e-9), "channel {c} over capacity");
+        assert!(
+            load[c] <= cap[c] * (1.0 + 1e-9),
+            "channel {c} over capacity"
+        );
     }
     for (f, p) in owned.iter().enumerate() {
         let ok = at_bound(r[f], bound[f])

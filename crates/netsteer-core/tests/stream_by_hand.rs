@@ -218,7 +218,11 @@ fn a_job_that_exchanges_nothing_completes_at_its_start() {
     }
     assert_eq!(e.run_to_end(), RunStatus::Done);
     let s = e.stream().unwrap();
-    let done: Vec<_> = s.jobs().iter().map(|j| (j.completion, j.ranks_left)).collect();
+    let done: Vec<_> = s
+        .jobs()
+        .iter()
+        .map(|j| (j.completion, j.ranks_left))
+        .collect();
     assert_eq!(done, [(7_000, 0), (0, 0), (0, 0)]);
     assert_eq!(s.progress().messages_done, 0);
 }

@@ -5,9 +5,9 @@ use numpy::{
     PyReadwriteArray2, PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{PyMemoryError, PyValueError};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use netsteer_core::engine::{FlowBatch, RunStatus};
 use netsteer_core::mpi::{check_steps, step_totals, Algo, Collective, JobChoices, JobSpec, Step};
@@ -81,14 +81,26 @@ impl Engine {
         ticks_per_ns: i64,
     ) -> PyResult<Self> {
         if !(1..=1000).contains(&ticks_per_ns) {
-            return Err(err(format!("ticks_per_ns must be 1 to 1000, not {ticks_per_ns}")));
+            return Err(err(format!(
+                "ticks_per_ns must be 1 to 1000, not {ticks_per_ns}"
+            )));
         }
         if ticks_per_ns > 1 && packet.is_some() {
-            return Err(err("the packet fidelity runs on its own clock: ticks_per_ns must be 1"));
+            return Err(err(
+                "the packet fidelity runs on its own clock: ticks_per_ns must be 1",
+            ));
         }
         let tick = ticks_per_ns;
-        let cap: Vec<f64> = capacity.as_slice()?.iter().map(|&c| c / tick as f64).collect();
-        let lat: Vec<i64> = latency_ns.as_slice()?.iter().map(|&l| l.saturating_mul(tick)).collect();
+        let cap: Vec<f64> = capacity
+            .as_slice()?
+            .iter()
+            .map(|&c| c / tick as f64)
+            .collect();
+        let lat: Vec<i64> = latency_ns
+            .as_slice()?
+            .iter()
+            .map(|&l| l.saturating_mul(tick))
+            .collect();
         if cap.len() != lat.len() {
             return Err(err("capacity and latency_ns differ in length"));
         }
@@ -142,8 +154,16 @@ impl Engine {
         if path_offsets.len() != n + 1 || dep_offsets.len() != n + 1 {
             return Err(err("offsets must have one more entry than flows"));
         }
-        let start: Vec<i64> = start_ns.as_slice()?.iter().map(|&t| self.to_ticks(t)).collect();
-        let delay: Vec<i64> = delay_ns.as_slice()?.iter().map(|&t| self.to_ticks(t)).collect();
+        let start: Vec<i64> = start_ns
+            .as_slice()?
+            .iter()
+            .map(|&t| self.to_ticks(t))
+            .collect();
+        let delay: Vec<i64> = delay_ns
+            .as_slice()?
+            .iter()
+            .map(|&t| self.to_ticks(t))
+            .collect();
         self.inner
             .add_batch(&FlowBatch {
                 bytes,
@@ -358,7 +378,10 @@ impl Engine {
             })
             .into_pyarray(py),
         )?;
-        d.set_item("last_done_ns", col(&|s| self.to_ns(s.last_done)).into_pyarray(py))?;
+        d.set_item(
+            "last_done_ns",
+            col(&|s| self.to_ns(s.last_done)).into_pyarray(py),
+        )?;
         d.set_item("flows", col(&|s| s.flows as i64).into_pyarray(py))?;
         // exact integers (Python ints): a step's bytes can pass 2^53 and u64
         let bytes: Vec<u128> = spans.iter().map(|s| s.bytes).collect();
@@ -383,7 +406,9 @@ impl Engine {
     /// per job otherwise): ``messages``, ``latency_sum_ns``, ``latency_max_ns``,
     /// ``queued`` (messages with a time alone), ``queueing_sum_ns``, ``queueing_max_ns``.
     fn mpi_message_times<'py>(&self, py: Python<'py>) -> PyResult<Vec<Option<Bound<'py, PyDict>>>> {
-        let Some(s) = self.inner.stream() else { return Ok(vec![]) };
+        let Some(s) = self.inner.stream() else {
+            return Ok(vec![]);
+        };
         let packets = self.packets().is_some();
         s.jobs()
             .iter()
@@ -443,7 +468,9 @@ impl Engine {
     /// (SimGrid's timing precision; 0 is exact).
     fn set_merge_window(&mut self, window_ns: i64) -> PyResult<()> {
         let t = self.to_ticks(window_ns);
-        self.inner.set_merge_window(t).map_err(|e| err(e.to_string()))
+        self.inner
+            .set_merge_window(t)
+            .map_err(|e| err(e.to_string()))
     }
 
     fn set_channels_up(&mut self, channels: PyReadonlyArray1<i64>, up: bool) -> PyResult<()> {
@@ -587,7 +614,12 @@ impl Engine {
         let sl: Vec<u8> = sl
             .as_slice()?
             .iter()
-            .map(|&x| u8::try_from(x).ok().filter(|&x| x < 16).ok_or_else(|| err(format!("SL {x} out of 0..15"))))
+            .map(|&x| {
+                u8::try_from(x)
+                    .ok()
+                    .filter(|&x| x < 16)
+                    .ok_or_else(|| err(format!("SL {x} out of 0..15")))
+            })
             .collect::<PyResult<_>>()?;
         if fs.len() != sl.len() {
             return Err(err("flows and sl differ in length"));
@@ -640,7 +672,11 @@ impl Engine {
         let (nc, nv) = (self.inner.n_channels(), p.vls());
         let d = PyDict::new(py);
         let grid = |v: Vec<f64>| -> PyResult<Bound<'py, PyArray2<f64>>> {
-            let rows: Vec<Vec<f64>> = if nv == 0 { vec![] } else { v.chunks(nv).map(|r| r.to_vec()).collect() };
+            let rows: Vec<Vec<f64>> = if nv == 0 {
+                vec![]
+            } else {
+                v.chunks(nv).map(|r| r.to_vec()).collect()
+            };
             if rows.is_empty() {
                 Ok(PyArray2::zeros(py, [0, nv], false))
             } else {
@@ -648,8 +684,14 @@ impl Engine {
             }
         };
         d.set_item("vls", nv)?;
-        d.set_item("xmit_wait_ns", grid(p.xmit_wait_ps().iter().map(|&x| x as f64 * 1e-3).collect())?)?;
-        d.set_item("peak_occupancy_bytes", grid(p.peak_occupancy().iter().map(|&x| x as f64).collect())?)?;
+        d.set_item(
+            "xmit_wait_ns",
+            grid(p.xmit_wait_ps().iter().map(|&x| x as f64 * 1e-3).collect())?,
+        )?;
+        d.set_item(
+            "peak_occupancy_bytes",
+            grid(p.peak_occupancy().iter().map(|&x| x as f64).collect())?,
+        )?;
         d.set_item("xmit_bytes", grid(p.vl_bytes().to_vec())?)?;
         let occ = p.occupancy_samples();
         let k = nc * nv;
@@ -657,11 +699,25 @@ impl Engine {
         let arr = numpy::PyArray1::from_vec(py, occ.iter().map(|&x| x as f64).collect::<Vec<_>>());
         d.set_item("occupancy_bytes", arr.reshape([n_s, nc, nv])?)?;
         let (start, _, ideal) = p.message_times(self.inner.n_flows());
-        let ns = |v: Vec<i64>| -> Vec<i64> { v.into_iter().map(|x| if x < 0 { -1 } else { (x + 999) / 1000 }).collect() };
+        let ns = |v: Vec<i64>| -> Vec<i64> {
+            v.into_iter()
+                .map(|x| if x < 0 { -1 } else { (x + 999) / 1000 })
+                .collect()
+        };
         d.set_item("start_ns", ns(start).into_pyarray(py))?;
-        d.set_item("ideal_ns", ideal.into_iter().map(|x| if x < 0 { -1 } else { (x + 999) / 1000 }).collect::<Vec<i64>>().into_pyarray(py))?;
+        d.set_item(
+            "ideal_ns",
+            ideal
+                .into_iter()
+                .map(|x| if x < 0 { -1 } else { (x + 999) / 1000 })
+                .collect::<Vec<i64>>()
+                .into_pyarray(py),
+        )?;
         d.set_item("packets", p.packets())?;
-        d.set_item("xmit_discards", grid(p.xmit_discards().iter().map(|&x| x as f64).collect())?)?;
+        d.set_item(
+            "xmit_discards",
+            grid(p.xmit_discards().iter().map(|&x| x as f64).collect())?,
+        )?;
         d.set_item("dropped", p.dropped())?;
         d.set_item("retransmitted", p.retransmitted())?;
         d.set_item("timeouts", p.timeouts())?;
@@ -736,7 +792,10 @@ fn packet_config(d: &Bound<'_, PyDict>) -> PyResult<PacketConfig> {
             "sl2vl" => {
                 let m: Vec<u8> = v.extract().map_err(bad)?;
                 if m.len() != 16 {
-                    return Err(err(format!("packet.sl2vl: {} entries, one VL per SL (16) is needed", m.len())));
+                    return Err(err(format!(
+                        "packet.sl2vl: {} entries, one VL per SL (16) is needed",
+                        m.len()
+                    )));
                 }
                 c.sl2vl.copy_from_slice(&m);
             }
@@ -969,7 +1028,10 @@ fn permutation(py: Python<'_>, seed: &Bound<'_, PyInt>, n: usize) -> PyResult<Ve
         }
         Err(_) => {
             // past 64 bits: numpy splits the integer into 32-bit words, low first
-            let nbytes = seed.call_method0("bit_length")?.extract::<usize>()?.div_ceil(8);
+            let nbytes = seed
+                .call_method0("bit_length")?
+                .extract::<usize>()?
+                .div_ceil(8);
             let bytes = seed.call_method1("to_bytes", (nbytes, "little"))?;
             entropy_words(bytes.cast::<PyBytes>()?.as_bytes())
         }
@@ -1000,14 +1062,21 @@ fn check_mpi_steps(ranks: usize, steps: Vec<Bound<'_, PyAny>>) -> PyResult<()> {
 /// ``(flows, bytes)`` one execution makes, as the flow DAG holds them (a compute step
 /// is one delay flow per rank; bytes exact, each message with ``envelope_bytes``).
 #[pyfunction]
-fn mpi_step_totals(ranks: usize, steps: Vec<Bound<'_, PyAny>>, envelope_bytes: u64) -> PyResult<Vec<(u64, u128)>> {
+fn mpi_step_totals(
+    ranks: usize,
+    steps: Vec<Bound<'_, PyAny>>,
+    envelope_bytes: u64,
+) -> PyResult<Vec<(u64, u128)>> {
     let steps = steps
         .iter()
         .enumerate()
         .map(|(i, s)| parse_step(s).map_err(|e| err(format!("program step {i}: {e}"))))
         .collect::<PyResult<Vec<_>>>()?;
     check_steps(ranks, &steps).map_err(err)?;
-    Ok(steps.iter().map(|s| step_totals(ranks, s, envelope_bytes)).collect())
+    Ok(steps
+        .iter()
+        .map(|s| step_totals(ranks, s, envelope_bytes))
+        .collect())
 }
 
 #[pyfunction]

@@ -168,7 +168,11 @@ struct LastRoute {
 
 impl Default for LastRoute {
     fn default() -> Self {
-        LastRoute { dst: u32::MAX, len: 0, hops: [0; KEPT_HOPS] }
+        LastRoute {
+            dst: u32::MAX,
+            len: 0,
+            hops: [0; KEPT_HOPS],
+        }
     }
 }
 
@@ -296,7 +300,9 @@ impl Stream {
     /// Bytes held per rank (its state and a cursor list of a few operations), for
     /// memory estimates.
     pub fn bytes_per_rank() -> usize {
-        std::mem::size_of::<Rank>() + 8 * std::mem::size_of::<Op>() + std::mem::size_of::<LastRoute>()
+        std::mem::size_of::<Rank>()
+            + 8 * std::mem::size_of::<Op>()
+            + std::mem::size_of::<LastRoute>()
     }
 
     /// Bytes the stream holds per message in flight (the engine's flow slot apart).
@@ -347,7 +353,8 @@ impl Stream {
             job,
             ..Rank::default()
         }));
-        self.last_route.resize(self.ranks.len(), LastRoute::default());
+        self.last_route
+            .resize(self.ranks.len(), LastRoute::default());
         self.progress.ranks += p as u64;
         self.jobs.push(Job {
             spec,
@@ -389,7 +396,8 @@ impl Stream {
                 // former flow's times)
                 let fu = f as usize;
                 let seen = eng.crosses_physics(fu);
-                if let Some((start_ps, ideal_ps)) = eng.physics().message_times(fu).filter(|_| seen) {
+                if let Some((start_ps, ideal_ps)) = eng.physics().message_times(fu).filter(|_| seen)
+                {
                     let job = self.ranks[src as usize].job as usize;
                     let (rel, done) = (eng.release_time(fu), eng.completion(fu));
                     self.jobs[job].times.add(rel, done, start_ps, ideal_ps);

@@ -548,7 +548,8 @@ impl Packets {
 
     fn enqueue_host(&mut self, f: usize) {
         let fl = &self.flows[f];
-        if fl.queued || (fl.left == 0 && !fl.hdr) || fl.route_len == 0 || fl.vl as usize >= self.nv {
+        if fl.queued || (fl.left == 0 && !fl.hdr) || fl.route_len == 0 || fl.vl as usize >= self.nv
+        {
             return;
         }
         if !self.path_up(f) {
@@ -660,7 +661,8 @@ impl Packets {
                 r.naked |= nak;
                 self.discarded += 1;
                 if nak {
-                    let back: i64 = self.routes[fl.route as usize..fl.route as usize + fl.route_len as usize]
+                    let back: i64 = self.routes
+                        [fl.route as usize..fl.route as usize + fl.route_len as usize]
                         .iter()
                         .map(|&c| self.lat_ps[c as usize])
                         .sum();
@@ -819,7 +821,10 @@ impl Packets {
         };
         let k = c * nv + v as usize;
         let r = self.next_grant(k).expect("a ready VL has a requester");
-        let i = self.req[k].iter().position(|&x| x == r).expect("granted from the list");
+        let i = self.req[k]
+            .iter()
+            .position(|&x| x == r)
+            .expect("granted from the list");
         self.req[k].swap_remove(i);
         self.last[k] = r & !HOST;
         let p = if r & HOST != 0 {
@@ -1309,7 +1314,11 @@ impl Physics for Packets {
         self.occ_samples.truncate(keep.len() * n);
     }
     fn message_times(&self, f: usize) -> Option<(i64, i64)> {
-        Some(self.flows.get(f).map_or((-1, -1), |p| (p.start_ps, p.ideal_ps)))
+        Some(
+            self.flows
+                .get(f)
+                .map_or((-1, -1), |p| (p.start_ps, p.ideal_ps)),
+        )
     }
     fn as_any(&self) -> &dyn Any {
         self
