@@ -347,7 +347,11 @@ class SimDriver:
                     self._superseded.setdefault(before, {"at": now, "links": set()})["links"].add(x)
                 self._dark[x] = me
         self._reports.append(NetworkChanged(now, "circuits", tuple(int(x) for x in dark), False))
-        if len(dark):
+        if len(dark) and lit_at <= now:
+            # no switching time: lit at once, so a controller deciding at this instant
+            # sees the circuit up (scheduled, it would wait for the next advance)
+            self._lit(me, tuple(int(x) for x in dark))
+        elif len(dark):
             self._schedule(lit_at, "lit", (me, tuple(int(x) for x in dark)))
         if self._overlay_active():
             self._repath(overlay_only=True)
