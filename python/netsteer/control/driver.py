@@ -85,11 +85,17 @@ class Counters:
 
 @dataclass(frozen=True)
 class NetworkView:
-    """The network state a controller decides on."""
+    """The network state a controller decides on.
+
+    ``down_links`` carry no traffic now, for whatever reason; ``failed_links``, when
+    the driver can tell, are those of them that failed (not dark because their
+    circuit switch is moving), or None when it cannot.
+    """
 
     now: int
     down_links: frozenset[int]
     circuits: dict[int, np.ndarray] = field(default_factory=dict)
+    failed_links: frozenset[int] | None = None
 
 
 class Driver(Protocol):

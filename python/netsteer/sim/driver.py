@@ -205,7 +205,8 @@ class SimDriver:
         return self.failed | self._dark.keys()
 
     def view(self) -> NetworkView:
-        return NetworkView(self.now, frozenset(self.down), {n: p.copy() for n, p in self.circuits.pairing.items()})
+        return NetworkView(self.now, frozenset(self.down), {n: p.copy() for n, p in self.circuits.pairing.items()},
+                           failed_links=frozenset(self.failed))
 
     def reports(self) -> list[NetworkChanged]:
         out, self._reports = self._reports, []
