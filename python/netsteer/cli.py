@@ -192,10 +192,14 @@ def _print_result(result: dict, makespan_ns: int | None = None, end_ns: int = -1
 
         print_packet(pk, out_console)
     for e in result["events"]:
-        detail = ", ".join(f"{k}={v}" for k, v in e.items() if k not in ("intent", "at_s", "done_s", "failed"))
+        detail = ", ".join(f"{k}={v}" for k, v in e.items()
+                           if k not in ("intent", "at_s", "done_s", "failed", "superseded"))
         line = f"  {format_seconds(e['at_s'])}  {e['intent']}" + (f" ({detail})" if detail else "")
-        if "done_s" in e and e["done_s"] != e["at_s"]:
-            line += f", in effect at {format_seconds(e['done_s'])}"
+        sup = e.get("superseded")
+        if sup is not None and sup.startswith("never"):
+            line += f", superseded: {escape(sup)}"  # done_s is when it was superseded
+        elif "done_s" in e and e["done_s"] != e["at_s"]:
+            line += f", in effect at {format_seconds(e['done_s'])}" + (f"; superseded {escape(sup)}" if sup else "")
         if "failed" in e:
             line += f"  [red]FAILED[/]: {escape(e['failed'])}"
         out_console.print(line)

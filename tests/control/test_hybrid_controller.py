@@ -132,7 +132,7 @@ def unlit_once(monkeypatch, switch: str, from_ns: int, until_ns: int, times: int
         t = self.topo
         n = t.node(switch)
         if (what == "lit" and len(done) < times and from_ns <= self.now < until_ns
-                and any(n in (int(t.link_a[x]), int(t.link_b[x])) for x in payload)):
+                and any(n in (int(t.link_a[x]), int(t.link_b[x])) for x in payload[1])):  # (command, links)
             done.append(self.now)
             self._schedule(until_ns, "lit", payload)
             return

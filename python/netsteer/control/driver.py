@@ -32,13 +32,16 @@ class Applied:
 
     ``at_ns`` is when it started, ``done_ns`` when it took full effect (the delay
     model of the driver: rule pushing, VLAN tagging, circuit switching), and
-    ``failed`` the reason it did not, or None.
+    ``failed`` the reason it did not, or None. ``superseded`` says, in a driver's
+    record, that a later command moved the same circuit ports before this one lit
+    them (``done_ns`` is then when that happened, if none of its ports lit).
     """
 
     intent: Intent
     at_ns: int
     done_ns: int
     failed: str | None = None
+    superseded: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -49,6 +52,8 @@ class Applied:
         out.update(at_s=self.at_ns / 1e9, done_s=self.done_ns / 1e9)
         if self.failed is not None:
             out["failed"] = self.failed
+        if self.superseded is not None:
+            out["superseded"] = self.superseded
         return out
 
 
@@ -80,11 +85,17 @@ class Counters:
 
 @dataclass(frozen=True)
 class NetworkView:
-    """The network state a controller decides on."""
+    """The network state a controller decides on.
+
+    ``down_links`` carry no traffic now, for whatever reason; ``failed_links``, when
+    the driver can tell, are those of them that failed (not dark because their
+    circuit switch is moving), or None when it cannot.
+    """
 
     now: int
     down_links: frozenset[int]
     circuits: dict[int, np.ndarray] = field(default_factory=dict)
+    failed_links: frozenset[int] | None = None
 
 
 class Driver(Protocol):

@@ -250,6 +250,7 @@ class HybridController(Controller):
         self._left: dict[frozenset, tuple[float, int]] = {}
         self._base = None  # pair counters when the configuration in force took over (request planning)
         self._unanswered = Unanswered(topo, self.tors)  # switches that did not answer the counter readings
+        self._failed: frozenset = frozenset()  # failed links, as the view gave them last
         self._index_channels()
 
     # -- configurations --------------------------------------------------------------
@@ -418,6 +419,7 @@ class HybridController(Controller):
             # the first window measures from the start (counters at 0), so the first
             # decision comes at t=period (t=poll), not one interval later
             self._rebase(inp, restart_clocks=False)
+        self._failed = self._failed_links(inp.view)
         if self.current is not None:
             mine = [a for a in inp.applied if any(a.intent is i for i in self.current.pending)]
             self.current.step_applied += mine
@@ -442,6 +444,8 @@ class HybridController(Controller):
             self._congestion(inp)
         if self._repair is not None and self.current is None:
             out += self._repair_step(inp)
+        if self.current is None and self._repair is None:
+            self._rescue(now)
         # nothing new starts on a network whose rollback is not finished (docs/control.md):
         # its state is not the configuration in force, so step 2 would diff from the
         # wrong one, and step 3 would lift the leftover detours onto circuits or tags
@@ -546,16 +550,20 @@ class HybridController(Controller):
         configuration in force where they are: each switch's matching is a whole, so
         any permutation of switches is the same plan, and circuits that stay put move
         no traffic during a reconfiguration. The switches in ``fixed`` (those holding
-        pinned circuits) keep their label. Returns (plan, old label -> new label)."""
+        pinned circuits) keep their label, and a matching goes where it puts fewest
+        circuits on failed ports. Returns (plan, old label -> new label)."""
         from scipy.optimize import linear_sum_assignment
 
         k = self.planes
         old = {(c.ocs, min(c.a, c.b), max(c.a, c.b)) for c in self.config.circuits}
         overlap = np.zeros((k, k))
+        dead = self._failed_ports()
         for c in plan.circuits:
             a, b = min(c.a, c.b), max(c.a, c.b)
             for j in range(k):
                 overlap[c.ocs, j] += (j, a, b) in old
+                if (a, j) in dead or (b, j) in dead:
+                    overlap[c.ocs, j] -= len(plan.circuits) + 1  # it could not light there
         for i in fixed:  # a pinned circuit is never moved to another switch
             overlap[i, :] = overlap[:, i] = -2.0 * (len(plan.circuits) + 1)
             overlap[i, i] = 0.0
@@ -641,12 +649,75 @@ class HybridController(Controller):
         if last is not None and last[0] == key and np.allclose(last[1], demand, rtol=1e-9, atol=1e-9):
             plan, new = last[2], last[3]
             rec.update(served_planned_gbps=round(new, 6), skipped="unchanged")
-            return plan, cur, new
-        plan = self._plan(demand, pinned=self._pinned())
-        new = self._plan_served(plan, demand)
-        self._last_plan = (key, demand.copy(), plan, new)
-        rec["served_planned_gbps"] = round(new, 6)
+        else:
+            plan = self._plan(demand, pinned=self._pinned())
+            new = self._plan_served(plan, demand)
+            self._last_plan = (key, demand.copy(), plan, new)
+            rec["served_planned_gbps"] = round(new, 6)
+        if self._failed:
+            plan, new = self._without_failed(plan, new, demand, rec)
         return plan, cur, new
+
+    def _without_failed(self, plan, new: float, demand: np.ndarray, rec: dict):
+        """``plan``, aligned to the switches, less its circuits on failed ports and the
+        paths over them (they could not light), and what it serves then: the modes
+        weigh that against the circuits in force."""
+        aligned, _ = self._align(plan, fixed={c.ocs for c in self._pinned()})
+        dead = self._dead(aligned.circuits)
+        if not dead:
+            return plan, new
+        paths = tuple(p for p in aligned.paths if not set(dead) & set(p.circuits))
+        plan = replace(aligned, circuits=tuple(c for c in aligned.circuits if c not in set(dead)), paths=paths)
+        new = self._plan_served(plan, demand)
+        rec.update(served_planned_gbps=round(new, 6), left_out_failed=[[c.ocs, c.a, c.b] for c in dead])
+        return plan, new
+
+    # -- link failures -------------------------------------------------------------------
+
+    def _failed_links(self, view) -> frozenset:
+        """The links that failed, as the driver's view tells; a driver that cannot tell
+        failed from dark gives the links down while no reconfiguration moves a switch."""
+        failed = getattr(view, "failed_links", None)
+        if failed is not None:
+            return failed
+        return frozenset(view.down_links) if self.current is None and self._repair is None else frozenset()
+
+    def _failed_ports(self) -> set[tuple[int, int]]:
+        """(rack, plane) of the optical uplinks whose cable failed."""
+        if not self._failed:
+            return set()
+        return {(r, k) for r in range(self.racks) for k in range(self.planes)
+                if int(self._opt_down[r, k]) // 2 in self._failed}
+
+    def _dead(self, circuits) -> list[Circuit]:
+        """Those of ``circuits`` with a failed circuit-switch link (the cable of either
+        rack's optical uplink)."""
+        if not self._failed:
+            return []
+        return [c for c in sorted(circuits, key=lambda c: (c.ocs, c.a, c.b))
+                if any(int(self._opt_down[x, c.ocs]) // 2 in self._failed for x in (c.a, c.b))]
+
+    def _rescue(self, now: int) -> None:
+        """A circuit in force whose link failed carries nothing, and the rules keep its
+        rack pairs on it: reconfigure, first of all, to the circuits in force less the
+        dead ones. Step 1 moves those pairs onto the electrical network at once
+        (make-before-break), step 3 leaves them there. Not repeated while a failed rescue
+        backs off."""
+        dead = self._dead(self.config.circuits)
+        if not dead:
+            return
+        last = self.reconfigurations[-1] if self.reconfigurations else None
+        if (last is not None and last.trigger == "link failure" and last.status != "done"
+                and self._retry_at is not None and now < self._retry_at):
+            return
+        alive = frozenset(c for c in self.config.circuits if c not in set(dead))
+        if self._queue and self._queue[0][0] == "link failure":
+            if self._queue[0][1] == alive:
+                return  # queued already (decide runs several rounds an instant)
+            self._queue.pop(0)
+        self._queue.insert(0, ("link failure", alive, None, now, None))
+        self.history.append({"at_s": now / 1e9, "what": "link failure",
+                             "circuits": [[c.ocs, c.a, c.b] for c in dead]})
 
     def _detour_gbps(self, demand: np.ndarray, new: HybridConfig) -> float:
         """What the rack pairs a reconfiguration to ``new`` detours in step 1 (those with

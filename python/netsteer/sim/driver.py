@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -21,6 +21,7 @@ from ..control.driver import Applied, Counters, NetworkChanged, NetworkView
 from ..control.intents import InstallRouting, PushRules, RemoveRules, SetCircuits, SetLinks, SetQos, TagPorts
 from ..errors import NetsteerError
 from ..topology.model import Topology
+from ..units import format_ns
 from ..traffic.dag import FlowDag
 from .delay import DelayModel
 from .forwarding import VlanOverlay
@@ -163,7 +164,13 @@ class SimDriver:
             if sample_cap is not None:
                 # the engine thins its own samples as _halve_resolution does these
                 self.engine.set_sample_cap(int(sample_cap))
-        self.down: set[int] = set()
+        # two facts per link, kept apart: failed (a SetLinks took it down; a user's
+        # link_down, until a SetLinks brings it up) and dark (a circuit switch is moving its
+        # port; until the last command that moved it lights it). It carries traffic only if
+        # neither holds: a re-pairing does not repair a dead cable, nor a link_up end a switching
+        self.failed: set[int] = set()
+        self._dark: dict[int, int] = {}  # link -> index in applied of the circuit command it waits for
+        self._superseded: dict[int, dict] = {}  # that index -> {"at": ns, "links": set}: ports re-moved
         self.applied: list[Applied] = []
         self._reports: list[NetworkChanged] = []
         self._pending: list = []  # (time, seq, what, payload)
@@ -192,8 +199,14 @@ class SimDriver:
     def now(self) -> int:
         return int(self.engine.now)
 
+    @property
+    def down(self) -> set[int]:
+        """Links that carry no traffic now: failed, or dark while their circuit switches."""
+        return self.failed | self._dark.keys()
+
     def view(self) -> NetworkView:
-        return NetworkView(self.now, frozenset(self.down), {n: p.copy() for n, p in self.circuits.pairing.items()})
+        return NetworkView(self.now, frozenset(self.down), {n: p.copy() for n, p in self.circuits.pairing.items()},
+                           failed_links=frozenset(self.failed))
 
     def reports(self) -> list[NetworkChanged]:
         out, self._reports = self._reports, []
@@ -257,8 +270,15 @@ class SimDriver:
             bad = links[(links < 0) | (links >= self.topo.n_links)]
             if len(bad):
                 raise _Refused(f"link {bad[0]} does not exist")
-            self.engine.set_channels_up(np.concatenate([2 * links, 2 * links + 1]), intent.up)
-            (self.down.difference_update if intent.up else self.down.update)(int(x) for x in links)
+            ids = [int(x) for x in links]
+            if intent.up:
+                self.failed.difference_update(ids)
+                # a port whose circuit switch is still moving stays dark until it lights
+                links = np.array([x for x in ids if x not in self._dark], dtype=np.int64)
+            else:
+                self.failed.update(ids)
+            if len(links):
+                self.engine.set_channels_up(np.concatenate([2 * links, 2 * links + 1]), intent.up)
             self._reports.append(NetworkChanged(now, "links", tuple(intent.links), intent.up))
             return now
         if isinstance(intent, InstallRouting):
@@ -317,11 +337,23 @@ class SimDriver:
             raise _Refused(f"{self.topo.node_names[sw]}: {exc}") from None
         dark = _port_links(self.topo, sw, moved)
         lit_at = now + self.delay.circuit_command_ns + int(self.topo.switching_time_ns.get(sw, 0))
+        me = len(self.applied)  # apply() records this command at that index
         if len(dark):
             self.engine.set_channels_up(np.concatenate([2 * dark, 2 * dark + 1]), False)
-            self.down.update(int(x) for x in dark)
-            self._schedule(lit_at, "lit", tuple(int(x) for x in dark))
+            for x in (int(x) for x in dark):
+                before = self._dark.get(x)
+                if before is not None:
+                    # an earlier command's ports move again before they lit: its timer
+                    # must not light them; its record says so (_lit)
+                    self._superseded.setdefault(before, {"at": now, "links": set()})["links"].add(x)
+                self._dark[x] = me
         self._reports.append(NetworkChanged(now, "circuits", tuple(int(x) for x in dark), False))
+        if len(dark) and lit_at <= now:
+            # no switching time: lit at once, so a controller deciding at this instant
+            # sees the circuit up (scheduled, it would wait for the next advance)
+            self._lit(me, tuple(int(x) for x in dark))
+        elif len(dark):
+            self._schedule(lit_at, "lit", (me, tuple(int(x) for x in dark)))
         if self._overlay_active():
             self._repath(overlay_only=True)
         return lit_at if len(dark) else now
@@ -363,10 +395,7 @@ class SimDriver:
         if what == "stop":
             self.engine.stop_flows(np.asarray(payload, dtype=np.int64))
         elif what == "lit":
-            links = np.asarray(payload, dtype=np.int64)
-            self.engine.set_channels_up(np.concatenate([2 * links, 2 * links + 1]), True)
-            self.down.difference_update(payload)
-            self._reports.append(NetworkChanged(self.now, "circuits", payload, True))
+            self._lit(*payload)
             if self._overlay_active():
                 self._repath(overlay_only=True)
         elif what == "overlay":
@@ -378,6 +407,29 @@ class SimDriver:
             else:
                 ov.tag(payload.ports)
             self._repath(overlay_only=True)
+
+    def _lit(self, cmd: int, links: tuple[int, ...]) -> None:
+        """The circuit command recorded at ``applied[cmd]`` has switched: light those of
+        ``links`` still waiting for it (not moved again by a later command), except the
+        failed ones, which stay down until a link_up."""
+        mine = [x for x in links if self._dark.get(x) == cmd]
+        for x in mine:
+            del self._dark[x]
+        up = np.array([x for x in mine if x not in self.failed], dtype=np.int64)
+        if len(up):
+            self.engine.set_channels_up(np.concatenate([2 * up, 2 * up + 1]), True)
+            self._reports.append(NetworkChanged(self.now, "circuits", tuple(int(x) for x in up), True))
+        gone = self._superseded.pop(cmd, None)
+        if gone is not None and cmd < len(self.applied):
+            a = self.applied[cmd]
+            when = format_ns(gone["at"])
+            if mine:
+                what = (f"partly: a later circuit command moved links {sorted(gone['links'])} again at {when}, "
+                        "before they lit; the rest lit")
+                self.applied[cmd] = replace(a, superseded=what)
+            else:
+                what = f"never in effect: a later circuit command moved its ports again at {when}, before they lit"
+                self.applied[cmd] = replace(a, done_ns=gone["at"], superseded=what)
 
     # -- hooks for dataplanes built on this driver (netsteer.unisonflow) ----------
 

@@ -22,13 +22,27 @@ def default_controller(built) -> tuple[ControllerStack, list]:
     workload, not to a controller."""
     scripted, stops = legacy_controller(built.events)
     hybrid = built.hybrid
+    on_links = built.reroute if built.reroute_on_change else None
+    if hybrid is not None and on_links is not None:
+        on_links = _electrical_only(on_links)
     policy = ReroutePolicy(
-        on_links=built.reroute if built.reroute_on_change else None,
+        on_links=on_links,
         # under the hybrid controller, circuits carry traffic through its VLAN rules only
         on_circuits=None if hybrid is not None else built.reroute,
     )
     qos = built.qos.controller() if getattr(built, "qos", None) is not None else None
     return ControllerStack([*scripted.controllers, policy, hybrid, getattr(built, "steering", None), qos]), stops
+
+
+def _electrical_only(make):
+    """``make`` building tables over the electrical network only, as the hybrid
+    controller's base routing is built: tables over the circuits of the moment would
+    have no way out once the controller moves them."""
+    def electrical(down=frozenset(), circuits=None):
+        return make(down)
+
+    electrical.static_engine = getattr(make, "static_engine", None)
+    return electrical
 
 
 def run_scenario(
