@@ -119,6 +119,10 @@ class ReplayController(Controller):
     """Scripted changes: ``steps`` are ``(time_ns, intent)``, or ``(time_ns, routing
     or routing factory)`` for a routing built from the network as it is then.
 
+    ``policy``, when given, is the :class:`ReroutePolicy` that handles the link and
+    circuit changes after a played routing factory: it adopts the factory, so the
+    engine a scripted routing change put in force also re-routes later changes.
+
     >>> from netsteer.control.intents import SetLinks
     >>> r = ReplayController([(10, SetLinks((1,), up=False))])
     >>> r.next_wakeup(0), r.decide(Inputs(10, NetworkView(10, frozenset())))
@@ -129,10 +133,11 @@ class ReplayController(Controller):
 
     name = "replay"
 
-    def __init__(self, steps: list[tuple[int, Any]]):
+    def __init__(self, steps: list[tuple[int, Any]], policy: ReroutePolicy | None = None):
         super().__init__()
         self.steps = sorted(steps, key=lambda s: s[0])
         self._next = 0
+        self.policy = policy
 
     def next_wakeup(self, now: int) -> int | None:
         return self.steps[self._next][0] if self._next < len(self.steps) else None
@@ -151,6 +156,9 @@ class ReplayController(Controller):
                 self.history.append(
                     {"at_s": inp.now / 1e9, "what": "routing", "failed": f"reconfiguration failed, last good routing kept: {exc.message()}"}
                 )
+                continue
+            if self.policy is not None and callable(what):
+                self.policy.adopt(what)  # the engine in force handles the next link change
         return out
 
 
@@ -174,6 +182,19 @@ class ReroutePolicy(Controller):
     def __init__(self, on_links: RoutingFactory | None = None, on_circuits: RoutingFactory | None = None):
         super().__init__()
         self.factories = {"links": on_links, "circuits": on_circuits}
+
+    def adopt(self, factory: RoutingFactory) -> None:
+        """Re-route with ``factory`` from now on (a scripted routing change put its engine
+        in force); a cause this policy does not react to stays off.
+
+        >>> p = ReroutePolicy(on_links=lambda down, circuits: "minhop")
+        >>> p.adopt(lambda down, circuits: "dmodk")
+        >>> p.factories["links"](frozenset(), {}), p.factories["circuits"]
+        ('dmodk', None)
+        """
+        for cause, current in self.factories.items():
+            if current is not None:
+                self.factories[cause] = factory
 
     def decide(self, inp: Inputs) -> list[Intent]:
         wanted = [c for c in inp.changes if self.factories.get(c.cause) is not None]

@@ -206,9 +206,12 @@ def _past_clock_jobs(eng, n: int, topo, streamed) -> list[int]:
     return placed or open_jobs
 
 
-def legacy_controller(events) -> tuple[Controller, list]:
+def legacy_controller(events, policy: ReroutePolicy | None = None) -> tuple[Controller, list]:
     """Scripted events (:mod:`netsteer.sim.events`) as a replay controller and the
-    re-route policy they ask for; returns ``(controller, stops)``."""
+    re-route policy they ask for; returns ``(controller, stops)``.
+
+    ``policy``, when given, is the re-route policy instead (the events then carry no
+    ``reroute``); it follows the scripted routing changes (:class:`ReplayController`)."""
     steps, stops = [], []
     factories: dict[str, set] = {"links": set(), "circuits": set()}
     for ev in events:
@@ -229,6 +232,10 @@ def legacy_controller(events) -> tuple[Controller, list]:
     for kind, fs in factories.items():
         if len(fs) > 1:
             raise ValueError(f"{kind} events carry different re-route functions: use one ReroutePolicy per run")
+    if policy is not None:
+        if any(factories.values()):
+            raise ValueError("events carry re-route functions and a policy is given: use one of them")
+        return ControllerStack([ReplayController(steps, policy=policy), policy]), stops
     pick = {k: (_as_factory(next(iter(fs))) if fs else None) for k, fs in factories.items()}
     return ControllerStack([ReplayController(steps), ReroutePolicy(pick["links"], pick["circuits"])]), stops
 
