@@ -119,23 +119,30 @@ class ReplayController(Controller):
     """Scripted changes: ``steps`` are ``(time_ns, intent)``, or ``(time_ns, routing
     or routing factory)`` for a routing built from the network as it is then.
 
+    A step may carry a third item, where it comes from (``"events.3"``): the run's
+    notes name the steps it ended before by it (:meth:`unplayed`).
+
     ``policy``, when given, is the :class:`ReroutePolicy` that handles the link and
     circuit changes after a played routing factory: it adopts the factory, so the
     engine a scripted routing change put in force also re-routes later changes.
 
     >>> from netsteer.control.intents import SetLinks
-    >>> r = ReplayController([(10, SetLinks((1,), up=False))])
+    >>> r = ReplayController([(10, SetLinks((1,), up=False)), (50, SetLinks((1,), up=True), "events.1")])
     >>> r.next_wakeup(0), r.decide(Inputs(10, NetworkView(10, frozenset())))
     (10, [SetLinks(links=(1,), up=False)])
-    >>> r.next_wakeup(10) is None
-    True
+    >>> r.next_wakeup(10)
+    50
+    >>> print(r.unplayed(40)[0])  # doctest: +NORMALIZE_WHITESPACE
+    events.1: the link_up at 50 ns was not played: the run ended before, at 40 ns
+    (is the time in the right unit?)
     """
 
     name = "replay"
 
-    def __init__(self, steps: list[tuple[int, Any]], policy: ReroutePolicy | None = None):
+    def __init__(self, steps: list[tuple], policy: ReroutePolicy | None = None):
         super().__init__()
-        self.steps = sorted(steps, key=lambda s: s[0])
+        # (time, what, where from); sorted stably: steps at one instant play in the given order
+        self.steps = sorted(((s[0], s[1], s[2] if len(s) > 2 else None) for s in steps), key=lambda s: s[0])
         self._next = 0
         self.policy = policy
 
@@ -160,6 +167,28 @@ class ReplayController(Controller):
             if self.policy is not None and callable(what):
                 self.policy.adopt(what)  # the engine in force handles the next link change
         return out
+
+    def unplayed(self, end_ns: int) -> list[str]:
+        """Notes for the steps the run ended before. The run ends when its last flow does:
+        a step due at that very instant is not played either (it would change nothing)."""
+        from ..units import format_seconds
+
+        end = format_seconds(end_ns / 1e9)
+        return [f"{where or 'a scripted change'}: the {_step_kind(what)} at {format_seconds(t / 1e9)} was not "
+                "played: " + ("the run ended at that instant (its last flow finished), when a change affects "
+                              "nothing" if t <= end_ns else f"the run ended before, at {end} (is the time in the "
+                              "right unit?)") for t, what, where in self.steps[self._next:]]
+
+
+def _step_kind(what) -> str:
+    """A scripted step as the scenario's ``events:`` name it."""
+    from .intents import SetCircuits, SetLinks
+
+    if isinstance(what, SetLinks):
+        return "link_up" if what.up else "link_down"
+    if isinstance(what, SetCircuits):
+        return "circuit"
+    return "routing" if callable(what) or not isinstance(what, Intent.__args__) else type(what).__name__
 
 
 class ReroutePolicy(Controller):

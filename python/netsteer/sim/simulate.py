@@ -218,13 +218,13 @@ def legacy_controller(events, policy: ReroutePolicy | None = None) -> tuple[Cont
         if isinstance(ev, StopFlows):
             stops.append((ev.at_ns, ev.flows))
         elif isinstance(ev, LinkChange):
-            steps.append((ev.at_ns, SetLinks(tuple(ev.links), ev.up)))
+            steps.append((ev.at_ns, SetLinks(tuple(ev.links), ev.up), ev.source))
             if ev.reroute is not None:
                 factories["links"].add(ev.reroute)
         elif isinstance(ev, RoutingChange):
-            steps.append((ev.at_ns, ev.routing))
+            steps.append((ev.at_ns, ev.routing, ev.source))
         elif isinstance(ev, CircuitChange):
-            steps.append((ev.at_ns, SetCircuits(ev.switch, tuple(tuple(p) for p in ev.pairs))))
+            steps.append((ev.at_ns, SetCircuits(ev.switch, tuple(tuple(p) for p in ev.pairs)), ev.source))
             if ev.reroute is not None:
                 factories["circuits"].add(ev.reroute)
         else:
