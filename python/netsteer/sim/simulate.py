@@ -68,6 +68,11 @@ class SimResult:
         dependencies on one VL (a credit loop: the deadlock credit-based flow control
         allows): the VL and the cycle, ``"VL 0: x0_0[3]->x0_1 -> ..."``
         (:func:`netsteer.sim.packet.credit_loop`).
+    links_down : list of int
+        A stalled run: the links scripted changes took down and none brought back.
+    blocked_by : dict of int to list of int
+        A stalled run: unfinished flows (among the first 1,000) whose routes cross links
+        down or dark when it stalled, and those links.
     """
 
     completion_ns: np.ndarray
@@ -90,6 +95,8 @@ class SimResult:
     sample_interval_ns: int | None = None  # the interval the samples ended at (auto may double it)
     notes: list[str] = field(default_factory=list)
     credit_loop: str | None = None
+    links_down: list[int] = field(default_factory=list)
+    blocked_by: dict[int, list[int]] = field(default_factory=dict)
 
 
 def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
@@ -104,7 +111,7 @@ def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
         makespan = max([makespan] + [c for c, _ in mpi["jobs"]])
     times, samples = driver.samples()
     names = driver.topo.node_names
-    events = [a.as_dict(names) for a in driver.applied]
+    events = [a.as_dict(names, driver.topo.link_name) for a in driver.applied]
     history = controller.all_history if isinstance(controller, ControllerStack) else controller.history
     events += [dict(h, intent=h.get("what", "")) for h in history if "failed" in h or "kept" in h]
     events.sort(key=lambda e: e["at_s"])
@@ -122,6 +129,8 @@ def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
         controller=controller.report(),
         sent_bytes=sent,
         past_clock=_past_clock(eng, n) if status == "stalled" else None,
+        links_down=_links_left_down(driver) if status == "stalled" else [],
+        blocked_by=_blocked_by(eng, n, driver) if status == "stalled" else {},
         past_clock_jobs=_past_clock_jobs(eng, n, driver.topo, driver.streamed) if status == "stalled" else [],
         mpi=mpi,
         packet=eng.packet_report(),
@@ -163,6 +172,37 @@ def _streamed(eng, streamed, n_dag: int = 0) -> dict:
         in_flight = in_flight[in_flight >= n_dag]
         sent = float(np.asarray(eng.sent_bytes(), dtype=np.float64)[in_flight].sum())
         out["left"] = {"flows": never_posted + int(progress["in_flight"]), "bytes_sent": round(sent)}
+    return out
+
+
+def _links_left_down(driver) -> list[int]:
+    """The links scripted ``SetLinks`` took down and none brought back, in index order
+    (circuit ports dark because unpaired or switching are not failures)."""
+    from ..control.intents import SetLinks
+
+    down: set[int] = set()
+    for a in driver.applied:
+        if isinstance(a.intent, SetLinks) and a.failed is None:
+            (down.difference_update if a.intent.up else down.update)(int(x) for x in a.intent.links)
+    return sorted(down)
+
+
+#: The unfinished flows :func:`_blocked_by` looks at (a stall report names the first 10).
+BLOCKED_LOOKED_AT = 1000
+
+
+def _blocked_by(eng, n: int, driver) -> dict[int, list[int]]:
+    """For the first unfinished DAG flows (ids below ``n``), the links down or dark on
+    their routes when the run stalled: what they wait on. Flows not yet started (waiting
+    for others) and flows whose route is whole are left out."""
+    down = driver.view().down_links
+    left = np.asarray(eng.unfinished_flows(), dtype=np.int64)
+    out = {}
+    for f in np.sort(left[left < n])[:BLOCKED_LOOKED_AT].tolist():
+        # channels 2l and 2l+1 are link l's two directions
+        links = sorted({int(c) // 2 for c in eng.flow_path(f)} & down)
+        if links:
+            out[f] = links
     return out
 
 
