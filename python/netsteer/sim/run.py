@@ -27,7 +27,7 @@ def default_controller(built) -> tuple[ControllerStack, list]:
         on_circuits=None if hybrid is not None else built.reroute,
     )
     # the policy follows the scripted routing changes: the engine in force handles link changes
-    scripted, stops = legacy_controller(built.events, policy=policy)
+    scripted, stops = legacy_controller(built.events, policy=policy, topo=built.topology)
     qos = built.qos.controller() if getattr(built, "qos", None) is not None else None
     return ControllerStack([*scripted.controllers, hybrid, getattr(built, "steering", None), qos]), stops
 

@@ -113,7 +113,7 @@ def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
     names = driver.topo.node_names
     events = [a.as_dict(names, driver.topo.link_name) for a in driver.applied]
     history = controller.all_history if isinstance(controller, ControllerStack) else controller.history
-    events += [dict(h, intent=h.get("what", "")) for h in history if "failed" in h or "kept" in h]
+    events += [dict(h, intent=h.get("what", "")) for h in history if "failed" in h or "kept" in h or "ignored" in h]
     events.sort(key=lambda e: e["at_s"])
     return SimResult(
         completion_ns=completion,
@@ -135,8 +135,25 @@ def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
         mpi=mpi,
         packet=eng.packet_report(),
         end_ns=int(eng.now),
-        notes=controller.unplayed(int(driver.now)),
+        notes=controller.unplayed(int(driver.now)) + _still_running(controller.report(), int(driver.now)),
     )
+
+
+def _still_running(report: dict | None, end_ns: int) -> list[str]:
+    """Notes for the hybrid reconfigurations still running when the run ended: their
+    circuits and rules never all took effect.
+
+    >>> _still_running({"hybrid": {"reconfigurations": [{"id": 0, "trigger": "schedule", "status": "running",
+    ...     "start_s": 0.2, "circuits_after": [[0, 0, 1]], "steps": [{"step": 2}]}]}}, 400_000_000)[0][:72]
+    'controller.hybrid: reconfiguration 0 (schedule, started at 200 ms, to ci'
+    """
+    from ..units import format_seconds
+
+    recs = ((report or {}).get("hybrid") or {}).get("reconfigurations") or []
+    return [f"controller.hybrid: reconfiguration {r['id']} ({r['trigger']}, started at "
+            f"{format_seconds(r['start_s'])}, to circuits {r['circuits_after']}) was still running, in step "
+            f"{r['steps'][-1]['step'] if r.get('steps') else 1}, when the run ended at {format_seconds(end_ns / 1e9)}: "
+            "its circuits and rules never all took effect" for r in recs if r.get("status") == "running"]
 
 
 def _streamed(eng, streamed, n_dag: int = 0) -> dict:
@@ -246,12 +263,13 @@ def _past_clock_jobs(eng, n: int, topo, streamed) -> list[int]:
     return placed or open_jobs
 
 
-def legacy_controller(events, policy: ReroutePolicy | None = None) -> tuple[Controller, list]:
+def legacy_controller(events, policy: ReroutePolicy | None = None, topo=None) -> tuple[Controller, list]:
     """Scripted events (:mod:`netsteer.sim.events`) as a replay controller and the
     re-route policy they ask for; returns ``(controller, stops)``.
 
     ``policy``, when given, is the re-route policy instead (the events then carry no
-    ``reroute``); it follows the scripted routing changes (:class:`ReplayController`)."""
+    ``reroute``); it follows the scripted routing changes (:class:`ReplayController`).
+    ``topo`` names links and switches in the replay's notes."""
     steps, stops = [], []
     factories: dict[str, set] = {"links": set(), "circuits": set()}
     for ev in events:
@@ -275,9 +293,9 @@ def legacy_controller(events, policy: ReroutePolicy | None = None) -> tuple[Cont
     if policy is not None:
         if any(factories.values()):
             raise ValueError("events carry re-route functions and a policy is given: use one of them")
-        return ControllerStack([ReplayController(steps, policy=policy), policy]), stops
+        return ControllerStack([ReplayController(steps, policy=policy, topo=topo), policy]), stops
     pick = {k: (_as_factory(next(iter(fs))) if fs else None) for k, fs in factories.items()}
-    return ControllerStack([ReplayController(steps), ReroutePolicy(pick["links"], pick["circuits"])]), stops
+    return ControllerStack([ReplayController(steps, topo=topo), ReroutePolicy(pick["links"], pick["circuits"])]), stops
 
 
 def _as_factory(source):
