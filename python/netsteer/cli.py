@@ -134,6 +134,7 @@ def run(
         st = result["stalled"]
         # a streamed job's messages and compute steps count as the DAG's flows would
         ranks = "; ranks left: " + ", ".join(f"{j} {n}" for j, n in st["ranks_left"].items()) if st.get("ranks_left") else ""
+        ranks += escape(_stuck_flows(st))
         if st.get("credit_loop"):
             err_console.print(
                 f"[yellow]warning:[/] {st['flows']} flows never finished (jobs: {', '.join(st['jobs'])}{ranks}): "
@@ -149,6 +150,31 @@ def run(
             "or tags were never in place), or higher-priority traffic that never ended starved them, or MPI "
             "ranks wait on each other; the run exits 0: a stalled network is a result"
         )
+
+
+def _plain(v) -> str:
+    """A value of the event log without Python's quotes: ``[s1_0:5 <-> s2_0:1]``."""
+    return f"[{', '.join(_plain(x) for x in v)}]" if isinstance(v, list) else str(v)
+
+
+def _stuck_flows(st: dict) -> str:
+    """The stall's flows and links in the scenario's terms, as the result's ``stalled``
+    gives them (``first_flows``, ``blocked_by``, ``links_down``).
+
+    >>> _stuck_flows({"flows": 3, "first_flows": ["a:x", "a:y"], "blocked_by": {"a:x": ["s:5 <-> t:1"]},
+    ...               "links_down": ["s:5 <-> t:1"]})
+    '; flows a:x (route crosses s:5 <-> t:1), a:y, and 1 more; links left down: s:5 <-> t:1'
+    """
+    names = st.get("first_flows") or []
+    if not names:
+        return ""
+    blocked = st.get("blocked_by") or {}
+    shown = [f"{n} (route crosses {', '.join(blocked[n])})" if n in blocked else n for n in names]
+    more = st["flows"] - len(names)
+    out = "; flows " + ", ".join(shown) + (f", and {more} more" if more > 0 else "")
+    if st.get("links_down"):
+        out += "; links left down: " + ", ".join(st["links_down"])
+    return out
 
 
 def _print_result(result: dict, makespan_ns: int | None = None, end_ns: int = -1) -> None:
@@ -192,9 +218,10 @@ def _print_result(result: dict, makespan_ns: int | None = None, end_ns: int = -1
 
         print_packet(pk, out_console)
     for e in result["events"]:
-        detail = ", ".join(f"{k}={v}" for k, v in e.items()
-                           if k not in ("intent", "at_s", "done_s", "failed", "superseded"))
-        line = f"  {format_seconds(e['at_s'])}  {e['intent']}" + (f" ({detail})" if detail else "")
+        # links by their ends (the indices are for programs); "what" repeats the intent
+        detail = ", ".join(f"{k}={_plain(v)}" for k, v in e.items()
+                           if k not in ("intent", "at_s", "done_s", "failed", "superseded", "link_indices", "what"))
+        line = f"  {format_seconds(e['at_s'])}  {e['intent']}" + (f" ({escape(detail)})" if detail else "")
         sup = e.get("superseded")
         if sup is not None and sup.startswith("never"):
             line += f", superseded: {escape(sup)}"  # done_s is when it was superseded

@@ -1073,10 +1073,10 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
             refs = ev.link_down if ev.link_down is not None else ev.link_up
             key = "link_down" if ev.link_down is not None else "link_up"
             links = tuple(_link(topo, r, file, f"{fld}.{key}.{k}") for k, r in enumerate(refs))
-            events.append(LinkChange(ev.at, links, up=ev.link_up is not None, reroute=reroute))
+            events.append(LinkChange(ev.at, links, up=ev.link_up is not None, reroute=reroute, source=fld))
         elif ev.routing is not None:
             _, make = _routing_factory(topo, ev.routing, file, f"{fld}.routing")
-            events.append(RoutingChange(ev.at, make))
+            events.append(RoutingChange(ev.at, make, source=fld))
         elif ev.circuit is not None:
             try:
                 sw = topo.node(ev.circuit.switch)
@@ -1096,7 +1096,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
                     if port in seen:
                         raise NetsteerError(f"port {port} is paired twice", file=file, field=f"{fld}.circuit.pairs.{k}")
                     seen.add(port)
-            events.append(CircuitChange(ev.at, sw, tuple(ev.circuit.pairs)))
+            events.append(CircuitChange(ev.at, sw, tuple(ev.circuit.pairs), source=fld))
     sharing = m.sharing if isinstance(m.sharing, str) else m.sharing.model
     gamma = None if isinstance(m.sharing, str) else m.sharing.tcp_gamma
     bg = np.zeros(len(dag), dtype=bool)

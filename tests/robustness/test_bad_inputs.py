@@ -200,6 +200,9 @@ def test_outputs_that_cannot_be_written(cli, tmp_path):
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("mine")
     cli("run", sc, "--out", tmp_path / "afile").refused("afile", "--out", "not a directory")
+    # below a file: the parent is named (mkdir used to say only "File exists", after the run)
+    cli("run", sc, "--out", tmp_path / "afile" / "sub" / "x").refused(
+        "afile/sub/x: --out: cannot create the directory:", f"{tmp_path / 'afile'} is a file, not a directory")
     cli("run", sc, "--out", "/proc/x/y").refused("/proc/x/y", "--out")
     cli("run", sc, "--out", tmp_path / "busy").refused("busy", "not a netsteer result")
     assert (tmp_path / "busy" / "notes.txt").read_text() == "mine"

@@ -38,3 +38,28 @@ def test_minhop_still_reroutes(tmp_path):
     res = run(tmp_path, "minhop")
     assert [e["at_s"] for e in res.applied_events if e.get("reason") == "links changed"] == [0.05, 0.12]
     assert not [e for e in res.applied_events if e.get("kept")]
+
+
+SWITCHED = """name: sw
+topology: {kind: pgft, levels: 2, down: [4, 4], up: [1, 2], link_bandwidth: 10Gbps, link_latency: 1us}
+routing: {engine: %s}
+jobs: [{name: t, flows: [{src: 0, dst: 4, bytes: 256MiB}, {src: 1, dst: 5, bytes: 256MiB}]}]
+events:
+  - {at: 20ms, routing: {engine: %s}}
+  - {at: 30ms, link_down: [{node: s1_0, port: 5}]}
+"""
+
+
+def test_a_scripted_routing_change_handles_the_next_link_change(tmp_path):
+    # dmodk, then minhop: minhop routes around the failure (the dmodk tables used to be kept: a stall)
+    p = tmp_path / "s.yaml"
+    p.write_text(SWITCHED % ("dmodk", "minhop"))
+    res = run_scenario(build_scenario(load_scenario(p)))
+    assert res.status == "done" and res.makespan_ns == 399_504_730
+    assert [e["at_s"] for e in res.applied_events if e.get("reason") == "links changed"] == [0.03]
+    assert not [e for e in res.applied_events if e.get("kept")]
+    # minhop, then dmodk: the link change keeps the dmodk tables (it used to install minhop's)
+    p.write_text(SWITCHED % ("minhop", "dmodk"))
+    res = run_scenario(build_scenario(load_scenario(p)))
+    assert not [e for e in res.applied_events if e.get("reason") == "links changed"]
+    assert [e["at_s"] for e in res.applied_events if "dmodk tables are static" in e.get("kept", "")] == [0.03]

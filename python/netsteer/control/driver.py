@@ -47,8 +47,8 @@ class Applied:
     def ok(self) -> bool:
         return self.failed is None
 
-    def as_dict(self, names=None) -> dict[str, Any]:
-        out = describe(self.intent, names)
+    def as_dict(self, names=None, link_name=None) -> dict[str, Any]:
+        out = describe(self.intent, names, link_name)
         out.update(at_s=self.at_ns / 1e9, done_s=self.done_ns / 1e9)
         if self.failed is not None:
             out["failed"] = self.failed

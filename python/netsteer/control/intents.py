@@ -107,14 +107,23 @@ class SetQos:
 Intent = SetLinks | InstallRouting | SetCircuits | PushRules | RemoveRules | TagPorts | SetQos
 
 
-def describe(intent: Intent, names=None) -> dict[str, Any]:
+def describe(intent: Intent, names=None, link_name=None) -> dict[str, Any]:
     """A JSON-able summary of ``intent`` for reports.
+
+    ``names`` gives node names by index; ``link_name(link)`` a link's name (its two
+    ends, :meth:`netsteer.topology.Topology.link_name`): the links are then named, and
+    their indices kept under ``link_indices``.
 
     >>> describe(SetLinks((3, 4), up=False))
     {'intent': 'links', 'links': [3, 4], 'up': False}
+    >>> describe(SetLinks((3,), up=True), link_name=lambda l: f"s:{l} <-> t:1")
+    {'intent': 'links', 'links': ['s:3 <-> t:1'], 'link_indices': [3], 'up': True}
     """
     name = (lambda n: names[n]) if names is not None else (lambda n: n)
     if isinstance(intent, SetLinks):
+        if link_name is not None:
+            return {"intent": "links", "links": [link_name(int(x)) for x in intent.links],
+                    "link_indices": [int(x) for x in intent.links], "up": intent.up}
         return {"intent": "links", "links": list(intent.links), "up": intent.up}
     if isinstance(intent, InstallRouting):
         out = {"intent": "routing"}

@@ -77,6 +77,7 @@ def check_out_path(path: str | os.PathLike, *, field: str = "--out",
                             "directory); name a new directory", file=raw, field=field)
     if p.exists() and not p.is_dir():
         raise NetsteerError("exists and is not a directory", file=raw, field=field)
+    _parent_not_a_file(p, raw, field)
     if p.is_dir():
         others = (foreign or _foreign_entries)(p)
         if others:
@@ -86,6 +87,17 @@ def check_out_path(path: str | os.PathLike, *, field: str = "--out",
                 file=raw, field=field,
             )
     return p
+
+
+def _parent_not_a_file(p: Path, raw: str, field: str) -> None:
+    """Refuse a path below a regular file (``afile/sub``): no directory can be made there,
+    and ``mkdir`` would only say "File exists" or "Not a directory"."""
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise NetsteerError(f"cannot create the directory: {parent} is a file, not a directory",
+                                    file=raw, field=field)
+            return
 
 
 def _foreign_entries(d: Path) -> list[str]:

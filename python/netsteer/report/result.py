@@ -175,8 +175,17 @@ def stalled_summary(built, res) -> dict[str, Any] | None:
     stuck = set(np.unique(built.job_of_flow[left]).tolist()) | set(ranks_left)
     # streamed jobs' messages and compute steps not done count as the DAG's flows would
     streamed_left = mpi.get("left") or {"flows": 0, "bytes_sent": 0}
+    first = np.flatnonzero(left)[:10].tolist()  # DAG flows (streamed messages have none)
+    names = flow_names(built, first)
     out = {"flows": int(left.sum()) + streamed_left["flows"], "jobs": [built.job_names[j] for j in sorted(stuck)],
-           "first_flows": np.flatnonzero(left)[:10].tolist()}  # DAG flow ids (streamed messages have none)
+           "first_flows": names, "first_flow_indices": first}
+    topo = built.topology
+    if getattr(res, "links_down", None):
+        out["links_down"] = [topo.link_name(x) for x in res.links_down]  # failed by events, never brought up
+    blocked = getattr(res, "blocked_by", None) or {}
+    waiting = {name: [topo.link_name(x) for x in blocked[f]] for f, name in zip(first, names) if f in blocked}
+    if waiting:
+        out["blocked_by"] = waiting  # the links down or dark on their routes
     if getattr(res, "end_ns", -1) >= 0:
         out["at_s"] = res.end_ns * 1e-9  # when the last thing moved
     if getattr(res, "sent_bytes", None) is not None:
@@ -188,6 +197,40 @@ def stalled_summary(built, res) -> dict[str, Any] | None:
     if ranks_left:
         # streamed jobs have no flow ids: the ranks that never finished their program
         out["ranks_left"] = {built.job_names[j]: n for j, n in ranks_left.items()}
+    return out
+
+
+def flow_names(built, flows: list[int]) -> list[str]:
+    """DAG flows by the names the scenario gave them: ``job:id`` for a flow with an
+    ``id:``, ``job:flows.k`` or ``job:bulk.k`` (its place in the job) otherwise, and
+    the step's label (``job:allreduce``) for a flow of an MPI program.
+
+    >>> from types import SimpleNamespace as NS
+    >>> job = NS(flows=[NS(id="x"), NS(id=None)], bulk=[NS()])
+    >>> b = NS(job_of_flow=np.array([0, 0, 0, 0]), job_names=["a"], scenario=NS(model=NS(jobs=[job])),
+    ...        dag=NS(labels=["a:bcast"], columns=lambda: NS(label=np.array([0, 0, 0, 0]))))
+    >>> flow_names(b, [0, 1, 2, 3])
+    ['a:bcast', 'a:x', 'a:flows.1', 'a:bulk.0']
+    """
+    if not flows:
+        return []
+    job_of = np.asarray(built.job_of_flow)
+    jobs = getattr(getattr(getattr(built, "scenario", None), "model", None), "jobs", None)
+    labels = built.dag.columns().label
+    out = []
+    for f in flows:
+        j = int(job_of[f])
+        name = built.job_names[j]
+        job = jobs[j] if jobs is not None else None
+        # a job's DAG flows: its program's steps, then its flows, then its bulk flows
+        end = int(np.searchsorted(job_of, j, side="right")) if job is not None else 0
+        k = f - (end - len(job.bulk) - len(job.flows)) if job is not None else -1
+        if 0 <= k < len(job.flows):
+            out.append(f"{name}:{job.flows[k].id if job.flows[k].id is not None else f'flows.{k}'}")
+        elif job is not None and 0 <= k - len(job.flows) < len(job.bulk):
+            out.append(f"{name}:bulk.{k - len(job.flows)}")
+        else:
+            out.append(str(built.dag.labels[labels[f]]))
     return out
 
 

@@ -22,6 +22,7 @@ class LinkChange:
     links: tuple[int, ...]
     up: bool
     reroute: RoutingSource = None
+    source: str | None = None  # where the scenario gave it ("events.3"), for notes
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class RoutingChange:
 
     at_ns: int
     routing: RoutingSource
+    source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class CircuitChange:
     switch: int
     pairs: tuple[tuple[int, int], ...]
     reroute: RoutingSource = None
+    source: str | None = None
 
 
 @dataclass(frozen=True)

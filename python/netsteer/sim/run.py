@@ -20,7 +20,6 @@ def default_controller(built) -> tuple[ControllerStack, list]:
     re-route policy, and the hybrid controller if it has one. Returns
     ``(controller, stops)``: the timed ends of iperf-like flows belong to the
     workload, not to a controller."""
-    scripted, stops = legacy_controller(built.events)
     hybrid = built.hybrid
     on_links = built.reroute if built.reroute_on_change else None
     if hybrid is not None and on_links is not None:
@@ -30,8 +29,10 @@ def default_controller(built) -> tuple[ControllerStack, list]:
         # under the hybrid controller, circuits carry traffic through its VLAN rules only
         on_circuits=None if hybrid is not None else built.reroute,
     )
+    # the policy follows the scripted routing changes: the engine in force handles link changes
+    scripted, stops = legacy_controller(built.events, policy=policy, topo=built.topology)
     qos = built.qos.controller() if getattr(built, "qos", None) is not None else None
-    return ControllerStack([*scripted.controllers, policy, hybrid, getattr(built, "steering", None), qos]), stops
+    return ControllerStack([*scripted.controllers, hybrid, getattr(built, "steering", None), qos]), stops
 
 
 def _electrical_only(make):

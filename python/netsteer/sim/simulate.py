@@ -68,6 +68,11 @@ class SimResult:
         dependencies on one VL (a credit loop: the deadlock credit-based flow control
         allows): the VL and the cycle, ``"VL 0: x0_0[3]->x0_1 -> ..."``
         (:func:`netsteer.sim.packet.credit_loop`).
+    links_down : list of int
+        A stalled run: the links scripted changes took down and none brought back.
+    blocked_by : dict of int to list of int
+        A stalled run: unfinished flows (among the first 1,000) whose routes cross links
+        down or dark when it stalled, and those links.
     """
 
     completion_ns: np.ndarray
@@ -90,6 +95,8 @@ class SimResult:
     sample_interval_ns: int | None = None  # the interval the samples ended at (auto may double it)
     notes: list[str] = field(default_factory=list)
     credit_loop: str | None = None
+    links_down: list[int] = field(default_factory=list)
+    blocked_by: dict[int, list[int]] = field(default_factory=dict)
 
 
 def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
@@ -104,9 +111,9 @@ def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
         makespan = max([makespan] + [c for c, _ in mpi["jobs"]])
     times, samples = driver.samples()
     names = driver.topo.node_names
-    events = [a.as_dict(names) for a in driver.applied]
+    events = [a.as_dict(names, driver.topo.link_name) for a in driver.applied]
     history = controller.all_history if isinstance(controller, ControllerStack) else controller.history
-    events += [dict(h, intent=h.get("what", "")) for h in history if "failed" in h or "kept" in h]
+    events += [dict(h, intent=h.get("what", "")) for h in history if "failed" in h or "kept" in h or "ignored" in h]
     events.sort(key=lambda e: e["at_s"])
     return SimResult(
         completion_ns=completion,
@@ -122,12 +129,31 @@ def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
         controller=controller.report(),
         sent_bytes=sent,
         past_clock=_past_clock(eng, n) if status == "stalled" else None,
+        links_down=_links_left_down(driver) if status == "stalled" else [],
+        blocked_by=_blocked_by(eng, n, driver) if status == "stalled" else {},
         past_clock_jobs=_past_clock_jobs(eng, n, driver.topo, driver.streamed) if status == "stalled" else [],
         mpi=mpi,
         packet=eng.packet_report(),
         end_ns=int(eng.now),
-        notes=controller.unplayed(int(driver.now)),
+        notes=controller.unplayed(int(driver.now)) + _still_running(controller.report(), int(driver.now)),
     )
+
+
+def _still_running(report: dict | None, end_ns: int) -> list[str]:
+    """Notes for the hybrid reconfigurations still running when the run ended: their
+    circuits and rules never all took effect.
+
+    >>> _still_running({"hybrid": {"reconfigurations": [{"id": 0, "trigger": "schedule", "status": "running",
+    ...     "start_s": 0.2, "circuits_after": [[0, 0, 1]], "steps": [{"step": 2}]}]}}, 400_000_000)[0][:72]
+    'controller.hybrid: reconfiguration 0 (schedule, started at 200 ms, to ci'
+    """
+    from ..units import format_seconds
+
+    recs = ((report or {}).get("hybrid") or {}).get("reconfigurations") or []
+    return [f"controller.hybrid: reconfiguration {r['id']} ({r['trigger']}, started at "
+            f"{format_seconds(r['start_s'])}, to circuits {r['circuits_after']}) was still running, in step "
+            f"{r['steps'][-1]['step'] if r.get('steps') else 1}, when the run ended at {format_seconds(end_ns / 1e9)}: "
+            "its circuits and rules never all took effect" for r in recs if r.get("status") == "running"]
 
 
 def _streamed(eng, streamed, n_dag: int = 0) -> dict:
@@ -163,6 +189,37 @@ def _streamed(eng, streamed, n_dag: int = 0) -> dict:
         in_flight = in_flight[in_flight >= n_dag]
         sent = float(np.asarray(eng.sent_bytes(), dtype=np.float64)[in_flight].sum())
         out["left"] = {"flows": never_posted + int(progress["in_flight"]), "bytes_sent": round(sent)}
+    return out
+
+
+def _links_left_down(driver) -> list[int]:
+    """The links scripted ``SetLinks`` took down and none brought back, in index order
+    (circuit ports dark because unpaired or switching are not failures)."""
+    from ..control.intents import SetLinks
+
+    down: set[int] = set()
+    for a in driver.applied:
+        if isinstance(a.intent, SetLinks) and a.failed is None:
+            (down.difference_update if a.intent.up else down.update)(int(x) for x in a.intent.links)
+    return sorted(down)
+
+
+#: The unfinished flows :func:`_blocked_by` looks at (a stall report names the first 10).
+BLOCKED_LOOKED_AT = 1000
+
+
+def _blocked_by(eng, n: int, driver) -> dict[int, list[int]]:
+    """For the first unfinished DAG flows (ids below ``n``), the links down or dark on
+    their routes when the run stalled: what they wait on. Flows not yet started (waiting
+    for others) and flows whose route is whole are left out."""
+    down = driver.view().down_links
+    left = np.asarray(eng.unfinished_flows(), dtype=np.int64)
+    out = {}
+    for f in np.sort(left[left < n])[:BLOCKED_LOOKED_AT].tolist():
+        # channels 2l and 2l+1 are link l's two directions
+        links = sorted({int(c) // 2 for c in eng.flow_path(f)} & down)
+        if links:
+            out[f] = links
     return out
 
 
@@ -206,22 +263,26 @@ def _past_clock_jobs(eng, n: int, topo, streamed) -> list[int]:
     return placed or open_jobs
 
 
-def legacy_controller(events) -> tuple[Controller, list]:
+def legacy_controller(events, policy: ReroutePolicy | None = None, topo=None) -> tuple[Controller, list]:
     """Scripted events (:mod:`netsteer.sim.events`) as a replay controller and the
-    re-route policy they ask for; returns ``(controller, stops)``."""
+    re-route policy they ask for; returns ``(controller, stops)``.
+
+    ``policy``, when given, is the re-route policy instead (the events then carry no
+    ``reroute``); it follows the scripted routing changes (:class:`ReplayController`).
+    ``topo`` names links and switches in the replay's notes."""
     steps, stops = [], []
     factories: dict[str, set] = {"links": set(), "circuits": set()}
     for ev in events:
         if isinstance(ev, StopFlows):
             stops.append((ev.at_ns, ev.flows))
         elif isinstance(ev, LinkChange):
-            steps.append((ev.at_ns, SetLinks(tuple(ev.links), ev.up)))
+            steps.append((ev.at_ns, SetLinks(tuple(ev.links), ev.up), ev.source))
             if ev.reroute is not None:
                 factories["links"].add(ev.reroute)
         elif isinstance(ev, RoutingChange):
-            steps.append((ev.at_ns, ev.routing))
+            steps.append((ev.at_ns, ev.routing, ev.source))
         elif isinstance(ev, CircuitChange):
-            steps.append((ev.at_ns, SetCircuits(ev.switch, tuple(tuple(p) for p in ev.pairs))))
+            steps.append((ev.at_ns, SetCircuits(ev.switch, tuple(tuple(p) for p in ev.pairs)), ev.source))
             if ev.reroute is not None:
                 factories["circuits"].add(ev.reroute)
         else:
@@ -229,8 +290,12 @@ def legacy_controller(events) -> tuple[Controller, list]:
     for kind, fs in factories.items():
         if len(fs) > 1:
             raise ValueError(f"{kind} events carry different re-route functions: use one ReroutePolicy per run")
+    if policy is not None:
+        if any(factories.values()):
+            raise ValueError("events carry re-route functions and a policy is given: use one of them")
+        return ControllerStack([ReplayController(steps, policy=policy, topo=topo), policy]), stops
     pick = {k: (_as_factory(next(iter(fs))) if fs else None) for k, fs in factories.items()}
-    return ControllerStack([ReplayController(steps), ReroutePolicy(pick["links"], pick["circuits"])]), stops
+    return ControllerStack([ReplayController(steps, topo=topo), ReroutePolicy(pick["links"], pick["circuits"])]), stops
 
 
 def _as_factory(source):

@@ -148,6 +148,17 @@ class Topology:
         sp = self.channel_src_port()[c]
         return f"{self.node_names[src]}[{sp}]->{self.node_names[dst]}"
 
+    def link_name(self, link: int) -> str:
+        """Link ``link`` by its two ends, as a scenario names ports (``{node: s1_0, port: 5}``).
+
+        >>> from netsteer.topology import pgft
+        >>> pgft(2, [4, 4], [1, 2], link_bandwidth=1e10, link_latency_ns=0).link_name(16)
+        's1_0:5 <-> s2_0:1'
+        """
+        n = self.node_names
+        return (f"{n[self.link_a[link]]}:{int(self.link_a_port[link])} <-> "
+                f"{n[self.link_b[link]]}:{int(self.link_b_port[link])}")
+
     def port_peer(self, node: int, port: int) -> tuple[int, int]:
         """(node, port) at the far end of ``node``'s ``port``."""
         c = int(self.out_channel[node, port])
