@@ -152,3 +152,32 @@ def test_opensm_conf_notes_a_job_on_several_sls(tmp_path, cli):
     d = json.loads(out)
     assert [n for n in d["notes"] if "job 'io'" in n and "SLs 1, 2" in n]
     assert "io=" not in (d["partitions_conf"] or "")
+
+
+def test_no_partitions_file_keeps_the_default_partition_full(tmp_path, cli):
+    # with no routing.partitions, OpenSM reads no file and makes every port a full member
+    # of 0x7fff; the written file made every host a limited member (ALL=limited, SELF=full),
+    # so loading it cut every host from every other on the default P_Key
+    from netsteer.drivers.opensm.partitions import can_communicate, read_partitions_conf
+    from netsteer.scenario import build_scenario, load_scenario
+    from netsteer.topology.ibsim_net import with_fabric_guids
+
+    f = tmp_path / "s.yaml"
+    f.write_text(two_flows(QOS))
+    code, out, err = cli("qos", "opensm-conf", f, "--out", tmp_path / "osm")
+    assert code == 0, err
+    topo = with_fabric_guids(build_scenario(load_scenario(f)).topology)
+    parts = read_partitions_conf(tmp_path / "osm" / "partitions.conf", topo)
+    default = next(p for p in parts if p.pkey == 0x7FFF)
+    assert set(default.members.values()) == {"full"} and len(default.members) == topo.n_nodes
+    assert can_communicate(parts, topo).all()  # every host reaches every other, as before loading it
+
+
+def test_a_partitions_file_without_a_default_rule_keeps_it_limited(tmp_path, cli):
+    # a user file without 0x7fff: OpenSM's implicit rule is ALL=limited, SELF=full
+    f = _pftree_with_qos(tmp_path)
+    code, out, err = cli("qos", "opensm-conf", f, "--json")
+    assert code == 0, err
+    text = json.loads(out)["partitions_conf"]
+    default = text.split("Default=0x7fff :")[1].split(";")[0]
+    assert "=limited" in default and "=full" in default  # the SM's port (SELF) full, the rest limited

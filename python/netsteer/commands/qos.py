@@ -63,7 +63,8 @@ def opensm_conf(
     parts_text = None
     if parts or jobs:
         try:
-            parts_text = format_partitions_conf(with_default([*parts, *jobs], topo), topo)
+            # no routing.partitions: OpenSM reads no file, so its default partition has every port full
+            parts_text = format_partitions_conf(with_default([*parts, *jobs], topo, no_file=not parts), topo)
         except ValueError as exc:
             raise NetsteerError(f"cannot be written to partitions.conf: {exc}", file=str(scenario),
                                 field="routing.partitions") from None
