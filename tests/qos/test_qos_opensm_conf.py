@@ -181,3 +181,39 @@ def test_a_partitions_file_without_a_default_rule_keeps_it_limited(tmp_path, cli
     text = json.loads(out)["partitions_conf"]
     default = text.split("Default=0x7fff :")[1].split(";")[0]
     assert "=limited" in default and "=full" in default  # the SM's port (SELF) full, the rest limited
+
+
+def _pf_small(d, classes: str):
+    # the pFTree victim/aggressor scenario, cut down, with the victim in a strict-high class
+    d.mkdir(exist_ok=True)
+    f = _pftree_with_qos(d, qos="{max_vls: 4, high_limit: 255, vlarb_high: '3:64', "
+                                        f"vlarb_low: '0:64,1:64,2:64', classes: {classes}}}")
+    f.write_text(f.read_text().replace("1GiB", "64MiB").replace("256MiB", "16MiB"))
+    return f
+
+
+def _victim_s(cli, f, fidelity):
+    code, out, err = cli("run", f, "--fidelity", fidelity, "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    return next(j["completion_s"] for j in d["jobs"] if j["name"] == "victim"), d.get("notes", [])
+
+
+def test_a_class_overrides_the_partition_sl_at_both_fidelities(tmp_path, cli):
+    # the packet fidelity put every flow on its pFTree partition's SL (the class did
+    # nothing: victim 21.90 ms with or without it) while the flow level took the class
+    # (16.78 ms). Both now take the class, as a qos-policy.conf level overrides a
+    # partition's sl= in OpenSM, and say so
+    f = _pf_small(tmp_path / "v", "[{name: v, sl: 3, jobs: [victim]}]")
+    flow, notes = _victim_s(cli, f, "flow")
+    packet, pnotes = _victim_s(cli, f, "packet")
+    assert abs(packet / flow - 1) < 0.03, (flow, packet)
+    without, _ = _victim_s(cli, _pf_small(tmp_path / "none", "[]"), "packet")
+    assert packet < 0.9 * without  # the class's strict high table reaches the packet fidelity
+    for n in (notes, pnotes):
+        assert [x for x in n if "qos class 'v'" in x and "overrides" in x and "SL 3" in x]
+    code, out, err = cli("qos", "opensm-conf", f, "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert [x for x in d["notes"] if "qos class 'v'" in x and "overrides" in x]
+    assert "sl=3" in d["partitions_conf"]

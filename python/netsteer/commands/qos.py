@@ -59,7 +59,8 @@ def opensm_conf(
     # how the jobs' traffic gets the SLs of its qos classes: a partition with sl= per job
     cols = built.dag.columns()
     jobs, notes = job_sl_partitions(topo, built.job_names, built.job_of_flow, cols.src, cols.dst,
-                                    built.qos.sl, parts)
+                                    built.qos.sl, parts, base=built.qos.partition_sl)
+    notes = built.qos.notes + notes  # a class over a partition's SL: which one the runs took
     parts_text = None
     if parts or jobs:
         try:

@@ -2,8 +2,13 @@
 
 A flow takes the SL of the first class in ``qos.classes`` whose selectors all match
 (``jobs``: its job's name; ``kind``: what made it, see :func:`flow_kind`;
-``path_prefix``: the file it writes, for data-staging flows); a flow no class
-matches keeps its ``class`` as its SL, as in the packet fidelity. The SL is written
+``path_prefix``: the file it writes, for data-staging flows). A flow no class
+matches takes its partition's SL under a routing that gives partitions SLs (pFTree's
+``partition_sl``), else keeps its ``class`` as its SL. This is OpenSM's order: a path
+record carries the SL of the P_Key's partition (``sl=``) unless a QoS policy level
+that sets an SL matches the request (``qos-policy.conf``; OpenSM only logs that the two
+differ), and the classes are netsteer's policy levels. Both fidelities take these SLs,
+and a run notes the flows whose class overrides their partition's SL. The SL is written
 into the flow's ``class`` (the packet engine reads it there) and, for the flow
 engine, turned into a priority class and a weight (:mod:`netsteer.qos.flowshare`).
 """
@@ -45,6 +50,9 @@ class QosPlan:
     paths: dict[int, str] = field(default_factory=dict)
     # index in config.classes of the class each flow took (-1: none)
     flow_class: np.ndarray | None = None
+    # each flow's SL from its partition (pFTree), None without partition SLs
+    partition_sl: np.ndarray | None = None
+    notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.changes = [(at, who if isinstance(who, tuple) else ("job", who), *rest)
@@ -75,11 +83,51 @@ class QosPlan:
                             for c in self.changes]}
 
 
+def partition_flow_sls(routing, src, dst) -> np.ndarray | None:
+    """Each flow's SL from its partition under a routing that gives partitions SLs
+    (pFTree's ``partition_sl``): the SL of the first partition that lets its hosts talk
+    (OpenSM's rule, :class:`~netsteer.routing.deadlock.PairPolicy`); None otherwise."""
+    part_sl = getattr(routing, "partition_sl", None) if routing is not None else None
+    if not part_sl:
+        return None
+    from ..routing.deadlock import PairPolicy
+
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    sl = np.zeros(len(src), dtype=np.int64)
+    policy = PairPolicy(routing.topo, getattr(routing, "partitions", None), part_sl)
+    for d in np.unique(dst):
+        m = dst == d
+        _, vl = policy.columns(np.array([d]))
+        sl[m] = vl[src[m], 0]
+    return sl
+
+
+def class_field(jobs, j: int, cls: int) -> str:
+    """Where job ``j`` of the scenario's ``jobs`` gives a flow class ``cls``:
+    ``jobs.J.flows.K.class``, ``jobs.J.bulk.K.class`` or an MPI job's ``jobs.J.class``."""
+    for key in ("flows", "bulk"):
+        for k, f in enumerate(getattr(jobs[j], key, None) or []):
+            if f.traffic_class == cls:
+                return f"jobs.{j}.{key}.{k}.class"
+    return f"jobs.{j}.class"
+
+
 def apply_qos(data, dag, job_of_flow, job_names: list[str], *, file=None, paths: dict[int, str] | None = None,
-              port: str = "swe", n_hosts: int | None = None) -> QosPlan:
+              port: str = "swe", n_hosts: int | None = None, routing=None, jobs=None) -> QosPlan:
     """Validate ``data`` (the ``qos:`` section) and set each flow's SL (its ``class``),
-    priority and weight in ``dag`` in place. ``paths``: flow -> file path written;
-    ``n_hosts``: the topology's hosts (checks ``devices``)."""
+    priority and weight in ``dag`` in place.
+
+    Parameters
+    ----------
+    paths : dict, optional
+        Flow -> file path written.
+    n_hosts : int, optional
+        The topology's hosts (checks ``devices``).
+    routing : Routing, optional
+        Its ``partition_sl`` (pFTree) gives the flows no class matches their SLs.
+    jobs : list of JobModel, optional
+        The scenario's jobs, for errors naming a flow's ``class`` field.
+    """
     q = parse_qos(data, file=file)
     for i, d in enumerate(q.devices):
         if n_hosts is not None and d.host >= n_hosts:
@@ -97,15 +145,22 @@ def apply_qos(data, dag, job_of_flow, job_names: list[str], *, file=None, paths:
                                 f"{', '.join(job_names)})", file=file, field=f"qos.changes.{i}.job")
     cols = dag.columns()
     n = len(dag)
-    jobs = np.asarray(job_of_flow, dtype=np.int64)
+    jobs_of = np.asarray(job_of_flow, dtype=np.int64)
     kinds = np.array([flow_kind(lbl) for lbl in dag.labels], dtype=object)
     kind = kinds[cols.label] if n else np.zeros(0, dtype=object)
-    sl = cols.traffic_class.copy()
+    own = cols.traffic_class.copy()  # the flows' own classes
+    part = partition_flow_sls(routing, cols.src, cols.dst) if n else None
+    if part is not None:
+        from .config import check_partition_sls
+
+        # OpenSM hands each partition's SL out whether or not a class overrides it: it must be served
+        check_partition_sls(q, getattr(routing, "partitions", None), routing.partition_sl, file=file)
+    sl = own.copy() if part is None else part.copy()
     which = np.full(n, -1, dtype=np.int64)  # the class each flow took
     for i, c in enumerate(q.classes):
         m = which < 0
         if c.jobs is not None:
-            m &= np.isin(jobs, [job_names.index(x) for x in c.jobs])
+            m &= np.isin(jobs_of, [job_names.index(x) for x in c.jobs])
         if c.kind is not None:
             m &= kind == c.kind
         if c.path_prefix is not None:
@@ -120,12 +175,13 @@ def apply_qos(data, dag, job_of_flow, job_names: list[str], *, file=None, paths:
         raise NetsteerError(f"flow {f} has class {int(sl[f])}, and InfiniBand has SLs 0..15: give its job a "
                             "class 0..15 or a qos class", file=file, field="jobs")
     for s in np.unique(sl):
-        check_sl_served(q, int(s), file=file, field=_sl_field(q, which, sl, int(s)))
+        check_sl_served(q, int(s), file=file, field=_sl_field(q, which, sl, int(s), jobs, jobs_of))
+    notes = _override_notes(q, which, sl, own, part, job_names, jobs_of)
     changes = []
     for i, ch in enumerate(q.changes):
         check_sl_served(q, ch.sl, file=file, field=f"qos.changes.{i}.sl")
         if ch.job is not None:
-            m, who = jobs == job_names.index(ch.job), ("job", ch.job)
+            m, who = jobs_of == job_names.index(ch.job), ("job", ch.job)
         else:
             m, who = which == list(names).index(ch.traffic_class), ("class", ch.traffic_class)
         hosts = np.unique(np.concatenate([cols.src[m], cols.dst[m]])) if m.any() else np.zeros(0, dtype=np.int64)
@@ -137,12 +193,38 @@ def apply_qos(data, dag, job_of_flow, job_names: list[str], *, file=None, paths:
     cols.traffic_class[:] = sl
     cols.priority[:] = pri
     cols.weight[:] = w
-    return QosPlan(q, sl, changes, dict(paths), which)
+    return QosPlan(q, sl, changes, dict(paths), which, part, notes)
 
 
-def _sl_field(q: QosConfig, which, sl, s: int) -> str:
+def _sl_field(q: QosConfig, which, sl, s: int, jobs=None, jobs_of=None) -> str:
+    """The field that puts flows on SL ``s``: a qos class's ``sl``, else the flow's own
+    ``class`` (a partition's SL was checked, naming the partition, before)."""
     hit = np.flatnonzero((sl == s) & (which >= 0))
-    return f"qos.classes.{int(which[hit[0]])}.sl" if len(hit) else "qos.sl2vl"
+    if len(hit):
+        return f"qos.classes.{int(which[hit[0]])}.sl"
+    return "qos.sl2vl"
+
+
+def _override_notes(q: QosConfig, which, sl, own, part, job_names, jobs_of) -> list[str]:
+    """Notes on the SLs a flow was not put on: a class over its partition's SL, a
+    partition's SL over the flow's own class."""
+    if part is None:
+        return []
+    out = []
+    for i, c in enumerate(q.classes):
+        m = (which == i) & (part != c.sl)
+        if m.any():
+            sls = ", ".join(str(x) for x in np.unique(part[m]).tolist())
+            out.append(f"qos class {c.name!r} (qos.classes.{i}.sl: SL {c.sl}) overrides the SL its "
+                       f"{int(m.sum())} flows get from their partition (SL {sls}, the routing's lane), as a "
+                       "qos-policy.conf level that sets an SL overrides a partition's sl= in OpenSM; both "
+                       "fidelities put them on SL " + str(c.sl))
+    m = (which < 0) & (own != part) & (own != 0)
+    if m.any():
+        jobs = sorted({job_names[int(j)] for j in jobs_of[m]})
+        out.append(f"{int(m.sum())} flows (jobs: {', '.join(jobs)}) take their partition's SL, not their class: "
+                   "OpenSM hands the partition's sl= out in path records; a qos class would override it")
+    return out
 
 
 def reweight(config: QosConfig, sls, base_priority, base_weight, port: str = "swe"):
