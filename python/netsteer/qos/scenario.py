@@ -172,8 +172,9 @@ def apply_qos(data, dag, job_of_flow, job_names: list[str], *, file=None, paths:
         sl[m] = c.sl
     if n and sl.max() > 15:
         f = int(np.argmax(sl > 15))
-        raise NetsteerError(f"flow {f} has class {int(sl[f])}, and InfiniBand has SLs 0..15: give its job a "
-                            "class 0..15 or a qos class", file=file, field="jobs")
+        field = class_field(jobs, int(jobs_of[f]), int(sl[f])) if jobs is not None else "jobs"
+        raise NetsteerError(f"class {int(sl[f])} is not an InfiniBand SL (0..15): a flow no qos class matches "
+                            "takes its class as its SL; give it a class 0..15 or a qos class", file=file, field=field)
     for s in np.unique(sl):
         check_sl_served(q, int(s), file=file, field=_sl_field(q, which, sl, int(s), jobs, jobs_of))
     notes = _override_notes(q, which, sl, own, part, job_names, jobs_of)
@@ -202,7 +203,10 @@ def _sl_field(q: QosConfig, which, sl, s: int, jobs=None, jobs_of=None) -> str:
     hit = np.flatnonzero((sl == s) & (which >= 0))
     if len(hit):
         return f"qos.classes.{int(which[hit[0]])}.sl"
-    return "qos.sl2vl"
+    if jobs is not None and jobs_of is not None and len(jobs_of):
+        f = int(np.argmax(sl == s))
+        return class_field(jobs, int(jobs_of[f]), s)
+    return "jobs"
 
 
 def _override_notes(q: QosConfig, which, sl, own, part, job_names, jobs_of) -> list[str]:
