@@ -1154,7 +1154,9 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
     if built.qos is not None:
         from .qos.config import shared_vls
 
-        notes += shared_vls(built.qos.config) + built.qos.notes
+        from .qos.scenario import run_notes
+
+        notes += shared_vls(built.qos.config) + built.qos.notes + run_notes(built.qos, fid, m.packet)
     if packet is not None and built.qos is not None:
         from .sim.packet import with_qos
 

@@ -177,7 +177,7 @@ def apply_qos(data, dag, job_of_flow, job_names: list[str], *, file=None, paths:
                             "takes its class as its SL; give it a class 0..15 or a qos class", file=file, field=field)
     for s in np.unique(sl):
         check_sl_served(q, int(s), file=file, field=_sl_field(q, which, sl, int(s), jobs, jobs_of))
-    notes = _override_notes(q, which, sl, own, part, job_names, jobs_of)
+    notes = _override_notes(q, which, sl, own, part, job_names, jobs_of) + _unmatched_notes(q, which, paths)
     changes = []
     for i, ch in enumerate(q.changes):
         check_sl_served(q, ch.sl, file=file, field=f"qos.changes.{i}.sl")
@@ -231,10 +231,77 @@ def _override_notes(q: QosConfig, which, sl, own, part, job_names, jobs_of) -> l
     return out
 
 
+def _unmatched_notes(q: QosConfig, which, paths) -> list[str]:
+    """Notes on classes that match no flow: their SL serves nothing (``qos tune`` refuses
+    such a class; a run and ``opensm-conf`` go on and say so)."""
+    out = []
+    for i, c in enumerate(q.classes):
+        if (which == i).any():
+            continue
+        if c.path_prefix is not None and not paths:
+            why = ("path_prefix matches the file a data-staging flow writes, and this scenario's flows carry no "
+                   "paths, so it can match none")
+        else:
+            sel = ", ".join(k for k in ("jobs", "kind", "path_prefix") if getattr(c, k) is not None) or "none"
+            why = f"no flow has what its selectors ({sel}) ask, or an earlier class took them"
+        out.append(f"qos class {c.name!r} (qos.classes.{i}) matches no flow: {why}; its SL {c.sl} carries "
+                   "nothing in this run")
+    return out
+
+
+def run_notes(plan: QosPlan, fidelity: str, packet=None) -> list[str]:
+    """Notes on where a run's model differs from the ``qos:`` section as OpenSM would
+    apply it: port types' own tables that are not simulated, the flow level's packet
+    size against a configured MTU, and the flow approximation's error with a finite
+    ``high_limit`` and traffic in both tables.
+
+    Parameters
+    ----------
+    plan : QosPlan
+    fidelity : str
+        ``"flow"`` or ``"packet"``.
+    packet : mapping or PacketParams, optional
+        The scenario's ``packet:`` section (its ``mtu`` and ``header``).
+    """
+    from .flowshare import DEFAULT_PACKET
+
+    q, out = plan.config, []
+    swe = q.port("swe")
+    keys = ("max_vls", "high_limit", "vlarb_high", "vlarb_low", "sl2vl")
+    other = [k for k in q.ports if k != "swe" and any(getattr(q.port(k), x) != getattr(swe, x) for x in keys)]
+    if other:
+        out.append(f"qos.ports: the {', '.join(other)} ports' own tables are written to opensm.conf but not "
+                   "simulated: both fidelities arbitrate every port (HCAs included) with the switch external "
+                   "ports' (swe) tables")
+    get = packet.get if isinstance(packet, dict) else (lambda k, d=None: getattr(packet, k, d))
+    if fidelity == "flow" and packet is not None:
+        from ..units import parse_size
+
+        try:
+            mtu, header = (int(parse_size(str(get(k, d)))) for k, d in (("mtu", 2048), ("header", 26)))
+        except (TypeError, ValueError):
+            mtu, header = 2048, 26  # the packet section's own check names a bad value at packet level
+        wire = -(-(mtu + header) // 64) * 64
+        if wire != DEFAULT_PACKET:
+            out.append(f"qos: the flow level shares VLs in packets of {DEFAULT_PACKET} B on the wire (a 2 KiB MTU), "
+                       f"not the {wire} B of packet.mtu {mtu} B: a weight sends a different number of packets per "
+                       "turn, so QoS shares can differ from the packet fidelity's")
+    if fidelity == "flow" and swe.high_limit < 255 and len(plan.sl):
+        served = swe.served()
+        vls = {swe.sl2vl[int(x)] for x in np.unique(plan.sl)}
+        # with two busy VLs a port carries both or one (then the weights do not matter);
+        # with three, a port with two of them is split as if the third were busy there too
+        if {"high", "low"} <= {served.get(v) for v in vls} and len(vls) >= 3:
+            out.append(f"qos: high_limit {swe.high_limit} with traffic in both tables on {len(vls)} VLs: the flow "
+                       "approximation counts every VL with traffic in the run as busy on every port, which can be "
+                       "25% off the packet fidelity (docs/qos.md, The flow approximation)")
+    return out
+
+
 def reweight(config: QosConfig, sls, base_priority, base_weight, port: str = "swe"):
     """Priority and weight of flows moved to ``sls`` (the base values are the
     scenario's own, before QoS)."""
     return flow_priority_weight(config.port(port), sls, base_priority=base_priority, base_weight=base_weight)
 
 
-__all__ = ["QosPlan", "apply_qos", "flow_kind", "reweight"]
+__all__ = ["QosPlan", "apply_qos", "class_field", "flow_kind", "partition_flow_sls", "reweight", "run_notes"]
