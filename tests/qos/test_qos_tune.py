@@ -121,3 +121,12 @@ def test_tune_keeps_a_class_served_by_the_high_table(cli, tmp_path):
     assert code == 0, err
     osm = json.loads(out)["opensm"]
     assert osm["qos_vlarb_high"] == "2:10" and osm["qos_high_limit"] == 255
+
+
+def test_tune_refuses_an_endless_class_to_time(cli):
+    # --mpi io: MPI's class was the endless bulk flow; served first it starved the app and
+    # tune failed with "the run ended stalled", naming no option and no reason
+    code, out, err = cli("qos", "tune", "scenarios/qos-mpi-vs-io.yaml", "--mpi", "io", "--io", "mpi",
+                         "--max-slowdown", "1.2")
+    assert code == 2 and "Traceback" not in err
+    assert ": --mpi: class 'io' has only endless bulk flows" in err, err

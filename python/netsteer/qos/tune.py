@@ -44,12 +44,9 @@ def packet_weights(packet: int = DEFAULT_PACKET) -> list[int]:
         k += 1
 
 
-def _measure(built, mpi: str, io: str) -> tuple[float, float]:
+def _measure(built, mpi: str, io: str, what: str = "") -> tuple[float, float]:
     from ..sim import run_scenario
 
-    res = run_scenario(built, sample=False)
-    if res.status != "done":
-        raise NetsteerError(f"the run ended {res.status}", file=built.scenario.file)
     plan = built.qos
     m, i = plan.flows_of(mpi), plan.flows_of(io)
     for opt, name, flows in (("--mpi", mpi, m), ("--io", io, i)):
@@ -58,6 +55,15 @@ def _measure(built, mpi: str, io: str) -> tuple[float, float]:
             raise NetsteerError(f"class {name!r} carries no flows in this scenario (no flow matches its "
                                 "selectors): give the class of a traffic the scenario has",
                                 file=built.scenario.file, field=opt)
+    if np.asarray(built.background)[m].all():
+        # an endless flow has no completion to time (and served first it starves the rest: a stall)
+        raise NetsteerError(f"class {mpi!r} has only endless bulk flows (no duration): there is no completion "
+                            "to time; give --mpi the class whose completion matters (its MPI job's), --io the "
+                            "bulk one", file=built.scenario.file, field="--mpi")
+    res = run_scenario(built, sample=False)
+    if res.status != "done":
+        raise NetsteerError(f"the run {what} ended {res.status}: a class got no bandwidth it could use",
+                            file=built.scenario.file)
     t_mpi = float(res.completion_ns[m].max()) / 1e9
     io_bytes = float(np.asarray(res.sent_bytes)[i].sum())
     return t_mpi, io_bytes / max(res.makespan_ns / 1e9, 1e-12)
@@ -133,7 +139,8 @@ def tune(scenario, mpi: str, io: str, max_slowdown: float, progress=lambda n=1: 
         data.pop("changes", None)  # static weights: a scripted change would blur them
         b = build_scenario(Scenario(model.model_copy(update={"qos": data}), file))
         progress()
-        return _measure(b, mpi, io)
+        what = ("with MPI's VL strictly first" if mpi_high else f"with weights MPI {wm} : I/O {wi}")
+        return _measure(b, mpi, io, what)
 
     base_t, base_io = run_with(True)
     curve = []
