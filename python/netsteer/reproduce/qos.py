@@ -519,5 +519,6 @@ def plot(rep: dict, d) -> None:
     plt.close(fig)
 
 
-__all__ = ["ASSUMPTIONS", "KINDS", "STEPS", "curves", "packet_available", "plot", "SOURCE_QOS", "Setup", "alltoall", "app", "osu_bw", "osu_latency", "run", "sl_weights",
-           "sl_weights_io", "sl_weights_label", "sl_weights_why_none"]
+__all__ = ["ASSUMPTIONS", "KINDS", "STEPS", "curves", "packet_available", "plot", "SOURCE_QOS", "Setup", "alltoall",
+           "app", "osu_bw", "osu_latency", "run", "sl_weights", "sl_weights_io", "sl_weights_label",
+           "sl_weights_why_none"]

@@ -9,8 +9,8 @@ to another SL becomes its partition's ``sl=`` in ``partitions.conf`` (a partitio
 the job's hosts, which OpenSM hands that SL in path records). The partitions the file
 held when the driver first wrote it (the user's, with their membership, flags and their
 ``Default=0x7fff`` rule, or OpenSM's implicit one when it has none: ``ALL=limited,
-SELF=full`` for a file without that rule, ``ALL=full`` when there was no file) are written back with the jobs' partitions, each job's under a PKey no other
-partition has. The new SL reaches only the job's QPs that use the job's new PKey: path
+SELF=full`` for a file without that rule, ``ALL=full`` when there was no file) are
+written back with the jobs' partitions, each job's under a PKey no other partition has. The new SL reaches only the job's QPs that use the job's new PKey: path
 records for its other PKeys keep those partitions' SLs. OpenSM re-reads both on
 SIGHUP and re-sweeps; the driver waits for the sweep to end (``SUBNET UP`` in its
 log) and reads the SL2VL and VL arbitration tables back with ``smpquery``.
