@@ -1146,7 +1146,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
         steering=_steering(m, topo, dag, job_of_flow, file, make_routing),
         streamed=streamed,
         stream_router=stream_router,
-        qos=_qos(m, topo, dag, job_of_flow, file),
+        qos=_qos(m, topo, dag, job_of_flow, file, routing),
         fidelity=fid,
         packet=packet,
         notes=notes,
@@ -1154,7 +1154,9 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
     if built.qos is not None:
         from .qos.config import shared_vls
 
-        notes += shared_vls(built.qos.config)
+        from .qos.scenario import run_notes
+
+        notes += shared_vls(built.qos.config) + built.qos.notes + run_notes(built.qos, fid, m.packet)
     if packet is not None and built.qos is not None:
         from .sim.packet import with_qos
 
@@ -1204,12 +1206,15 @@ def _partition_notes(topo, parts, dag, job_of_flow, job_names) -> list[str]:
             "but does not enforce P_Keys, so they run as if allowed"]
 
 
-def _qos(m: ScenarioModel, topo, dag, job_of_flow, file):
+def _qos(m: ScenarioModel, topo, dag, job_of_flow, file, routing=None):
     if m.qos is None:
         return None
     from .qos.scenario import apply_qos
 
-    return apply_qos(m.qos, dag, job_of_flow, [j.name for j in m.jobs], file=file, n_hosts=topo.n_hosts)
+    if isinstance(routing, DeferredRouting) and not routing.built:
+        routing = None  # deferred only without partitions (_routes_in_engine): no partition SLs to read
+    return apply_qos(m.qos, dag, job_of_flow, [j.name for j in m.jobs], file=file, n_hosts=topo.n_hosts,
+                     routing=routing, jobs=m.jobs)
 
 
 def _hybrid(m: ScenarioModel, topo, file):

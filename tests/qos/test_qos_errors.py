@@ -95,3 +95,25 @@ def test_table_numbers_are_read_as_opensm_reads_them():
 
     assert parse_vlarb("0:0x28,1:010,2:0") == [(0, 40), (1, 8), (2, 0)]
     assert parse_vlarb("0X1:0xFF") == [(1, 255)]
+
+
+NO_IO_CLASS = BASE.replace("  - {name: io, sl: 1, jobs: [io]}\n", "")
+
+
+@pytest.mark.parametrize("qos,io_class,field,reason", [
+    # was "jobs: flow 1 has class 20": a DAG index and no field
+    (NO_IO_CLASS, 20, "jobs.1.flows.0.class", "class 20 is not an InfiniBand SL"),
+    # was qos.sl2vl, a key the scenario never set: the flow's class put it on SL 1
+    (NO_IO_CLASS.replace("[[1, 16], [2, 8], [3, 32]]", "[[2, 8], [3, 32]]"), 1, "jobs.1.flows.0.class",
+     "maps to VL 1, which has no weight"),
+    # was qos.ports.ca.vlarb_low, a key the scenario never wrote: ca ports inherit the base table
+    (BASE + "ports: {ca: {max_vls: 2}}\n", 0, "qos.ports.ca.max_vls", "VL 2 (in vlarb_low, which ca ports take"),
+], ids=["class-20", "unserved-flow-class", "inherited-table"])
+def test_errors_name_the_field_the_user_wrote(tmp_path, cli, qos, io_class, field, reason):
+    f = tmp_path / "s.yaml"
+    f.write_text(two_flows(qos, io=f"flows: [{{src: 1, dst: 3, bytes: 100MB, class: {io_class}}}]"))
+    code, out, err = cli("run", f, "--json", "--no-progress")
+    line = err.strip()
+    assert code == 2 and "\n" not in line and "Traceback" not in line
+    assert line.startswith(f"netsteer: error: {f}: {field}: ") or f"{f}: {field}: " in line, line
+    assert reason in line, line

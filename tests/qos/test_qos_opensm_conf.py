@@ -152,3 +152,68 @@ def test_opensm_conf_notes_a_job_on_several_sls(tmp_path, cli):
     d = json.loads(out)
     assert [n for n in d["notes"] if "job 'io'" in n and "SLs 1, 2" in n]
     assert "io=" not in (d["partitions_conf"] or "")
+
+
+def test_no_partitions_file_keeps_the_default_partition_full(tmp_path, cli):
+    # with no routing.partitions, OpenSM reads no file and makes every port a full member
+    # of 0x7fff; the written file made every host a limited member (ALL=limited, SELF=full),
+    # so loading it cut every host from every other on the default P_Key
+    from netsteer.drivers.opensm.partitions import can_communicate, read_partitions_conf
+    from netsteer.scenario import build_scenario, load_scenario
+    from netsteer.topology.ibsim_net import with_fabric_guids
+
+    f = tmp_path / "s.yaml"
+    f.write_text(two_flows(QOS))
+    code, out, err = cli("qos", "opensm-conf", f, "--out", tmp_path / "osm")
+    assert code == 0, err
+    topo = with_fabric_guids(build_scenario(load_scenario(f)).topology)
+    parts = read_partitions_conf(tmp_path / "osm" / "partitions.conf", topo)
+    default = next(p for p in parts if p.pkey == 0x7FFF)
+    assert set(default.members.values()) == {"full"} and len(default.members) == topo.n_nodes
+    assert can_communicate(parts, topo).all()  # every host reaches every other, as before loading it
+
+
+def test_a_partitions_file_without_a_default_rule_keeps_it_limited(tmp_path, cli):
+    # a user file without 0x7fff: OpenSM's implicit rule is ALL=limited, SELF=full
+    f = _pftree_with_qos(tmp_path)
+    code, out, err = cli("qos", "opensm-conf", f, "--json")
+    assert code == 0, err
+    text = json.loads(out)["partitions_conf"]
+    default = text.split("Default=0x7fff :")[1].split(";")[0]
+    assert "=limited" in default and "=full" in default  # the SM's port (SELF) full, the rest limited
+
+
+def _pf_small(d, classes: str):
+    # the pFTree victim/aggressor scenario, cut down, with the victim in a strict-high class
+    d.mkdir(exist_ok=True)
+    f = _pftree_with_qos(d, qos="{max_vls: 4, high_limit: 255, vlarb_high: '3:64', "
+                                        f"vlarb_low: '0:64,1:64,2:64', classes: {classes}}}")
+    f.write_text(f.read_text().replace("1GiB", "64MiB").replace("256MiB", "16MiB"))
+    return f
+
+
+def _victim_s(cli, f, fidelity):
+    code, out, err = cli("run", f, "--fidelity", fidelity, "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    return next(j["completion_s"] for j in d["jobs"] if j["name"] == "victim"), d.get("notes", [])
+
+
+def test_a_class_overrides_the_partition_sl_at_both_fidelities(tmp_path, cli):
+    # the packet fidelity put every flow on its pFTree partition's SL (the class did
+    # nothing: victim 21.90 ms with or without it) while the flow level took the class
+    # (16.78 ms). Both now take the class, as a qos-policy.conf level overrides a
+    # partition's sl= in OpenSM, and say so
+    f = _pf_small(tmp_path / "v", "[{name: v, sl: 3, jobs: [victim]}]")
+    flow, notes = _victim_s(cli, f, "flow")
+    packet, pnotes = _victim_s(cli, f, "packet")
+    assert abs(packet / flow - 1) < 0.03, (flow, packet)
+    without, _ = _victim_s(cli, _pf_small(tmp_path / "none", "[]"), "packet")
+    assert packet < 0.9 * without  # the class's strict high table reaches the packet fidelity
+    for n in (notes, pnotes):
+        assert [x for x in n if "qos class 'v'" in x and "overrides" in x and "SL 3" in x]
+    code, out, err = cli("qos", "opensm-conf", f, "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert [x for x in d["notes"] if "qos class 'v'" in x and "overrides" in x]
+    assert "sl=3" in d["partitions_conf"]

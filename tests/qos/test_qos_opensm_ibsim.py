@@ -121,3 +121,19 @@ def test_moving_a_job_keeps_the_partitions_the_file_had(tmp_path):
     assert set(got[0x7FFF].members.values()) == {"full"}
     assert 0x100 in got and got[0x100].name == "io"
     assert [p.name for p in got.values() if p.flags.get("sl") == 2] == ["io_101"]
+
+
+def test_moving_a_job_without_a_partitions_file_keeps_every_port_full(tmp_path):
+    # no file: OpenSM's default partition is ALL=full; the driver wrote ALL=limited, so the
+    # SIGHUP after a priority change cut every host from every other on 0x7fff
+    from pathlib import Path
+
+    from netsteer.topology.ibsim_net import read_ibsim_net
+
+    topo = read_ibsim_net(Path(__file__).resolve().parents[2] / "scenarios" / "pftree-16.net")
+    parts = tmp_path / "partitions.conf"
+    drv = OpenSmQosDriver(None, tmp_path / "c.conf", topo, partitions=parts)
+    drv._write(SetQos(sl=1, job="io", hosts=(0, 2)))
+    drv._write(SetQos(sl=2, job="io", hosts=(0, 2)))  # the file now exists: still the no-file default
+    got = {p.pkey: p for p in read_partitions_conf(parts, topo)}
+    assert set(got[0x7FFF].members.values()) == {"full"} and len(got[0x7FFF].members) == topo.n_nodes

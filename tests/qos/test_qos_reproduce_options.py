@@ -63,3 +63,26 @@ def test_the_command_names_the_option_typed(cli, args, option, reason):
     err = err.strip()
     assert "\n" not in err and "Traceback" not in err
     assert err.startswith(f"netsteer: error: {option}: ") and reason in err, err
+
+
+def test_sl_weight_study_labels_io_and_its_own_vl(cli, tmp_path):
+    # the "MPI weight 200" row was MPI on I/O's own SL/VL (one VL's turns shared), the
+    # figure's x label said "I/O weight 2" whatever the table, and points were joined in SL order
+    code, out, err = cli("reproduce", "qos-staging", "--vlarb-low", "0:0,1:200,2:4,3:8", "--compute-nodes", "4",
+                         "--alltoall-ranks", "4", "--out", tmp_path / "r")
+    assert code == 0, err
+    flat = " ".join(out.split())  # the table title wraps on a narrow console
+    assert "I/O on SL 1: low weight 200" in flat and "200 (I/O's VL)" in out
+    rep = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert [(r["mpi_sl"], r["shares_io_vl"]) for r in rep["sl_weights"]] == [(1, True), (2, False), (3, False)]
+    assert rep["sl_weights_io"] == {"sl": 1, "vl": 1, "table": "low", "weight": 200}
+    assert (tmp_path / "r" / "sl_weights.png").stat().st_size > 0
+
+
+def test_sl_weight_study_says_why_it_has_no_rows(cli):
+    # I/O strictly above MPI and no other low VL with a weight: the study was silently empty
+    code, out, err = cli("reproduce", "qos-staging", "--vlarb-high", "1:40", "--vlarb-low", "0:64,1:0",
+                         "--compute-nodes", "4", "--alltoall-ranks", "4")
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "high weight 40" in flat and "SL weights: no rows: no VL of SLs 1..7" in flat

@@ -59,11 +59,13 @@ def opensm_conf(
     # how the jobs' traffic gets the SLs of its qos classes: a partition with sl= per job
     cols = built.dag.columns()
     jobs, notes = job_sl_partitions(topo, built.job_names, built.job_of_flow, cols.src, cols.dst,
-                                    built.qos.sl, parts)
+                                    built.qos.sl, parts, base=built.qos.partition_sl)
+    notes = built.qos.notes + notes  # a class over a partition's SL: which one the runs took
     parts_text = None
     if parts or jobs:
         try:
-            parts_text = format_partitions_conf(with_default([*parts, *jobs], topo), topo)
+            # no routing.partitions: OpenSM reads no file, so its default partition has every port full
+            parts_text = format_partitions_conf(with_default([*parts, *jobs], topo, no_file=not parts), topo)
         except ValueError as exc:
             raise NetsteerError(f"cannot be written to partitions.conf: {exc}", file=str(scenario),
                                 field="routing.partitions") from None
@@ -213,10 +215,15 @@ def reproduce_qos_staging(
     for name, r in rep["apps"].items():
         t.add_row(name, f"{r['no_qos_ms']:.1f}", f"{r['qos_ms']:.1f}", f"{1 - r['qos_ms'] / r['no_qos_ms']:.1%}")
     out_console.print(t)
-    io_w = rep["sl_weights"][0]["io_weight"] if rep["sl_weights"] else "-"
-    t = Table(title=f"Impact of SL weights (MPI on low SL k, I/O on SL 1 of weight {io_w}), 4 MiB")
-    for c in ("MPI weight", "latency (us)", "bandwidth (MB/s)"):
+    io = rep["sl_weights_io"]
+    t = Table(title=f"Impact of SL weights (MPI on low SL k, I/O on SL {io['sl']}: {io['table']} weight "
+                    f"{io['weight']}), 4 MiB")
+    for c in ("MPI SL", "MPI weight", "latency (us)", "bandwidth (MB/s)"):
         t.add_column(c, justify="right")
     for r in rep["sl_weights"]:
-        t.add_row(str(r["mpi_weight"]), f"{r['latency_us']:.0f}", f"{r['bandwidth_mbps']:.0f}")
+        # MPI on I/O's own VL shares its turns: not a weight against I/O's
+        t.add_row(str(r["mpi_sl"]), f"{r['mpi_weight']}" + (" (I/O's VL)" if r["shares_io_vl"] else ""),
+                  f"{r['latency_us']:.0f}", f"{r['bandwidth_mbps']:.0f}")
     out_console.print(t)
+    if not rep["sl_weights"]:
+        out_console.print("SL weights: no rows: " + rep["sl_weights_none"])

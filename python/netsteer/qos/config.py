@@ -180,15 +180,25 @@ def _check(q: QosConfig) -> None:
     for kind in (None, *q.ports):
         p = q.port(kind)
         at = "" if kind is None else f"ports.{kind}."
+        o = q.ports.get(kind) if kind is not None else None
+
+        def where(name: str) -> tuple[str, str]:
+            # a table the port type inherits: name the key the user wrote there (its max_vls)
+            if o is None or getattr(o, name) is not None:
+                return f"{at}{name}", ""
+            return f"{at}max_vls", f" (in {name}, which {kind} ports take from qos.{name})"
         for name in ("vlarb_high", "vlarb_low"):
             for vl, w in getattr(p, name):
                 # an entry of weight 0 is skipped by the arbiter (the source's own opensm.conf
                 # lists VLs 0..14 with weight 0 beyond its VLs); one with a weight must exist
                 if vl >= p.max_vls and w > 0:
-                    raise _FieldError(f"{at}{name}", f"VL {vl} is beyond max_vls {p.max_vls} (VLs 0..{p.max_vls - 1})")
+                    field, inherited = where(name)
+                    raise _FieldError(field, f"VL {vl}{inherited} is beyond max_vls {p.max_vls} "
+                                             f"(VLs 0..{p.max_vls - 1})")
         for sl, vl in enumerate(p.sl2vl):
             if vl != 15 and vl >= p.max_vls:
-                raise _FieldError(f"{at}sl2vl", f"SL {sl} is mapped to VL {vl}, beyond max_vls {p.max_vls}")
+                field, inherited = where("sl2vl")
+                raise _FieldError(field, f"SL {sl} is mapped to VL {vl}{inherited}, beyond max_vls {p.max_vls}")
     names: set[str] = set()
     for i, c in enumerate(q.classes):
         if c.name in names:

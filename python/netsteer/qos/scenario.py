@@ -2,8 +2,13 @@
 
 A flow takes the SL of the first class in ``qos.classes`` whose selectors all match
 (``jobs``: its job's name; ``kind``: what made it, see :func:`flow_kind`;
-``path_prefix``: the file it writes, for data-staging flows); a flow no class
-matches keeps its ``class`` as its SL, as in the packet fidelity. The SL is written
+``path_prefix``: the file it writes, for data-staging flows). A flow no class
+matches takes its partition's SL under a routing that gives partitions SLs (pFTree's
+``partition_sl``), else keeps its ``class`` as its SL. This is OpenSM's order: a path
+record carries the SL of the P_Key's partition (``sl=``) unless a QoS policy level
+that sets an SL matches the request (``qos-policy.conf``; OpenSM only logs that the two
+differ), and the classes are netsteer's policy levels. Both fidelities take these SLs,
+and a run notes the flows whose class overrides their partition's SL. The SL is written
 into the flow's ``class`` (the packet engine reads it there) and, for the flow
 engine, turned into a priority class and a weight (:mod:`netsteer.qos.flowshare`).
 """
@@ -45,6 +50,9 @@ class QosPlan:
     paths: dict[int, str] = field(default_factory=dict)
     # index in config.classes of the class each flow took (-1: none)
     flow_class: np.ndarray | None = None
+    # each flow's SL from its partition (pFTree), None without partition SLs
+    partition_sl: np.ndarray | None = None
+    notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.changes = [(at, who if isinstance(who, tuple) else ("job", who), *rest)
@@ -75,11 +83,51 @@ class QosPlan:
                             for c in self.changes]}
 
 
+def partition_flow_sls(routing, src, dst) -> np.ndarray | None:
+    """Each flow's SL from its partition under a routing that gives partitions SLs
+    (pFTree's ``partition_sl``): the SL of the first partition that lets its hosts talk
+    (OpenSM's rule, :class:`~netsteer.routing.deadlock.PairPolicy`); None otherwise."""
+    part_sl = getattr(routing, "partition_sl", None) if routing is not None else None
+    if not part_sl:
+        return None
+    from ..routing.deadlock import PairPolicy
+
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    sl = np.zeros(len(src), dtype=np.int64)
+    policy = PairPolicy(routing.topo, getattr(routing, "partitions", None), part_sl)
+    for d in np.unique(dst):
+        m = dst == d
+        _, vl = policy.columns(np.array([d]))
+        sl[m] = vl[src[m], 0]
+    return sl
+
+
+def class_field(jobs, j: int, cls: int) -> str:
+    """Where job ``j`` of the scenario's ``jobs`` gives a flow class ``cls``:
+    ``jobs.J.flows.K.class``, ``jobs.J.bulk.K.class`` or an MPI job's ``jobs.J.class``."""
+    for key in ("flows", "bulk"):
+        for k, f in enumerate(getattr(jobs[j], key, None) or []):
+            if f.traffic_class == cls:
+                return f"jobs.{j}.{key}.{k}.class"
+    return f"jobs.{j}.class"
+
+
 def apply_qos(data, dag, job_of_flow, job_names: list[str], *, file=None, paths: dict[int, str] | None = None,
-              port: str = "swe", n_hosts: int | None = None) -> QosPlan:
+              port: str = "swe", n_hosts: int | None = None, routing=None, jobs=None) -> QosPlan:
     """Validate ``data`` (the ``qos:`` section) and set each flow's SL (its ``class``),
-    priority and weight in ``dag`` in place. ``paths``: flow -> file path written;
-    ``n_hosts``: the topology's hosts (checks ``devices``)."""
+    priority and weight in ``dag`` in place.
+
+    Parameters
+    ----------
+    paths : dict, optional
+        Flow -> file path written.
+    n_hosts : int, optional
+        The topology's hosts (checks ``devices``).
+    routing : Routing, optional
+        Its ``partition_sl`` (pFTree) gives the flows no class matches their SLs.
+    jobs : list of JobModel, optional
+        The scenario's jobs, for errors naming a flow's ``class`` field.
+    """
     q = parse_qos(data, file=file)
     for i, d in enumerate(q.devices):
         if n_hosts is not None and d.host >= n_hosts:
@@ -97,15 +145,22 @@ def apply_qos(data, dag, job_of_flow, job_names: list[str], *, file=None, paths:
                                 f"{', '.join(job_names)})", file=file, field=f"qos.changes.{i}.job")
     cols = dag.columns()
     n = len(dag)
-    jobs = np.asarray(job_of_flow, dtype=np.int64)
+    jobs_of = np.asarray(job_of_flow, dtype=np.int64)
     kinds = np.array([flow_kind(lbl) for lbl in dag.labels], dtype=object)
     kind = kinds[cols.label] if n else np.zeros(0, dtype=object)
-    sl = cols.traffic_class.copy()
+    own = cols.traffic_class.copy()  # the flows' own classes
+    part = partition_flow_sls(routing, cols.src, cols.dst) if n else None
+    if part is not None:
+        from .config import check_partition_sls
+
+        # OpenSM hands each partition's SL out whether or not a class overrides it: it must be served
+        check_partition_sls(q, getattr(routing, "partitions", None), routing.partition_sl, file=file)
+    sl = own.copy() if part is None else part.copy()
     which = np.full(n, -1, dtype=np.int64)  # the class each flow took
     for i, c in enumerate(q.classes):
         m = which < 0
         if c.jobs is not None:
-            m &= np.isin(jobs, [job_names.index(x) for x in c.jobs])
+            m &= np.isin(jobs_of, [job_names.index(x) for x in c.jobs])
         if c.kind is not None:
             m &= kind == c.kind
         if c.path_prefix is not None:
@@ -117,15 +172,17 @@ def apply_qos(data, dag, job_of_flow, job_names: list[str], *, file=None, paths:
         sl[m] = c.sl
     if n and sl.max() > 15:
         f = int(np.argmax(sl > 15))
-        raise NetsteerError(f"flow {f} has class {int(sl[f])}, and InfiniBand has SLs 0..15: give its job a "
-                            "class 0..15 or a qos class", file=file, field="jobs")
+        field = class_field(jobs, int(jobs_of[f]), int(sl[f])) if jobs is not None else "jobs"
+        raise NetsteerError(f"class {int(sl[f])} is not an InfiniBand SL (0..15): a flow no qos class matches "
+                            "takes its class as its SL; give it a class 0..15 or a qos class", file=file, field=field)
     for s in np.unique(sl):
-        check_sl_served(q, int(s), file=file, field=_sl_field(q, which, sl, int(s)))
+        check_sl_served(q, int(s), file=file, field=_sl_field(q, which, sl, int(s), jobs, jobs_of))
+    notes = _override_notes(q, which, sl, own, part, job_names, jobs_of) + _unmatched_notes(q, which, paths)
     changes = []
     for i, ch in enumerate(q.changes):
         check_sl_served(q, ch.sl, file=file, field=f"qos.changes.{i}.sl")
         if ch.job is not None:
-            m, who = jobs == job_names.index(ch.job), ("job", ch.job)
+            m, who = jobs_of == job_names.index(ch.job), ("job", ch.job)
         else:
             m, who = which == list(names).index(ch.traffic_class), ("class", ch.traffic_class)
         hosts = np.unique(np.concatenate([cols.src[m], cols.dst[m]])) if m.any() else np.zeros(0, dtype=np.int64)
@@ -137,12 +194,108 @@ def apply_qos(data, dag, job_of_flow, job_names: list[str], *, file=None, paths:
     cols.traffic_class[:] = sl
     cols.priority[:] = pri
     cols.weight[:] = w
-    return QosPlan(q, sl, changes, dict(paths), which)
+    return QosPlan(q, sl, changes, dict(paths), which, part, notes)
 
 
-def _sl_field(q: QosConfig, which, sl, s: int) -> str:
+def _sl_field(q: QosConfig, which, sl, s: int, jobs=None, jobs_of=None) -> str:
+    """The field that puts flows on SL ``s``: a qos class's ``sl``, else the flow's own
+    ``class`` (a partition's SL was checked, naming the partition, before)."""
     hit = np.flatnonzero((sl == s) & (which >= 0))
-    return f"qos.classes.{int(which[hit[0]])}.sl" if len(hit) else "qos.sl2vl"
+    if len(hit):
+        return f"qos.classes.{int(which[hit[0]])}.sl"
+    if jobs is not None and jobs_of is not None and len(jobs_of):
+        f = int(np.argmax(sl == s))
+        return class_field(jobs, int(jobs_of[f]), s)
+    return "jobs"
+
+
+def _override_notes(q: QosConfig, which, sl, own, part, job_names, jobs_of) -> list[str]:
+    """Notes on the SLs a flow was not put on: a class over its partition's SL, a
+    partition's SL over the flow's own class."""
+    if part is None:
+        return []
+    out = []
+    for i, c in enumerate(q.classes):
+        m = (which == i) & (part != c.sl)
+        if m.any():
+            sls = ", ".join(str(x) for x in np.unique(part[m]).tolist())
+            out.append(f"qos class {c.name!r} (qos.classes.{i}.sl: SL {c.sl}) overrides the SL its "
+                       f"{int(m.sum())} flows get from their partition (SL {sls}, the routing's lane), as a "
+                       "qos-policy.conf level that sets an SL overrides a partition's sl= in OpenSM; both "
+                       "fidelities put them on SL " + str(c.sl))
+    m = (which < 0) & (own != part) & (own != 0)
+    if m.any():
+        jobs = sorted({job_names[int(j)] for j in jobs_of[m]})
+        out.append(f"{int(m.sum())} flows (jobs: {', '.join(jobs)}) take their partition's SL, not their class: "
+                   "OpenSM hands the partition's sl= out in path records; a qos class would override it")
+    return out
+
+
+def _unmatched_notes(q: QosConfig, which, paths) -> list[str]:
+    """Notes on classes that match no flow: their SL serves nothing (``qos tune`` refuses
+    such a class; a run and ``opensm-conf`` go on and say so)."""
+    out = []
+    for i, c in enumerate(q.classes):
+        if (which == i).any():
+            continue
+        if c.path_prefix is not None and not paths:
+            why = ("path_prefix matches the file a data-staging flow writes, and this scenario's flows carry no "
+                   "paths, so it can match none")
+        else:
+            sel = ", ".join(k for k in ("jobs", "kind", "path_prefix") if getattr(c, k) is not None) or "none"
+            why = f"no flow has what its selectors ({sel}) ask, or an earlier class took them"
+        out.append(f"qos class {c.name!r} (qos.classes.{i}) matches no flow: {why}; its SL {c.sl} carries "
+                   "nothing in this run")
+    return out
+
+
+def run_notes(plan: QosPlan, fidelity: str, packet=None) -> list[str]:
+    """Notes on where a run's model differs from the ``qos:`` section as OpenSM would
+    apply it: port types' own tables that are not simulated, the flow level's packet
+    size against a configured MTU, and the flow approximation's error with a finite
+    ``high_limit`` and traffic in both tables.
+
+    Parameters
+    ----------
+    plan : QosPlan
+    fidelity : str
+        ``"flow"`` or ``"packet"``.
+    packet : mapping or PacketParams, optional
+        The scenario's ``packet:`` section (its ``mtu`` and ``header``).
+    """
+    from .flowshare import DEFAULT_PACKET
+
+    q, out = plan.config, []
+    swe = q.port("swe")
+    keys = ("max_vls", "high_limit", "vlarb_high", "vlarb_low", "sl2vl")
+    other = [k for k in q.ports if k != "swe" and any(getattr(q.port(k), x) != getattr(swe, x) for x in keys)]
+    if other:
+        out.append(f"qos.ports: the {', '.join(other)} ports' own tables are written to opensm.conf but not "
+                   "simulated: both fidelities arbitrate every port (HCAs included) with the switch external "
+                   "ports' (swe) tables")
+    get = packet.get if isinstance(packet, dict) else (lambda k, d=None: getattr(packet, k, d))
+    if fidelity == "flow" and packet is not None:
+        from ..units import parse_size
+
+        try:
+            mtu, header = (int(parse_size(str(get(k, d)))) for k, d in (("mtu", 2048), ("header", 26)))
+        except (TypeError, ValueError):
+            mtu, header = 2048, 26  # the packet section's own check names a bad value at packet level
+        wire = -(-(mtu + header) // 64) * 64
+        if wire != DEFAULT_PACKET:
+            out.append(f"qos: the flow level shares VLs in packets of {DEFAULT_PACKET} B on the wire (a 2 KiB MTU), "
+                       f"not the {wire} B of packet.mtu {mtu} B: a weight sends a different number of packets per "
+                       "turn, so QoS shares can differ from the packet fidelity's")
+    if fidelity == "flow" and swe.high_limit < 255 and len(plan.sl):
+        served = swe.served()
+        vls = {swe.sl2vl[int(x)] for x in np.unique(plan.sl)}
+        # with two busy VLs a port carries both or one (then the weights do not matter);
+        # with three, a port with two of them is split as if the third were busy there too
+        if {"high", "low"} <= {served.get(v) for v in vls} and len(vls) >= 3:
+            out.append(f"qos: high_limit {swe.high_limit} with traffic in both tables on {len(vls)} VLs: the flow "
+                       "approximation counts every VL with traffic in the run as busy on every port, which can be "
+                       "25% off the packet fidelity (docs/qos.md, The flow approximation)")
+    return out
 
 
 def reweight(config: QosConfig, sls, base_priority, base_weight, port: str = "swe"):
@@ -151,4 +304,4 @@ def reweight(config: QosConfig, sls, base_priority, base_weight, port: str = "sw
     return flow_priority_weight(config.port(port), sls, base_priority=base_priority, base_weight=base_weight)
 
 
-__all__ = ["QosPlan", "apply_qos", "flow_kind", "reweight"]
+__all__ = ["QosPlan", "apply_qos", "class_field", "flow_kind", "partition_flow_sls", "reweight", "run_notes"]

@@ -368,6 +368,9 @@ def run(setup: Setup = Setup(), *, sizes=SIZES, a2a_sizes=A2A_SIZES, progress=la
         rep["apps"][name] = {"no_qos_ms": app(setup, name, False), "qos_ms": app(setup, name, True)}
         progress()
     rep["sl_weights"] = sl_weights(setup)
+    rep["sl_weights_io"] = sl_weights_io(setup)
+    if not rep["sl_weights"]:
+        rep["sl_weights_none"] = sl_weights_why_none(setup)
     progress()
     big = max(sizes)
     lat = {k: rep["latency"][k][-1]["us"] for k in KINDS}
@@ -395,20 +398,57 @@ def sl_weights(setup: Setup, nbytes: int = 4 << 20) -> list[dict]:
     to a device as fast as the link (``ssd_rate`` = link rate), so it can take whatever
     the arbiter gives it and the weights decide the split (one dd stream: the flow model
     gives each flow its VL's weight, see netsteer.qos.flowshare). An SL whose VL has
-    weight 0 in ``setup.vlarb_low`` is left out: MPI on it would never be served."""
+    weight 0 in ``setup.vlarb_low``, or a weight in ``setup.vlarb_high``, is left out:
+    MPI on it would never be served, or be served first whatever its low weight. The
+    row of MPI on I/O's own VL (SL 1 in the source's study) has ``shares_io_vl``: there
+    the two share one VL's turns, not two weights. :func:`sl_weights_why_none` says why
+    there are no rows."""
     from ..qos.config import parse_vlarb
 
     sl2vl = [int(v) for v in SOURCE_QOS["sl2vl"].split(",")]
     low = dict(parse_vlarb(setup.vlarb_low))
+    high = {v: w for v, w in parse_vlarb(setup.vlarb_high) if w > 0}
     setup = Setup(**{**setup.__dict__, "ssd_rate": setup.link_bps / 8, "noise_streams": 1})
     out = []
     for sl in range(1, 8):
-        if not low.get(sl2vl[sl]):
+        vl = sl2vl[sl]
+        if not low.get(vl) or vl in high:
             continue
-        out.append({"mpi_sl": sl, "mpi_weight": low[sl2vl[sl]], "io_weight": low[sl2vl[IO_SL]],
+        out.append({"mpi_sl": sl, "mpi_weight": low[vl], "io_weight": low.get(sl2vl[IO_SL], 0),
+                    "shares_io_vl": vl == sl2vl[IO_SL],
                     "latency_us": osu_latency(setup, nbytes, "noise_qos", mpi_sl=sl),
                     "bandwidth_mbps": osu_bw(setup, nbytes, "noise_qos", mpi_sl=sl)})
     return out
+
+
+def sl_weights_io(setup: Setup) -> dict:
+    """I/O's SL, VL and the table and weight that serve it, for the SL study's labels.
+
+    >>> sl_weights_io(Setup())
+    {'sl': 1, 'vl': 1, 'table': 'low', 'weight': 2}
+    """
+    from ..qos.config import parse_vlarb
+
+    vl = [int(v) for v in SOURCE_QOS["sl2vl"].split(",")][IO_SL]
+    high = {v: w for v, w in parse_vlarb(setup.vlarb_high) if w > 0}
+    if vl in high:
+        return {"sl": IO_SL, "vl": vl, "table": "high", "weight": high[vl]}
+    return {"sl": IO_SL, "vl": vl, "table": "low", "weight": dict(parse_vlarb(setup.vlarb_low)).get(vl, 0)}
+
+
+def sl_weights_why_none(setup: Setup) -> str:
+    """Why the SL study has no rows: no VL of SLs 1..7 has a low weight without a high one."""
+    return (f"no VL of SLs 1..7 has a weight in vlarb_low ({setup.vlarb_low}) without one in vlarb_high "
+            f"({setup.vlarb_high}): MPI on such an SL would never be served, or be served first")
+
+
+def sl_weights_label(io: dict) -> str:
+    """The SL study's x label, from I/O's actual table and weight.
+
+    >>> sl_weights_label({"sl": 1, "vl": 1, "table": "low", "weight": 200})
+    'MPI low-table weight (I/O on SL 1: low weight 200)'
+    """
+    return f"MPI low-table weight (I/O on SL {io['sl']}: {io['table']} weight {io['weight']})"
 
 
 def plot(rep: dict, d) -> None:
@@ -447,10 +487,21 @@ def plot(rep: dict, d) -> None:
             fig.savefig(d / f"{key}_{part}.png", dpi=100)
             plt.close(fig)
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    w = rep["sl_weights"]
-    ax.plot([r["mpi_weight"] for r in w], [r["latency_us"] for r in w], marker="o")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("MPI SL weight (I/O weight 2)")
+    # joined in weight order; MPI on I/O's own VL is a point apart (one VL's turns shared)
+    w = sorted((r for r in rep["sl_weights"] if not r.get("shares_io_vl")), key=lambda r: r["mpi_weight"])
+    ax.plot([r["mpi_weight"] for r in w], [r["latency_us"] for r in w], marker="o", label="MPI on a VL of its own")
+    shared = [r for r in rep["sl_weights"] if r.get("shares_io_vl")]
+    if shared:
+        ax.plot([r["mpi_weight"] for r in shared], [r["latency_us"] for r in shared], "s", color="tab:red",
+                label="MPI on I/O's VL")
+        ax.legend(fontsize=7)
+    if not rep["sl_weights"]:
+        ax.text(0.5, 0.5, "no rows: " + rep.get("sl_weights_none", ""), ha="center", va="center", wrap=True,
+                fontsize=7, transform=ax.transAxes)
+    else:
+        ax.set_xscale("log", base=2)
+    ax.set_xlabel(sl_weights_label(rep.get("sl_weights_io") or {"sl": IO_SL, "vl": IO_SL, "table": "low",
+                                                                 "weight": "?"}))
     ax.set_ylabel("4 MiB latency (us)")
     fig.tight_layout()
     fig.savefig(d / "sl_weights.png", dpi=100)
@@ -468,4 +519,6 @@ def plot(rep: dict, d) -> None:
     plt.close(fig)
 
 
-__all__ = ["ASSUMPTIONS", "KINDS", "STEPS", "curves", "packet_available", "plot", "SOURCE_QOS", "Setup", "alltoall", "app", "osu_bw", "osu_latency", "run", "sl_weights"]
+__all__ = ["ASSUMPTIONS", "KINDS", "STEPS", "curves", "packet_available", "plot", "SOURCE_QOS", "Setup", "alltoall",
+           "app", "osu_bw", "osu_latency", "run", "sl_weights", "sl_weights_io", "sl_weights_label",
+           "sl_weights_why_none"]

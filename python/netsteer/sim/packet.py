@@ -33,7 +33,9 @@ Packets waiting for a link that is down are dropped; the sender goes back N afte
 ``rc_timeout``. Its default is UCX's ``UCX_RC_TIMEOUT`` (1 s) as the HCA applies it:
 InfiniBand's local ACK timeout is 4.096 us x 2^k, and UCX takes the nearest k, 18.
 
-A flow's SL is its partition's SL when the routing assigns them (pFTree's
+A flow's SL with a ``qos:`` section is the one it resolves (:mod:`netsteer.qos.scenario`:
+a qos class's SL, else its partition's SL under pFTree, else its ``class``), as at flow
+level; without one, its partition's SL when the routing assigns them (pFTree's
 ``partition_sl``), else its traffic ``class``.
 
 Examples
@@ -386,37 +388,30 @@ def credit_loop(driver, sls: np.ndarray, params: PacketParams) -> str | None:
 def _class_field(built, i: int) -> str:
     """Where the scenario gives DAG flow ``i`` its class: ``jobs.J.flows.K.class``,
     ``jobs.J.bulk.K.class`` or an MPI job's ``jobs.J.class``."""
-    j = int(built.job_of_flow[i])
-    job = built.scenario.model.jobs[j]
+    from ..qos.scenario import class_field
+
     cls = int(built.dag.columns().traffic_class[i])
-    for key in ("flows", "bulk"):
-        for k, f in enumerate(getattr(job, key)):
-            if f.traffic_class == cls:
-                return f"jobs.{j}.{key}.{k}.class"
-    return f"jobs.{j}.class"
+    return class_field(built.scenario.model.jobs, int(built.job_of_flow[i]), cls)
 
 
 def flow_sls(built, params: PacketParams) -> np.ndarray:
-    """Each DAG flow's SL: its partition's SL under a partition-aware routing, else
-    its traffic class; checked against SL2VL and the arbitration tables."""
+    """Each DAG flow's SL, checked against SL2VL and the arbitration tables: with a
+    ``qos:`` section the one it resolved (a qos class over its partition's SL, as at
+    flow level); else its partition's SL under a partition-aware routing, else its class."""
+    from ..qos.scenario import partition_flow_sls
+
     cols = built.dag.columns()
     sl = np.asarray(cols.traffic_class, dtype=np.int64).copy()
     routing = built.routing
     part_sl = getattr(routing, "partition_sl", None)
-    if part_sl and len(sl):
-        from ..routing.deadlock import PairPolicy
-
-        policy = PairPolicy(routing.topo, getattr(routing, "partitions", None), part_sl)
-        for d in np.unique(cols.dst):
-            m = cols.dst == d
-            _, vl = policy.columns(np.array([d]))
-            sl[m] = vl[cols.src[m], 0]
+    qos = getattr(built, "qos", None)
+    if part_sl and len(sl) and qos is None:  # with qos, apply_qos has put the partitions' SLs in
+        sl = partition_flow_sls(routing, cols.src, cols.dst)
     file = built.scenario.file
     if len(sl) and (sl.max() > 15):
         i = int(np.argmax(sl > 15))
         raise NetsteerError(f"class {int(sl[i])} is not an InfiniBand SL (0..15): the packet fidelity takes a "
                             "flow's class as its SL", file=file, field=_class_field(built, i))
-    qos = getattr(built, "qos", None)
     if part_sl and qos is not None:  # the tables are the qos section's: name the partition and its key
         from ..qos.config import check_partition_sls
 

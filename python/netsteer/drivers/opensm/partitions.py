@@ -340,17 +340,41 @@ def read_partitions_conf(
     return parse_partitions_conf(text, topo, sm_node=sm_node, file=path)
 
 
-def with_default(parts: list[Partition], topo: Topology, sm_node: int | None = None) -> list[Partition]:
-    """Add the partition OpenSM creates when the file has no 0x7fff rule.
+def with_default(parts: list[Partition], topo: Topology, sm_node: int | None = None, *,
+                 no_file: bool = False) -> list[Partition]:
+    """Add the partition OpenSM creates when it has no 0x7fff rule.
 
-    OpenSM then behaves as if the file said ``Default=0x7fff : ALL=limited, SELF=full;``.
+    OpenSM (``prtn_make_default``) makes every port a member with
+    ``osm_prtn_add_all(..., full=no_config)``: with a partitions file that has no
+    0x7fff rule, it behaves as if the file said ``Default=0x7fff : ALL=limited,
+    SELF=full;``; with no file at all (``no_file``), every port is a full member
+    (``ALL=full``), so writing the limited rule out would cut every host from every
+    other on the default P_Key.
+
+    Parameters
+    ----------
+    parts : list of Partition
+        The file's partitions (empty when there is no file).
+    topo : Topology
+    sm_node : int, optional
+        The SM's node, for ``SELF``; unknown, ``SELF`` is kept symbolic.
+    no_file : bool
+        OpenSM reads no partitions file: the default partition has every port full.
+
+    Returns
+    -------
+    list of Partition
+        ``parts``, with the default partition first when it had none.
     """
     if any(p.pkey == DEFAULT_PKEY for p in parts):
         return list(parts)
+    m = FULL if no_file else LIMITED
     d = Partition(name="Default", pkey=DEFAULT_PKEY)
-    d.members = {n: LIMITED for n in range(topo.n_nodes)}
-    d.other_ports = {(int(h), q): LIMITED for h in topo.hosts for q in cabled_ca_ports(topo, int(h))[1:]}
-    if sm_node is None:
+    d.members = {n: m for n in range(topo.n_nodes)}
+    d.other_ports = {(int(h), q): m for h in topo.hosts for q in cabled_ca_ports(topo, int(h))[1:]}
+    if no_file:
+        pass  # SELF is a full member like every other port
+    elif sm_node is None:
         d.self_membership = FULL
     else:
         d.members[sm_node] = FULL

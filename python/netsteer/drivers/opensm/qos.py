@@ -37,21 +37,23 @@ def job_partition(job: str, nodes, sl: int, taken: Sequence[Partition]) -> Parti
     return Partition(name=name, pkey=pkey, members={int(n): "full" for n in nodes}, flags={"sl": int(sl)})
 
 
-def job_sl_partitions(topo, job_names, job_of_flow, src, dst, sl, taken: Sequence[Partition] = ()):
+def job_sl_partitions(topo, job_names, job_of_flow, src, dst, sl, taken: Sequence[Partition] = (), base=None):
     """How the jobs' traffic gets its SLs from OpenSM: a partition with ``sl=`` per job.
 
     OpenSM hands a partition's ``sl`` out in path records for its P_Key, so a job whose
-    flows are all on one SL other than 0 gets a partition of its hosts with that SL
-    (:func:`job_partition`); a job on SL 0 needs none (every partition's default). A
-    job on several SLs cannot be said so (one SL per P_Key). Returns ``(partitions,
-    notes)``, the notes saying what the user must do for each job.
+    flows are all on one SL other than the one they get anyway (``base``: each flow's SL
+    from its partition, pFTree's lanes; else 0, every partition's default) gets a
+    partition of its hosts with that SL (:func:`job_partition`). A job on several SLs
+    cannot be said so (one SL per P_Key). Returns ``(partitions, notes)``, the notes
+    saying what the user must do for each job.
     """
     out, notes = [], []
     job_of_flow = np.asarray(job_of_flow)
+    base = np.zeros(len(job_of_flow), dtype=np.int64) if base is None else np.asarray(base)
     for j, job in enumerate(job_names):
         mine = job_of_flow == j
         sls = sorted({int(x) for x in np.asarray(sl)[mine]})
-        if not sls or sls == [0]:
+        if not sls or (np.asarray(sl)[mine] == base[mine]).all():
             continue
         if len(sls) > 1:
             notes.append(f"job {job!r} has flows on SLs {', '.join(map(str, sls))} (its qos classes): a partition "

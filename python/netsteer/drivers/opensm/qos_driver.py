@@ -8,9 +8,9 @@ configuration is written as the ``qos_*`` lines of its ``opensm.conf``; a job mo
 to another SL becomes its partition's ``sl=`` in ``partitions.conf`` (a partition of
 the job's hosts, which OpenSM hands that SL in path records). The partitions the file
 held when the driver first wrote it (the user's, with their membership, flags and their
-``Default=0x7fff`` rule, or OpenSM's implicit ``ALL=limited, SELF=full`` one when it
-has none) are written back with the jobs' partitions, each job's under a PKey no other
-partition has. The new SL reaches only the job's QPs that use the job's new PKey: path
+``Default=0x7fff`` rule, or OpenSM's implicit one when it has none: ``ALL=limited,
+SELF=full`` for a file without that rule, ``ALL=full`` when there was no file) are
+written back with the jobs' partitions, each job's under a PKey no other partition has. The new SL reaches only the job's QPs that use the job's new PKey: path
 records for its other PKeys keep those partitions' SLs. OpenSM re-reads both on
 SIGHUP and re-sweeps; the driver waits for the sweep to end (``SUBNET UP`` in its
 log) and reads the SL2VL and VL arbitration tables back with ``smpquery``.
@@ -94,6 +94,7 @@ class OpenSmQosDriver:
         self.config = None
         self.job_partitions: dict[str, object] = {}
         self._base_partitions: list | None = None  # the file's own, read before the first write
+        self._no_file = False  # OpenSM read no partitions file: its default partition is ALL=full
         self.applied: list[Applied] = []
         self._reports: list[NetworkChanged] = []
         self._t0 = time.monotonic_ns()
@@ -153,7 +154,7 @@ class OpenSmQosDriver:
             else:
                 self.job_partitions[intent.job] = job_partition(
                     intent.job, nodes, intent.sl, [*base, *self.job_partitions.values()])
-            parts = with_default([*base, *self.job_partitions.values()], self.topo)
+            parts = with_default([*base, *self.job_partitions.values()], self.topo, no_file=self._no_file)
             try:
                 text = format_partitions_conf(parts, self.topo)
             except ValueError as exc:
@@ -168,8 +169,9 @@ class OpenSmQosDriver:
             from .partitions import read_partitions_conf
 
             path = self.partitions_path
+            self._no_file = not path.exists()
             try:
-                self._base_partitions = read_partitions_conf(path, self.topo) if path.exists() else []
+                self._base_partitions = [] if self._no_file else read_partitions_conf(path, self.topo)
             except (NetsteerError, ValueError, OSError) as exc:
                 raise _Refused(f"{path}: cannot read the partitions it holds: {exc}") from None
         return self._base_partitions
