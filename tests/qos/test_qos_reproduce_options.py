@@ -76,7 +76,11 @@ def test_sl_weight_study_labels_io_and_its_own_vl(cli, tmp_path):
     rep = json.loads((tmp_path / "r" / "report.json").read_text())
     assert [(r["mpi_sl"], r["shares_io_vl"]) for r in rep["sl_weights"]] == [(1, True), (2, False), (3, False)]
     assert rep["sl_weights_io"] == {"sl": 1, "vl": 1, "table": "low", "weight": 200}
-    assert (tmp_path / "r" / "sl_weights.png").stat().st_size > 0
+    # the source's two panels, latency and bandwidth, side by side
+    import matplotlib.image
+
+    h, w = matplotlib.image.imread(tmp_path / "r" / "sl_weights.png").shape[:2]
+    assert w > 2 * h
 
 
 def test_sl_weight_study_says_why_it_has_no_rows(cli):

@@ -453,7 +453,8 @@ def sl_weights_label(io: dict) -> str:
 
 def plot(rep: dict, d) -> None:
     """The source's figures: latency, bandwidth and alltoall against message size,
-    small and large, three curves each; the SL-weight study; the applications."""
+    small and large, three curves each; the SL-weight study (latency and bandwidth);
+    the applications."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -486,23 +487,29 @@ def plot(rep: dict, d) -> None:
             fig.tight_layout()
             fig.savefig(d / f"{key}_{part}.png", dpi=100)
             plt.close(fig)
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    # the source's two panels: large-message latency and bandwidth against the MPI weight
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
     # joined in weight order; MPI on I/O's own VL is a point apart (one VL's turns shared)
     w = sorted((r for r in rep["sl_weights"] if not r.get("shares_io_vl")), key=lambda r: r["mpi_weight"])
-    ax.plot([r["mpi_weight"] for r in w], [r["latency_us"] for r in w], marker="o", label="MPI on a VL of its own")
     shared = [r for r in rep["sl_weights"] if r.get("shares_io_vl")]
-    if shared:
-        ax.plot([r["mpi_weight"] for r in shared], [r["latency_us"] for r in shared], "s", color="tab:red",
-                label="MPI on I/O's VL")
-        ax.legend(fontsize=7)
-    if not rep["sl_weights"]:
-        ax.text(0.5, 0.5, "no rows: " + rep.get("sl_weights_none", ""), ha="center", va="center", wrap=True,
-                fontsize=7, transform=ax.transAxes)
-    else:
-        ax.set_xscale("log", base=2)
-    ax.set_xlabel(sl_weights_label(rep.get("sl_weights_io") or {"sl": IO_SL, "vl": IO_SL, "table": "low",
-                                                                 "weight": "?"}))
-    ax.set_ylabel("4 MiB latency (us)")
+    xlabel = sl_weights_label(rep.get("sl_weights_io") or {"sl": IO_SL, "vl": IO_SL, "table": "low", "weight": "?"})
+    for ax, key, ylabel in ((axes[0], "latency_us", "4 MiB latency (us)"),
+                            (axes[1], "bandwidth_mbps", "4 MiB bandwidth (MB/s)")):
+        ax.plot([r["mpi_weight"] for r in w], [r[key] for r in w], marker="o", label="MPI on a VL of its own")
+        if shared:
+            ax.plot([r["mpi_weight"] for r in shared], [r[key] for r in shared], "s", color="tab:red",
+                    label="MPI on I/O's VL")
+            ax.legend(fontsize=7)
+        if not rep["sl_weights"]:
+            ax.text(0.5, 0.5, "no rows: " + rep.get("sl_weights_none", ""), ha="center", va="center", wrap=True,
+                    fontsize=7, transform=ax.transAxes)
+        else:
+            ax.set_xscale("log", base=2)
+        ax.set_xlabel(xlabel, fontsize=8)
+        ax.set_ylabel(ylabel)
+        if key == "bandwidth_mbps":
+            ax.set_ylim(bottom=0)
+    fig.suptitle("Impact of SL weights (large messages)", fontsize=9)
     fig.tight_layout()
     fig.savefig(d / "sl_weights.png", dpi=100)
     plt.close(fig)
