@@ -48,7 +48,7 @@ def ecmp_tables(topo, fabric: Fabric | None = None) -> dict[int, Table]:
     for s in f.switches:
         tab = Table()
         for h in range(topo.n_hosts):
-            ports = f._next[s][h]
+            ports = f.next_table[s][h]
             if not ports:
                 continue
             match = f"dl_dst={host_mac(h)}"
@@ -106,7 +106,7 @@ def tag_tables(topo, rank_host: list[int], pins: dict[int, str] | None = None,
         tab.groups.update(base[s].groups)
         pin_groups: dict[tuple, int] = {}
         for r, h in enumerate(rank_host):
-            ports = f._next[s][h]
+            ports = f.next_table[s][h]
             match = f"dl_dst={_mac(r)}/{RANK_MASK}"
             if f.peer[s][ports[0]][0] == f.host_nodes[h]:  # the last switch: the host's true MAC back
                 tab.flows[(0, DELIVER_PRIORITY, match)] = f"set_field:{host_mac(h)}->eth_dst,output:{ports[0]}"
