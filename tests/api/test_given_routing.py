@@ -83,7 +83,10 @@ def test_a_reroute_says_the_engines_tables_replace_the_given_ones():
     ev = [ns.event.link_down("1ms", [("s1_3", 5)])]
     notes = ns.Scenario(t, edited(t), jobs, events=ev).run(sample=False).to_dict().get("notes") or []
     assert any("until events.0 re-routes" in n and "'dmodk'" in n for n in notes), notes
-    assert not ns.Scenario(t, "dmodk", jobs, events=ev).run(sample=False).to_dict().get("notes")
+    # the engine's own tables: nothing to replace, so no such note (the event at 1 ms
+    # comes after the run's end and is noted as not played)
+    plain = ns.Scenario(t, "dmodk", jobs, events=ev).run(sample=False).to_dict().get("notes") or []
+    assert not any("re-routes" in n for n in plain), plain
 
 
 def test_streamed_jobs_walk_the_given_tables_not_dmodk_per_hop():
