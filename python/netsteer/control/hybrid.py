@@ -1144,7 +1144,11 @@ class HybridController(Controller):
             self._reconfig_ns = now - r.started_ns
             self._left.pop(r.new.circuits, None)
             self._left.pop(r.old.circuits, None)  # the newest goes last (the oldest is forgotten first)
-            self._left[r.old.circuits] = (self._reconfig_ns * 1e-9 * r.detour_gbps, r.started_ns - self._in_force_since)
+            if r.trigger != "link failure":
+                # a rescue is forced by a cable, not chosen from the estimate: coming
+                # back once the cable is repaired is no flap, and must not have to pay
+                self._left[r.old.circuits] = (self._reconfig_ns * 1e-9 * r.detour_gbps,
+                                              r.started_ns - self._in_force_since)
             self._in_force_since = now
             while len(self._left) > RETURNS:
                 self._left.pop(next(iter(self._left)))
