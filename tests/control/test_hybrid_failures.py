@@ -52,3 +52,34 @@ def test_a_forced_rescue_does_not_block_the_return_to_the_repaired_circuit():
     assert [x["trigger"] for x in r] == ["periodic", "link failure", "periodic"]
     assert r[2]["circuits_after"] == [[0, 0, 1], [1, 0, 1]] and r[2]["start_s"] < 1.2
     assert res.makespan_ns / 1e9 < 7.5
+
+
+REQUEST = {"at": "200ms", "until": "5s", "src": 0, "dst": 2, "bandwidth": "10Gbps"}
+
+
+def test_a_request_whose_circuit_fails_is_planned_again_on_a_free_plane():
+    # rack 0's plane-0 port fails at 1 s for good: plane 1 is free (28.0 s before: never served again)
+    data = b_scenario(4, [down("1s", ("ocs0", 1))], initial=[], schedule=[], requests=[REQUEST])
+    data["jobs"][0]["flows"] = data["jobs"][0]["flows"][:1]
+    res = run(data)
+    r = reconfigs(res)
+    assert [x["trigger"] for x in r] == ["request", "link failure", "request"]
+    assert r[2]["circuits_after"] == [[1, 0, 1]] and r[2]["start_s"] == r[1]["end_s"]
+    assert res.makespan_ns / 1e9 < 4.0 and "unserved_requests" not in res.controller["hybrid"]
+
+
+def test_a_request_whose_circuit_fails_waits_for_the_link_up_or_is_reported_unserved():
+    # both of rack 0's ports fail at 1 s: no circuit can serve the request until they are back
+    fail = down("1s", ("ocs0", 1), ("ocs1", 1))
+    data = b_scenario(4, [fail, up("1500ms", ("ocs0", 1), ("ocs1", 1))], initial=[], schedule=[],
+                      requests=[REQUEST])
+    data["jobs"][0]["flows"] = data["jobs"][0]["flows"][:1]
+    r = reconfigs(run(data))
+    assert [x["trigger"] for x in r] == ["request", "link failure", "request"] and r[2]["start_s"] == 1.5
+    data["events"] = [fail]
+    res = run(data)
+    assert [x["trigger"] for x in reconfigs(res)] == ["request", "link failure"]
+    (u,) = res.controller["hybrid"]["unserved_requests"]
+    assert u == {"at_s": 0.2, "why": "its circuit [0, 0, 1] failed at 1 s, and every circuit it could be given "
+                                     "again needed a failed port before its end at 5 s"}
+    assert any("the request at 200 ms was not served: its circuit [0, 0, 1] failed" in n for n in res.notes)

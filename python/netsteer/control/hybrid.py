@@ -430,6 +430,10 @@ class HybridController(Controller):
             _, circuits = self.schedule[self._sched_i]
             self._sched_i += 1
             self._queue.append(("schedule", frozenset(Circuit(*c) for c in circuits), None, now, None))
+        for r in self._active_requests:
+            if "lost" in r and r.get("until") is not None and r["until"] <= now:
+                self._unserved.append({"at_s": r["at"] / 1e9, "why": self._lost_why(r)
+                                       + f" before its end at {r['until'] / 1e9:g} s"})
         self._active_requests = [r for r in self._active_requests if r.get("until") is None or r["until"] > now]
         while self._req_i < len(self.requests) and self.requests[self._req_i]["at"] <= now:
             req = self.requests[self._req_i]
@@ -450,6 +454,8 @@ class HybridController(Controller):
         # its state is not the configuration in force, so step 2 would diff from the
         # wrong one, and step 3 would lift the leftover detours onto circuits or tags
         # that are not there; the repair's backoff bounds the wait once the fault clears
+        if self.current is None and not self._queue and not out and self._repair is None:
+            self._serve_lost(inp)
         if self.current is None and self._queue and not out and self._repair is None:
             trigger, circuits, paths, _, req = self._queue.pop(0)
             out += self._start(now, trigger, circuits, paths, req)
@@ -516,11 +522,15 @@ class HybridController(Controller):
             per[p.src, p.dst] += p.gbps
         return float(spread(per, self.capacity_gbps).sum())
 
-    def _request(self, inp: Inputs, req: dict) -> None:
+    def _request(self, inp: Inputs, req: dict, again: bool = False) -> bool:
         """Serve an application's request alongside the measured traffic: the request
         gets the circuits it needs (direct ones, around the other requests' pinned
         circuits), pinned; the rest is planned for the demand measured since the last
-        reconfiguration (and the memory), so the circuits other traffic uses stay."""
+        reconfiguration (and the memory), so the circuits other traffic uses stay.
+
+        With ``again`` (a request whose circuits failed, :meth:`_serve_lost`) nothing is
+        queued, and False returned, while its circuits could only land on failed ports;
+        the other circuits of the plan that would are left out (they could not light)."""
         others = self._pinned(exclude=req)
         asked = sum(r["demand"] for r in self._active_requests)  # the others' too: theirs are pinned
         need = self._plan(spread(asked, self.capacity_gbps), pinned=others, hops=1)
@@ -536,8 +546,36 @@ class HybridController(Controller):
         # (pinned from now, so requests queued behind it plan around them; unpinned if
         # its reconfiguration fails: _unserve)
         req["circuits"] = frozenset(Circuit(to[c.ocs], c.a, c.b) for c in mine)
+        if again:
+            if self._dead(req["circuits"]):
+                req.pop("circuits")
+                return False
+            dead = set(self._dead(plan.circuits))
+            if dead:
+                plan = replace(plan, circuits=tuple(c for c in plan.circuits if c not in dead),
+                               paths=tuple(p for p in plan.paths if not dead & set(p.circuits)))
         self._queue.append(("request", frozenset(plan.circuits), plan.paths if self.hops > 1 else None,
                             inp.now, req))
+        return True
+
+    def _serve_lost(self, inp: Inputs) -> None:
+        """Plan again, one at a time, the active requests whose circuits a link failure
+        took (:meth:`_rescue`): on other ports if the failed ones can be avoided, else
+        once a ``link_up`` frees them. One still waiting when it ends (or the run does)
+        is reported unserved (:meth:`_lost_why`)."""
+        for req in self._active_requests:
+            if "lost" in req and self._request(inp, req, again=True):
+                self.history.append({"at_s": inp.now / 1e9, "what": "request planned again",
+                                     "at": req["at"] / 1e9,
+                                     "circuits": sorted([c.ocs, c.a, c.b] for c in req["circuits"])})
+                del req["lost"]
+                return
+
+    def _lost_why(self, req: dict) -> str:
+        """Why a request whose circuits failed is not served."""
+        at, dead = req["lost"]
+        return (f"its circuit{'s' if len(dead) > 1 else ''} {', '.join(str(c) for c in dead)} failed at "
+                f"{at / 1e9:g} s, and every circuit it could be given again needed a failed port")
 
     def _unserve(self, req: dict, why: str) -> None:
         """``req``'s circuits were never installed: no later plan keeps them, and the
@@ -711,6 +749,11 @@ class HybridController(Controller):
                 and self._retry_at is not None and now < self._retry_at):
             return
         alive = frozenset(c for c in self.config.circuits if c not in set(dead))
+        for req in self._active_requests:
+            lost = sorted([c.ocs, c.a, c.b] for c in req.get("circuits", ()) if c in set(dead))
+            if lost:  # unpinned: planned again once the rescue is through (_serve_lost)
+                req.pop("circuits")
+                req["lost"] = (now, lost)
         if self._queue and self._queue[0][0] == "link failure":
             if self._queue[0][1] == alive:
                 return  # queued already (decide runs several rounds an instant)
@@ -1207,7 +1250,9 @@ class HybridController(Controller):
     def _unserved_all(self) -> list[dict]:
         """The requests whose circuits were never installed, with why: those whose
         reconfiguration failed, and those still queued."""
-        return self._unserved + [{"at_s": req["at"] / 1e9, "queued": True,
+        lost = [{"at_s": r["at"] / 1e9, "queued": True, "why": self._lost_why(r)} for r in self._active_requests
+                if "lost" in r]
+        return self._unserved + lost + [{"at_s": req["at"] / 1e9, "queued": True,
                                   "why": f"its reconfiguration to circuits {sorted([c.ocs, c.a, c.b] for c in circuits)} "
                                          f"never started: {self._blocked_by()}"}
                                  for _, circuits, _, _, req in self._queue if req is not None]
