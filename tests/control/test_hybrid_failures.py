@@ -83,3 +83,31 @@ def test_a_request_whose_circuit_fails_waits_for_the_link_up_or_is_reported_unse
     assert u == {"at_s": 0.2, "why": "its circuit [0, 0, 1] failed at 1 s, and every circuit it could be given "
                                      "again needed a failed port before its end at 5 s"}
     assert any("the request at 200 ms was not served: its circuit [0, 0, 1] failed" in n for n in res.notes)
+
+
+def test_a_circuit_failing_during_another_reconfiguration_is_detoured_at_once():
+    # [0, 0, 1] stays in force through a schedule move whose step 2 lasts 2 s (tagging); its
+    # cable fails at 500 ms. The rescue waits for the move, but the pairs leave the dead
+    # circuit at once (they stayed on it until 2.28 s before: 14.50 s against 12.72 s)
+    data = b_scenario(1, [down("500ms", ("ocs0", 1))], initial=[[0, 0, 1], [1, 0, 2]],
+                      schedule=[{"at": "200ms", "circuits": [[0, 0, 1], [1, 1, 2]]}])
+    data["driver"]["delay"]["vlan_tag_time"] = "2s"
+    res = run(data)
+    r0, r1 = reconfigs(res)
+    assert r0["failure_detours"] == [{"at_s": 0.5, "pairs": [[0, 1], [1, 0]]}]
+    assert r1["trigger"] == "link failure" and r1["start_s"] == r0["end_s"]
+    pushes = [e for e in res.applied_events if e["intent"] in ("push_rules", "remove_rules") and e["priority"] == 3]
+    step3 = r1["steps"][-1]["start_s"]
+    assert [(e["intent"], e["at_s"]) for e in pushes] == [("push_rules", 0.5), ("remove_rules", step3)]
+    nofail = b_scenario(1, [down("500ms", ("ocs0", 1))], initial=[[0, 0, 1], [1, 0, 2]])
+    nofail["driver"]["delay"]["vlan_tag_time"] = "2s"
+    assert res.makespan_ns == run(nofail).makespan_ns  # as if the failure came with nothing running
+
+
+def test_step_three_never_lifts_traffic_onto_a_circuit_that_failed_meanwhile():
+    # the schedule's new circuit [1, 0, 1] fails at 350 ms, during step 3 (0.34-0.38 s)
+    res = run(b_scenario(1, [down("350ms", ("ocs1", 2))], schedule=[{"at": "200ms", "circuits": [[1, 0, 1]]}]))
+    r0, r1 = reconfigs(res)
+    assert r0["failure_detours"] == [{"at_s": 0.35, "pairs": [[0, 1], [1, 0]]}]
+    assert r1["trigger"] == "link failure" and r1["circuits_after"] == []
+    assert [s["step"] for s in r1["steps"]] == [2, 3]  # detoured already: no step 1

@@ -67,7 +67,9 @@ from .planning import Circuit, plan_circuits, upper_bound
 from .planning.singlehop import ladder
 from .unanswered import Unanswered
 
-HIGH, LOW = 2, 1  # rule priorities: step 1's electrical detour, the circuit rules
+# rule priorities: a circuit failure's electrical detour (above step 1's, so no step 3
+# lifts it), step 1's electrical detour, the circuit rules
+FAILED, HIGH, LOW = 3, 2, 1
 MAX_VLANS = 4094
 # after the n-th failed reconfiguration in a row the modes wait BACKOFF_FIRST * 2**(n-1)
 # times the failed attempt's length (at least one poll or period), at most
@@ -143,6 +145,8 @@ class Reconfiguration:
     detours_left: tuple = ()  # (src, dst) whose step-1 detour is still installed (retried)
     detour_gbps: float = 0.0  # what the pairs step 1 detours were served when it started (HybridController._pays)
     request: dict | None = None  # the request it serves (unpinned if it fails)
+    failure_detours: list = field(default_factory=list)  # {at_s, pairs}: detoured as their circuit failed
+    failed_at_start: frozenset = frozenset()  # the failed links when it started
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -153,6 +157,7 @@ class Reconfiguration:
             "circuits_before": sorted([c.ocs, c.a, c.b] for c in self.old.circuits),
             "circuits_after": sorted([c.ocs, c.a, c.b] for c in self.new.circuits),
             "steps": self.steps,
+            **({"failure_detours": self.failure_detours} if self.failure_detours else {}),
             **({} if self.retry_ns is None else {"modes_retry_from_s": self.retry_ns / 1e9}),
         }
 
@@ -251,6 +256,10 @@ class HybridController(Controller):
         self._base = None  # pair counters when the configuration in force took over (request planning)
         self._unanswered = Unanswered(topo, self.tors)  # switches that did not answer the counter readings
         self._failed: frozenset = frozenset()  # failed links, as the view gave them last
+        # rack pairs a circuit failure detoured onto the electrical network while a
+        # reconfiguration was running (FAILED rules; _detour_dead), and those pushes' intents
+        self._detoured: frozenset = frozenset()
+        self._detour_sent: list = []
         self._index_channels()
 
     # -- configurations --------------------------------------------------------------
@@ -420,6 +429,7 @@ class HybridController(Controller):
             # decision comes at t=period (t=poll), not one interval later
             self._rebase(inp, restart_clocks=False)
         self._failed = self._failed_links(inp.view)
+        out += self._detour_dead(inp)
         if self.current is not None:
             mine = [a for a in inp.applied if any(a.intent is i for i in self.current.pending)]
             self.current.step_applied += mine
@@ -735,6 +745,52 @@ class HybridController(Controller):
         return [c for c in sorted(circuits, key=lambda c: (c.ocs, c.a, c.b))
                 if any(int(self._opt_down[x, c.ocs]) // 2 in self._failed for x in (c.a, c.b))]
 
+    def _dead_pairs(self, config: HybridConfig, failed=None) -> frozenset:
+        """The rack pairs whose rules in ``config`` send them over a failed cable (of
+        ``failed``, default every failed link)."""
+        failed = self._failed if failed is None else failed
+        if not failed:
+            return frozenset()
+        out = set()
+        for k, rule in config.rules.items():
+            for vp in rule.paths:
+                if any(int(self._opt_down[x, p]) // 2 in failed
+                       for a, b, p in zip(vp.racks, vp.racks[1:], vp.planes) for x in (a, b)):
+                    out.add(k)
+        return frozenset(out)
+
+    def _detour_dead(self, inp: Inputs) -> list:
+        """While a reconfiguration runs, the rescue waits for it (it diffs from the
+        configuration in force): meanwhile the rack pairs whose rules, before or after
+        it, lead over a failed cable are detoured onto the electrical network at once,
+        with rules above step 1's (``FAILED``), which no step 3 lifts: a step 3 lifts them
+        once the configuration it leads to no longer sends them over a failed cable
+        (:meth:`_step_intents`), the rescue's at the latest."""
+        for a in inp.applied:
+            if any(a.intent is i for i in self._detour_sent):
+                self._detour_sent = [i for i in self._detour_sent if i is not a.intent]
+                if not a.ok:  # not installed: nothing to lift later
+                    self._detoured -= {(x.src, x.dst) for x in a.intent.rules}
+        r = self.current
+        if r is None or not self._failed:
+            return []
+        # from step 3 on, only the configuration it leads to is installed
+        ahead = [r.old if r.rolling_back else r.new] if r.step == 3 else [r.old, r.new]
+        # the links failed when it started are its own business (a rescue's, or a
+        # rescue's to come), the later ones are not
+        later = self._failed - r.failed_at_start
+        new = frozenset().union(*(self._dead_pairs(c, later) for c in ahead)) - self._detoured
+        if not new:
+            return []
+        self._detoured |= new
+        pairs = sorted(new)
+        r.failure_detours.append({"at_s": inp.now / 1e9, "pairs": [list(k) for k in pairs]})
+        self.history.append({"at_s": inp.now / 1e9, "what": "link failure detour", "id": r.id,
+                             "pairs": [list(k) for k in pairs]})
+        intent = PushRules(FAILED, tuple(PairRule(a, b) for a, b in pairs))
+        self._detour_sent.append(intent)
+        return [intent]
+
     def _rescue(self, now: int) -> None:
         """A circuit in force whose link failed carries nothing, and the rules keep its
         rack pairs on it: reconfigure, first of all, to the circuits in force less the
@@ -997,7 +1053,7 @@ class HybridController(Controller):
         old = self.config
         moved = tuple(sorted(k for k in set(old.rules) | set(new.rules) if old.rules.get(k) != new.rules.get(k)))
         r = Reconfiguration(len(self.reconfigurations), trigger, self.method, old, new, now, moved_pairs=moved,
-                            request=req)
+                            request=req, failed_at_start=self._failed)
         if self._recent is not None:
             r.detour_gbps = self._detour_gbps(self._recent[1], new)
         self.reconfigurations.append(r)
@@ -1014,7 +1070,8 @@ class HybridController(Controller):
             # getting its first circuit is on the electrical network already
             busy = None if self._recent is None else self._recent[1]
             detour = tuple(PairRule(a, b) for a, b in r.moved_pairs
-                           if (a, b) in old.rules and (busy is None or busy[a, b] > 0))
+                           if (a, b) in old.rules and (busy is None or busy[a, b] > 0)
+                           and (a, b) not in self._detoured)
             return [PushRules(HIGH, detour)] if detour else []
         if step == 2 and r.rolling_back:
             return self._undo(r)
@@ -1028,7 +1085,7 @@ class HybridController(Controller):
             if retag:
                 out.append(TagPorts(retag))
             # make-before-break pushes a first circuit's rule in step 3 (module text)
-            bbm = self.method == "break-before-make"
+            bbm = r.method == "break-before-make"
             push = tuple(new.rules[k] for k in r.moved_pairs if k in new.rules and (bbm or k in old.rules))
             drop = tuple(k for k in r.moved_pairs if k not in new.rules and k in old.rules)
             if push or self.extra_rules:
@@ -1036,10 +1093,16 @@ class HybridController(Controller):
             if drop:
                 out.append(RemoveRules(LOW, drop))
             return out
-        if self.method == "break-before-make":
-            return []
+        # a failure detour (_detour_dead) is lifted once the configuration step 3 leads
+        # to no longer sends its pair over a failed cable
+        dead = self._dead_pairs(old if r.rolling_back else new)
+        lift = tuple(sorted(self._detoured - dead))
+        self._detoured &= dead
+        out = [RemoveRules(FAILED, lift)] if lift else []
+        if r.method == "break-before-make":
+            return out
         pushed = [a for a in r.step1_applied if a.ok]
-        out = [RemoveRules(HIGH, tuple((x.src, x.dst) for x in a.intent.rules)) for a in pushed]
+        out += [RemoveRules(HIGH, tuple((x.src, x.dst) for x in a.intent.rules)) for a in pushed]
         first = tuple(new.rules[k] for k in r.moved_pairs if k in new.rules and k not in old.rules)
         if first and not r.rolling_back:
             out.append(PushRules(LOW, first))
@@ -1140,7 +1203,11 @@ class HybridController(Controller):
                 r.detours_left = tuple(k for a in r.step1_applied if a.ok for k in
                                        ((x.src, x.dst) for x in a.intent.rules))
                 return self._finish(r, now)
-            r.detours_left = tuple(k for i in bad if isinstance(i, RemoveRules) for k in i.pairs)
+            r.detours_left = tuple(k for i in bad if isinstance(i, RemoveRules) and i.priority == HIGH
+                                   for k in i.pairs)
+            # a failure detour not lifted stays, and is lifted by a later step 3
+            self._detoured |= {k for i in bad if isinstance(i, RemoveRules) and i.priority == FAILED
+                               for k in i.pairs}
         return self._enter(r, r.step + 1, now) if r.step < 3 else self._finish(r, now)
 
     def _unlit(self, r: Reconfiguration, down_links) -> list[list[int]]:
