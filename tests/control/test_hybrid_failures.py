@@ -111,3 +111,13 @@ def test_step_three_never_lifts_traffic_onto_a_circuit_that_failed_meanwhile():
     assert r0["failure_detours"] == [{"at_s": 0.35, "pairs": [[0, 1], [1, 0]]}]
     assert r1["trigger"] == "link failure" and r1["circuits_after"] == []
     assert [s["step"] for s in r1["steps"]] == [2, 3]  # detoured already: no step 1
+
+
+def test_a_decision_that_reuses_the_last_plan_says_so_and_not_skipped():
+    # both of rack 1's ports are down from 600 ms to 1 s: the plan of 1.14 s is the cached one,
+    # and it is taken (it said 'skipped: unchanged' before)
+    ports = (("ocs1", 2), ("ocs0", 2))
+    res = run(b_scenario(1, [down("600ms", *ports), up("1s", *ports)], schedule=[], periodic=PERIODIC))
+    r2 = reconfigs(res)[2]
+    (d,) = [d for d in res.controller["hybrid"]["decisions"] if d["at_s"] == r2["start_s"]]
+    assert d["plan"] == "cached" and "skipped" not in d and r2["trigger"] == "periodic"

@@ -679,11 +679,12 @@ class HybridController(Controller):
         """Plan for ``demand``; returns (plan, served now, served by the plan), with
         plan and served None when no plan could serve ``threshold`` more.
 
-        Planning is skipped (the decision says ``"skipped"``) when its answer is known:
-        the upper bound on what any plan serves is within ``threshold`` of what the
-        circuits in force serve (a bulk flow filling its own circuit, polled hot
-        forever), or the demand, the circuits in force and the pinned circuits are
-        those of the last plan (the planner depends on nothing else)."""
+        Planning is skipped when its answer is known: the upper bound on what any plan
+        serves is within ``threshold`` of what the circuits in force serve (a bulk flow
+        filling its own circuit, polled hot forever: the decision says ``skipped:
+        bound``, no plan), or the demand, the circuits in force and the pinned circuits
+        are those of the last plan (the planner depends on nothing else: the last plan
+        is weighed again, and the decision says ``plan: cached``)."""
         cur = self._served(self.config, demand)
         rec = {"at_s": now / 1e9, "trigger": trigger, "served_now_gbps": round(cur, 6)}
         self.decisions.append(rec)
@@ -696,7 +697,9 @@ class HybridController(Controller):
         last = self._last_plan
         if last is not None and last[0] == key and np.allclose(last[1], demand, rtol=1e-9, atol=1e-9):
             plan, new = last[2], last[3]
-            rec.update(served_planned_gbps=round(new, 6), skipped="unchanged")
+            # the planning is skipped, not the decision: the cached plan is still weighed
+            # (less its circuits on failed ports) and may be taken
+            rec.update(served_planned_gbps=round(new, 6), plan="cached")
         else:
             plan = self._plan(demand, pinned=self._pinned())
             new = self._plan_served(plan, demand)
