@@ -121,3 +121,25 @@ def test_a_decision_that_reuses_the_last_plan_says_so_and_not_skipped():
     r2 = reconfigs(res)[2]
     (d,) = [d for d in res.controller["hybrid"]["decisions"] if d["at_s"] == r2["start_s"]]
     assert d["plan"] == "cached" and "skipped" not in d and r2["trigger"] == "periodic"
+
+
+def test_a_rack_cut_off_the_electrical_network_is_explained_and_not_detoured_onto_it():
+    # rack 1's only electrical uplink (tor1 port 3) fails at 100 ms, before a schedule move at 200 ms:
+    # step 1 detoured the pair onto it (nothing sent 0.20-0.38 s); now the pair stays on its circuit
+    data = b_scenario(1, [down("100ms", ("tor1", 3))], schedule=[{"at": "200ms", "circuits": [[1, 0, 1]]}])
+    res = run(data)
+    (r,) = reconfigs(res)
+    assert r["status"] == "done" and [s["step"] for s in r["steps"]] == [2, 3]
+    before = run({**data, "events": [down("210ms", ("tor1", 3))]})  # the cable fails after step 1's push
+    assert res.makespan_ns < before.makespan_ns - 30_000_000  # 1.82 s against 1.86 s
+    (note,) = [n for n in res.notes if "electrical" in n]
+    assert note.startswith("controller.hybrid: rack 1's electrical uplink (tor1:3 <-> core0:2) failed at 100 ms "
+                           "and was not brought back")
+    # no mode and no circuit: the run stalls at once, and the note says why the controller did nothing
+    data = b_scenario(2, [down("100ms", ("tor1", 3))], initial=[], congestion={"poll": "100ms", "hold": 2})
+    data["jobs"][0]["flows"] = [{"src": 4, "dst": 2, "bytes": "2GiB"}]
+    res = run(data)
+    assert res.status == "stalled" and reconfigs(res) == []
+    (note,) = res.notes
+    assert note.endswith("the congestion mode estimates a rack pair's demand from the bytes it sends, and a pair "
+                         "with no path sends none, so no circuit was planned for it")

@@ -260,6 +260,7 @@ class HybridController(Controller):
         # reconfiguration was running (FAILED rules; _detour_dead), and those pushes' intents
         self._detoured: frozenset = frozenset()
         self._detour_sent: list = []
+        self._failed_since: dict[int, int] = {}  # failed link -> when the controller first saw it failed
         self._index_channels()
 
     # -- configurations --------------------------------------------------------------
@@ -429,6 +430,7 @@ class HybridController(Controller):
             # decision comes at t=period (t=poll), not one interval later
             self._rebase(inp, restart_clocks=False)
         self._failed = self._failed_links(inp.view)
+        self._failed_since = {k: self._failed_since.get(k, now) for k in self._failed}
         out += self._detour_dead(inp)
         if self.current is not None:
             mine = [a for a in inp.applied if any(a.intent is i for i in self.current.pending)]
@@ -762,6 +764,36 @@ class HybridController(Controller):
                     out.add(k)
         return frozenset(out)
 
+    def _cut_racks(self) -> dict[int, list[int]]:
+        """The racks whose electrical uplinks all failed (each cable carries both ways:
+        cut off the electrical network), with those links."""
+        out = {}
+        for r in range(self.racks):
+            links = sorted({c // 2 for c in self._elec_up[r]})
+            if links and all(x in self._failed for x in links):
+                out[r] = links
+        return out
+
+    def _cut_notes(self, end: str) -> list[str]:
+        """Notes for the racks cut off the electrical network when the run ended: the
+        modes cannot see the traffic that has no path."""
+        from ..units import format_seconds
+
+        modes = [m for m, on in (("periodic", self.periodic), ("congestion", self.congestion)) if on]
+        why = (f"the {' and '.join(modes)} mode{'s estimate' if len(modes) > 1 else ' estimates'} a rack pair's "
+               "demand from "
+               "the bytes it sends, and a pair with no path sends none, so no circuit was planned for it"
+               if modes else "no mode plans circuits from the traffic (only a schedule entry or a request gives "
+                             "such a pair a circuit)")
+        out = []
+        for r, links in self._cut_racks().items():
+            at = format_seconds(min(self._failed_since.get(x, 0) for x in links) / 1e9)
+            names = ", ".join(self.topo.link_name(x) for x in links)
+            out.append(f"controller.hybrid: rack {r}'s electrical uplink{'s' if len(links) > 1 else ''} ({names}) "
+                       f"failed at {at} and {'were' if len(links) > 1 else 'was'} not brought back when the run "
+                       f"ended at {end}: its rack pairs without a circuit had no path, and {why}")
+        return out
+
     def _detour_dead(self, inp: Inputs) -> list:
         """While a reconfiguration runs, the rescue waits for it (it diffs from the
         configuration in force): meanwhile the rack pairs whose rules, before or after
@@ -1072,9 +1104,12 @@ class HybridController(Controller):
             # step 2 with nothing in flight (with no estimate yet, every moved pair). A pair
             # getting its first circuit is on the electrical network already
             busy = None if self._recent is None else self._recent[1]
+            # nor a pair whose electrical path failed: its detour would lead nowhere, and
+            # on its circuits it keeps sending until step 2 moves them
+            cut = self._cut_racks()
             detour = tuple(PairRule(a, b) for a, b in r.moved_pairs
                            if (a, b) in old.rules and (busy is None or busy[a, b] > 0)
-                           and (a, b) not in self._detoured)
+                           and (a, b) not in self._detoured and a not in cut and b not in cut)
             return [PushRules(HIGH, detour)] if detour else []
         if step == 2 and r.rolling_back:
             return self._undo(r)
@@ -1303,6 +1338,7 @@ class HybridController(Controller):
         out += [f"controller.hybrid.requests: the request at {format_seconds(u['at_s'])} was not served: {u['why']}"
                 + (f" when the run ended at {end}" if u.get("queued") else "") for u in self._unserved_all()]
         out += self._unanswered.notes("controller.hybrid", end_ns, self._meanwhile)
+        out += self._cut_notes(end)
         return out
 
     def _meanwhile(self, spans) -> str:
