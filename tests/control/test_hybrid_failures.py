@@ -143,3 +143,47 @@ def test_a_rack_cut_off_the_electrical_network_is_explained_and_not_detoured_ont
     (note,) = res.notes
     assert note.endswith("the congestion mode estimates a rack pair's demand from the bytes it sends, and a pair "
                          "with no path sends none, so no circuit was planned for it")
+
+
+def rollback_scenario(*events, ocs0_fault=None) -> dict:
+    """A schedule move of [0, 0, 1] to [1, 0, 1] at 200 ms that ocs1 refuses (until 10 s):
+    ocs0 is moved back in the rollback (0.34-0.365 s)."""
+    faults = [{"kind": "circuits", "switch": "ocs1", "from": "0s", "to": "10s"}]
+    if ocs0_fault:
+        faults.append({"kind": "circuits", "switch": "ocs0", "from": ocs0_fault[0], "to": ocs0_fault[1]})
+    data = b_scenario(1, list(events), schedule=[{"at": "200ms", "circuits": [[1, 0, 1]]}])
+    data["driver"]["faults"] = faults
+    return data
+
+
+def test_a_rollback_onto_a_failed_cable_is_not_resent_and_the_circuit_is_rescued():
+    # [0, 0, 1]'s cable fails at 400 ms, during the rollback: ocs0 took the command back, and
+    # nothing lights the circuit before a link_up. It was re-sent 10 times up to 13.88 s, the
+    # repair pending at the end with no note and [0, 0, 1] reported in force
+    res = run(rollback_scenario(down("400ms", ("ocs0", 2))))
+    r0, r1 = reconfigs(res)
+    assert r0["status"] == "failed, rolled back: last good configuration kept"
+    assert r1["trigger"] == "link failure" and r1["circuits_after"] == []
+    back = [e for e in res.applied_events
+            if e["intent"] == "circuits" and e["switch"] == "ocs0" and e["pairs"] == [[1, 2]]]
+    assert [e["at_s"] for e in back] == [0.34]
+    h = res.controller["hybrid"]
+    assert "rollback_pending" not in h and h["circuits"] == [] and "circuits_failed" not in h
+    # with no mode, the rescued circuit is made again at the link_up (15.02 s before, 4.28 s now)
+    res = run(rollback_scenario(down("400ms", ("ocs0", 2)), up("3s", ("ocs0", 2))))
+    r2 = reconfigs(res)[2]
+    assert (r2["trigger"], r2["start_s"], r2["circuits_after"]) == ("link repaired", 3.0, [[0, 0, 1]])
+    assert res.makespan_ns / 1e9 < 4.5
+
+
+def test_a_repair_pending_at_the_end_and_a_dead_circuit_in_force_are_noted():
+    # ocs0 refuses from 300 ms on: the rollback cannot move it back, and the repair blocks the
+    # rescue of [0, 0, 1], whose cable fails at 1 s
+    res = run(rollback_scenario(down("1s", ("ocs0", 2)), ocs0_fault=("300ms", "60s")))
+    h = res.controller["hybrid"]
+    assert "rollback_pending" in h
+    assert h["circuits"] == [] and h["circuits_failed"] == [[0, 0, 1]]
+    assert any(n.startswith("controller.hybrid: the rollback of reconfiguration 0 was still being repaired when "
+                            "the run ended") for n in res.notes)
+    assert any(n.startswith("controller.hybrid: circuit [0, 0, 1] of the configuration in force was on a failed "
+                            "cable") and "the rescue was waiting for the repair" in n for n in res.notes)

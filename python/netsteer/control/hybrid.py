@@ -261,6 +261,9 @@ class HybridController(Controller):
         self._detoured: frozenset = frozenset()
         self._detour_sent: list = []
         self._failed_since: dict[int, int] = {}  # failed link -> when the controller first saw it failed
+        # circuits rescues took out (not a request's), made again once their cables are back
+        # when no mode plans from the traffic (_restore)
+        self._dropped: set = set()
         self._index_channels()
 
     # -- configurations --------------------------------------------------------------
@@ -466,8 +469,16 @@ class HybridController(Controller):
         # its state is not the configuration in force, so step 2 would diff from the
         # wrong one, and step 3 would lift the leftover detours onto circuits or tags
         # that are not there; the repair's backoff bounds the wait once the fault clears
+        if self.current is None and self._repair is None and self._detoured:
+            # failure detours are lifted by a step 3; one left by a rollback repaired late
+            # (or a link_up meanwhile) is lifted here, once its pair's rules are clear
+            lift = tuple(sorted(self._detoured - self._dead_pairs(self.config)))
+            if lift:
+                self._detoured -= set(lift)
+                out.append(RemoveRules(FAILED, lift))
         if self.current is None and not self._queue and not out and self._repair is None:
             self._serve_lost(inp)
+            self._restore(now)
         if self.current is None and self._queue and not out and self._repair is None:
             trigger, circuits, paths, _, req = self._queue.pop(0)
             out += self._start(now, trigger, circuits, paths, req)
@@ -582,6 +593,21 @@ class HybridController(Controller):
                                      "circuits": sorted([c.ocs, c.a, c.b] for c in req["circuits"])})
                 del req["lost"]
                 return
+
+    def _restore(self, now: int) -> None:
+        """With no ``periodic`` or ``congestion`` mode to plan them again, queue the
+        circuits rescues took out once their cables are back (trigger ``link repaired``),
+        those whose ports are still free: the configuration the schedule (or the
+        ``initial`` list) asked for. A later reconfiguration other than a rescue
+        supersedes them (:meth:`_finish`)."""
+        if self.periodic or self.congestion or not self._dropped:
+            return
+        used = {(c.ocs, x) for c in self.config.circuits for x in (c.a, c.b)}
+        self._dropped = {c for c in self._dropped if not {(c.ocs, c.a), (c.ocs, c.b)} & used}
+        back = {c for c in self._dropped if not self._dead([c])}
+        if back:
+            self._dropped -= back
+            self._queue.append(("link repaired", self.config.circuits | back, None, now, None))
 
     def _lost_why(self, req: dict) -> str:
         """Why a request whose circuits failed is not served."""
@@ -1264,12 +1290,16 @@ class HybridController(Controller):
 
     def _unlit_back(self, r: Reconfiguration, switches, down_links) -> list[list[int]]:
         """The circuits of ``r.old`` that its rollback re-makes on ``switches`` (not in
-        ``r.new``: the undo moves them back) whose circuit-switch links are down."""
+        ``r.new``: the undo moves them back) whose circuit-switch links are down. One
+        whose cable failed is not among them: its switch moved back, nothing lights it
+        before a ``link_up`` (sending the command again would not), and once the
+        rollback is through the rescue takes it out (:meth:`_rescue`)."""
         if not down_links or not switches:
             return []
         new = {(c.ocs, min(c.a, c.b), max(c.a, c.b)) for c in r.new.circuits}
+        dead = set(self._dead(r.old.circuits))
         return [[c.ocs, c.a, c.b] for c in sorted(r.old.circuits, key=lambda c: (c.ocs, c.a, c.b))
-                if (c.ocs, min(c.a, c.b), max(c.a, c.b)) not in new
+                if (c.ocs, min(c.a, c.b), max(c.a, c.b)) not in new and c not in dead
                 and self._switch_of([c.ocs, c.a, c.b]) in switches
                 and any(int(self._opt_down[x, c.ocs]) // 2 in down_links for x in (c.a, c.b))]
 
@@ -1292,6 +1322,11 @@ class HybridController(Controller):
             self._reconfig_ns = now - r.started_ns
             self._left.pop(r.new.circuits, None)
             self._left.pop(r.old.circuits, None)  # the newest goes last (the oldest is forgotten first)
+            if r.trigger == "link failure":
+                pinned = set(self._pinned())
+                self._dropped |= {c for c in r.old.circuits - r.new.circuits if c not in pinned}
+            else:
+                self._dropped = set()
             if r.trigger != "link failure":
                 # a rescue is forced by a cable, not chosen from the estimate: coming
                 # back once the cable is repaired is no flap, and must not have to pay
@@ -1339,6 +1374,16 @@ class HybridController(Controller):
                 + (f" when the run ended at {end}" if u.get("queued") else "") for u in self._unserved_all()]
         out += self._unanswered.notes("controller.hybrid", end_ns, self._meanwhile)
         out += self._cut_notes(end)
+        if self._repair is not None:
+            r = self._repair["r"]
+            out.append(f"controller.hybrid: the rollback of reconfiguration {r.id} was still being repaired when the "
+                       f"run ended at {end}, after {self._repair['tries']} tries: {r.status}")
+        dead = self._dead(self.config.circuits)
+        if dead:
+            out.append(f"controller.hybrid: circuit{'s' if len(dead) > 1 else ''} "
+                       f"{', '.join(str([c.ocs, c.a, c.b]) for c in dead)} of the configuration in force "
+                       f"{'were' if len(dead) > 1 else 'was'} on a failed cable when the run ended at {end} "
+                       f"(controller.hybrid.circuits_failed): {self._blocked_by().replace('it was', 'the rescue was')}")
         return out
 
     def _meanwhile(self, spans) -> str:
@@ -1375,9 +1420,12 @@ class HybridController(Controller):
 
     def report(self) -> dict[str, Any]:
         unserved = self._unserved_all()
+        dead = self._dead(self.config.circuits)
         return {
             "method": self.method,
-            "circuits": sorted([c.ocs, c.a, c.b] for c in self.config.circuits),
+            # a circuit in force whose cable failed carries nothing (its rescue is to come)
+            "circuits": sorted([c.ocs, c.a, c.b] for c in self.config.circuits if c not in set(dead)),
+            **({"circuits_failed": [[c.ocs, c.a, c.b] for c in dead]} if dead else {}),
             "reconfigurations": [r.as_dict() for r in self.reconfigurations],
             "decisions": self.decisions,
             **({"failed_in_a_row": self._failures, "modes_retry_from_s": self._retry_at / 1e9}
