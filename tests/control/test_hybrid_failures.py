@@ -3,6 +3,12 @@ modes and requests do after it, and what the report says."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
+import pytest
+import yaml
+
 from netsteer.sim.run import run_scenario
 
 from .test_hybrid_controller import build, reconfigs
@@ -187,3 +193,36 @@ def test_a_repair_pending_at_the_end_and_a_dead_circuit_in_force_are_noted():
                             "the run ended") for n in res.notes)
     assert any(n.startswith("controller.hybrid: circuit [0, 0, 1] of the configuration in force was on a failed "
                             "cable") and "the rescue was waiting for the repair" in n for n in res.notes)
+
+
+@pytest.mark.parametrize("change, field, words", [
+    (lambda d: d["controller"]["hybrid"].update(initial=[[True, 0, 1]]), "controller.hybrid.initial.0.0",
+     "a plane or rack number, got true"),  # it was taken as plane 1
+    (lambda d: d["controller"]["hybrid"].update(schedule=[{"at": "1s", "circuits": [[0, False, 1]]}]),
+     "controller.hybrid.schedule.0.circuits.0.1", "a plane or rack number, got false"),
+    (lambda d: d["events"].append({"at": "1s", "link_down": []}), "events.0.link_down", "must not be empty"),
+])
+def test_booleans_as_circuit_numbers_and_an_empty_link_list_are_refused(tmp_path, change, field, words):
+    data = b_scenario()
+    change(data)
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    p = subprocess.run([sys.executable, "-m", "netsteer", "run", str(path), "--json", "--no-progress"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and f"{path}: {field}: {words}" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_rescue_is_make_before_break_under_break_before_make_too():
+    res = run(b_scenario(1, [down("1s", ("ocs0", 1))], method="break-before-make"))
+    (r,) = reconfigs(res)
+    assert r["trigger"] == "link failure" and r["method"] == "make-before-break"
+    assert [s["step"] for s in r["steps"]] == [1, 2, 3]
+
+
+def test_no_mode_backoff_is_reported_without_modes():
+    # a schedule-only controller whose move fails: nothing backs off
+    res = run(rollback_scenario())
+    h = res.controller["hybrid"]
+    assert reconfigs(res)[0]["status"].startswith("failed, rolled back")
+    assert "failed_in_a_row" not in h and "modes_retry_from_s" not in h
+    assert "modes_retry_from_s" not in reconfigs(res)[0]

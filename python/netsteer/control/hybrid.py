@@ -1113,13 +1113,16 @@ class HybridController(Controller):
             return []
         old = self.config
         moved = tuple(sorted(k for k in set(old.rules) | set(new.rules) if old.rules.get(k) != new.rules.get(k)))
-        r = Reconfiguration(len(self.reconfigurations), trigger, self.method, old, new, now, moved_pairs=moved,
+        # a rescue is make-before-break under either method: its pairs' rules lead into
+        # a dead cable, and step 1 takes them off it within a rule push
+        method = "make-before-break" if trigger == "link failure" else self.method
+        r = Reconfiguration(len(self.reconfigurations), trigger, method, old, new, now, moved_pairs=moved,
                             request=req, failed_at_start=self._failed)
         if self._recent is not None:
             r.detour_gbps = self._detour_gbps(self._recent[1], new)
         self.reconfigurations.append(r)
         self.current = r
-        if self.method == "break-before-make":
+        if r.method == "break-before-make":
             return self._enter(r, 2, now)
         return self._enter(r, 1, now)
 
@@ -1341,7 +1344,9 @@ class HybridController(Controller):
             self._failures += 1
             every = [m[k] for m, k in ((self.periodic, "period"), (self.congestion, "poll")) if m]
             base = max([now - r.started_ns, 1] + ([min(every)] if every else []))
-            r.retry_ns = self._retry_at = now + base * min(BACKOFF_FIRST * 2 ** (self._failures - 1), BACKOFF_MAX)
+            self._retry_at = now + base * min(BACKOFF_FIRST * 2 ** (self._failures - 1), BACKOFF_MAX)
+            if every:  # no periodic or congestion mode: no one to back off to report
+                r.retry_ns = self._retry_at
             if r.request is not None:
                 self._unserve(r.request, f"reconfiguration {r.id}, which was to install its circuits, failed "
                                          "and was rolled back")
@@ -1429,7 +1434,7 @@ class HybridController(Controller):
             "reconfigurations": [r.as_dict() for r in self.reconfigurations],
             "decisions": self.decisions,
             **({"failed_in_a_row": self._failures, "modes_retry_from_s": self._retry_at / 1e9}
-               if self._failures else {}),
+               if self._failures and (self.periodic or self.congestion) else {}),
             # the configuration in force is not what is installed: what differs
             **({"rollback_pending": {"reconfiguration": self._repair["r"].id, "status": self._repair["r"].status,
                                      "tries": self._repair["tries"],
