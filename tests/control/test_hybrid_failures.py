@@ -226,3 +226,11 @@ def test_no_mode_backoff_is_reported_without_modes():
     assert reconfigs(res)[0]["status"].startswith("failed, rolled back")
     assert "failed_in_a_row" not in h and "modes_retry_from_s" not in h
     assert "modes_retry_from_s" not in reconfigs(res)[0]
+
+
+def test_a_new_circuit_failing_in_step_two_needs_no_failure_detour():
+    # make-before-break: its pairs are on step 1's detour, and step 2 fails (not lit) and rolls back
+    res = run(b_scenario(1, [down("280ms", ("ocs1", 2))], schedule=[{"at": "200ms", "circuits": [[1, 0, 1]]}]))
+    (r,) = reconfigs(res)
+    assert r["status"].startswith("failed, rolled back") and "failure_detours" not in r
+    assert not [e for e in res.applied_events if e.get("priority") == 3]

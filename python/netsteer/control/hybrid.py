@@ -835,12 +835,25 @@ class HybridController(Controller):
         r = self.current
         if r is None or not self._failed:
             return []
-        # from step 3 on, only the configuration it leads to is installed
-        ahead = [r.old if r.rolling_back else r.new] if r.step == 3 else [r.old, r.new]
+        # the configurations whose rules may carry traffic before it ends: a rollback
+        # leads back to the old one, step 3 to the new one. Before step 3, a
+        # make-before-break reconfiguration's new rules are shadowed by step 1 or wait
+        # for step 3, and a new circuit that failed fails step 2 (not lit), so only the
+        # old rules count, less the pairs step 1 detoured; break-before-make's step 2
+        # puts the new rules in force at once
+        if r.rolling_back:
+            ahead, safe = [r.old], set()
+        elif r.step == 3:
+            ahead, safe = [r.new], set()
+        elif r.method == "break-before-make":
+            ahead, safe = [r.old, r.new], set()
+        else:
+            sent = r.pending if r.step == 1 else [a.intent for a in r.step1_applied if a.ok]
+            ahead, safe = [r.old], {(x.src, x.dst) for i in sent if isinstance(i, PushRules) for x in i.rules}
         # the links failed when it started are its own business (a rescue's, or a
         # rescue's to come), the later ones are not
         later = self._failed - r.failed_at_start
-        new = frozenset().union(*(self._dead_pairs(c, later) for c in ahead)) - self._detoured
+        new = frozenset().union(*(self._dead_pairs(c, later) for c in ahead)) - self._detoured - safe
         if not new:
             return []
         self._detoured |= new
