@@ -214,8 +214,9 @@ class EventModel(_Strict):
     """A change at time ``at``: exactly one of the keys below."""
 
     at: Duration
-    link_down: list[LinkRef] | None = None
-    link_up: list[LinkRef] | None = None
+    # an empty list changes nothing: refused, as a typo more likely than a no-op
+    link_down: list[LinkRef] | None = Field(None, min_length=1)
+    link_up: list[LinkRef] | None = Field(None, min_length=1)
     routing: RoutingModel | None = None
     circuit: CircuitModel | None = None
 

@@ -719,9 +719,10 @@ def test_a_repair_that_never_goes_through_blocks_later_reconfigurations_and_says
     pending = res.controller["hybrid"]["rollback_pending"]
     assert pending["blocks"] == ["schedule reconfiguration at 0.5 s", "schedule reconfiguration at 1 s"]
     notes = [n for n in res.notes if n.startswith("controller.hybrid:")]
-    assert len(notes) == 2 and all("waiting for the repair of reconfiguration 0's failed rollback" in n
-                                   and "in progress" not in n for n in notes)
+    assert len(notes) == 3 and all("waiting for the repair of reconfiguration 0's failed rollback" in n
+                                   and "in progress" not in n for n in notes[:2])
     assert "at 500 ms" in notes[0]
+    assert notes[2].startswith("controller.hybrid: the rollback of reconfiguration 0 was still being repaired")
     # a request queued behind it is unserved, and says why
     data = congestion_scenario(requests=[{"at": "0.5s", "until": "2s", "src": 0, "dst": 2, "bandwidth": "10Gbps"}],
                                driver_faults=[{"kind": "rules", "from": "0.3s"}])

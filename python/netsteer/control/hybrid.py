@@ -67,7 +67,9 @@ from .planning import Circuit, plan_circuits, upper_bound
 from .planning.singlehop import ladder
 from .unanswered import Unanswered
 
-HIGH, LOW = 2, 1  # rule priorities: step 1's electrical detour, the circuit rules
+# rule priorities: a circuit failure's electrical detour (above step 1's, so no step 3
+# lifts it), step 1's electrical detour, the circuit rules
+FAILED, HIGH, LOW = 3, 2, 1
 MAX_VLANS = 4094
 # after the n-th failed reconfiguration in a row the modes wait BACKOFF_FIRST * 2**(n-1)
 # times the failed attempt's length (at least one poll or period), at most
@@ -143,6 +145,8 @@ class Reconfiguration:
     detours_left: tuple = ()  # (src, dst) whose step-1 detour is still installed (retried)
     detour_gbps: float = 0.0  # what the pairs step 1 detours were served when it started (HybridController._pays)
     request: dict | None = None  # the request it serves (unpinned if it fails)
+    failure_detours: list = field(default_factory=list)  # {at_s, pairs}: detoured as their circuit failed
+    failed_at_start: frozenset = frozenset()  # the failed links when it started
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -153,6 +157,7 @@ class Reconfiguration:
             "circuits_before": sorted([c.ocs, c.a, c.b] for c in self.old.circuits),
             "circuits_after": sorted([c.ocs, c.a, c.b] for c in self.new.circuits),
             "steps": self.steps,
+            **({"failure_detours": self.failure_detours} if self.failure_detours else {}),
             **({} if self.retry_ns is None else {"modes_retry_from_s": self.retry_ns / 1e9}),
         }
 
@@ -251,6 +256,14 @@ class HybridController(Controller):
         self._base = None  # pair counters when the configuration in force took over (request planning)
         self._unanswered = Unanswered(topo, self.tors)  # switches that did not answer the counter readings
         self._failed: frozenset = frozenset()  # failed links, as the view gave them last
+        # rack pairs a circuit failure detoured onto the electrical network while a
+        # reconfiguration was running (FAILED rules; _detour_dead), and those pushes' intents
+        self._detoured: frozenset = frozenset()
+        self._detour_sent: list = []
+        self._failed_since: dict[int, int] = {}  # failed link -> when the controller first saw it failed
+        # circuits rescues took out (not a request's), made again once their cables are back
+        # when no mode plans from the traffic (_restore)
+        self._dropped: set = set()
         self._index_channels()
 
     # -- configurations --------------------------------------------------------------
@@ -420,6 +433,8 @@ class HybridController(Controller):
             # decision comes at t=period (t=poll), not one interval later
             self._rebase(inp, restart_clocks=False)
         self._failed = self._failed_links(inp.view)
+        self._failed_since = {k: self._failed_since.get(k, now) for k in self._failed}
+        out += self._detour_dead(inp)
         if self.current is not None:
             mine = [a for a in inp.applied if any(a.intent is i for i in self.current.pending)]
             self.current.step_applied += mine
@@ -430,6 +445,10 @@ class HybridController(Controller):
             _, circuits = self.schedule[self._sched_i]
             self._sched_i += 1
             self._queue.append(("schedule", frozenset(Circuit(*c) for c in circuits), None, now, None))
+        for r in self._active_requests:
+            if "lost" in r and r.get("until") is not None and r["until"] <= now:
+                self._unserved.append({"at_s": r["at"] / 1e9, "why": self._lost_why(r)
+                                       + f" before its end at {r['until'] / 1e9:g} s"})
         self._active_requests = [r for r in self._active_requests if r.get("until") is None or r["until"] > now]
         while self._req_i < len(self.requests) and self.requests[self._req_i]["at"] <= now:
             req = self.requests[self._req_i]
@@ -450,6 +469,16 @@ class HybridController(Controller):
         # its state is not the configuration in force, so step 2 would diff from the
         # wrong one, and step 3 would lift the leftover detours onto circuits or tags
         # that are not there; the repair's backoff bounds the wait once the fault clears
+        if self.current is None and self._repair is None and self._detoured:
+            # failure detours are lifted by a step 3; one left by a rollback repaired late
+            # (or a link_up meanwhile) is lifted here, once its pair's rules are clear
+            lift = tuple(sorted(self._detoured - self._dead_pairs(self.config)))
+            if lift:
+                self._detoured -= set(lift)
+                out.append(RemoveRules(FAILED, lift))
+        if self.current is None and not self._queue and not out and self._repair is None:
+            self._serve_lost(inp)
+            self._restore(now)
         if self.current is None and self._queue and not out and self._repair is None:
             trigger, circuits, paths, _, req = self._queue.pop(0)
             out += self._start(now, trigger, circuits, paths, req)
@@ -516,11 +545,15 @@ class HybridController(Controller):
             per[p.src, p.dst] += p.gbps
         return float(spread(per, self.capacity_gbps).sum())
 
-    def _request(self, inp: Inputs, req: dict) -> None:
+    def _request(self, inp: Inputs, req: dict, again: bool = False) -> bool:
         """Serve an application's request alongside the measured traffic: the request
         gets the circuits it needs (direct ones, around the other requests' pinned
         circuits), pinned; the rest is planned for the demand measured since the last
-        reconfiguration (and the memory), so the circuits other traffic uses stay."""
+        reconfiguration (and the memory), so the circuits other traffic uses stay.
+
+        With ``again`` (a request whose circuits failed, :meth:`_serve_lost`) nothing is
+        queued, and False returned, while its circuits could only land on failed ports;
+        the other circuits of the plan that would are left out (they could not light)."""
         others = self._pinned(exclude=req)
         asked = sum(r["demand"] for r in self._active_requests)  # the others' too: theirs are pinned
         need = self._plan(spread(asked, self.capacity_gbps), pinned=others, hops=1)
@@ -536,8 +569,51 @@ class HybridController(Controller):
         # (pinned from now, so requests queued behind it plan around them; unpinned if
         # its reconfiguration fails: _unserve)
         req["circuits"] = frozenset(Circuit(to[c.ocs], c.a, c.b) for c in mine)
+        if again:
+            if self._dead(req["circuits"]):
+                req.pop("circuits")
+                return False
+            dead = set(self._dead(plan.circuits))
+            if dead:
+                plan = replace(plan, circuits=tuple(c for c in plan.circuits if c not in dead),
+                               paths=tuple(p for p in plan.paths if not dead & set(p.circuits)))
         self._queue.append(("request", frozenset(plan.circuits), plan.paths if self.hops > 1 else None,
                             inp.now, req))
+        return True
+
+    def _serve_lost(self, inp: Inputs) -> None:
+        """Plan again, one at a time, the active requests whose circuits a link failure
+        took (:meth:`_rescue`): on other ports if the failed ones can be avoided, else
+        once a ``link_up`` frees them. One still waiting when it ends (or the run does)
+        is reported unserved (:meth:`_lost_why`)."""
+        for req in self._active_requests:
+            if "lost" in req and self._request(inp, req, again=True):
+                self.history.append({"at_s": inp.now / 1e9, "what": "request planned again",
+                                     "at": req["at"] / 1e9,
+                                     "circuits": sorted([c.ocs, c.a, c.b] for c in req["circuits"])})
+                del req["lost"]
+                return
+
+    def _restore(self, now: int) -> None:
+        """With no ``periodic`` or ``congestion`` mode to plan them again, queue the
+        circuits rescues took out once their cables are back (trigger ``link repaired``),
+        those whose ports are still free: the configuration the schedule (or the
+        ``initial`` list) asked for. A later reconfiguration other than a rescue
+        supersedes them (:meth:`_finish`)."""
+        if self.periodic or self.congestion or not self._dropped:
+            return
+        used = {(c.ocs, x) for c in self.config.circuits for x in (c.a, c.b)}
+        self._dropped = {c for c in self._dropped if not {(c.ocs, c.a), (c.ocs, c.b)} & used}
+        back = {c for c in self._dropped if not self._dead([c])}
+        if back:
+            self._dropped -= back
+            self._queue.append(("link repaired", self.config.circuits | back, None, now, None))
+
+    def _lost_why(self, req: dict) -> str:
+        """Why a request whose circuits failed is not served."""
+        at, dead = req["lost"]
+        return (f"its circuit{'s' if len(dead) > 1 else ''} {', '.join(str(c) for c in dead)} failed at "
+                f"{at / 1e9:g} s, and every circuit it could be given again needed a failed port")
 
     def _unserve(self, req: dict, why: str) -> None:
         """``req``'s circuits were never installed: no later plan keeps them, and the
@@ -631,11 +707,12 @@ class HybridController(Controller):
         """Plan for ``demand``; returns (plan, served now, served by the plan), with
         plan and served None when no plan could serve ``threshold`` more.
 
-        Planning is skipped (the decision says ``"skipped"``) when its answer is known:
-        the upper bound on what any plan serves is within ``threshold`` of what the
-        circuits in force serve (a bulk flow filling its own circuit, polled hot
-        forever), or the demand, the circuits in force and the pinned circuits are
-        those of the last plan (the planner depends on nothing else)."""
+        Planning is skipped when its answer is known: the upper bound on what any plan
+        serves is within ``threshold`` of what the circuits in force serve (a bulk flow
+        filling its own circuit, polled hot forever: the decision says ``skipped:
+        bound``, no plan), or the demand, the circuits in force and the pinned circuits
+        are those of the last plan (the planner depends on nothing else: the last plan
+        is weighed again, and the decision says ``plan: cached``)."""
         cur = self._served(self.config, demand)
         rec = {"at_s": now / 1e9, "trigger": trigger, "served_now_gbps": round(cur, 6)}
         self.decisions.append(rec)
@@ -648,7 +725,9 @@ class HybridController(Controller):
         last = self._last_plan
         if last is not None and last[0] == key and np.allclose(last[1], demand, rtol=1e-9, atol=1e-9):
             plan, new = last[2], last[3]
-            rec.update(served_planned_gbps=round(new, 6), skipped="unchanged")
+            # the planning is skipped, not the decision: the cached plan is still weighed
+            # (less its circuits on failed ports) and may be taken
+            rec.update(served_planned_gbps=round(new, 6), plan="cached")
         else:
             plan = self._plan(demand, pinned=self._pinned())
             new = self._plan_served(plan, demand)
@@ -697,6 +776,95 @@ class HybridController(Controller):
         return [c for c in sorted(circuits, key=lambda c: (c.ocs, c.a, c.b))
                 if any(int(self._opt_down[x, c.ocs]) // 2 in self._failed for x in (c.a, c.b))]
 
+    def _dead_pairs(self, config: HybridConfig, failed=None) -> frozenset:
+        """The rack pairs whose rules in ``config`` send them over a failed cable (of
+        ``failed``, default every failed link)."""
+        failed = self._failed if failed is None else failed
+        if not failed:
+            return frozenset()
+        out = set()
+        for k, rule in config.rules.items():
+            for vp in rule.paths:
+                if any(int(self._opt_down[x, p]) // 2 in failed
+                       for a, b, p in zip(vp.racks, vp.racks[1:], vp.planes) for x in (a, b)):
+                    out.add(k)
+        return frozenset(out)
+
+    def _cut_racks(self) -> dict[int, list[int]]:
+        """The racks whose electrical uplinks all failed (each cable carries both ways:
+        cut off the electrical network), with those links."""
+        out = {}
+        for r in range(self.racks):
+            links = sorted({c // 2 for c in self._elec_up[r]})
+            if links and all(x in self._failed for x in links):
+                out[r] = links
+        return out
+
+    def _cut_notes(self, end: str) -> list[str]:
+        """Notes for the racks cut off the electrical network when the run ended: the
+        modes cannot see the traffic that has no path."""
+        from ..units import format_seconds
+
+        modes = [m for m, on in (("periodic", self.periodic), ("congestion", self.congestion)) if on]
+        why = (f"the {' and '.join(modes)} mode{'s estimate' if len(modes) > 1 else ' estimates'} a rack pair's "
+               "demand from "
+               "the bytes it sends, and a pair with no path sends none, so no circuit was planned for it"
+               if modes else "no mode plans circuits from the traffic (only a schedule entry or a request gives "
+                             "such a pair a circuit)")
+        out = []
+        for r, links in self._cut_racks().items():
+            at = format_seconds(min(self._failed_since.get(x, 0) for x in links) / 1e9)
+            names = ", ".join(self.topo.link_name(x) for x in links)
+            out.append(f"controller.hybrid: rack {r}'s electrical uplink{'s' if len(links) > 1 else ''} ({names}) "
+                       f"failed at {at} and {'were' if len(links) > 1 else 'was'} not brought back when the run "
+                       f"ended at {end}: its rack pairs without a circuit had no path, and {why}")
+        return out
+
+    def _detour_dead(self, inp: Inputs) -> list:
+        """While a reconfiguration runs, the rescue waits for it (it diffs from the
+        configuration in force): meanwhile the rack pairs whose rules, before or after
+        it, lead over a failed cable are detoured onto the electrical network at once,
+        with rules above step 1's (``FAILED``), which no step 3 lifts: a step 3 lifts them
+        once the configuration it leads to no longer sends them over a failed cable
+        (:meth:`_step_intents`), the rescue's at the latest."""
+        for a in inp.applied:
+            if any(a.intent is i for i in self._detour_sent):
+                self._detour_sent = [i for i in self._detour_sent if i is not a.intent]
+                if not a.ok:  # not installed: nothing to lift later
+                    self._detoured -= {(x.src, x.dst) for x in a.intent.rules}
+        r = self.current
+        if r is None or not self._failed:
+            return []
+        # the configurations whose rules may carry traffic before it ends: a rollback
+        # leads back to the old one, step 3 to the new one. Before step 3, a
+        # make-before-break reconfiguration's new rules are shadowed by step 1 or wait
+        # for step 3, and a new circuit that failed fails step 2 (not lit), so only the
+        # old rules count, less the pairs step 1 detoured; break-before-make's step 2
+        # puts the new rules in force at once
+        if r.rolling_back:
+            ahead, safe = [r.old], set()
+        elif r.step == 3:
+            ahead, safe = [r.new], set()
+        elif r.method == "break-before-make":
+            ahead, safe = [r.old, r.new], set()
+        else:
+            sent = r.pending if r.step == 1 else [a.intent for a in r.step1_applied if a.ok]
+            ahead, safe = [r.old], {(x.src, x.dst) for i in sent if isinstance(i, PushRules) for x in i.rules}
+        # the links failed when it started are its own business (a rescue's, or a
+        # rescue's to come), the later ones are not
+        later = self._failed - r.failed_at_start
+        new = frozenset().union(*(self._dead_pairs(c, later) for c in ahead)) - self._detoured - safe
+        if not new:
+            return []
+        self._detoured |= new
+        pairs = sorted(new)
+        r.failure_detours.append({"at_s": inp.now / 1e9, "pairs": [list(k) for k in pairs]})
+        self.history.append({"at_s": inp.now / 1e9, "what": "link failure detour", "id": r.id,
+                             "pairs": [list(k) for k in pairs]})
+        intent = PushRules(FAILED, tuple(PairRule(a, b) for a, b in pairs))
+        self._detour_sent.append(intent)
+        return [intent]
+
     def _rescue(self, now: int) -> None:
         """A circuit in force whose link failed carries nothing, and the rules keep its
         rack pairs on it: reconfigure, first of all, to the circuits in force less the
@@ -711,6 +879,11 @@ class HybridController(Controller):
                 and self._retry_at is not None and now < self._retry_at):
             return
         alive = frozenset(c for c in self.config.circuits if c not in set(dead))
+        for req in self._active_requests:
+            lost = sorted([c.ocs, c.a, c.b] for c in req.get("circuits", ()) if c in set(dead))
+            if lost:  # unpinned: planned again once the rescue is through (_serve_lost)
+                req.pop("circuits")
+                req["lost"] = (now, lost)
         if self._queue and self._queue[0][0] == "link failure":
             if self._queue[0][1] == alive:
                 return  # queued already (decide runs several rounds an instant)
@@ -953,13 +1126,16 @@ class HybridController(Controller):
             return []
         old = self.config
         moved = tuple(sorted(k for k in set(old.rules) | set(new.rules) if old.rules.get(k) != new.rules.get(k)))
-        r = Reconfiguration(len(self.reconfigurations), trigger, self.method, old, new, now, moved_pairs=moved,
-                            request=req)
+        # a rescue is make-before-break under either method: its pairs' rules lead into
+        # a dead cable, and step 1 takes them off it within a rule push
+        method = "make-before-break" if trigger == "link failure" else self.method
+        r = Reconfiguration(len(self.reconfigurations), trigger, method, old, new, now, moved_pairs=moved,
+                            request=req, failed_at_start=self._failed)
         if self._recent is not None:
             r.detour_gbps = self._detour_gbps(self._recent[1], new)
         self.reconfigurations.append(r)
         self.current = r
-        if self.method == "break-before-make":
+        if r.method == "break-before-make":
             return self._enter(r, 2, now)
         return self._enter(r, 1, now)
 
@@ -970,8 +1146,12 @@ class HybridController(Controller):
             # step 2 with nothing in flight (with no estimate yet, every moved pair). A pair
             # getting its first circuit is on the electrical network already
             busy = None if self._recent is None else self._recent[1]
+            # nor a pair whose electrical path failed: its detour would lead nowhere, and
+            # on its circuits it keeps sending until step 2 moves them
+            cut = self._cut_racks()
             detour = tuple(PairRule(a, b) for a, b in r.moved_pairs
-                           if (a, b) in old.rules and (busy is None or busy[a, b] > 0))
+                           if (a, b) in old.rules and (busy is None or busy[a, b] > 0)
+                           and (a, b) not in self._detoured and a not in cut and b not in cut)
             return [PushRules(HIGH, detour)] if detour else []
         if step == 2 and r.rolling_back:
             return self._undo(r)
@@ -985,7 +1165,7 @@ class HybridController(Controller):
             if retag:
                 out.append(TagPorts(retag))
             # make-before-break pushes a first circuit's rule in step 3 (module text)
-            bbm = self.method == "break-before-make"
+            bbm = r.method == "break-before-make"
             push = tuple(new.rules[k] for k in r.moved_pairs if k in new.rules and (bbm or k in old.rules))
             drop = tuple(k for k in r.moved_pairs if k not in new.rules and k in old.rules)
             if push or self.extra_rules:
@@ -993,10 +1173,16 @@ class HybridController(Controller):
             if drop:
                 out.append(RemoveRules(LOW, drop))
             return out
-        if self.method == "break-before-make":
-            return []
+        # a failure detour (_detour_dead) is lifted once the configuration step 3 leads
+        # to no longer sends its pair over a failed cable
+        dead = self._dead_pairs(old if r.rolling_back else new)
+        lift = tuple(sorted(self._detoured - dead))
+        self._detoured &= dead
+        out = [RemoveRules(FAILED, lift)] if lift else []
+        if r.method == "break-before-make":
+            return out
         pushed = [a for a in r.step1_applied if a.ok]
-        out = [RemoveRules(HIGH, tuple((x.src, x.dst) for x in a.intent.rules)) for a in pushed]
+        out += [RemoveRules(HIGH, tuple((x.src, x.dst) for x in a.intent.rules)) for a in pushed]
         first = tuple(new.rules[k] for k in r.moved_pairs if k in new.rules and k not in old.rules)
         if first and not r.rolling_back:
             out.append(PushRules(LOW, first))
@@ -1097,7 +1283,11 @@ class HybridController(Controller):
                 r.detours_left = tuple(k for a in r.step1_applied if a.ok for k in
                                        ((x.src, x.dst) for x in a.intent.rules))
                 return self._finish(r, now)
-            r.detours_left = tuple(k for i in bad if isinstance(i, RemoveRules) for k in i.pairs)
+            r.detours_left = tuple(k for i in bad if isinstance(i, RemoveRules) and i.priority == HIGH
+                                   for k in i.pairs)
+            # a failure detour not lifted stays, and is lifted by a later step 3
+            self._detoured |= {k for i in bad if isinstance(i, RemoveRules) and i.priority == FAILED
+                               for k in i.pairs}
         return self._enter(r, r.step + 1, now) if r.step < 3 else self._finish(r, now)
 
     def _unlit(self, r: Reconfiguration, down_links) -> list[list[int]]:
@@ -1116,12 +1306,16 @@ class HybridController(Controller):
 
     def _unlit_back(self, r: Reconfiguration, switches, down_links) -> list[list[int]]:
         """The circuits of ``r.old`` that its rollback re-makes on ``switches`` (not in
-        ``r.new``: the undo moves them back) whose circuit-switch links are down."""
+        ``r.new``: the undo moves them back) whose circuit-switch links are down. One
+        whose cable failed is not among them: its switch moved back, nothing lights it
+        before a ``link_up`` (sending the command again would not), and once the
+        rollback is through the rescue takes it out (:meth:`_rescue`)."""
         if not down_links or not switches:
             return []
         new = {(c.ocs, min(c.a, c.b), max(c.a, c.b)) for c in r.new.circuits}
+        dead = set(self._dead(r.old.circuits))
         return [[c.ocs, c.a, c.b] for c in sorted(r.old.circuits, key=lambda c: (c.ocs, c.a, c.b))
-                if (c.ocs, min(c.a, c.b), max(c.a, c.b)) not in new
+                if (c.ocs, min(c.a, c.b), max(c.a, c.b)) not in new and c not in dead
                 and self._switch_of([c.ocs, c.a, c.b]) in switches
                 and any(int(self._opt_down[x, c.ocs]) // 2 in down_links for x in (c.a, c.b))]
 
@@ -1144,7 +1338,16 @@ class HybridController(Controller):
             self._reconfig_ns = now - r.started_ns
             self._left.pop(r.new.circuits, None)
             self._left.pop(r.old.circuits, None)  # the newest goes last (the oldest is forgotten first)
-            self._left[r.old.circuits] = (self._reconfig_ns * 1e-9 * r.detour_gbps, r.started_ns - self._in_force_since)
+            if r.trigger == "link failure":
+                pinned = set(self._pinned())
+                self._dropped |= {c for c in r.old.circuits - r.new.circuits if c not in pinned}
+            else:
+                self._dropped = set()
+            if r.trigger != "link failure":
+                # a rescue is forced by a cable, not chosen from the estimate: coming
+                # back once the cable is repaired is no flap, and must not have to pay
+                self._left[r.old.circuits] = (self._reconfig_ns * 1e-9 * r.detour_gbps,
+                                              r.started_ns - self._in_force_since)
             self._in_force_since = now
             while len(self._left) > RETURNS:
                 self._left.pop(next(iter(self._left)))
@@ -1154,7 +1357,9 @@ class HybridController(Controller):
             self._failures += 1
             every = [m[k] for m, k in ((self.periodic, "period"), (self.congestion, "poll")) if m]
             base = max([now - r.started_ns, 1] + ([min(every)] if every else []))
-            r.retry_ns = self._retry_at = now + base * min(BACKOFF_FIRST * 2 ** (self._failures - 1), BACKOFF_MAX)
+            self._retry_at = now + base * min(BACKOFF_FIRST * 2 ** (self._failures - 1), BACKOFF_MAX)
+            if every:  # no periodic or congestion mode: no one to back off to report
+                r.retry_ns = self._retry_at
             if r.request is not None:
                 self._unserve(r.request, f"reconfiguration {r.id}, which was to install its circuits, failed "
                                          "and was rolled back")
@@ -1186,6 +1391,17 @@ class HybridController(Controller):
         out += [f"controller.hybrid.requests: the request at {format_seconds(u['at_s'])} was not served: {u['why']}"
                 + (f" when the run ended at {end}" if u.get("queued") else "") for u in self._unserved_all()]
         out += self._unanswered.notes("controller.hybrid", end_ns, self._meanwhile)
+        out += self._cut_notes(end)
+        if self._repair is not None:
+            r = self._repair["r"]
+            out.append(f"controller.hybrid: the rollback of reconfiguration {r.id} was still being repaired when the "
+                       f"run ended at {end}, after {self._repair['tries']} tries: {r.status}")
+        dead = self._dead(self.config.circuits)
+        if dead:
+            out.append(f"controller.hybrid: circuit{'s' if len(dead) > 1 else ''} "
+                       f"{', '.join(str([c.ocs, c.a, c.b]) for c in dead)} of the configuration in force "
+                       f"{'were' if len(dead) > 1 else 'was'} on a failed cable when the run ended at {end} "
+                       f"(controller.hybrid.circuits_failed): {self._blocked_by().replace('it was', 'the rescue was')}")
         return out
 
     def _meanwhile(self, spans) -> str:
@@ -1203,7 +1419,9 @@ class HybridController(Controller):
     def _unserved_all(self) -> list[dict]:
         """The requests whose circuits were never installed, with why: those whose
         reconfiguration failed, and those still queued."""
-        return self._unserved + [{"at_s": req["at"] / 1e9, "queued": True,
+        lost = [{"at_s": r["at"] / 1e9, "queued": True, "why": self._lost_why(r)} for r in self._active_requests
+                if "lost" in r]
+        return self._unserved + lost + [{"at_s": req["at"] / 1e9, "queued": True,
                                   "why": f"its reconfiguration to circuits {sorted([c.ocs, c.a, c.b] for c in circuits)} "
                                          f"never started: {self._blocked_by()}"}
                                  for _, circuits, _, _, req in self._queue if req is not None]
@@ -1220,13 +1438,16 @@ class HybridController(Controller):
 
     def report(self) -> dict[str, Any]:
         unserved = self._unserved_all()
+        dead = self._dead(self.config.circuits)
         return {
             "method": self.method,
-            "circuits": sorted([c.ocs, c.a, c.b] for c in self.config.circuits),
+            # a circuit in force whose cable failed carries nothing (its rescue is to come)
+            "circuits": sorted([c.ocs, c.a, c.b] for c in self.config.circuits if c not in set(dead)),
+            **({"circuits_failed": [[c.ocs, c.a, c.b] for c in dead]} if dead else {}),
             "reconfigurations": [r.as_dict() for r in self.reconfigurations],
             "decisions": self.decisions,
             **({"failed_in_a_row": self._failures, "modes_retry_from_s": self._retry_at / 1e9}
-               if self._failures else {}),
+               if self._failures and (self.periodic or self.congestion) else {}),
             # the configuration in force is not what is installed: what differs
             **({"rollback_pending": {"reconfiguration": self._repair["r"].id, "status": self._repair["r"].status,
                                      "tries": self._repair["tries"],

@@ -46,13 +46,30 @@ def _bandwidth(value: Any) -> float:
 Bandwidth = Annotated[float, BeforeValidator(_bandwidth)]
 
 
+def _index(value: Any) -> Any:
+    """A plane or rack number: YAML's true/false would pass as 1/0.
+
+    >>> _index(1)
+    1
+    >>> _index(True)
+    Traceback (most recent call last):
+    ValueError: a plane or rack number, got true
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"a plane or rack number, got {str(value).lower()}")
+    return value
+
+
+Index = Annotated[int, BeforeValidator(_index)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
 class ScheduleModel(_Strict):
     at: Duration
-    circuits: list[tuple[int, int, int]]
+    circuits: list[tuple[Index, Index, Index]]
 
 
 class RequestModel(_Strict):
@@ -93,7 +110,7 @@ class CongestionModel(_Strict):
 class HybridModel(_Strict):
     method: Literal["make-before-break", "break-before-make"] = "make-before-break"
     hops: Literal[1, 2] = 1
-    initial: list[tuple[int, int, int]] = Field(default_factory=list)
+    initial: list[tuple[Index, Index, Index]] = Field(default_factory=list)
     extra_rules: int = Field(0, ge=0)
     saturation: float = Field(0.9, gt=0, le=1, description="utilisation from which a path counts as network-limited")
     memory: Duration = Field(2_000_000_000, ge=0, description="half-life of the estimated demand once a pair stops")
