@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -74,6 +75,13 @@ def test_route_eval_json_keys_and_partitions(fabric, tmp_path):
     assert set(rep["partitions"]) == {"victim", "aggressor"}
     assert 0 < rep["effective_bisection_bandwidth"] <= 1
     assert rep["partitions"]["victim"]["hosts"] == 4
+    # the keys docs/pftree.md lists (it left out engine), the tables evaluated
+    assert rep["engine"] == "file:lfts.dump"
+    doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "pftree.md").read_text().split())
+    said = doc[doc.index("`route-eval --json` prints"):].split(". A PKey", 1)[0]
+    while re.search(r"\([^()]*\)", said):
+        said = re.sub(r"\([^()]*\)", "", said)
+    assert re.findall(r"`(\w+)`", said) == list(rep)
 
 
 def test_reproduce_pftree_json():
