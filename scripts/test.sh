@@ -22,6 +22,11 @@ nbout=$(mktemp -d)
 .venv/bin/jupyter nbconvert --to notebook --execute docs/tutorial.ipynb --output-dir "$nbout" \
   --ExecutePreprocessor.timeout=60 2>&1 | grep -v "without encryption"
 nb=${PIPESTATUS[0]}
+if [ "$nb" -eq 0 ]; then
+  echo "== tutorial notebook outputs (the committed ones are what it gives now)"
+  .venv/bin/python scripts/notebook_outputs.py check docs/tutorial.ipynb "$nbout/tutorial.ipynb"
+  nb=$?
+fi
 rm -rf "$nbout"
 
 if [ "$rust" -ne 0 ] || [ "$py" -ne 0 ] || [ "$nb" -ne 0 ]; then

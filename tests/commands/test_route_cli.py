@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -74,6 +75,13 @@ def test_route_eval_json_keys_and_partitions(fabric, tmp_path):
     assert set(rep["partitions"]) == {"victim", "aggressor"}
     assert 0 < rep["effective_bisection_bandwidth"] <= 1
     assert rep["partitions"]["victim"]["hosts"] == 4
+    # the keys docs/pftree.md lists (it left out engine), the tables evaluated
+    assert rep["engine"] == "file:lfts.dump"
+    doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "pftree.md").read_text().split())
+    said = doc[doc.index("`route-eval --json` prints"):].split(". A PKey", 1)[0]
+    while re.search(r"\([^()]*\)", said):
+        said = re.sub(r"\([^()]*\)", "", said)
+    assert re.findall(r"`(\w+)`", said) == list(rep)
 
 
 def test_reproduce_pftree_json():
@@ -612,3 +620,19 @@ def test_a_multi_rail_dump_says_it_does_not_route_as_the_engine(tmp_path):
     dump, run = json.loads(stdout), evaluate(engine, "all-to-all")
     # the dump delivers every host at its endpoint port: not what the engine (and netsteer run) does
     assert dump["max_link_load"] != run["max_link_load"]
+
+
+@pytest.mark.parametrize("engine", ["ftree", "pftree", "dor"])
+def test_a_dual_homed_refusal_advises_engines_route_takes(engine, tmp_path):
+    """It said "route this fabric with minhop or ecmp", and route refuses ecmp; a scenario
+    (any engine) keeps the full advice."""
+    spec = "pgft:levels=2,down=4;4,up=2;2,link_bandwidth=10Gbps"
+    rc, _, err = netsteer("route", "-t", spec, "-e", engine, "-o", tmp_path / "x.dump")
+    assert rc == 2
+    assert err.strip().endswith(f"--topology: {engine} needs single-homed hosts: h0 is cabled to 2 switches "
+                                "(s1_0, s1_1); route this fabric with minhop"), err
+    advised = err.strip().rsplit("route this fabric with ", 1)[1].split(" or ")
+    for other in advised:
+        assert netsteer("route", "-t", spec, "-e", other, "-o", tmp_path / f"{other}.dump")[0] == 0
+    with pytest.raises(NetsteerError, match="route this fabric with minhop or ecmp$"):
+        build_routing(pgft(2, [4, 4], [2, 2], link_bandwidth=1e10, link_latency_ns=0), engine)

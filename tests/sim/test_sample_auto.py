@@ -8,6 +8,9 @@ samples past :data:`netsteer.scenario.AUTO_SAMPLE_CAP` halves its resolution, an
 run that still overflows raises :class:`netsteer.LimitError` naming ``sample_interval``.
 """
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -39,6 +42,11 @@ def test_auto_samples_a_latency_bound_job_about_200_times(stream):
     n = len(r.raw.sample_times_ns)
     assert 100 <= n <= 1000, n  # was 40,919 (5 ns apart), then out of memory
     assert r.built.sample_interval_ns >= 1000
+    # the figures docs/scenarios.md gives for this setup
+    doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "scenarios.md").read_text().split())
+    said = re.search(r"takes ([0-9.]+) ms and gets ([0-9]+) samples, ([0-9]+) us apart", doc)
+    assert said, "docs/scenarios.md no longer states the latency-bound example's figures"
+    assert (f"{r.makespan_s * 1e3:.3f}", str(n), f"{r.built.sample_interval_ns / 1e3:g}") == said.groups()
 
 
 @pytest.mark.parametrize("op", [ns.op.barrier(), ns.op.bcast("3KiB", algorithm="scatter_allgather", root=15),

@@ -70,6 +70,19 @@ class Result:
         """The simulation's own wall time."""
         return float(self.summary["wall_s"])
 
+    @property
+    def notes(self) -> list[str]:
+        """What the run wants you to know (what ``netsteer run`` prints on stderr, ``notes`` in
+        ``--json``): a re-route of given tables, flows no partition allows, ignored keys; ``[]``
+        when there is nothing to say.
+
+        >>> import netsteer as ns
+        >>> topo = ns.pgft(1, [4], [1], link_bandwidth="8Gbps", link_latency="0us")
+        >>> ns.simulate(topo, "dmodk", [ns.job([ns.flow(0, 3, "1MB")])], sample=False).notes
+        []
+        """
+        return list(self.summary.get("notes", []))
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON object ``netsteer run --json`` prints."""
         return json.loads(json.dumps(self.summary))

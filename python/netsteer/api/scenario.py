@@ -66,8 +66,9 @@ class Scenario:
     topology : Topology, dict or str
         A topology from :func:`netsteer.pgft` and friends, a spec mapping
         (``{"kind": "pgft", ...}``), a file or an inline spec (:func:`netsteer.read_topology`).
-    routing : str, Routing or dict
-        An engine name, a ``routing:`` mapping, or a routing from :func:`netsteer.route`:
+    routing : str, Routing or dict, default "dmodk"
+        An engine name (default ``"dmodk"``; a scenario file has no default and must
+        say ``routing:``), a ``routing:`` mapping, or a routing from :func:`netsteer.route`:
         its tables run as they are (edits included, checked complete and loop-free
         when the scenario is built), on a topology wired as ``topology`` (else a
         ``NetsteerError`` naming ``routing``). A re-route (a link change under

@@ -120,7 +120,10 @@ def route_topology(topo, engine: str, parts, *, topology_file: str | None = None
     try:
         r = build_routing(topo, engine, **params)
     except NetsteerError as exc:
-        raise on_topology(exc, topology_file) from None
+        from ..routing.homing import advise
+
+        # the advice names engines this command takes (ecmp routes a dual-homed fabric in a run, not in an LFT)
+        raise on_topology(advise(exc, LFT_ENGINES), topology_file) from None
     if parts is not None and not getattr(r, "partitions", None):
         r.partitions = list(parts)
     return r

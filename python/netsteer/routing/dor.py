@@ -32,6 +32,7 @@ import numpy as np
 from ..errors import RoutingError
 from ..topology.model import CIRCUIT, HOST, SWITCH, Topology
 from ._graph import circuit_table
+from .homing import single_homed_error
 from .table import Routing
 
 # Chunk budgets, in matrix cells, that bound memory on big fabrics: the [edges,
@@ -350,8 +351,7 @@ def _host_switch(topo: Topology) -> np.ndarray:
     if multi.any():
         h = int(np.flatnonzero(multi)[0])
         to = sorted({topo.node_names[int(v)] for v in ends[h] if v >= 0})
-        raise RoutingError(f"dor needs single-homed hosts: {topo.node_names[topo.hosts[h]]} is cabled to "
-                           f"{len(to)} switches ({', '.join(to)}); route this fabric with minhop or ecmp")
+        raise single_homed_error("dor", topo.node_names[topo.hosts[h]], to)
     return sw
 
 

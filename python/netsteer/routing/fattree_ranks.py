@@ -50,6 +50,7 @@ import numpy as np
 
 from ..errors import RoutingError
 from ..topology.model import CIRCUIT, HOST, Topology
+from .homing import single_homed_error
 
 _TUPLE_LEN = 8
 _FREE = 0xFF
@@ -140,10 +141,7 @@ def _endpoint_links(topo: Topology, engine: str = "ftree"):
         ends = np.unique(dst[out[h, cabled]])
         ends = ends[topo.node_kind[ends] != HOST]
         if len(ends) > 1:
-            raise RoutingError(
-                f"{engine} needs single-homed hosts: {names[h]} is cabled to {len(ends)} switches "
-                f"({', '.join(names[int(v)] for v in ends)}); route this fabric with minhop or ecmp"
-            )
+            raise single_homed_error(engine, names[h], [names[int(v)] for v in ends])
         c = out[h, cabled[0]]
         v = int(dst[c])
         if topo.node_kind[v] == HOST:
