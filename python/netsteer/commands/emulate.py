@@ -86,7 +86,8 @@ def emulate_cmd(
 
     _say(as_json)("the simulator's prediction for the same scenario")
     rep["steps"] = controller_share(rep["controller"] or {}, rep["pushes"], rep["decisions"])
-    rep["simulated"] = predict(build_scenario(load_scenario(scenario)))  # a fresh build: the run changed its controller
+    # a fresh build: the run changed its controller
+    rep["simulated"] = predict(build_scenario(load_scenario(scenario)), udp_bps=udp_bps)
     rep["difference"] = compare(rep, rep["simulated"])
     _write(out, rep)
     if as_json:
@@ -110,6 +111,8 @@ def emulate_cmd(
                           + ("none" if sim is None else f"at {num(sim['start_s'])} s, delay {num(sim['delay_s'])} s"))
     for s in sims[len(rep["steps"]):]:
         out_console.print(f"simulated only: reconfiguration ({s['trigger']}) at {num(s['start_s'])} s")
+    if rep["simulated"].get("note"):
+        err_console.print(f"[yellow]note:[/] {rep['simulated']['note']}")
     for note in rep.get("notes", []):
         err_console.print(f"[yellow]note:[/] {note}")
 

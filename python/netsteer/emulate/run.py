@@ -162,6 +162,8 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
         if f.bytes is not None:
             # a transfer's time at its NIC's rate, with room for a slower path
             f.duration_s = f.bytes * 8 / float(topo.link_bandwidth.min()) * time_scale
+            if udp_bps is not None:  # iperf3 sends it at the UDP rate, no faster
+                f.duration_s = max(f.duration_s, f.bytes * 8 / udp_bps * time_scale)
     end_s = max([f.start_s + f.duration_s for f in flows] + [e * 1e-9 for e in ends] + [1.0])
     if not end_s <= MAX_RUN_S:  # NaN too
         raise NetsteerError(f"the run would last {end_s:.0f} s; at most {MAX_RUN_S:.0f} s here (lower --time-scale)",
@@ -280,9 +282,11 @@ def _summary(f: Flow, client: dict, server: dict, udp: bool, scale: float) -> di
     if udp:
         s = client.get("end", {}).get("sum", {})
         out.update(lost_packets=int(s.get("lost_packets", 0)), packets=int(s.get("packets", 0)))
-        bps = float(end.get("sum", {}).get("bits_per_second", 0.0))
-        out["received_bytes"] = int(end.get("sum", {}).get("bytes", 0))
-        out["server_keys"] = list(end)
+        # iperf3 (3.12) leaves the receiving server's end.sum at 0 bytes for UDP: what
+        # it received is in end.sum_received (older versions have only end.sum)
+        rx = end.get("sum_received") or end.get("sum", {})
+        bps = float(rx.get("bits_per_second", 0.0))
+        out["received_bytes"] = int(rx.get("bytes", 0))
     else:
         bps = float(client.get("end", {}).get("sum_received", {}).get("bits_per_second", 0.0))
     out["emulated_mbps"] = bps / 1e6
@@ -300,7 +304,7 @@ def _summary(f: Flow, client: dict, server: dict, udp: bool, scale: float) -> di
                                   int(i["sum"]["lost_packets"])) for i in server.get("intervals", [])
                                  if int(i["sum"].get("lost_packets", 0)) != 0]
         out["lost_at_s"] = [round(e, 2) for _, e, n in out["lost_intervals"] if n > 0]
-        out["out_of_order"] = int(end.get("sum", {}).get("out_of_order", 0))
+        out["out_of_order"] = sum(int(st.get("udp", {}).get("out_of_order", 0)) for st in end.get("streams", []))
     return out
 
 
@@ -340,10 +344,18 @@ def controller_share(report: dict, pushes: list[dict], decisions: list[dict] = (
 __all__ = ["emulate", "controller_share", "flows_of", "predict", "compare"]
 
 
-def predict(built) -> dict[str, Any]:
+def predict(built, udp_bps: float | None = None) -> dict[str, Any]:
     """The simulator's prediction for the scenario ``built`` (a fresh build: the run
     changes its controller): every flow's average rate at the topology's rates, and
-    the controller's reconfigurations."""
+    the controller's reconfigurations.
+
+    Parameters
+    ----------
+    udp_bps : float, optional
+        The emulation sends UDP at this (topology) rate: each flow's predicted rate is
+        capped there (``capped_at_udp``), and ``note`` says that the simulator models the
+        scenario's own flows, so its reconfigurations are those of flows at full rate.
+    """
     from ..sim.run import run_scenario
 
     res = run_scenario(built, sample=False)
@@ -352,10 +364,18 @@ def predict(built) -> dict[str, Any]:
     for i in range(len(built.dag)):
         sent = float(res.sent_bytes[i]) if res.sent_bytes is not None else float(c.bytes[i])
         dt = (int(res.completion_ns[i]) - int(res.release_ns[i])) * 1e-9
-        flows.append({"src": int(c.src[i]), "dst": int(c.dst[i]), "gbps": sent * 8 / dt / 1e9 if dt > 0 else None})
+        g = sent * 8 / dt / 1e9 if dt > 0 else None
+        flow = {"src": int(c.src[i]), "dst": int(c.dst[i]), "gbps": g}
+        if udp_bps is not None and g is not None and g > udp_bps / 1e9:
+            flow.update(gbps=udp_bps / 1e9, capped_at_udp=True)
+        flows.append(flow)
     rc = (res.controller or {}).get("hybrid", {}).get("reconfigurations", [])
-    return {"flows": flows, "reconfigurations": [
+    out = {"flows": flows, "reconfigurations": [
         {k: r.get(k) for k in ("trigger", "status", "start_s", "delay_s", "circuits_after")} for r in rc]}
+    if udp_bps is not None:
+        out["note"] = (f"the emulation sent UDP at {udp_bps / 1e9:g} Gbit/s: each flow's simulated rate is capped "
+                       "there; the simulated reconfigurations are those of the scenario's flows at full rate")
+    return out
 
 
 def compare(emulated: dict[str, Any], simulated: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,47 @@
+"""``netsteer emulate``'s bookkeeping (emulate/run.py), without a testbed: iperf3
+reports as captured on the testbed, the simulator's prediction, the comparison."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from netsteer.emulate.run import Flow, _summary, predict
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def congestion():
+    from netsteer.scenario import build_scenario, load_scenario
+
+    return build_scenario(load_scenario(ROOT / "scenarios" / "hybrid-congestion.yaml"))
+
+
+def _udp_server(rx_bytes: int, seconds: float) -> dict:
+    """An iperf3 3.12 UDP server's ``--json`` report as captured on the testbed: its
+    ``end.sum`` holds 0 bytes, what it received is in ``end.sum_received``."""
+    zero = {"start": 0, "end": seconds, "seconds": seconds, "bytes": 0, "bits_per_second": 0, "jitter_ms": 0.03,
+            "lost_packets": 0, "packets": rx_bytes // 1200, "lost_percent": 0, "sender": False}
+    got = dict(zero, bytes=rx_bytes, bits_per_second=rx_bytes * 8 / seconds)
+    return {"intervals": [{"sum": dict(got, end=0.1, seconds=0.1, lost_packets=2)}],
+            "end": {"streams": [{"udp": dict(zero, out_of_order=3)}], "sum": zero,
+                    "sum_sent": dict(zero, sender=True), "sum_received": got}}
+
+
+def test_a_udp_flow_reports_what_the_server_received_not_zero():
+    client = {"end": {"sum": {"lost_packets": 9, "packets": 17896}}}
+    r = _summary(Flow(0, 2, 0.0, 1.0), client, _udp_server(625_200, 1.0), udp=True, scale=0.01)
+    assert r["received_bytes"] == 625_200
+    assert r["emulated_mbps"] == pytest.approx(5.0016)
+    assert r["gbps"] == pytest.approx(0.50016)  # back at the topology's rates
+    assert (r["lost_packets"], r["packets"], r["out_of_order"]) == (9, 17896, 3)
+
+
+def test_the_prediction_for_a_udp_run_is_capped_at_the_udp_rate_and_says_so():
+    full = predict(congestion())
+    assert min(f["gbps"] for f in full["flows"]) > 4  # TCP-like flows share 10 Gbit/s links
+    udp = predict(congestion(), udp_bps=2e9)
+    assert [f["gbps"] for f in udp["flows"]] == [2.0] * 4
+    assert all(f["capped_at_udp"] for f in udp["flows"])
+    assert "UDP at 2 Gbit/s" in udp["note"]
