@@ -45,3 +45,33 @@ def test_the_prediction_for_a_udp_run_is_capped_at_the_udp_rate_and_says_so():
     assert [f["gbps"] for f in udp["flows"]] == [2.0] * 4
     assert all(f["capped_at_udp"] for f in udp["flows"])
     assert "UDP at 2 Gbit/s" in udp["note"]
+
+
+def test_the_planners_scipy_import_is_loaded_before_the_timed_run_not_by_the_simulator():
+    """The emulation imports scipy.optimize before its testbed (and clock) starts, so
+    the first reconfiguration's decide_s holds no cold import; building a scenario
+    (the simulator's start-up) still does not import it."""
+    import subprocess
+    import sys
+
+    code = f"""
+import sys
+import netsteer.emulate.run as run
+from netsteer.scenario import build_scenario, load_scenario
+built = build_scenario(load_scenario({str(ROOT / 'scenarios' / 'hybrid-congestion.yaml')!r}))
+assert 'scipy.optimize' not in sys.modules, 'imported by the simulator'
+class Started(Exception):
+    pass
+def testbed(*a, **k):
+    raise Started('scipy.optimize' in sys.modules)
+run.Testbed = testbed
+run.check_machine = lambda topo, **k: 0.01  # no root, no tools needed to get there
+import netsteer.emulate.testbed as tb
+tb.check_machine = run.check_machine
+try:
+    run.emulate(built)
+except Started as e:
+    print('loaded' if e.args[0] else 'cold')
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.stdout.strip() == "loaded", p.stderr[-2000:]

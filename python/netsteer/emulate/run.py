@@ -171,6 +171,10 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
     layout = HybridLayout.of(topo, built.routing)
     if channel not in CHANNELS:
         raise NetsteerError(f"{channel!r} is not a channel; there is {', '.join(CHANNELS)}", field="channel")
+    # the hybrid controller's planning imports scipy.optimize at its first plan (lazily:
+    # `netsteer run` starts fast); on the wall clock that import, about a second, would
+    # count in the first reconfiguration's deciding time and delay
+    import scipy.optimize  # noqa: F401
     with Testbed(topo, progress=progress, max_rate_bps=max_rate_bps) as tb, \
             open_switches(tb, channel, switch_factory) as switches:
         progress(f"rates x {tb.scale:g}, times x {time_scale:g}, switches through {channel}")
