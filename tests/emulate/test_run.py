@@ -75,3 +75,19 @@ except Started as e:
 """
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.stdout.strip() == "loaded", p.stderr[-2000:]
+
+
+def test_with_a_time_scale_only_the_start_is_scaled_back_not_the_delay():
+    """Scenario times are multiplied by --time-scale, so an emulated start is divided
+    by it; a reconfiguration's delay (pushes, settle, switching time) is not scaled,
+    and the JSON difference matches the text's 'delay 0.636 s ... simulated 0.025 s'."""
+    from netsteer.emulate.run import compare
+
+    circ = [[0, 0, 1]]
+    emulated = {"time_scale": 2.0, "flows": [],
+                "controller": {"reconfigurations": [{"start_s": 1.0, "delay_s": 0.636, "circuits_after": circ}]}}
+    simulated = {"flows": [], "reconfigurations": [{"start_s": 0.5, "delay_s": 0.025, "circuits_after": circ}]}
+    d = compare(emulated, simulated)["reconfigurations"][0]
+    assert d["start_s"] == pytest.approx(0.0)
+    assert d["delay_s"] == pytest.approx(0.611)
+    assert d["same_circuits"]
