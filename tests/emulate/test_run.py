@@ -18,6 +18,16 @@ def congestion():
     return build_scenario(load_scenario(ROOT / "scenarios" / "hybrid-congestion.yaml"))
 
 
+def no_testbed(monkeypatch) -> None:
+    """A test that fails if emulate gets as far as building a testbed (no OVS here)."""
+    import netsteer.emulate.run as run
+
+    def testbed(*a, **k):
+        pytest.fail("the testbed was started")
+
+    monkeypatch.setattr(run, "Testbed", testbed)
+
+
 def _udp_server(rx_bytes: int, seconds: float) -> dict:
     """An iperf3 3.12 UDP server's ``--json`` report as captured on the testbed: its
     ``end.sum`` holds 0 bytes, what it received is in ``end.sum_received``."""
@@ -91,3 +101,27 @@ def test_with_a_time_scale_only_the_start_is_scaled_back_not_the_delay():
     assert d["start_s"] == pytest.approx(0.0)
     assert d["delay_s"] == pytest.approx(0.611)
     assert d["same_circuits"]
+
+
+@pytest.mark.parametrize("extra,field", [
+    ("driver:\n  faults: [{kind: circuits, switch: ocs0, from: 0s, to: 30s}]\n", "driver.faults"),
+    ("events:\n  - {at: 0ms, link_down: [{node: tor0, port: 3}]}\n", "events"),
+])
+def test_driver_faults_and_events_the_testbed_would_leave_out_are_refused_naming_the_file(tmp_path, monkeypatch,
+                                                                                          extra, field):
+    """The simulator applies them; an emulation that ignored them would be compared with
+    a simulated run that had failures it did not have."""
+    from netsteer.emulate.run import emulate
+
+    no_testbed(monkeypatch)
+    from netsteer.errors import NetsteerError
+    from netsteer.scenario import build_scenario, load_scenario
+
+    text = (ROOT / "scenarios" / "hybrid-congestion.yaml").read_text().replace("driver:\n", "driver_:\n")
+    f = tmp_path / "s.yaml"
+    # the scenario's own driver block, with the faults added to it
+    f.write_text(text.replace("driver_:\n", extra if field == "driver.faults" else "driver:\n") +
+                 ("" if field == "driver.faults" else extra))
+    with pytest.raises(NetsteerError) as e:
+        emulate(build_scenario(load_scenario(f)), switch_factory=lambda br: pytest.fail("started"))
+    assert e.value.message().startswith(f"{f}: {field}: emulate does not")

@@ -101,6 +101,22 @@ def scale_controller(hybrid, time_scale: float) -> None:
 CHANNELS = ("osken", "ofctl")
 
 
+def check_scenario(built) -> None:
+    """Refuse what the testbed would leave out: the simulated prediction applies a
+    scenario's driver faults and events, and comparing with a run that had failures
+    the emulation did not have would blame the testbed for them."""
+    file = getattr(built.scenario, "file", None)
+    file = None if file is None else str(file)
+    if (built.driver_options or {}).get("faults"):
+        raise NetsteerError("emulate does not inject driver faults on real switches, and the simulated prediction "
+                            "would fail where the emulation does not; remove them to emulate", file=file,
+                            field="driver.faults")
+    if built.scenario.model.events:
+        raise NetsteerError("emulate does not apply scheduled events (links down or up, routing or circuit changes) "
+                            "on the testbed, and the simulated prediction would; remove them to emulate", file=file,
+                            field="events")
+
+
 @contextmanager
 def open_switches(tb: Testbed, channel: str = "osken", switch_factory: Callable[[str], Any] | None = None):
     """The testbed's switches behind the driver's switch interface: through the
@@ -148,6 +164,7 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
     controller has any, ``notes`` (as a simulated run's).
     """
     hybrid = built.hybrid
+    check_scenario(built)
     if hybrid is None:
         raise NetsteerError("emulate needs a scenario with a hybrid controller (controller.hybrid)", field="controller")
     check_number(time_scale, "time_scale", *TIME_SCALE)
