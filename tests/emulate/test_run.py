@@ -18,14 +18,21 @@ def congestion():
     return build_scenario(load_scenario(ROOT / "scenarios" / "hybrid-congestion.yaml"))
 
 
+class Started(Exception):
+    """emulate got as far as building its testbed."""
+
+
 def no_testbed(monkeypatch) -> None:
-    """A test that fails if emulate gets as far as building a testbed (no OVS here)."""
+    """emulate raises :class:`Started` where it would build a testbed (no OVS, no root
+    needed here)."""
     import netsteer.emulate.run as run
+    import netsteer.emulate.testbed as testbed
 
-    def testbed(*a, **k):
-        pytest.fail("the testbed was started")
+    def fake(*a, **k):
+        raise Started()
 
-    monkeypatch.setattr(run, "Testbed", testbed)
+    monkeypatch.setattr(run, "Testbed", fake)
+    monkeypatch.setattr(testbed, "check_machine", lambda topo, max_rate_bps=100e6, **k: max_rate_bps / 10e9)
 
 
 def _udp_server(rx_bytes: int, seconds: float) -> dict:
@@ -123,5 +130,95 @@ def test_driver_faults_and_events_the_testbed_would_leave_out_are_refused_naming
     f.write_text(text.replace("driver_:\n", extra if field == "driver.faults" else "driver:\n") +
                  ("" if field == "driver.faults" else extra))
     with pytest.raises(NetsteerError) as e:
-        emulate(build_scenario(load_scenario(f)), switch_factory=lambda br: pytest.fail("started"))
+        emulate(build_scenario(load_scenario(f)))
     assert e.value.message().startswith(f"{f}: {field}: emulate does not")
+
+
+def scenario_file(tmp_path, **replace) -> Path:
+    """hybrid-congestion.yaml with some of its text replaced."""
+    text = (ROOT / "scenarios" / "hybrid-congestion.yaml").read_text()
+    for old, new in replace.values():
+        assert old in text
+        text = text.replace(old, new)
+    f = tmp_path / "s.yaml"
+    f.write_text(text)
+    return f
+
+
+def test_a_transfers_deadline_follows_its_own_path_not_the_slowest_link(tmp_path, monkeypatch):
+    """With a 100 Mbit/s core that no transfer crosses, the run is not refused ('would
+    last 172 s'): `netsteer run` finishes it in 3.64 s, and each transfer's deadline
+    follows from its simulated time; no -1 ns start leaks from the DAG."""
+    import netsteer.emulate.run as run
+    from netsteer.scenario import build_scenario, load_scenario
+
+    no_testbed(monkeypatch)
+    seen = {}
+    real = run.check_length
+    monkeypatch.setattr(run, "check_length",
+                        lambda built, flows, *a: (seen.update(flows=flows), real(built, flows, *a)))
+    f = scenario_file(tmp_path, core=("core_bandwidth: 1Gbps", "core_bandwidth: 100Mbps"))
+    with pytest.raises(Started):
+        run.emulate(build_scenario(load_scenario(f)))
+    flows = seen["flows"]
+    assert [x.start_s for x in flows] == [0.0] * 4
+    transfers = [x for x in flows if x.bytes is not None]
+    assert len(transfers) == 2 and all(5 < x.duration_s < 20 for x in transfers)
+
+
+def test_a_long_job_is_refused_naming_the_job_in_the_file_not_the_time_scale(tmp_path, monkeypatch):
+    from netsteer.emulate.run import emulate
+    from netsteer.errors import NetsteerError
+    from netsteer.scenario import build_scenario, load_scenario
+
+    no_testbed(monkeypatch)
+    f = scenario_file(tmp_path, bulk=("{src: 4, dst: 2, duration: 3s}", "{src: 4, dst: 2, duration: 400s}"))
+    with pytest.raises(NetsteerError) as e:
+        emulate(build_scenario(load_scenario(f)))
+    msg = e.value.message()
+    assert msg.startswith(f"{f}: jobs.1: job 'background': its flow 4 -> 2 runs until 400 s"), msg
+    assert "time" not in msg.split(":")[1]
+
+
+class _Proc:
+    def __init__(self, ends_ns, drv):
+        self.ends_ns, self.drv = ends_ns, drv
+
+    def poll(self):
+        return 0 if self.drv.now >= self.ends_ns else None
+
+
+class _Driver:
+    """A driver on a simulated clock whose deadline (end_ns) is far away."""
+
+    def __init__(self):
+        self.now, self.end_ns, self._pending = 0, 60_000_000_000, []
+
+    def advance(self, until):
+        self.now = self.end_ns if until is None else min(until, self.end_ns)
+        return "done" if self.now >= self.end_ns else "until"
+
+
+def test_the_run_ends_when_its_flows_do_not_at_the_deadline():
+    """The loop stopped at the deadline (17.7 s on hybrid-congestion, whose flows end
+    at about 5.6 s: 12 s of idle wall time); it ends within a tick of the last flow,
+    once the last scheduled reconfiguration came."""
+    from netsteer.emulate.run import TICK_NS, _Starter
+
+    drv = _Driver()
+    procs = [_Proc(3_000_000_000, drv), _Proc(5_600_000_000, drv)]
+    st = _Starter(drv, None, [(Flow(0, 1, 0.0, 3.0), []), (Flow(2, 3, 0.0, 17.0, 1 << 30), [])], procs)
+    while st.advance(None) != "done":
+        pass
+    assert 5_600_000_000 <= drv.now <= 5_600_000_000 + TICK_NS
+    drv = _Driver()
+    st = _Starter(drv, None, [(Flow(0, 1, 0.0, 3.0), [])], [_Proc(1_000_000_000, drv)], 8_000_000_000)
+    while st.advance(None) != "done":
+        pass
+    assert drv.now == 8_000_000_000  # a scheduled reconfiguration after the flows still comes
+
+
+def test_a_transfer_reports_how_long_it_ran_not_its_deadline():
+    client = {"end": {"sum_sent": {"seconds": 5.61, "bytes": 1}, "sum_received": {"bits_per_second": 4e7}}}
+    r = _summary(Flow(0, 2, 0.0, 12.9, 1 << 30), client, {"end": {}}, udp=False, scale=0.01)
+    assert (r["duration_s"], r["deadline_s"], r["start_s"]) == (5.61, 12.9, 0.0)

@@ -26,6 +26,11 @@ from ..drivers.openflow.switch import OfctlSwitch
 from .testbed import MAX_RATE_BPS, Testbed, dpid_of, iperf_json, wait_port
 
 MAX_RUN_S = 120.0  # one emulated run on a shared machine
+#: a transfer's deadline: this many times the simulator's time for it, plus SLACK_S
+#: (the testbed runs below the model's rates on shared cores, and a reconfiguration
+#: takes longer on real switches); the run ends when its flows do, not at a deadline
+MARGIN, SLACK_S = 3.0, 2.0
+TICK_NS = 100_000_000  # how often the loop looks whether every flow has ended
 FIRST_PORT = 5201
 #: scenario times are multiplied by this much at most and at least: below, a scaled
 #: 100 ms poll would be under a millisecond, far below what a real switch answers in
@@ -55,8 +60,9 @@ class Flow:
     src: int
     dst: int
     start_s: float
-    duration_s: float
+    duration_s: float  # a bulk flow's duration; a transfer's deadline (transfer_deadline)
     bytes: int | None = None  # a transfer of this size (None: bulk, for duration_s)
+    job: int = 0  # the scenario's job index (jobs.N), for messages
 
 
 def flows_of(built, time_scale: float, end_s: float) -> list[Flow]:
@@ -72,16 +78,37 @@ def flows_of(built, time_scale: float, end_s: float) -> list[Flow]:
             stops[int(f)] = at
     out = []
     for i in range(len(built.dag)):
-        start = float(c.start_ns[i]) * 1e-9 * time_scale
+        # a transfer without a start time is released at 0 (start_ns -1 in the DAG)
+        start = max(float(c.start_ns[i]), 0.0) * 1e-9 * time_scale
+        job = int(built.job_of_flow[i])
         stop = stops.get(i)
         if stop is None and not built.background[i]:
             if c.dep_offsets[i + 1] > c.dep_offsets[i]:
                 raise NetsteerError("emulate runs flows without dependencies only", field="jobs")
-            out.append(Flow(int(c.src[i]), int(c.dst[i]), start, 0.0, int(c.bytes[i])))
+            out.append(Flow(int(c.src[i]), int(c.dst[i]), start, 0.0, int(c.bytes[i]), job))
             continue
         dur = (end_s if stop is None else stop * 1e-9 * time_scale) - start
-        out.append(Flow(int(c.src[i]), int(c.dst[i]), start, max(dur, 0.5)))
+        out.append(Flow(int(c.src[i]), int(c.dst[i]), start, max(dur, 0.5), job=job))
     return out
+
+
+def transfer_deadline(nbytes: int, sim_s: float | None, time_scale: float, udp_bps: float | None = None,
+                      slowest_bps: float = 1e9) -> float:
+    """Seconds (on the emulated clock) a transfer of ``nbytes`` may take before it is
+    stopped: :data:`MARGIN` times the simulator's time for it (``sim_s``, scenario
+    seconds: its own path's rates and its sharing), plus :data:`SLACK_S`; sent as UDP,
+    at least its bytes at ``udp_bps`` (iperf3 sends no faster). Without a simulated
+    time, its bytes at ``slowest_bps``.
+
+    >>> transfer_deadline(2 << 30, 3.64, 1.0)
+    12.92
+    >>> round(transfer_deadline(2 << 30, 3.64, 1.0, udp_bps=500e6), 2)
+    43.23
+    """
+    t = (MARGIN * sim_s * time_scale if sim_s is not None else nbytes * 8 / slowest_bps * time_scale) + SLACK_S
+    if udp_bps is not None:
+        t = max(t, 1.2 * nbytes * 8 / udp_bps * time_scale + SLACK_S)
+    return t
 
 
 def scale_controller(hybrid, time_scale: float) -> None:
@@ -168,23 +195,24 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
     if hybrid is None:
         raise NetsteerError("emulate needs a scenario with a hybrid controller (controller.hybrid)", field="controller")
     check_number(time_scale, "time_scale", *TIME_SCALE)
-    scale_controller(hybrid, time_scale)
-    ends = [t for t, _ in hybrid.schedule]
-    flows = flows_of(built, time_scale, 0.0)
     topo = built.topology
+    from ..scenario import build_scenario
     from .testbed import check_machine
 
     scale = check_machine(topo, max_rate_bps=max_rate_bps)  # refused here, before anything starts
-    for f in flows:
+
+    # the simulator's prediction, from a fresh build (the run changes the controller):
+    # each transfer's deadline follows from its simulated time, and the report has it
+    simulated = predict(build_scenario(built.scenario), udp_bps=udp_bps)
+    scale_controller(hybrid, time_scale)
+    ends = [t for t, _ in hybrid.schedule]
+    flows = flows_of(built, time_scale, 0.0)
+    for f, s in zip(flows, simulated["flows"]):
         if f.bytes is not None:
-            # a transfer's time at its NIC's rate, with room for a slower path
-            f.duration_s = f.bytes * 8 / float(topo.link_bandwidth.min()) * time_scale
-            if udp_bps is not None:  # iperf3 sends it at the UDP rate, no faster
-                f.duration_s = max(f.duration_s, f.bytes * 8 / udp_bps * time_scale)
+            f.duration_s = transfer_deadline(f.bytes, s.get("duration_s"), time_scale, udp_bps,
+                                             float(topo.link_bandwidth.min()))
+    check_length(built, flows, [e * 1e-9 for e in ends], time_scale)
     end_s = max([f.start_s + f.duration_s for f in flows] + [e * 1e-9 for e in ends] + [1.0])
-    if not end_s <= MAX_RUN_S:  # NaN too
-        raise NetsteerError(f"the run would last {end_s:.0f} s; at most {MAX_RUN_S:.0f} s here (lower --time-scale)",
-                            field="time_scale")
     layout = HybridLayout.of(topo, built.routing)
     if channel not in CHANNELS:
         raise NetsteerError(f"{channel!r} is not a channel; there is {', '.join(CHANNELS)}", field="channel")
@@ -216,7 +244,9 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
             started = [tb.start(f.src, *a) if f.start_s <= 0 else None for f, a in clients]
             drv._t0 = drv.clock()  # scenario time 0: the first flows start now
             ctl = _Timed(controller or hybrid, drv)
-            status = run_wall_loop(_Starter(drv, tb, clients, started), ctl)
+            status = run_wall_loop(_Starter(drv, tb, clients, started, max(ends + [0]),
+                                            lambda: getattr(hybrid, "current", None) is not None), ctl)
+            ran_s = drv.now / 1e9
             counters = drv.counters()
             results = []
             for (f, _), p, s in zip(clients, started, servers):
@@ -233,14 +263,14 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
             drv.close()
         return {
             "status": status, "channel": "custom" if switch_factory else channel, "testbed": tb.prefix,
-            "scale": tb.scale, "time_scale": time_scale, "duration_s": end_s,
+            "scale": tb.scale, "time_scale": time_scale, "duration_s": ran_s, "deadline_s": end_s,
             "flows": results, "controller": report, "pushes": drv.pushes, "decisions": ctl.calls,
             "counters": {"bytes_at": "topology rates (emulated bytes / scale); null: the switch did not answer",
                          "port_bytes": _json_counts(counters.port_bytes),
                          "pair_bytes": None if counters.pair_bytes is None else _json_counts(counters.pair_bytes)},
             "stale_switches": [topo.node_names[n] for n in sorted(drv.stale)],
             "failed_effects": [a.as_dict(topo.node_names) for a in drv.failed_effects],
-            **({"notes": notes} if notes else {}),
+            **({"notes": notes} if notes else {}), "simulated": simulated,
         }
 
 
@@ -268,11 +298,37 @@ class _Timed:
         return out
 
 
-class _Starter:
-    """The driver, with flows that start later started when the clock gets there."""
+def check_length(built, flows: list[Flow], schedule_s: list[float], time_scale: float) -> None:
+    """Refuse a run longer than :data:`MAX_RUN_S`, naming the job (or the schedule)
+    that makes it so, in the scenario file."""
+    file = getattr(built.scenario, "file", None)
+    file = None if file is None else str(file)
+    worst = max(flows, key=lambda f: f.start_s + f.duration_s, default=None)
+    end = -1.0 if worst is None else worst.start_s + worst.duration_s
+    last = max(schedule_s, default=0.0)
+    if not end <= MAX_RUN_S and not end < last:  # NaN too
+        what = (f"its transfer {worst.src} -> {worst.dst} could take until {end:.0f} s (the simulator's time for it "
+                f"x {MARGIN:g} + {SLACK_S:g} s" + (")" if time_scale == 1 else f", times x {time_scale:g})")
+                if worst.bytes is not None else
+                f"its flow {worst.src} -> {worst.dst} runs until {end:.0f} s"
+                + ("" if time_scale == 1 else f" (times x {time_scale:g})"))
+        raise NetsteerError(f"job {built.job_names[worst.job]!r}: {what}; an emulated run lasts at most "
+                            f"{MAX_RUN_S:.0f} s here", file=file, field=f"jobs.{worst.job}")
+    if not last <= MAX_RUN_S:
+        raise NetsteerError(f"a scheduled reconfiguration comes at {last:.0f} s"
+                            + ("" if time_scale == 1 else f" (times x {time_scale:g})")
+                            + f"; an emulated run lasts at most {MAX_RUN_S:.0f} s here", file=file,
+                            field="controller.hybrid.schedule")
 
-    def __init__(self, drv, tb, clients, started):
+
+class _Starter:
+    """The driver, with flows that start later started when the clock gets there, and
+    the run ended once every flow has (and the last scheduled reconfiguration came,
+    and none is under way), not at the deadline."""
+
+    def __init__(self, drv, tb, clients, started, last_scheduled_ns: int = 0, busy=lambda: False):
         self.drv, self.tb, self.clients, self.started = drv, tb, clients, started
+        self.last_scheduled_ns, self.busy = last_scheduled_ns, busy
 
     def __getattr__(self, name):
         return getattr(self.drv, name)
@@ -286,15 +342,28 @@ class _Starter:
         if waiting:
             nxt = int(min(waiting) * 1e9)
             until = nxt if until is None else min(until, nxt)
+        tick = self.drv.now + TICK_NS  # a wait with no end would last to the deadline
+        until = tick if until is None else min(until, tick)
         status = self.drv.advance(until)
         for i, ((f, args), p) in enumerate(zip(self.clients, self.started)):
             if p is None and f.start_s * 1e9 <= self.drv.now:
                 self.started[i] = self.tb.start(f.src, *args)
-        return status
+        return "done" if status != "done" and self.finished() else status
+
+    def finished(self) -> bool:
+        """Every flow's iperf3 client has exited, nothing scheduled is to come, and no
+        reconfiguration or circuit is under way."""
+        return (all(p is not None and p.poll() is not None for p in self.started)
+                and self.drv.now >= self.last_scheduled_ns and not self.busy() and not self.drv._pending)
 
 
 def _summary(f: Flow, client: dict, server: dict, udp: bool, scale: float) -> dict[str, Any]:
-    out: dict[str, Any] = {"src": f.src, "dst": f.dst, "start_s": f.start_s, "duration_s": f.duration_s}
+    out: dict[str, Any] = {"src": f.src, "dst": f.dst, "start_s": f.start_s}
+    if f.bytes is not None:
+        out["deadline_s"] = f.duration_s
+    # how long it ran: the sender's own measure (a transfer's time, not its deadline)
+    sent = client.get("end", {}).get("sum_sent") or client.get("end", {}).get("sum") or {}
+    out["duration_s"] = float(sent["seconds"]) if "seconds" in sent else (f.duration_s if f.bytes is None else None)
     err = client.get("error") or server.get("error")
     if err:
         out["error"] = err
@@ -386,7 +455,7 @@ def predict(built, udp_bps: float | None = None) -> dict[str, Any]:
         sent = float(res.sent_bytes[i]) if res.sent_bytes is not None else float(c.bytes[i])
         dt = (int(res.completion_ns[i]) - int(res.release_ns[i])) * 1e-9
         g = sent * 8 / dt / 1e9 if dt > 0 else None
-        flow = {"src": int(c.src[i]), "dst": int(c.dst[i]), "gbps": g}
+        flow = {"src": int(c.src[i]), "dst": int(c.dst[i]), "gbps": g, "duration_s": dt if dt > 0 else None}
         if udp_bps is not None and g is not None and g > udp_bps / 1e9:
             flow.update(gbps=udp_bps / 1e9, capped_at_udp=True)
         flows.append(flow)
