@@ -251,8 +251,8 @@ class MpiHosts:
             self.env.update({"LD_PRELOAD": str(build_pmpi(self.dir)), "NETSTEER_TAG_DIR": str(self.tag_dir)})
         for h, ns in enumerate(tb.namespaces):
             root_end = f"{tb.prefix}m{h}"
+            self.veths.append(root_end)  # recorded first: an interrupted ``ip link add`` may have made it
             _run("ip", "link", "add", root_end, "type", "veth", "peer", "name", MGMT_DEV, "netns", ns)
-            self.veths.append(root_end)
             _run("ip", "link", "set", root_end, "master", self.bridge, "up")
             _run("ip", "-n", ns, "addr", "add", f"{mgmt_ip(h)}/24", "dev", MGMT_DEV)
             _run("ip", "-n", ns, "link", "set", MGMT_DEV, "up")
