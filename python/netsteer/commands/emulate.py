@@ -259,6 +259,9 @@ def _hyperx(as_json: bool, out: Path | None, plot: Path | None, nbytes: int, ite
                       f"({sum(x['changes'] for x in st['steps'])} rule changes, make-before-break move by move)")
     err_console.print(f"steering: {cmp['speedup_emulated']:.2f}x the ring's bandwidth emulated, "
                       f"{cmp['speedup_simulated']:.2f}x simulated")
+    for name, gaps in rep["links"].get("gaps", {}).items():
+        err_console.print(f"[yellow]note:[/] {len(gaps)} failed read(s) of the {name} counter (first at "
+                          f"{gaps[0][0]:.2f} s: {gaps[0][1]}); its rates there span the gap")
 
 
 def _unisonflow(as_json: bool, out: Path | None, plot: Path | None = None, tagger: str = "ebpf") -> None:

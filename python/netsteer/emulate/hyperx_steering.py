@@ -384,7 +384,8 @@ def compare(rep: dict) -> dict[str, Any]:
 
 def _series(samplers: dict[str, Sampler], rep: dict) -> dict[str, Any]:
     """The sampled transmit counters as rates (bit/s at the testbed's rates) over
-    seconds since the first sample, and each run's span on that clock. The first
+    seconds since the first sample, each run's span on that clock, and each counter's
+    failed reads (``gaps``: a rate there is the average across the gap). The first
     sampler's instants are the clock; the other counters are read there, linear
     between their own samples."""
     first = next(iter(samplers.values()))
@@ -396,6 +397,9 @@ def _series(samplers: dict[str, Sampler], rep: dict) -> dict[str, Any]:
         out["bps"][name] = (np.diff(v) * 8 / np.maximum(np.diff(t) * 1e-9, 1e-9)).round(0).tolist()
     for key in ("standard", "steered"):
         out["runs"][key] = [(rep[key]["start_ns"] - t[0]) * 1e-9, (rep[key]["end_ns"] - t[0]) * 1e-9]
+    # failed reads (seconds on the same clock, why): the rates there span the gap
+    out["gaps"] = {name: [[round((g - t[0]) * 1e-9, 3), why] for g, why in sampler.gaps]
+                   for name, sampler in samplers.items() if sampler.gaps}
     return out
 
 
