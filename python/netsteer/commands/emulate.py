@@ -18,6 +18,11 @@ out_console = Console()
 err_console = Console(stderr=True)
 
 EMULATED = ("hybrid-reconfig", "unisonflow", "hyperx-steering")
+#: the options each emulated reproduction uses (besides --json and --out): any other
+#: given with it is refused, not silently ignored
+USES = {"hybrid-reconfig": ("--rules", "--period", "--duration", "--channel"),
+        "unisonflow": ("--tagger", "--plot"),
+        "hyperx-steering": ("--bytes", "--iterations", "--during", "--channel", "--plot")}
 
 
 def register(app: typer.Typer) -> None:
@@ -134,11 +139,11 @@ def reproduce_emulated(
                                         "figures (PNG) into this directory."),
 ) -> None:
     """Reproduce a source document's evaluation (``--emulate NAME``: on real switches)."""
+    # (by name: typer's click may not be the click importable here)
+    given = [p.opts[0] for p in ctx.command.params
+             if p.name != "emulate" and getattr(ctx.get_parameter_source(p.name), "name", "") == "COMMANDLINE"]
     if emulate is None:
         # these options belong to --emulate; before a subcommand they would be dropped
-        # (by name: typer's click may not be the click importable here)
-        given = [p.opts[0] for p in ctx.command.params
-                 if p.name != "emulate" and getattr(ctx.get_parameter_source(p.name), "name", "") == "COMMANDLINE"]
         if given:
             raise NetsteerError(f"applies with --emulate NAME only; a reproduction takes its own options after its "
                                 f"name (netsteer reproduce NAME --help)", field=given[0])
@@ -149,9 +154,10 @@ def reproduce_emulated(
         raise NetsteerError("--emulate NAME takes no subcommand", field="--emulate")
     if emulate not in EMULATED:
         raise NetsteerError(f"{emulate!r} has no emulated reproduction; there is {', '.join(EMULATED)}", field="--emulate")
-    if plot is not None and emulate == "hybrid-reconfig":
-        raise NetsteerError("hybrid-reconfig draws no figures; --plot is for unisonflow and hyperx-steering",
-                            field="--plot")
+    for opt in given:
+        if opt not in ("--json", "--out", *USES[emulate]):
+            raise NetsteerError(f"{emulate} does not use it; it takes {', '.join(USES[emulate])}, --json, --out",
+                                field=opt)
     if plot is not None:
         from ..report.outdir import check_out_path
 
@@ -160,8 +166,6 @@ def reproduce_emulated(
 
     if tagger not in TAGGERS:
         raise NetsteerError(f"{tagger!r} is not a tag writer; there is {', '.join(TAGGERS)}", field="--tagger")
-    if tagger != "ebpf" and emulate != "unisonflow":
-        raise NetsteerError(f"{emulate} does not tag at the hosts; --tagger is for unisonflow", field="--tagger")
     if emulate == "unisonflow":
         return _unisonflow(as_json, out, plot, tagger)
     if emulate == "hyperx-steering":
