@@ -234,7 +234,12 @@ def _hyperx(as_json: bool, out: Path | None, plot: Path | None, nbytes: int, ite
                             f"up to 64 MiB, not {nbytes}", field="--bytes")
     if not 1 <= iterations <= 100:
         raise NetsteerError(f"must be 1..100, not {iterations}", field="--iterations")
-    rep = run(iterations=iterations, nbytes=nbytes, channel=channel, during=during, progress=_say(as_json))
+    try:
+        rep = run(iterations=iterations, nbytes=nbytes, channel=channel, during=during, progress=_say(as_json))
+    except NetsteerError as exc:
+        if exc.field in ("bytes", "iterations", "channel"):  # run()'s parameters are these options
+            raise exc.as_options() from None
+        raise
     if plot is not None:
         from ..emulate.plots import hyperx_links
 

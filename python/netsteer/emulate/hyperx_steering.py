@@ -228,6 +228,11 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
         raise NetsteerError(f"{channel!r} is not a channel; there is {', '.join(CHANNELS)}", field="channel")
     if iterations < 1:
         raise NetsteerError(f"iterations must be at least 1, not {iterations}", field="iterations")
+    if during and iterations < 2:
+        # steered after the first all-reduce, the second has begun already: none runs
+        # wholly after the steering, and the job would run only to be refused
+        raise NetsteerError("steering during the job needs at least 2: it steers once that many all-reduces have "
+                            "ended, and the one after has begun already", field="iterations")
     if nbytes < 4 * RANKS or nbytes % (4 * RANKS):
         raise NetsteerError(f"the ring splits the buffer in {RANKS} chunks of 32-bit floats: {nbytes} bytes is not "
                             f"a positive multiple of {4 * RANKS}", field="bytes")
