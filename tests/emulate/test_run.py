@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
+import netsteer.emulate.testbed as _testbed
 from netsteer.emulate.run import Flow, _summary, predict
+
+CHECK_MACHINE = _testbed.check_machine  # the real one, before a test replaces it
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -222,3 +225,31 @@ def test_a_transfer_reports_how_long_it_ran_not_its_deadline():
     client = {"end": {"sum_sent": {"seconds": 5.61, "bytes": 1}, "sum_received": {"bits_per_second": 4e7}}}
     r = _summary(Flow(0, 2, 0.0, 12.9, 1 << 30), client, {"end": {}}, udp=False, scale=0.01)
     assert (r["duration_s"], r["deadline_s"], r["start_s"]) == (5.61, 12.9, 0.0)
+
+
+@pytest.mark.parametrize("replace,field", [
+    ({"ctl": ("controller:\n  hybrid:", "controller_:\n  hybrid:")}, "controller"),
+    ({"racks": ("racks: 3, servers_per_rack: 2", "racks: 3, servers_per_rack: 12")}, "topology"),
+    ({"core": ("core_bandwidth: 1Gbps", "core_bandwidth: 1Mbps")}, "topology"),
+])
+def test_emulate_refusals_of_what_the_scenario_holds_name_its_file(tmp_path, monkeypatch, replace, field):
+    """'controller: emulate needs ...', 'topology: ... has 36 hosts', 'topology: link
+    rates ... cannot all be emulated' named no file, where a parse error does."""
+    import netsteer.emulate.testbed as testbed
+    from netsteer.emulate.run import emulate
+    from netsteer.errors import NetsteerError
+    from netsteer.scenario import build_scenario, load_scenario
+
+    no_testbed(monkeypatch)
+    # the real machine check, on a machine that has root and every tool
+    monkeypatch.setattr(testbed, "check_machine", CHECK_MACHINE)
+    monkeypatch.setattr(testbed.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(testbed.shutil, "which", lambda tool: "/bin/" + tool)
+    f = scenario_file(tmp_path, **replace)
+    text = f.read_text()
+    if field == "controller":  # a scenario without a hybrid controller: drop the block
+        text = text.split("controller_:")[0] + "driver:" + text.split("driver:")[1]
+        f.write_text(text)
+    with pytest.raises(NetsteerError) as e:
+        emulate(build_scenario(load_scenario(f)))
+    assert e.value.message().startswith(f"{f}: {field}: "), e.value.message()

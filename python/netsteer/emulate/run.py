@@ -128,12 +128,17 @@ def scale_controller(hybrid, time_scale: float) -> None:
 CHANNELS = ("osken", "ofctl")
 
 
+def _file_of(built) -> str | None:
+    """The scenario's file, for messages (None: built from data)."""
+    file = getattr(built.scenario, "file", None)
+    return None if file is None else str(file)
+
+
 def check_scenario(built) -> None:
     """Refuse what the testbed would leave out: the simulated prediction applies a
     scenario's driver faults and events, and comparing with a run that had failures
     the emulation did not have would blame the testbed for them."""
-    file = getattr(built.scenario, "file", None)
-    file = None if file is None else str(file)
+    file = _file_of(built)
     if (built.driver_options or {}).get("faults"):
         raise NetsteerError("emulate does not inject driver faults on real switches, and the simulated prediction "
                             "would fail where the emulation does not; remove them to emulate", file=file,
@@ -192,14 +197,21 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
     """
     hybrid = built.hybrid
     check_scenario(built)
+    file = _file_of(built)
     if hybrid is None:
-        raise NetsteerError("emulate needs a scenario with a hybrid controller (controller.hybrid)", field="controller")
+        raise NetsteerError("emulate needs a scenario with a hybrid controller (controller.hybrid)", file=file,
+                            field="controller")
     check_number(time_scale, "time_scale", *TIME_SCALE)
     topo = built.topology
     from ..scenario import build_scenario
     from .testbed import check_machine
 
-    scale = check_machine(topo, max_rate_bps=max_rate_bps)  # refused here, before anything starts
+    try:
+        scale = check_machine(topo, max_rate_bps=max_rate_bps)  # refused here, before anything starts
+        flows_of(built, time_scale, 0.0)  # (its refusals: what the scenario's jobs hold)
+    except NetsteerError as exc:
+        # what this scenario holds (its hosts, its rates, its jobs) is in its file
+        raise (exc.located(file) if exc.field in ("topology", "jobs") else exc) from None
 
     # the simulator's prediction, from a fresh build (the run changes the controller):
     # each transfer's deadline follows from its simulated time, and the report has it
@@ -301,8 +313,7 @@ class _Timed:
 def check_length(built, flows: list[Flow], schedule_s: list[float], time_scale: float) -> None:
     """Refuse a run longer than :data:`MAX_RUN_S`, naming the job (or the schedule)
     that makes it so, in the scenario file."""
-    file = getattr(built.scenario, "file", None)
-    file = None if file is None else str(file)
+    file = _file_of(built)
     worst = max(flows, key=lambda f: f.start_s + f.duration_s, default=None)
     end = -1.0 if worst is None else worst.start_s + worst.duration_s
     last = max(schedule_s, default=0.0)
