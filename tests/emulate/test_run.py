@@ -184,11 +184,22 @@ def test_a_long_job_is_refused_naming_the_job_in_the_file_not_the_time_scale(tmp
 
 
 class _Proc:
+    """An iperf3 client that sends until ``ends_ns`` and then writes its report, a
+    long run's more than a pipe holds: it exits only once that is read."""
+
     def __init__(self, ends_ns, drv):
-        self.ends_ns, self.drv = ends_ns, drv
+        self.ends_ns, self.drv, self.read = ends_ns, drv, False
 
     def poll(self):
-        return 0 if self.drv.now >= self.ends_ns else None
+        return 0 if self.read else None
+
+    def communicate(self, timeout=None):
+        import time
+
+        while self.drv.now < self.ends_ns:
+            time.sleep(0.001)
+        self.read = True
+        return '{"end": {}}', ""
 
 
 class _Driver:
@@ -198,6 +209,9 @@ class _Driver:
         self.now, self.end_ns, self._pending = 0, 60_000_000_000, []
 
     def advance(self, until):
+        import time
+
+        time.sleep(0.02)  # the wall time a tick takes: the report readers run meanwhile
         self.now = self.end_ns if until is None else min(until, self.end_ns)
         return "done" if self.now >= self.end_ns else "until"
 
@@ -205,7 +219,8 @@ class _Driver:
 def test_the_run_ends_when_its_flows_do_not_at_the_deadline():
     """The loop stopped at the deadline (17.7 s on hybrid-congestion, whose flows end
     at about 5.6 s: 12 s of idle wall time); it ends within a tick of the last flow,
-    once the last scheduled reconfiguration came."""
+    once the last scheduled reconfiguration came, also when a client exits only once
+    its report is read (at --udp 500Mbps: a 34 s run's report outgrew the pipe)."""
     from netsteer.emulate.run import TICK_NS, _Starter
 
     drv = _Driver()
@@ -213,7 +228,8 @@ def test_the_run_ends_when_its_flows_do_not_at_the_deadline():
     st = _Starter(drv, None, [(Flow(0, 1, 0.0, 3.0), []), (Flow(2, 3, 0.0, 17.0, 1 << 30), [])], procs)
     while st.advance(None) != "done":
         pass
-    assert 5_600_000_000 <= drv.now <= 5_600_000_000 + TICK_NS
+    assert 5_600_000_000 <= drv.now <= 5_600_000_000 + 5 * TICK_NS
+    assert st.report(procs[1]) == {"end": {}}
     drv = _Driver()
     st = _Starter(drv, None, [(Flow(0, 1, 0.0, 3.0), [])], [_Proc(1_000_000_000, drv)], 8_000_000_000)
     while st.advance(None) != "done":

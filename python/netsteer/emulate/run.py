@@ -11,6 +11,7 @@ Scenario times (flow durations, scheduled reconfigurations) are multiplied by
 
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -256,13 +257,14 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
             started = [tb.start(f.src, *a) if f.start_s <= 0 else None for f, a in clients]
             drv._t0 = drv.clock()  # scenario time 0: the first flows start now
             ctl = _Timed(controller or hybrid, drv)
-            status = run_wall_loop(_Starter(drv, tb, clients, started, max(ends + [0]),
-                                            lambda: getattr(hybrid, "current", None) is not None), ctl)
+            starter = _Starter(drv, tb, clients, started, max(ends + [0]),
+                               lambda: getattr(hybrid, "current", None) is not None)
+            status = run_wall_loop(starter, ctl)
             ran_s = drv.now / 1e9
             counters = drv.counters()
             results = []
             for (f, _), p, s in zip(clients, started, servers):
-                cj = iperf_json(p, timeout=f.duration_s + 10) if p is not None else {"error": "not started"}
+                cj = starter.report(p)
                 sj = iperf_json(s, timeout=5)
                 results.append(_summary(f, cj, sj, udp_bps is not None, tb.scale))
             report = hybrid.report()
@@ -340,6 +342,30 @@ class _Starter:
     def __init__(self, drv, tb, clients, started, last_scheduled_ns: int = 0, busy=lambda: False):
         self.drv, self.tb, self.clients, self.started = drv, tb, clients, started
         self.last_scheduled_ns, self.busy = last_scheduled_ns, busy
+        self.readers: dict[int, tuple[threading.Thread, dict]] = {}
+        for (f, _), p in zip(clients, started):
+            if p is not None:
+                self._read(f, p)
+
+    def _read(self, f: Flow, p) -> None:
+        """Read ``p``'s report as it comes: iperf3 writes its ``--json`` report at its
+        end, and a long run's outgrows the pipe, so an unread client never exits."""
+        box: dict = {}
+        th = threading.Thread(target=lambda: box.update(r=iperf_json(p, timeout=f.duration_s + 10)), daemon=True)
+        th.start()
+        self.readers[id(p)] = (th, box)
+
+    def report(self, p) -> dict:
+        """The client ``p``'s iperf3 report (waiting for it)."""
+        if p is None or id(p) not in self.readers:
+            return {"error": "not started"}
+        th, box = self.readers[id(p)]
+        th.join()
+        return box.get("r", {"error": "no report"})
+
+    def _done(self, p) -> bool:
+        r = self.readers.get(id(p))
+        return p.poll() is not None if r is None else not r[0].is_alive()
 
     def __getattr__(self, name):
         return getattr(self.drv, name)
@@ -359,12 +385,13 @@ class _Starter:
         for i, ((f, args), p) in enumerate(zip(self.clients, self.started)):
             if p is None and f.start_s * 1e9 <= self.drv.now:
                 self.started[i] = self.tb.start(f.src, *args)
+                self._read(f, self.started[i])
         return "done" if status != "done" and self.finished() else status
 
     def finished(self) -> bool:
         """Every flow's iperf3 client has exited, nothing scheduled is to come, and no
         reconfiguration or circuit is under way."""
-        return (all(p is not None and p.poll() is not None for p in self.started)
+        return (all(p is not None and self._done(p) for p in self.started)
                 and self.drv.now >= self.last_scheduled_ns and not self.busy() and not self.drv._pending)
 
 
