@@ -236,6 +236,9 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
     if nbytes < 4 * RANKS or nbytes % (4 * RANKS):
         raise NetsteerError(f"the ring splits the buffer in {RANKS} chunks of 32-bit floats: {nbytes} bytes is not "
                             f"a positive multiple of {4 * RANKS}", field="bytes")
+    from .mpi import check_management_net
+
+    check_management_net()  # before the testbed: a busy or stale management net refuses the run
     topo = testbed()
     hosts = placement()
     sip = topo.node("sip")
