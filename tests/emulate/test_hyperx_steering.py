@@ -122,17 +122,18 @@ def test_ecmp_groups_become_select_groups_and_every_bucket_reaches_the_host():
     (["--bytes", "0"], "--bytes"),
     (["--iterations", "0"], "--iterations"),
     (["--channel", "netconf"], "--channel"),
+    (["--during", "--iterations", "1"], "--iterations"),  # ran ~19 s, then could only be refused
 ])
 def test_bad_hyperx_steering_options_are_refused_before_anything_starts(args, field):
-    p = _cli("reproduce", "--emulate", "hyperx-steering", *args)
-    assert p.returncode == 2 and field in p.stderr
+    p = _cli("reproduce", "--emulate", "hyperx-steering", *args, timeout=60)
+    assert p.returncode == 2 and p.stderr.startswith(f"netsteer: error: {field}:"), p.stderr
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
 
 @needs_testbed
 def test_a_run_the_testbed_could_not_finish_is_refused_with_an_estimate_before_anything_starts():
     p = _cli("reproduce", "--emulate", "hyperx-steering", "--bytes", str(1 << 26), "--iterations", "4")
-    assert p.returncode == 2 and "bytes:" in p.stderr and "would take about" in p.stderr
+    assert p.returncode == 2 and "--bytes:" in p.stderr and "would take about" in p.stderr
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
 

@@ -259,3 +259,21 @@ def test_the_app_gives_a_bundle_one_timeout_and_the_driver_waits_longer(monkeypa
     with pytest.raises(RuntimeError):  # no commit reply: this fake switch answers nothing
         app._handle({"op": "bundle", "dpid": 5, "lines": ["flow add table=0,priority=0 actions=drop"]})
     assert waits == [osken_app.TIMEOUT_S, osken_app.TIMEOUT_S - 7.0]
+
+
+@pytest.mark.parametrize("args, option", [
+    (["unisonflow", "--channel", "foo"], "--channel"),
+    (["unisonflow", "--rules", "7"], "--rules"),
+    (["unisonflow", "--bytes", "5"], "--bytes"),
+    (["hybrid-reconfig", "--iterations", "3"], "--iterations"),
+    (["hybrid-reconfig", "--during"], "--during"),
+    (["hybrid-reconfig", "--plot", "figs"], "--plot"),
+    (["hyperx-steering", "--rules", "5"], "--rules"),
+    (["hyperx-steering", "--period", "2"], "--period"),
+    (["hyperx-steering", "--tagger", "ebpf"], "--tagger"),
+])
+def test_a_reproduction_refuses_options_it_does_not_use(args, option, tmp_path):
+    """``reproduce --emulate unisonflow --channel foo --rules 7 --bytes 5`` started
+    building its testbed: the options were silently ignored."""
+    p = refused("reproduce", "--emulate", *args, cwd=tmp_path)
+    assert p.stderr.startswith(f"netsteer: error: {option}: {args[0]} does not use it"), p.stderr

@@ -18,6 +18,11 @@ out_console = Console()
 err_console = Console(stderr=True)
 
 EMULATED = ("hybrid-reconfig", "unisonflow", "hyperx-steering")
+#: the options each emulated reproduction uses (besides --json and --out): any other
+#: given with it is refused, not silently ignored
+USES = {"hybrid-reconfig": ("--rules", "--period", "--duration", "--channel"),
+        "unisonflow": ("--tagger", "--plot"),
+        "hyperx-steering": ("--bytes", "--iterations", "--during", "--channel", "--plot")}
 
 
 def register(app: typer.Typer) -> None:
@@ -82,11 +87,9 @@ def emulate_cmd(
     built = build_scenario(load_scenario(scenario))
     rep = emulate(built, time_scale=time_scale, udp_bps=udp_bps, channel=channel, max_rate_bps=max_rate_bps,
                   progress=_say(as_json))
-    from ..emulate.run import compare, controller_share, predict
+    from ..emulate.run import compare, controller_share
 
-    _say(as_json)("the simulator's prediction for the same scenario")
     rep["steps"] = controller_share(rep["controller"] or {}, rep["pushes"], rep["decisions"])
-    rep["simulated"] = predict(build_scenario(load_scenario(scenario)))  # a fresh build: the run changed its controller
     rep["difference"] = compare(rep, rep["simulated"])
     _write(out, rep)
     if as_json:
@@ -110,6 +113,8 @@ def emulate_cmd(
                           + ("none" if sim is None else f"at {num(sim['start_s'])} s, delay {num(sim['delay_s'])} s"))
     for s in sims[len(rep["steps"]):]:
         out_console.print(f"simulated only: reconfiguration ({s['trigger']}) at {num(s['start_s'])} s")
+    if rep["simulated"].get("note"):
+        err_console.print(f"[yellow]note:[/] {rep['simulated']['note']}")
     for note in rep.get("notes", []):
         err_console.print(f"[yellow]note:[/] {note}")
 
@@ -134,11 +139,11 @@ def reproduce_emulated(
                                         "figures (PNG) into this directory."),
 ) -> None:
     """Reproduce a source document's evaluation (``--emulate NAME``: on real switches)."""
+    # (by name: typer's click may not be the click importable here)
+    given = [p.opts[0] for p in ctx.command.params
+             if p.name != "emulate" and getattr(ctx.get_parameter_source(p.name), "name", "") == "COMMANDLINE"]
     if emulate is None:
         # these options belong to --emulate; before a subcommand they would be dropped
-        # (by name: typer's click may not be the click importable here)
-        given = [p.opts[0] for p in ctx.command.params
-                 if p.name != "emulate" and getattr(ctx.get_parameter_source(p.name), "name", "") == "COMMANDLINE"]
         if given:
             raise NetsteerError(f"applies with --emulate NAME only; a reproduction takes its own options after its "
                                 f"name (netsteer reproduce NAME --help)", field=given[0])
@@ -149,9 +154,10 @@ def reproduce_emulated(
         raise NetsteerError("--emulate NAME takes no subcommand", field="--emulate")
     if emulate not in EMULATED:
         raise NetsteerError(f"{emulate!r} has no emulated reproduction; there is {', '.join(EMULATED)}", field="--emulate")
-    if plot is not None and emulate == "hybrid-reconfig":
-        raise NetsteerError("hybrid-reconfig draws no figures; --plot is for unisonflow and hyperx-steering",
-                            field="--plot")
+    for opt in given:
+        if opt not in ("--json", "--out", *USES[emulate]):
+            raise NetsteerError(f"{emulate} does not use it; it takes {', '.join(USES[emulate])}, --json, --out",
+                                field=opt)
     if plot is not None:
         from ..report.outdir import check_out_path
 
@@ -160,8 +166,6 @@ def reproduce_emulated(
 
     if tagger not in TAGGERS:
         raise NetsteerError(f"{tagger!r} is not a tag writer; there is {', '.join(TAGGERS)}", field="--tagger")
-    if tagger != "ebpf" and emulate != "unisonflow":
-        raise NetsteerError(f"{emulate} does not tag at the hosts; --tagger is for unisonflow", field="--tagger")
     if emulate == "unisonflow":
         return _unisonflow(as_json, out, plot, tagger)
     if emulate == "hyperx-steering":
@@ -230,7 +234,12 @@ def _hyperx(as_json: bool, out: Path | None, plot: Path | None, nbytes: int, ite
                             f"up to 64 MiB, not {nbytes}", field="--bytes")
     if not 1 <= iterations <= 100:
         raise NetsteerError(f"must be 1..100, not {iterations}", field="--iterations")
-    rep = run(iterations=iterations, nbytes=nbytes, channel=channel, during=during, progress=_say(as_json))
+    try:
+        rep = run(iterations=iterations, nbytes=nbytes, channel=channel, during=during, progress=_say(as_json))
+    except NetsteerError as exc:
+        if exc.field in ("bytes", "iterations", "channel"):  # run()'s parameters are these options
+            raise exc.as_options() from None
+        raise
     if plot is not None:
         from ..emulate.plots import hyperx_links
 
@@ -259,6 +268,9 @@ def _hyperx(as_json: bool, out: Path | None, plot: Path | None, nbytes: int, ite
                       f"({sum(x['changes'] for x in st['steps'])} rule changes, make-before-break move by move)")
     err_console.print(f"steering: {cmp['speedup_emulated']:.2f}x the ring's bandwidth emulated, "
                       f"{cmp['speedup_simulated']:.2f}x simulated")
+    for name, gaps in rep["links"].get("gaps", {}).items():
+        err_console.print(f"[yellow]note:[/] {len(gaps)} failed read(s) of the {name} counter (first at "
+                          f"{gaps[0][0]:.2f} s: {gaps[0][1]}); its rates there span the gap")
 
 
 def _unisonflow(as_json: bool, out: Path | None, plot: Path | None = None, tagger: str = "ebpf") -> None:

@@ -25,12 +25,17 @@ class Sampler(threading.Thread):
     cumulative counters (bytes through some switch ports), stamped at the middle of
     the read. Start it, stop it (``stop.set(); join()``), and call :meth:`read` once
     before and after for the exact ends. Counters read one after another are best
-    sampled each by its own sampler, so each has its own stamp."""
+    sampled each by its own sampler, so each has its own stamp.
+
+    A read that fails while sampling (a switch busy or going away) is a gap, not the
+    sampler's end: ``gaps`` keeps ``(wall ns, reason)`` and sampling goes on; once
+    stopping (the run ended or was interrupted), a failed read ends it quietly."""
 
     def __init__(self, read: Callable[[], dict[str, float]], period_s: float = SAMPLE_S):
         super().__init__(daemon=True)
         self._read, self.period_s = read, period_s
         self.samples: list[tuple[int, dict[str, float]]] = []
+        self.gaps: list[tuple[int, str]] = []
         self.stop = threading.Event()
 
     def read(self) -> None:
@@ -51,7 +56,12 @@ class Sampler(threading.Thread):
         except PermissionError:
             pass
         while not self.stop.is_set():
-            self.read()
+            try:
+                self.read()
+            except Exception as exc:  # noqa: BLE001 -- any failed read: a gap, never a traceback
+                if self.stop.is_set():  # shutting down: the switches go with the run
+                    return
+                self.gaps.append((time.time_ns(), " ".join(str(exc).split())[:200]))
             self.stop.wait(self.period_s)
 
     def within(self, a_ns: int, b_ns: int) -> int:

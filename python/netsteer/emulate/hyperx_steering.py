@@ -228,9 +228,17 @@ def run(iterations: int = 4, nbytes: int = 1 << 20, rate_bps: float = RATE_BPS, 
         raise NetsteerError(f"{channel!r} is not a channel; there is {', '.join(CHANNELS)}", field="channel")
     if iterations < 1:
         raise NetsteerError(f"iterations must be at least 1, not {iterations}", field="iterations")
+    if during and iterations < 2:
+        # steered after the first all-reduce, the second has begun already: none runs
+        # wholly after the steering, and the job would run only to be refused
+        raise NetsteerError("steering during the job needs at least 2: it steers once that many all-reduces have "
+                            "ended, and the one after has begun already", field="iterations")
     if nbytes < 4 * RANKS or nbytes % (4 * RANKS):
         raise NetsteerError(f"the ring splits the buffer in {RANKS} chunks of 32-bit floats: {nbytes} bytes is not "
                             f"a positive multiple of {4 * RANKS}", field="bytes")
+    from .mpi import check_management_net
+
+    check_management_net()  # before the testbed: a busy or stale management net refuses the run
     topo = testbed()
     hosts = placement()
     sip = topo.node("sip")
@@ -384,7 +392,8 @@ def compare(rep: dict) -> dict[str, Any]:
 
 def _series(samplers: dict[str, Sampler], rep: dict) -> dict[str, Any]:
     """The sampled transmit counters as rates (bit/s at the testbed's rates) over
-    seconds since the first sample, and each run's span on that clock. The first
+    seconds since the first sample, each run's span on that clock, and each counter's
+    failed reads (``gaps``: a rate there is the average across the gap). The first
     sampler's instants are the clock; the other counters are read there, linear
     between their own samples."""
     first = next(iter(samplers.values()))
@@ -396,6 +405,9 @@ def _series(samplers: dict[str, Sampler], rep: dict) -> dict[str, Any]:
         out["bps"][name] = (np.diff(v) * 8 / np.maximum(np.diff(t) * 1e-9, 1e-9)).round(0).tolist()
     for key in ("standard", "steered"):
         out["runs"][key] = [(rep[key]["start_ns"] - t[0]) * 1e-9, (rep[key]["end_ns"] - t[0]) * 1e-9]
+    # failed reads (seconds on the same clock, why): the rates there span the gap
+    out["gaps"] = {name: [[round((g - t[0]) * 1e-9, 3), why] for g, why in sampler.gaps]
+                   for name, sampler in samplers.items() if sampler.gaps}
     return out
 
 

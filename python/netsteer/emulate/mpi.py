@@ -47,6 +47,29 @@ MGMT_DEV = "mg0"  # its name inside every host namespace
 TAGGERS = ("ebpf", "ovs", "auto")
 
 
+OWNER = "netsteer-pid="  # the management bridge's alias: which process made it
+
+
+def check_management_net() -> None:
+    """Refuse, before a testbed is built, when another bridge holds the management
+    network (its PMI connections would go there): a live run's (MPI emulations cannot
+    run side by side: wait), or one a killed run left (delete it). Only a bridge whose
+    owner process is gone is said to be safe to delete."""
+    for line in _run("ip", "-o", "-4", "addr").stdout.splitlines():
+        if f" {MGMT_NET}." not in line:
+            continue
+        dev = line.split()[1]
+        alias = _run("ip", "-o", "link", "show", "dev", dev, check=False).stdout
+        m = re.search(rf"alias {OWNER}(\d+)", alias)
+        pid = int(m.group(1)) if m else None
+        if pid is not None and pid != os.getpid() and os.path.exists(f"/proc/{pid}"):
+            raise NetsteerError(f"{dev} holds {MGMT_NET}.0/24 for a run still going (process {pid}); MPI emulations "
+                                "cannot run side by side: wait for it to end", field="emulate")
+        why = f"its run, process {pid}, is gone" if pid is not None else "made by no netsteer run it can name"
+        raise NetsteerError(f"{dev} already holds {MGMT_NET}.0/24 ({why}; if no netsteer MPI emulation is running, "
+                            f"ip link del {dev})", field="emulate")
+
+
 def mgmt_ip(h: int) -> str:
     """Host ``h``'s address on the management bridge (PMI only)."""
     return f"{MGMT_NET}.{h + 1}"
@@ -235,12 +258,10 @@ class MpiHosts:
 
     def _build(self) -> None:
         tb = self.tb
-        for line in _run("ip", "-o", "-4", "addr").stdout.splitlines():
-            if f" {MGMT_NET}." in line:
-                # a run killed before its teardown: its bridge would take the PMI connections
-                raise NetsteerError(f"{line.split()[1]} already holds {MGMT_NET}.0/24 (left by a killed run? "
-                                    f"ip link del {line.split()[1]})", field="emulate")
+        check_management_net()  # again: a run may have started since the caller checked
         _run("ip", "link", "add", self.bridge, "type", "bridge")
+        # its owner, so that another run's check can tell a live run's bridge from a leftover
+        _run("ip", "link", "set", "dev", self.bridge, "alias", f"{OWNER}{os.getpid()}")
         _run("ip", "addr", "add", f"{MGMT_ROOT}/24", "dev", self.bridge)
         _run("ip", "link", "set", self.bridge, "up")
         cases = []
@@ -251,8 +272,8 @@ class MpiHosts:
             self.env.update({"LD_PRELOAD": str(build_pmpi(self.dir)), "NETSTEER_TAG_DIR": str(self.tag_dir)})
         for h, ns in enumerate(tb.namespaces):
             root_end = f"{tb.prefix}m{h}"
+            self.veths.append(root_end)  # recorded first: an interrupted ``ip link add`` may have made it
             _run("ip", "link", "add", root_end, "type", "veth", "peer", "name", MGMT_DEV, "netns", ns)
-            self.veths.append(root_end)
             _run("ip", "link", "set", root_end, "master", self.bridge, "up")
             _run("ip", "-n", ns, "addr", "add", f"{mgmt_ip(h)}/24", "dev", MGMT_DEV)
             _run("ip", "-n", ns, "link", "set", MGMT_DEV, "up")

@@ -24,7 +24,7 @@ from typing import Any
 from ..errors import NetsteerError
 from ..drivers.openflow.switch import OfctlSwitch
 from .fabric_routes import RANK_MASK, ecmp_tables, tag_tables
-from .mpi import MpiHosts, compile_program
+from .mpi import MpiHosts, check_management_net, compile_program
 from .testbed import Testbed
 from .unisonflow_real import source_fabric
 
@@ -85,6 +85,7 @@ def run(max_bytes: int = 1 << 18, lat_iters: int = 200, bw_iters: int = 20, wind
     restored = {m: 0 for m in MODES}
     with tempfile.TemporaryDirectory(prefix="netsteer-osu-") as d:
         exe = compile_program("osu_like", d)
+        check_management_net()  # before the testbed: a busy or stale management net refuses the run
         with Testbed(topo, progress=progress, host_bridges=tagger != "ebpf") as tb:
             tables = {"plain": ecmp_tables(topo), "tagged": tag_tables(topo, list(pair))}
             for k in range(repeat):

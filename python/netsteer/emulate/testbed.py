@@ -179,15 +179,17 @@ class Testbed:
     def build(self) -> None:
         t = self.topo
         n = t.n_hosts
+        # every name is recorded before it is created: an interrupt (Ctrl-C reaches the
+        # ``ip`` child too) may leave it half made, and close() removes what it finds
         for h in range(n):
             ns = f"{self.prefix}-h{h}"
-            _run("ip", "netns", "add", ns)
             self.namespaces.append(ns)
+            _run("ip", "netns", "add", ns)
             _run("ip", "-n", ns, "link", "set", "lo", "up")
         for node in t.switches.tolist():  # a topology's hosts need not be its first nodes
             br = f"{self.prefix}s{node}"
-            _add_bridge(br, dpid_of(node))
             self.bridges[node] = br
+            _add_bridge(br, dpid_of(node))
         if self.want_host_bridges:
             for h in range(n):
                 self.host_bridges[h] = f"{self.prefix}b{h}"
@@ -207,8 +209,8 @@ class Testbed:
                 elif h >= 0:
                     # the host's own bridge: port 2 its link, port 1 a veth into the host
                     inner, outer = f"{self.prefix}b{h}i", f"{self.prefix}b{h}o"
-                    _run("ip", "link", "add", inner, "type", "veth", "peer", "name", outer)
                     self.veths += [inner, outer]
+                    _run("ip", "link", "add", inner, "type", "veth", "peer", "name", outer)
                     self._host_end(h, inner)
                     for dev, p in ((outer, 1), (end, 2)):
                         vsctl += self._switch_port(self.host_bridges[h], dev, p)
@@ -239,8 +241,9 @@ class Testbed:
         Every end starts in the root namespace; a host's end is moved into its own.
         """
         for end, mid in zip(ends, mids):
+            # recorded first (see build); what is still in the root namespace is deleted at teardown
+            self.veths += [end, mid]
             _run("ip", "link", "add", end, "type", "veth", "peer", "name", mid)
-            self.veths += [end, mid]  # what is still in the root namespace is deleted at teardown
         for mid, other in ((mids[0], mids[1]), (mids[1], mids[0])):
             _run("ethtool", "-K", mid, "tx", "off", "gro", "off", "gso", "off", "tso", "off", check=False)
             _run("ip", "link", "set", mid, "up", "mtu", "1500")

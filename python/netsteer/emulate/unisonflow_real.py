@@ -32,7 +32,7 @@ from ..topology.pgft import pgft
 from ..unisonflow.tags import PRIMITIVE_NAMES
 from .counters import Sampler, sampling
 from .fabric_routes import ecmp_tables, notify_tables, tag_tables
-from .mpi import MpiHosts, compile_program, phases, read_peer_tables
+from .mpi import MpiHosts, check_management_net, compile_program, phases, read_peer_tables
 from .reactive_tags import ReactiveTags
 from .testbed import Testbed
 
@@ -83,6 +83,7 @@ def run(iterations: int = 300, nbytes: int = 1000, routing: str = "ecmp", progre
     modules = MODULES if modules is None else modules
     with tempfile.TemporaryDirectory(prefix="netsteer-uf-") as d:
         exe = compile_program("bcast_reduce", d)
+        check_management_net()  # before the testbed: a busy or stale management net refuses the run
         with Testbed(topo, progress=progress, host_bridges=tagger != "ebpf") as tb, \
                 _reactive(tb, topo, routing, modules) as reactive:
             ranks = list(range(topo.n_hosts))

@@ -65,7 +65,10 @@ class OfctlSwitch:
             raise SwitchError(f"{self.name}: no answer within {TIMEOUT_S} s (disconnected?)") from None
         if p.returncode != 0:
             err = " ".join((p.stderr or p.stdout).split())[:300]
-            raise SwitchError(f"{self.name} refused the change: {err}")
+            verb = next(a for a in args if not a.startswith("-"))
+            # a statistics or table read is no change the switch refused
+            what = f"ovs-ofctl {verb} failed" if verb.startswith("dump") else "refused the change"
+            raise SwitchError(f"{self.name} {what}: {err}")
         return p.stdout
 
     def bundle(self, lines: list[str]) -> None:
