@@ -201,6 +201,8 @@ def test_a_repair_pending_at_the_end_and_a_dead_circuit_in_force_are_noted():
     (lambda d: d["controller"]["hybrid"].update(schedule=[{"at": "1s", "circuits": [[0, False, 1]]}]),
      "controller.hybrid.schedule.0.circuits.0.1", "a plane or rack number, got false"),
     (lambda d: d["events"].append({"at": "1s", "link_down": []}), "events.0.link_down", "must not be empty"),
+    (lambda d: d["controller"]["hybrid"].update(requests=[{"at": "1s", "src": True, "dst": 2, "bandwidth": "1Gbps"}]),
+     "controller.hybrid.requests.0.src", "a host number or name, got true"),  # it was taken as host 1
 ])
 def test_booleans_as_circuit_numbers_and_an_empty_link_list_are_refused(tmp_path, change, field, words):
     data = b_scenario()

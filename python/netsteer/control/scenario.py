@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 from typing import Annotated
 
 from ..errors import NetsteerError
@@ -81,6 +81,14 @@ class RequestModel(_Strict):
     dst: int | str | None = None
     bandwidth: Bandwidth | None = None  # bits per second
     demand: list[list[float]] | None = None
+
+    @field_validator("src", "dst", mode="before")
+    @classmethod
+    def _no_bool(cls, v: Any) -> Any:
+        # YAML's true/false would pass as hosts 1/0
+        if isinstance(v, bool):
+            raise ValueError(f"a host number or name, got {str(v).lower()}")
+        return v
 
     @model_validator(mode="after")
     def _one_kind(self) -> "RequestModel":
