@@ -177,10 +177,23 @@ def _stuck_flows(st: dict) -> str:
     return out
 
 
+def _routing_title(result: dict) -> str:
+    """The scenario's routing engine, then each other engine an event put in force
+    (``dmodk, then minhop at 20 ms``): the result's ``routing`` is the first only."""
+    out, now = str(result["routing"]), result["routing"]
+    for e in result.get("events") or []:
+        eng = e.get("engine")
+        if e.get("intent") == "routing" and eng and eng != now and "failed" not in e:
+            out += f", then {eng} at {format_seconds(e['at_s'])}"
+            now = eng
+    return out
+
+
 def _print_result(result: dict, makespan_ns: int | None = None, end_ns: int = -1) -> None:
     """The result as tables; ``makespan_ns`` and ``end_ns`` (the run's own integer ns,
     when given) show the makespan and the stall time exactly, past a float's digits."""
-    t = Table(title=f"{result['scenario']}  ({result['flows']} flows, {result['sharing']}, routing {result['routing']})")
+    t = Table(title=f"{result['scenario']}  ({result['flows']} flows, {result['sharing']}, "
+                    f"routing {_routing_title(result)})")
     pk = result.get("packet")
     t.add_column("job")
     t.add_column("flows", justify="right")

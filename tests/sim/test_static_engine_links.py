@@ -63,3 +63,17 @@ def test_a_scripted_routing_change_handles_the_next_link_change(tmp_path):
     res = run_scenario(build_scenario(load_scenario(p)))
     assert not [e for e in res.applied_events if e.get("reason") == "links changed"]
     assert [e["at_s"] for e in res.applied_events if "dmodk tables are static" in e.get("kept", "")] == [0.03]
+
+
+def test_the_event_log_and_the_title_name_the_engine_a_routing_change_put_in_force(tmp_path, capsys):
+    # the routing event used to say only "routing (reason=scripted)", and the title the first engine
+    from netsteer.cli import run_cli
+
+    p = tmp_path / "s.yaml"
+    p.write_text(SWITCHED % ("dmodk", "minhop"))
+    res = run_scenario(build_scenario(load_scenario(p)))
+    assert [(e.get("engine"), e["reason"]) for e in res.applied_events if e["intent"] == "routing"][:2] == [
+        ("minhop", "scripted"), ("minhop", "links changed")]
+    assert run_cli(["run", str(p), "--no-progress"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # (a narrow console wraps the title)
+    assert "routing dmodk, then minhop at 20 ms)" in out and "routing (engine=minhop, reason=scripted)" in out

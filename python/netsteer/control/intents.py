@@ -127,6 +127,9 @@ def describe(intent: Intent, names=None, link_name=None) -> dict[str, Any]:
         return {"intent": "links", "links": list(intent.links), "up": intent.up}
     if isinstance(intent, InstallRouting):
         out = {"intent": "routing"}
+        engine = getattr(intent.routing, "engine", None)
+        if isinstance(engine, str):  # which tables went in (a scripted change names its engine)
+            out["engine"] = engine
         if intent.reason:
             out["reason"] = intent.reason
         return out
