@@ -36,6 +36,12 @@ def controller_lines(controller: dict[str, Any] | None) -> list[str]:
       unisonflow tables: 3 tags installed, at most 4 rules per switch, 0 expired, 0 evicted, 0 refused
       steering at 0 s (exhaustive, 16 configurations): 4 ports moved, busiest channel under ecmp for all steered bytes at once 200 ms -> 100 ms
       steering at 100 s: not done, the run ended before it
+    >>> hy = {"reconfigurations": [{"id": 0, "trigger": "schedule", "method": "make-before-break",
+    ...       "start_s": 0.2, "end_s": 2.38, "status": "done",
+    ...       "failure_detours": [{"at_s": 0.5, "pairs": [[0, 1]]}]}]}
+    >>> print("\\n".join(controller_lines({"hybrid": hy})))
+      reconfiguration 0 (schedule, make-before-break): 200 ms - 2.38 s, done
+        at 500 ms: 1 rack pair(s) detoured to the electrical network, their circuit failed: 0->1
     >>> controller_lines(None)
     []
     """
@@ -45,6 +51,9 @@ def controller_lines(controller: dict[str, Any] | None) -> list[str]:
         end = "-" if r["end_s"] is None else format_seconds(r["end_s"])
         out.append(f"  reconfiguration {r['id']} ({r['trigger']}, {r['method']}): "
                    f"{format_seconds(r['start_s'])} - {end}, {r['status']}")
+        for d in r.get("failure_detours", []):  # pairs moved off a circuit that failed meanwhile
+            out.append(f"    at {format_seconds(d['at_s'])}: {len(d['pairs'])} rack pair(s) detoured to the electrical "
+                       f"network, their circuit failed: {', '.join(f'{a}->{b}' for a, b in d['pairs'])}")
     uf = c.get("unisonflow")
     if uf is not None:
         mods = ", ".join(f"{m} {n}" for m, n in uf.get("by_module", {}).items())
