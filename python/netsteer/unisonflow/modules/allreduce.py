@@ -138,8 +138,7 @@ class AllreduceDisjoint(PrimitiveModule):
         plan: dict[tuple[int, int], list] = {}
         # a link the round already uses, or one measured busy, counts alike; the
         # measured part is read once per plan, as a list the search indexes
-        busy = _BusyList(state)
-        base = [busy[ch] for ch in range(f.topo.n_channels)]
+        base = [state.busy(ch) for ch in range(f.topo.n_channels)]
         for pairs in rounds(self.algorithm, len(hosts)):
             load, used = base.copy(), [0] * len(base)
             for s, d in pairs:
