@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from typing import Annotated
 
 from ..errors import NetsteerError
@@ -46,8 +46,9 @@ def _bandwidth(value: Any) -> float:
 Bandwidth = Annotated[float, BeforeValidator(_bandwidth)]
 
 
-def _index(value: Any) -> Any:
-    """A plane or rack number: YAML's true/false would pass as 1/0.
+def _not_bool(what: str):
+    """A before-validator refusing YAML's true/false where ``what`` is expected: they
+    would pass as 1/0.
 
     >>> _index(1)
     1
@@ -55,12 +56,18 @@ def _index(value: Any) -> Any:
     Traceback (most recent call last):
     ValueError: a plane or rack number, got true
     """
-    if isinstance(value, bool):
-        raise ValueError(f"a plane or rack number, got {str(value).lower()}")
-    return value
+
+    def check(value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError(f"{what}, got {str(value).lower()}")
+        return value
+
+    return check
 
 
+_index = _not_bool("a plane or rack number")
 Index = Annotated[int, BeforeValidator(_index)]
+HostRef = Annotated[int | str | None, BeforeValidator(_not_bool("a host number or name"))]
 
 
 class _Strict(BaseModel):
@@ -77,18 +84,10 @@ class RequestModel(_Strict):
 
     at: Duration
     until: Duration | None = None
-    src: int | str | None = None
-    dst: int | str | None = None
+    src: HostRef = None
+    dst: HostRef = None
     bandwidth: Bandwidth | None = None  # bits per second
     demand: list[list[float]] | None = None
-
-    @field_validator("src", "dst", mode="before")
-    @classmethod
-    def _no_bool(cls, v: Any) -> Any:
-        # YAML's true/false would pass as hosts 1/0
-        if isinstance(v, bool):
-            raise ValueError(f"a host number or name, got {str(v).lower()}")
-        return v
 
     @model_validator(mode="after")
     def _one_kind(self) -> "RequestModel":
