@@ -608,20 +608,26 @@ def _streams(job: JobModel, why_not: str | None) -> bool:
     return job.stream if job.stream is not None else why_not is None and job.ranks >= STREAM_MIN_RANKS
 
 
-def _why_not_stream_job(job: JobModel, why_not: str | None, packet, routing=None) -> str | None:
+def _why_not_stream_job(job: JobModel, why_not: str | None, packet, routing=None, topo=None) -> str | None:
     """``why_not`` (the scenario's reason), else what in ``job`` needs its messages as
-    flows of their own: at packet level an SL other than 0, which streamed messages do
-    not carry (the engine sends them all on SL 0). ``packet``: the packet fidelity's
-    parameters, None at flow level; ``routing``: the built routing, whose
-    ``partition_sl`` gives partitions their SLs (pFTree)."""
-    if why_not is not None or packet is None:
+    flows of their own: at packet level, pairs of its hosts whose partitions give them
+    different SLs (a streamed job sends all its messages on one SL: its partition's, or
+    its class). ``packet``: the packet fidelity's parameters, None at flow level;
+    ``routing``: the built routing, whose ``partition_sl`` gives partitions their SLs
+    (pFTree), and ``topo`` its topology (None before either is built)."""
+    if why_not is not None or packet is None or topo is None:
         return why_not
-    if job.traffic_class:
-        return (f"at packet level its class ({job.traffic_class}) is its messages' SL, and streamed "
-                "messages all travel on SL 0")
-    if any((getattr(routing, "partition_sl", None) or {}).values()):
-        return ("at packet level the routing gives partitions their own SLs, and streamed messages all "
-                "travel on SL 0")
+    from .qos.scenario import job_pair_sls
+    from .traffic.placement import place
+
+    try:
+        hosts = place(job.ranks, job.placement, topo.n_hosts, job.seed)
+    except NetsteerError:
+        return None  # (the job's own checks name the field)
+    sls = job_pair_sls(routing, hosts)
+    if sls is not None and len(sls) > 1:
+        return (f"at packet level its ranks' partitions give its messages SLs {sorted(sls)}, and a streamed "
+                "job's messages all travel on one SL")
     return None
 
 
@@ -1041,7 +1047,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
                        else "an explicit placement")
                 notes.append(f"jobs.{j}.seed ({job.seed}) is not used: {how} places the ranks without a draw; "
                              "seed applies to placement: random")
-            why_job = _why_not_stream_job(job, why_not, packet, routing)
+            why_job = _why_not_stream_job(job, why_not, packet, routing, topo)
             stream = _streams(job, why_job)
             if stream and why_job is not None:
                 raise NetsteerError(f"this job cannot run streamed: {why_job}; set stream: false",

@@ -1089,6 +1089,7 @@ impl Engine {
         delay: Ns,
         weight: f64,
         priority: u8,
+        sl: u8,
     ) -> u32 {
         debug_assert!(path.iter().all(|&c| (c as usize) < self.capacity.len()));
         let now = self.now;
@@ -1110,7 +1111,7 @@ impl Engine {
             path_len: path.len(),
             weight,
             priority,
-            sl: 0,
+            sl,
             version,
         };
         let f = if let Some(f) = self.free.pop() {

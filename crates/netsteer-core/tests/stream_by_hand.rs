@@ -47,6 +47,7 @@ fn job(hosts: Vec<u32>, steps: Vec<Step>) -> JobSpec {
         start_ns: 0,
         priority: 0,
         weight: 1.0,
+        sl: 0,
         envelope: 0,
     }
 }

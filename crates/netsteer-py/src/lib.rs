@@ -300,9 +300,10 @@ impl Engine {
     /// Run an MPI job rank by rank (after ``set_router_*``); returns its index.
     ///
     /// ``steps``: tuples ``("collective", op, algorithm, bytes, root, elem_bytes)``,
-    /// ``("compute", ns)`` or ``("send", src, dst, bytes)``.
+    /// ``("compute", ns)`` or ``("send", src, dst, bytes)``. ``sl``: the service
+    /// level its messages travel on (packet fidelity).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (hosts, steps, repeat=1, start_ns=0, priority=0, weight=1.0, envelope_bytes=0))]
+    #[pyo3(signature = (hosts, steps, repeat=1, start_ns=0, priority=0, weight=1.0, envelope_bytes=0, sl=0))]
     fn add_mpi_job(
         &mut self,
         hosts: PyReadonlyArray1<i64>,
@@ -312,6 +313,7 @@ impl Engine {
         priority: u8,
         weight: f64,
         envelope_bytes: u64,
+        sl: u8,
     ) -> PyResult<usize> {
         let hosts = to_u32(hosts.as_slice()?, "host")?;
         let steps = steps
@@ -332,6 +334,7 @@ impl Engine {
             start_ns: self.to_ticks(start_ns),
             priority,
             weight,
+            sl,
             envelope: envelope_bytes,
         };
         self.inner.add_mpi_job(spec).map_err(err)
@@ -559,6 +562,13 @@ impl Engine {
             return Err(err(format!("flow {flow} does not exist")));
         }
         Ok(self.inner.flow_path(flow).to_vec().into_pyarray(py))
+    }
+    /// The service level flow ``flow`` travels on now (packet fidelity).
+    fn flow_sl(&self, flow: usize) -> PyResult<u8> {
+        if flow >= self.inner.n_flows() {
+            return Err(err(format!("flow {flow} does not exist")));
+        }
+        Ok(self.inner.flow(flow).sl)
     }
     fn channel_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
         self.inner.channel_bytes().into_pyarray(py)

@@ -102,6 +102,36 @@ def partition_flow_sls(routing, src, dst) -> np.ndarray | None:
     return sl
 
 
+def job_pair_sls(routing, hosts) -> set[int] | None:
+    """The SLs the pairs of distinct ``hosts`` (a job's) take from their partitions
+    under a routing that gives partitions SLs, as :func:`partition_flow_sls` gives
+    them to flows; None without partition SLs.
+
+    A pair's SL depends only on which partitions each host is in, and how, so one
+    host of each kind stands for the others: the cost grows with the kinds, not with
+    the pairs.
+    """
+    part_sl = getattr(routing, "partition_sl", None) if routing is not None else None
+    if not part_sl:
+        return None
+    from ..routing.deadlock import PairPolicy
+
+    policy = PairPolicy(routing.topo, getattr(routing, "partitions", None), part_sl)
+    h = np.unique(np.asarray(hosts, dtype=np.int64))
+    if not policy.partitions or len(h) < 2:
+        return {0} if len(h) > 1 else set()
+    kinds, first, count = np.unique(np.concatenate([policy.member[:, h], policy.full[:, h]]).T, axis=0,
+                                    return_index=True, return_counts=True)
+    reps = h[first]
+    _, sl = policy.columns(reps)  # sl[src, c]: as if src were another host of its kind when src is reps[c]
+    out = set()
+    for a in range(len(reps)):
+        for c in range(len(reps)):
+            if a != c or count[a] > 1:
+                out.add(int(sl[reps[a], c]))
+    return out
+
+
 def class_field(jobs, j: int, cls: int) -> str:
     """Where job ``j`` of the scenario's ``jobs`` gives a flow class ``cls``:
     ``jobs.J.flows.K.class``, ``jobs.J.bulk.K.class`` or an MPI job's ``jobs.J.class``."""

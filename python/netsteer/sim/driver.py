@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -85,6 +85,9 @@ class SimDriver:
     stream_router : Routing or ``"dmodk"``, optional
         What routes their messages (default: ``routing``); see
         :func:`netsteer.sim.stream.set_router`.
+    mpi_sls : list of int, optional
+        The service level each of ``mpi_jobs`` sends its messages on (packet
+        fidelity; default 0).
 
     Examples
     --------
@@ -120,6 +123,7 @@ class SimDriver:
         progress: Callable[[int, int | None, int], None] | None = None,
         mpi_jobs: list = (),
         stream_router: Any = None,
+        mpi_sls: Sequence[int] | None = None,
         packet: dict | None = None,
         sls: np.ndarray | None = None,
         merge_window_ns: int | None = None,
@@ -191,7 +195,7 @@ class SimDriver:
             from .stream import attach_jobs
 
             router = routing if stream_router is None else stream_router
-            self.streamed = attach_jobs(self.engine, topo, router, mpi_jobs)
+            self.streamed = attach_jobs(self.engine, topo, router, mpi_jobs, sls=mpi_sls)
 
     # -- the driver protocol ----------------------------------------------------
 

@@ -356,7 +356,7 @@ def with_qos(params: PacketParams, raw: Any, plan, *, file=None) -> PacketParams
         raise NetsteerError(str(exc), file=file, field="qos") from None
 
 
-def credit_loop(driver, sls: np.ndarray, params: PacketParams) -> str | None:
+def credit_loop(driver, params: PacketParams) -> str | None:
     """The credit loop a stalled packet run's unfinished flows hold, or None.
 
     Each unfinished flow (of the DAG, or a streamed MPI job's message in flight)
@@ -374,8 +374,8 @@ def credit_loop(driver, sls: np.ndarray, params: PacketParams) -> str | None:
     edges: dict[int, list[tuple[int, int]]] = {}
     for f in eng.unfinished_flows().tolist():
         path = [int(c) for c in eng.flow_path(f)]
-        # a slot past the DAG's flows is a streamed message: the engine sends those on SL 0
-        vl = int(sl2vl[int(sls[f]) & 15 if f < len(sls) else 0])
+        # the SL it travels on now: a DAG flow's, a streamed message's job's, or a QoS change's
+        vl = int(sl2vl[eng.flow_sl(f) & 15])
         edges.setdefault(vl, []).extend((a, b) for a, b in zip(path, path[1:]) if a < nC and b < nC)
     for vl in sorted(edges):
         e = np.unique(np.array(edges[vl], dtype=np.int64).reshape(-1, 2), axis=0)
@@ -407,19 +407,46 @@ def flow_sls(built, params: PacketParams) -> np.ndarray:
     qos = getattr(built, "qos", None)
     if part_sl and len(sl) and qos is None:  # with qos, apply_qos has put the partitions' SLs in
         sl = partition_flow_sls(routing, cols.src, cols.dst)
-    file = built.scenario.file
     if len(sl) and (sl.max() > 15):
         i = int(np.argmax(sl > 15))
         raise NetsteerError(f"class {int(sl[i])} is not an InfiniBand SL (0..15): the packet fidelity takes a "
-                            "flow's class as its SL", file=file, field=_class_field(built, i))
+                            "flow's class as its SL", file=built.scenario.file, field=_class_field(built, i))
     if part_sl and qos is not None:  # the tables are the qos section's: name the partition and its key
         from ..qos.config import check_partition_sls
 
-        check_partition_sls(qos.config, getattr(routing, "partitions", None), part_sl, file=file)
-    section = "qos" if qos is not None else "packet"  # where the scenario gave the tables
+        check_partition_sls(qos.config, getattr(routing, "partitions", None), part_sl, file=built.scenario.file)
+    _check_sls_served(built, params, np.unique(sl).tolist())
+    return sl
+
+
+def streamed_sls(built, params: PacketParams) -> list[int]:
+    """The SL each streamed MPI job's messages travel on: its partition's SL under a
+    partition-aware routing (all its pairs share one, or it would not stream:
+    :func:`netsteer.qos.scenario.job_pair_sls`), else its class; checked as
+    :func:`flow_sls` checks the DAG's."""
+    from ..qos.scenario import job_pair_sls
+    from ..traffic.placement import place
+
+    out = []
+    for j, job in getattr(built, "streamed", []):
+        sls = job_pair_sls(built.routing, place(job.ranks, job.placement, built.topology.n_hosts, job.seed))
+        sl = min(sls) if sls else job.traffic_class
+        if sl > 15:
+            raise NetsteerError(f"class {sl} is not an InfiniBand SL (0..15): the packet fidelity takes a "
+                                "job's class as its messages' SL", file=built.scenario.file, field=f"jobs.{j}.class")
+        out.append(int(sl))
+    _check_sls_served(built, params, sorted(set(out)))
+    return out
+
+
+def _check_sls_served(built, params: PacketParams, sls: list) -> None:
+    """Refuse SLs that flows use but SL2VL or the arbitration tables leave without a VL
+    that sends."""
+    file = built.scenario.file
+    section = "qos" if getattr(built, "qos", None) is not None else "packet"  # where the scenario gave the tables
     d = params.engine_dict()
     served = params.served_vls()
-    for s in np.unique(sl):
+    for s in sls:
         vl = d["sl2vl"][int(s)]
         if vl == 15:
             raise NetsteerError(f"SL {int(s)} is used by flows but sl2vl maps it to VL 15 (not usable)",
@@ -428,7 +455,6 @@ def flow_sls(built, params: PacketParams) -> np.ndarray:
             raise NetsteerError(f"SL {int(s)} is used by flows and maps to VL {vl}, which has no weight in "
                                 "vlarb_high or vlarb_low: its packets would never leave", file=file,
                                 field=f"{section}.vlarb_low")
-    return sl
 
 
 def _message_figures(t: dict) -> dict:
@@ -516,4 +542,4 @@ def message_times(res, nbytes=None) -> tuple[np.ndarray, np.ndarray]:
     return lat, queue
 
 
-__all__ = ["PacketParams", "check_fidelity", "flow_shares", "flow_sls", "message_times", "packet_summary", "parse_packet"]
+__all__ = ["PacketParams", "check_fidelity", "flow_shares", "flow_sls", "streamed_sls", "message_times", "packet_summary", "parse_packet"]

@@ -85,6 +85,10 @@ def run_scenario(
     if streamed:
         # MPI jobs run streamed in the engine (netsteer.sim.stream), started after the DAG
         opts = {**opts, "mpi_jobs": [mpi for _, mpi in streamed], "stream_router": built.stream_router}
+        if params is not None:
+            from .packet import streamed_sls
+
+            opts["mpi_sls"] = streamed_sls(built, params)
     cls = SimDriver
     qos = getattr(built, "qos", None)
     if qos is not None and qos.config.devices:
@@ -120,7 +124,7 @@ def run_scenario(
     if params is not None and res.status == "stalled":
         from .packet import credit_loop
 
-        res.credit_loop = credit_loop(driver, opts["sls"], params)
+        res.credit_loop = credit_loop(driver, params)
     if res.past_clock is not None:
         # background (iperf-like) flows send until the others end: stalled, they just go on
         res.past_clock = res.past_clock[~np.asarray(built.background, dtype=bool)[res.past_clock]]

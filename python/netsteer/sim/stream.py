@@ -344,8 +344,9 @@ def check_memory(need: int, limit: int | None = None, *, field: str = "jobs") ->
 
 def attach_jobs(engine: Engine, topo: Topology, routing: Any, jobs: Sequence[Any], *,
                 envelope_bytes: int = MPI_ENVELOPE_BYTES,
-                memory_limit: int | None = None) -> list[StreamedJob]:
-    """Set the router and start every job on ``engine``, at its current time.
+                memory_limit: int | None = None, sls: Sequence[int] | None = None) -> list[StreamedJob]:
+    """Set the router and start every job on ``engine``, at its current time; job
+    ``j``'s messages travel on service level ``sls[j]`` (packet fidelity; default 0).
 
     A dict without ``name`` is named ``job<j>`` (its index), as :func:`netsteer.simulate`
     names it; the report is by name, so two jobs of one name (the specs' default is
@@ -391,7 +392,8 @@ def attach_jobs(engine: Engine, topo: Topology, routing: Any, jobs: Sequence[Any
                                 f"got {job.repeat:,}", field=f"{where}.repeat")
         try:
             idx = engine.add_mpi_job(np.asarray(hosts, dtype=np.int64), steps, job.repeat,
-                                     int(job.start), job.priority, 1.0, envelope_bytes)
+                                     int(job.start), job.priority, 1.0, envelope_bytes,
+                                     int(sls[j]) if sls is not None else 0)
         except ValueError as e:  # the steps passed job_steps' check: hosts, memory
             raise NetsteerError(str(e), field=where) from None
         out.append(StreamedJob(idx, job, hosts, steps, envelope_bytes))

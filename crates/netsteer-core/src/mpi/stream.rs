@@ -45,6 +45,9 @@ pub struct JobSpec {
     pub start_ns: Ns,
     pub priority: u8,
     pub weight: f64,
+    /// The InfiniBand service level of its messages (the packet fidelity's VL
+    /// follows from it; the fluid physics does not read it).
+    pub sl: u8,
     /// Added to every message (SMPI's MPI envelope).
     pub envelope: u64,
 }
@@ -581,10 +584,10 @@ impl Stream {
         let (hs, hd) = (job.spec.hosts[local(s)], job.spec.hosts[local(d)]);
         let whole = bytes + job.spec.envelope;
         let size = whole as f64;
-        let (w, prio) = (job.spec.weight, job.spec.priority);
+        let (w, prio, sl) = (job.spec.weight, job.spec.priority, job.spec.sl);
         let last = &mut self.last_route[s];
         let f = if last.dst == hd {
-            eng.add_streamed(size, &last.hops[..last.len as usize], 0, w, prio)
+            eng.add_streamed(size, &last.hops[..last.len as usize], 0, w, prio, sl)
         } else {
             self.path.clear();
             if let Err(e) = self.router.path(hs as usize, hd as usize, &mut self.path) {
@@ -596,7 +599,7 @@ impl Stream {
                 last.len = self.path.len() as u8;
                 last.hops[..self.path.len()].copy_from_slice(&self.path);
             }
-            eng.add_streamed(size, &self.path, 0, w, prio)
+            eng.add_streamed(size, &self.path, 0, w, prio, sl)
         };
         self.track(
             f,
@@ -614,7 +617,7 @@ impl Stream {
 
     fn compute(&mut self, eng: &mut Engine, r: usize, ns: Ns, span: u32) {
         let prio = self.jobs[self.ranks[r].job as usize].spec.priority;
-        let f = eng.add_streamed(0.0, &[], ns, 1.0, prio);
+        let f = eng.add_streamed(0.0, &[], ns, 1.0, prio, 0);
         let kind = Kind::Compute { rank: r as u32 };
         self.track(f, InFlight { kind, span }, eng.now(), 0);
     }
