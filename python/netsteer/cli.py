@@ -189,6 +189,23 @@ def _routing_title(result: dict) -> str:
     return out
 
 
+def _print_qos(q: dict) -> None:
+    """The result's ``qos`` as the text says it: the tables in force and each SL in use
+    (its VL, the table serving it, its weights, flows and classes); the changes are in the
+    event lines, the QoS notes on stderr."""
+    tables = lambda t: ",".join(f"{v}:{w}" for v, w in t) or "none"  # noqa: E731
+    t = Table(title=f"QoS ({q['port']} ports' tables, every port): max_vls {q['max_vls']}, high_limit "
+                    f"{q['high_limit']}, vlarb_high {tables(q['vlarb_high'])}, vlarb_low {tables(q['vlarb_low'])}")
+    for col in ("SL", "VL", "table", "high weight", "low weight", "flows", "classes"):
+        t.add_column(col, justify="left" if col in ("table", "classes") else "right")
+    for x in q["sls"]:
+        cls = ", ".join(x["classes"]) + (f"{', ' if x['classes'] else ''}{x['unclassed_flows']} flows of no class"
+                                         if x["unclassed_flows"] else "")
+        t.add_row(str(x["sl"]), str(x["vl"]), str(x["table"]), str(x["vlarb_high_weight"]),
+                  str(x["vlarb_low_weight"]), str(x["flows"]), escape(cls))
+    out_console.print(t)
+
+
 def _print_result(result: dict, makespan_ns: int | None = None, end_ns: int = -1) -> None:
     """The result as tables; ``makespan_ns`` and ``end_ns`` (the run's own integer ns,
     when given) show the makespan and the stall time exactly, past a float's digits."""
@@ -218,6 +235,8 @@ def _print_result(result: dict, makespan_ns: int | None = None, end_ns: int = -1
             )
     if ops.row_count:
         out_console.print(ops)
+    if result.get("qos") is not None:
+        _print_qos(result["qos"])
     st = result.get("stalled")
     if result["makespan_s"] is None:
         span = "none: nothing finished"

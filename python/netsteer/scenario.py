@@ -1163,7 +1163,8 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
 
         from .qos.scenario import run_notes
 
-        notes += shared_vls(built.qos.config) + built.qos.notes + run_notes(built.qos, fid, m.packet)
+        built.qos.run_notes = shared_vls(built.qos.config) + built.qos.notes + run_notes(built.qos, fid, m.packet)
+        notes += built.qos.run_notes  # and in the result's qos (report.result)
     if packet is not None and built.qos is not None:
         from .sim.packet import with_qos
 

@@ -53,6 +53,8 @@ class QosPlan:
     # each flow's SL from its partition (pFTree), None without partition SLs
     partition_sl: np.ndarray | None = None
     notes: list[str] = field(default_factory=list)
+    # every QoS note a run says (shared VLs, these notes, run_notes), set by build_scenario
+    run_notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.changes = [(at, who if isinstance(who, tuple) else ("job", who), *rest)
@@ -75,6 +77,49 @@ class QosPlan:
         from .controller import QosChanges
 
         return QosChanges(self)
+
+    def in_force(self, port: str = "swe", unplayed=()) -> dict:
+        """The run's QoS as simulated, for a result's ``qos`` key (``netsteer run
+        --json``; the text's QoS table): the tables of port type ``port`` (both
+        fidelities arbitrate every port with the switch external ports'), per SL in use
+        and per class its VL and that VL's arbitration weights, the priority changes with
+        theirs, and the QoS notes the run says (``unplayed``: the run's notes on changes
+        it ended before).
+
+        >>> from netsteer.qos.config import parse_qos
+        >>> q = parse_qos({"max_vls": 2, "high_limit": 255, "vlarb_high": "0:64", "vlarb_low": "1:32",
+        ...                "sl2vl": [0, 1] * 8, "classes": [{"name": "mpi", "sl": 0}, {"name": "io", "sl": 1}]})
+        >>> plan = QosPlan(q, np.array([0, 0, 1]), flow_class=np.array([0, 0, 1]))
+        >>> s = plan.in_force()
+        >>> s["classes"][1]
+        {'name': 'io', 'sl': 1, 'vl': 1, 'table': 'low', 'vlarb_high_weight': 0, 'vlarb_low_weight': 32, 'flows': 1}
+        >>> [(x["sl"], x["vl"], x["flows"], x["classes"]) for x in s["sls"]], s["vlarb_high"]
+        ([(0, 0, 2, ['mpi']), (1, 1, 1, ['io'])], [[0, 64]])
+        """
+        p = self.config.port(port)
+        served = p.served()
+
+        def lane(sl: int) -> dict:
+            vl = p.sl2vl[sl]
+            return {"vl": vl, "table": served.get(vl),
+                    "vlarb_high_weight": sum(w for v, w in p.vlarb_high if v == vl),
+                    "vlarb_low_weight": sum(w for v, w in p.vlarb_low if v == vl)}
+
+        which = self.flow_class if self.flow_class is not None else np.full(len(self.sl), -1)
+        classes = [{"name": c.name, "sl": c.sl, **lane(c.sl), "flows": int((which == i).sum())}
+                   for i, c in enumerate(self.config.classes)]
+        sls = []
+        for sl in (np.unique(self.sl).tolist() if len(self.sl) else []):
+            on = self.sl == sl
+            names = [self.config.classes[int(i)].name for i in np.unique(which[on]) if i >= 0]
+            sls.append({"sl": int(sl), **lane(int(sl)), "flows": int(on.sum()), "classes": names,
+                        "unclassed_flows": int((on & (which < 0)).sum())})
+        changes = [{"at_s": at / 1e9, by: who, "sl": int(sl), **lane(int(sl)), "flows": len(flows)}
+                   for at, (by, who), flows, sl, *_ in self.changes]
+        return {"port": port, "max_vls": p.max_vls, "high_limit": p.high_limit,
+                "vlarb_high": [[v, w] for v, w in p.vlarb_high], "vlarb_low": [[v, w] for v, w in p.vlarb_low],
+                "sl2vl": list(p.sl2vl), "sls": sls, "classes": classes, "changes": changes,
+                "notes": list(self.run_notes) + [n for n in unplayed if n.startswith("qos")]}
 
     def summary(self) -> dict:
         used = np.unique(self.sl).tolist() if len(self.sl) else []

@@ -276,6 +276,10 @@ def result_dict(built, res) -> dict[str, Any]:
         out["sharing"] = "packet"  # credits and VL arbitration, not a sharing model
         out["fidelity"] = "packet"  # a flow run's result has no such key (as before)
         out["packet"] = packet_summary(built, res)
+    qos = getattr(built, "qos", None)
+    if qos is not None:
+        # the QoS in force: tables, each SL's and class's VL and weights, changes, QoS notes
+        out["qos"] = qos.in_force(unplayed=getattr(res, "notes", None) or [])
     # what the run left out of the file (--fidelity), and why; then what the
     # controllers were scheduled to do after the run had ended
     notes = list(getattr(built, "notes", None) or []) + list(getattr(res, "notes", None) or [])

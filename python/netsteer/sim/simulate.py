@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..control.core import Controller, ControllerStack, ReplayController, ReroutePolicy
-from ..control.intents import SetCircuits, SetLinks
+from ..control.intents import InstallRouting, SetCircuits, SetLinks
 from ..control.loop import run_loop
 from ..topology.model import Topology
 from ..traffic.dag import FlowDag
@@ -62,7 +62,8 @@ class SimResult:
         thing moved (-1 when not known).
     notes : list of str
         What the controllers were told to do and never did because the run ended
-        first (a scheduled change after the last job), for the result's ``notes``.
+        first (a scheduled change after the last job), and the notes of the routings
+        built during the run (:func:`routing_notes`), for the result's ``notes``.
     credit_loop : str, optional
         A stalled packet run whose unfinished flows' routes hold a cycle of channel
         dependencies on one VL (a credit loop: the deadlock credit-based flow control
@@ -101,6 +102,7 @@ class SimResult:
 
 def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
     """Run ``driver`` to the end with ``controller`` in the loop."""
+    initial = driver.routing  # its notes are the scenario's (build_scenario); later tables' are the run's
     status = run_loop(driver, controller)
     eng, n_ch = driver.engine, driver.n_channels
     n = len(driver.dag)  # streamed messages take the slots past the DAG's flows
@@ -135,8 +137,52 @@ def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
         mpi=mpi,
         packet=eng.packet_report(),
         end_ns=int(eng.now),
-        notes=controller.unplayed(int(driver.now)) + _still_running(controller.report(), int(driver.now)),
+        notes=(controller.unplayed(int(driver.now)) + _still_running(controller.report(), int(driver.now))
+               + routing_notes(driver.applied, initial)),
     )
+
+
+#: How a routing installed during the run came to be built, by its intent's ``reason``.
+_BUILT_BY = {"scripted": "a scripted routing change", "links changed": "a re-route after links changed",
+             "circuits changed": "a re-route after circuits changed"}
+
+
+def routing_notes(applied, initial=None) -> list[str]:
+    """The notes of the routings installed during the run (``InstallRouting`` applied,
+    not failed; pftree's common partitions left out, its ``sl=`` replaced), as the
+    initial routing's reach the scenario's notes: each note once, with every time its
+    tables went in, why they were built and the engine. ``initial`` (the routing the run
+    started with, whose notes the scenario says already) is left out when installed again.
+
+    >>> from types import SimpleNamespace as NS
+    >>> from netsteer.control.driver import Applied
+    >>> r = NS(engine="pftree", notes=["pftree: partition 'storage' (0x0001) shares hosts ..."])
+    >>> a = [Applied(InstallRouting(r, reason="scripted"), 2_000_000, 2_000_000),
+    ...      Applied(InstallRouting(r, reason="links changed"), 5_000_000, 5_000_000),
+    ...      Applied(InstallRouting(r, reason="scripted"), 7_000_000, 7_000_000, failed="no")]
+    >>> print(routing_notes(a)[0])  # doctest: +NORMALIZE_WHITESPACE
+    routing built during the run at 2 ms (a scripted routing change, pftree) and 5 ms (a re-route after
+    links changed, pftree): pftree: partition 'storage' (0x0001) shares hosts ...
+    """
+    from ..units import format_seconds
+
+    by_note: dict[str, list[str]] = {}
+    for a in applied:
+        if not isinstance(a.intent, InstallRouting) or a.failed is not None or a.intent.routing is initial:
+            continue
+        notes = getattr(a.intent.routing, "notes", None) or []
+        engine = getattr(a.intent.routing, "engine", None)
+        why = _BUILT_BY.get(a.intent.reason, a.intent.reason or "a routing change")
+        when = f"{format_seconds(a.at_ns / 1e9)} ({why}" + (f", {engine})" if isinstance(engine, str) else ")")
+        for n in dict.fromkeys(str(x) for x in notes):
+            if when not in by_note.setdefault(n, []):
+                by_note[n].append(when)
+    return [f"routing built during the run at {_and(w)}: {n}" for n, w in by_note.items()]
+
+
+def _and(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _still_running(report: dict | None, end_ns: int) -> list[str]:
@@ -370,4 +416,4 @@ def simulate(
     return run_driver(driver, controller)
 
 
-__all__ = ["SimResult", "dag_paths", "legacy_controller", "run_driver", "simulate"]
+__all__ = ["SimResult", "dag_paths", "legacy_controller", "routing_notes", "run_driver", "simulate"]
