@@ -270,7 +270,7 @@ class OpenFlowDriver:
             for port in self._port_link[n]:
                 # a port the switch no longer has carries nothing
                 self._port_up[(n, port)] = bool(ports.get(port, False))
-        failed = {link for (n, port), up in self._port_up.items() if not up for link in (self._port_link[n][port],)}
+        failed = {self._port_link[n][port] for (n, port), up in self._port_up.items() if not up}
         now = self.now
         gone, back = sorted(failed - self.failed), sorted(self.failed - failed)
         self.failed = failed
