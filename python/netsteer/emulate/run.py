@@ -171,7 +171,7 @@ def open_switches(tb: Testbed, channel: str = "osken", switch_factory: Callable[
 
 def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, controller=None,
             channel: str = "osken", switch_factory: Callable[[str], Any] | None = None,
-            max_rate_bps: float = MAX_RATE_BPS, progress=lambda msg: None) -> dict[str, Any]:
+            max_rate_bps: float = MAX_RATE_BPS, actions=(), progress=lambda msg: None) -> dict[str, Any]:
     """Run ``built`` (a hybrid :class:`netsteer.scenario.BuiltScenario`) for real.
 
     Parameters
@@ -189,12 +189,18 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
         The fastest link's emulated rate; every rate is scaled alike
         (:func:`~netsteer.emulate.testbed.check_machine`). Lower it on a busy
         machine, so the userspace datapath carries every flow at its rate.
+    actions : sequence of (float, callable)
+        ``(t_s, fn)``: ``fn(testbed)`` is called at scenario time ``t_s`` (scaled by
+        ``time_scale``) while the run goes on, e.g. ``lambda tb: tb.set_link(3, False)``
+        (a cable pulled: the driver sees it in the switches' port states). The report's
+        ``actions`` gives when each ran and what it returned.
 
     Returns
     -------
     dict with ``scale``, ``time_scale``, ``flows`` (iperf3 results), ``controller``
-    (its report), ``pushes`` (the driver's bundles), ``counters`` and, when the
-    controller has any, ``notes`` (as a simulated run's).
+    (its report), ``pushes`` (the driver's bundles), ``counters``, ``link_changes``
+    (the link failures and repairs the driver saw in the switches' port states) and,
+    when the controller has any, ``notes`` (as a simulated run's).
     """
     hybrid = built.hybrid
     check_scenario(built)
@@ -258,7 +264,8 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
             drv._t0 = drv.clock()  # scenario time 0: the first flows start now
             ctl = _Timed(controller or hybrid, drv)
             starter = _Starter(drv, tb, clients, started, max(ends + [0]),
-                               lambda: getattr(hybrid, "current", None) is not None)
+                               lambda: getattr(hybrid, "current", None) is not None,
+                               actions=[(t * time_scale, fn) for t, fn in actions])
             status = run_wall_loop(starter, ctl)
             ran_s = drv.now / 1e9
             counters = drv.counters()
@@ -283,6 +290,9 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
                          "port_bytes": _json_counts(counters.port_bytes),
                          "pair_bytes": None if counters.pair_bytes is None else _json_counts(counters.pair_bytes)},
             "stale_switches": [topo.node_names[n] for n in sorted(drv.stale)],
+            "link_changes": [{**c, "links": [topo.link_name(x) for x in c["links"]], "link_ids": c["links"]}
+                             for c in drv.link_changes],
+            **({"actions": starter.done_actions} if actions else {}),
             "failed_effects": [a.as_dict(topo.node_names) for a in drv.failed_effects],
             **({"notes": notes} if notes else {}), "simulated": simulated,
         }
@@ -339,9 +349,11 @@ class _Starter:
     the run ended once every flow has (and the last scheduled reconfiguration came,
     and none is under way), not at the deadline."""
 
-    def __init__(self, drv, tb, clients, started, last_scheduled_ns: int = 0, busy=lambda: False):
+    def __init__(self, drv, tb, clients, started, last_scheduled_ns: int = 0, busy=lambda: False, actions=()):
         self.drv, self.tb, self.clients, self.started = drv, tb, clients, started
         self.last_scheduled_ns, self.busy = last_scheduled_ns, busy
+        self.actions = sorted(actions, key=lambda x: x[0])  # (t_s, fn(testbed)) still to run
+        self.done_actions: list[dict] = []
         self.readers: dict[int, tuple[threading.Thread, dict]] = {}
         for (f, _), p in zip(clients, started):
             if p is not None:
@@ -376,6 +388,8 @@ class _Starter:
 
     def advance(self, until):
         waiting = [f.start_s for (f, _), p in zip(self.clients, self.started) if p is None]
+        if self.actions:
+            waiting.append(self.actions[0][0])
         if waiting:
             nxt = int(min(waiting) * 1e9)
             until = nxt if until is None else min(until, nxt)
@@ -386,12 +400,17 @@ class _Starter:
             if p is None and f.start_s * 1e9 <= self.drv.now:
                 self.started[i] = self.tb.start(f.src, *args)
                 self._read(f, self.started[i])
+        while self.actions and self.actions[0][0] * 1e9 <= self.drv.now:
+            at, fn = self.actions.pop(0)
+            ran = self.drv.now
+            out = fn(self.tb)
+            self.done_actions.append({"at_s": at, "ran_s": ran / 1e9, "result": out})
         return "done" if status != "done" and self.finished() else status
 
     def finished(self) -> bool:
         """Every flow's iperf3 client has exited, nothing scheduled is to come, and no
         reconfiguration or circuit is under way."""
-        return (all(p is not None and self._done(p) for p in self.started)
+        return (all(p is not None and self._done(p) for p in self.started) and not self.actions
                 and self.drv.now >= self.last_scheduled_ns and not self.busy() and not self.drv._pending)
 
 

@@ -290,6 +290,18 @@ class Testbed:
             dead = s.getsockname()[1]
         self.connect(dead, [node])
 
+    def set_link(self, link: int, up: bool, node: int | None = None) -> str:
+        """Bring the veth of ``link``'s end at switch ``node`` (default: its first
+        switch end) down or up, as a cable pulled or plugged at that switch: the
+        bridge's port loses its carrier (OpenFlow ``LINK_DOWN``). Returns the device."""
+        t = self.topo
+        ends = [(int(t.link_a[link]), f"{self.prefix}l{link}a"), (int(t.link_b[link]), f"{self.prefix}l{link}b")]
+        mine = [dev for n, dev in ends if n in self.bridges and (node is None or n == node)]
+        if not mine:
+            raise ValueError(f"link {link} has no end at a switch" + ("" if node is None else f" {node}"))
+        _run("ip", "link", "set", mine[0], "up" if up else "down")
+        return mine[0]
+
     @staticmethod
     def settle() -> None:
         """Put committed OpenFlow changes in force in the data plane now.

@@ -28,6 +28,18 @@ flows still send into.
 Counters a switch did not give (a failed statistics request) are NaN, missing,
 never 0; the controllers skip what is missing and report which switch did not
 answer (:mod:`netsteer.control.unanswered`).
+
+Link failures come from the switches themselves: every ``link_poll_s`` (and at
+start) the driver reads each switch's port descriptions (``port_state``: a port is
+down when OpenFlow says ``OFPPS_LINK_DOWN`` or ``OFPPC_PORT_DOWN``). A link with a
+switch end whose port is down has **failed**; it is repaired when every switch end
+that answered says up again. A switch that does not answer tells nothing: its
+ports keep their last known state (a silent switch is not a failure of its links).
+Failed and **dark** (a circuit switch moving the port) are two facts kept apart, as
+the simulator's driver keeps them: a failure or a repair is reported as
+``NetworkChanged(now, "links", links, up)``, ``view().failed_links`` holds the
+failed ones, and a circuit that lights never brings a failed cable up (it stays
+down until its port is up again), nor does a repair end a switching.
 """
 
 from __future__ import annotations
@@ -73,11 +85,15 @@ class OpenFlowDriver:
     settle : callable, optional
         Called after bundles committed: returns once the switches forward by their
         new tables (module text). Default: nothing to wait for.
+    link_poll_s : float
+        How often ``advance`` reads the switches' port states (module text): a
+        failure is seen at most this long after the port went down (plus the read).
+        A switch object without ``port_state`` tells no link state.
     """
 
     def __init__(self, topo, layout: HybridLayout, switches: dict, initial=None, *, end_s: float,
                  clock: Callable[[], int] = time.monotonic_ns, sleep: Callable[[float], None] = time.sleep,
-                 byte_scale: float = 1.0, settle: Callable[[], None] = lambda: None):
+                 byte_scale: float = 1.0, settle: Callable[[], None] = lambda: None, link_poll_s: float = 0.1):
         self.topo, self.layout, self.switches = topo, layout, dict(switches)
         self.settle = settle
         self.byte_scale = byte_scale
@@ -94,7 +110,21 @@ class OpenFlowDriver:
                 self.circuits.pair(int(sw), [tuple(p) for p in pairs])
         self.tables: dict[int, Table] = {}
         self.stale: set[int] = set()
-        self.down: set[int] = set()
+        # two facts per link, kept apart (module text): failed (a switch end's port is
+        # down) and dark (its circuit switch is moving it; until the move lights it)
+        self.failed: set[int] = set()
+        self._dark: set[int] = set()
+        self.link_changes: list[dict] = []  # every failure and repair seen: at_s, links, up
+        if not link_poll_s > 0:
+            raise ValueError(f"link_poll_s must be above 0, got {link_poll_s!r}")
+        self.link_poll_ns = int(link_poll_s * 1e9)
+        # switch -> {port: link} of the links with an end on it; (switch, port) -> up
+        self._port_link: dict[int, dict[int, int]] = {}
+        for link in range(topo.n_links):
+            for node, port in ((topo.link_a[link], topo.link_a_port[link]), (topo.link_b[link], topo.link_b_port[link])):
+                if int(node) in self.switches:
+                    self._port_link.setdefault(int(node), {})[int(port)] = link
+        self._port_up: dict[tuple[int, int], bool] = {}
         self.applied: list[Applied] = []
         self.failed_effects: list[Applied] = []  # effects after apply() answered (a circuit not lit)
         self.pushes: list[dict] = []  # per apply: what went to how many switches, how long it took
@@ -111,6 +141,8 @@ class OpenFlowDriver:
         self._pair_base = None
         self._t0 = clock()
         self.install_all()
+        self.poll_links()
+        self._next_poll = clock() + self.link_poll_ns  # on the clock, not ``now`` (its origin may move)
 
     # -- tables -------------------------------------------------------------------
 
@@ -212,8 +244,42 @@ class OpenFlowDriver:
     def now(self) -> int:
         return self.clock() - self._t0
 
+    @property
+    def down(self) -> set[int]:
+        """Links that carry no traffic now: failed, or dark while their circuit switches."""
+        return self.failed | self._dark
+
     def view(self) -> NetworkView:
-        return NetworkView(self.now, frozenset(self.down), {n: p.copy() for n, p in self.circuits.pairing.items()})
+        return NetworkView(self.now, frozenset(self.down), {n: p.copy() for n, p in self.circuits.pairing.items()},
+                           failed_links=frozenset(self.failed))
+
+    def poll_links(self) -> bool:
+        """Read every switch's port states; report the links that failed or came back.
+        Returns whether any did (module text)."""
+        jobs, got = {}, {}
+        for n in sorted(self._port_link):
+            read = getattr(self.switches[n], "port_state", None)
+            if read is not None:
+                jobs[n] = (lambda n=n, read=read: got.__setitem__(n, read()))
+        if not jobs:
+            return False
+        silent = self._parallel(jobs)
+        for n, ports in got.items():
+            if n in silent:
+                continue  # a half-read switch tells nothing
+            for port in self._port_link[n]:
+                # a port the switch no longer has carries nothing
+                self._port_up[(n, port)] = bool(ports.get(port, False))
+        failed = {self._port_link[n][port] for (n, port), up in self._port_up.items() if not up}
+        now = self.now
+        gone, back = sorted(failed - self.failed), sorted(self.failed - failed)
+        self.failed = failed
+        for links, up in ((gone, False), (back, True)):
+            if links:
+                self.link_changes.append({"at_s": now / 1e9, "links": links, "up": up})
+                with self._lock:
+                    self._reports.append(NetworkChanged(now, "links", tuple(links), up))
+        return bool(gone or back)
 
     def reports(self) -> list[NetworkChanged]:
         # the controller reads reports before it decides: what took effect while it
@@ -230,17 +296,26 @@ class OpenFlowDriver:
         return self._pending[0][0] if self._pending else None
 
     def advance(self, until: int | None) -> str:
-        """Sleep until ``until``, the next circuit lighting up, or the end."""
+        """Sleep until ``until``, the next circuit lighting up, a link failing or
+        coming back (the port states are read every ``link_poll_s`` meanwhile), or the end."""
         target = self.end_ns if until is None else min(until, self.end_ns)
         if self._pending:
             target = min(target, self._pending[0][0])
-        delay = target - self.now
-        if delay > 0:
-            self.sleep(delay / 1e9)
+        links = False
+        while True:
+            wake = min(target, self._next_poll - self._t0)
+            delay = wake - self.now
+            if delay > 0:
+                self.sleep(delay / 1e9)
+            if self.clock() >= self._next_poll:
+                links = self.poll_links()
+                self._next_poll = self.clock() + self.link_poll_ns
+            if links or self.now >= target:
+                break
         lit = self._lights
         self.resync()
         self._due()
-        if self._lights != lit:  # circuits came up (a circuit that failed to light did not)
+        if self._lights != lit or links:  # circuits came up (a circuit that failed to light did not), links changed
             return "changed"
         return "done" if self.now >= self.end_ns else "until"
 
@@ -373,7 +448,7 @@ class OpenFlowDriver:
             dark |= set(self._unlit.pop(sw)[1])
         dark = tuple(sorted(dark))
         lit_at = now + int(self.topo.switching_time_ns.get(sw, 0))
-        self.down.update(dark)
+        self._dark.update(dark)
         with self._lock:
             self._reports.append(NetworkChanged(now, "circuits", dark, False))
         heapq.heappush(self._pending, (lit_at, self._seq, sw, tuple(tuple(p) for p in intent.pairs), dark, intent))
@@ -408,10 +483,14 @@ class OpenFlowDriver:
         return new
 
     def _lit(self, dark) -> None:
+        """The circuits came up: their links are no longer dark, and those whose cable
+        has not failed are reported up (a failed one stays down until its port is up)."""
         self._lights += 1
-        self.down.difference_update(dark)
-        with self._lock:
-            self._reports.append(NetworkChanged(self.now, "circuits", tuple(dark), True))
+        self._dark.difference_update(dark)
+        up = tuple(x for x in dark if x not in self.failed)
+        if up:
+            with self._lock:
+                self._reports.append(NetworkChanged(self.now, "circuits", up, True))
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)

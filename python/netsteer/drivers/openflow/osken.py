@@ -4,7 +4,7 @@
 process (os-ken runs on eventlet, which must monkey-patch the process it runs in;
 the driver's process keeps its threads) and talks to it over a socket pair;
 :class:`OskenSwitch` is one switch behind the driver's switch interface
-(``bundle``, ``replace``, ``port_bytes``, ``flow_bytes``), like
+(``bundle``, ``replace``, ``port_bytes``, ``port_state``, ``flow_bytes``), like
 :class:`.switch.OfctlSwitch`. Any number of driver threads may ask at once: each
 request has an id and waits for its own answer.
 
@@ -195,6 +195,10 @@ class OskenSwitch:
 
     def port_bytes(self) -> dict[int, tuple[int, int]]:
         return {int(k): (v[0], v[1]) for k, v in self._ask("ports")["ports"].items()}
+
+    def port_state(self) -> dict[int, bool]:
+        """``{port: up}`` from the switch's port descriptions (:meth:`.switch.OfctlSwitch.port_state`)."""
+        return {int(k): bool(v) for k, v in self._ask("port_state")["ports"].items()}
 
     def flow_bytes(self, table: int) -> dict[str, int]:
         return self._ask("flows", table=table)["flows"]

@@ -11,6 +11,9 @@ requests from the driver's process on the socket ``FD``, one JSON object a line:
 ``{"op": "ports", "dpid": 5}`` / ``{"op": "flows", "dpid": 5, "table": 0}``
     port statistics (``{"ports": {port: [rx_bytes, tx_bytes]}}``) and flow
     statistics (``{"flows": {match: n_bytes}}``);
+``{"op": "port_state", "dpid": 5}``
+    the port descriptions (``OFPMP_PORT_DESC``): ``{"ports": {port: up}}``, a port
+    down when its state has ``OFPPS_LINK_DOWN`` or its config ``OFPPC_PORT_DOWN``;
 ``{"op": "connected"}``
     the datapath ids connected now;
 ``{"op": "packet_out", "dpid": 5, "in_port": 1, "data": HEX}``
@@ -117,6 +120,10 @@ class NetsteerApp(app_manager.OSKenApp):
     def _ports(self, ev):
         self._wake(ev)
 
+    @set_ev_cls(ofp_event.EventOFPPortDescStatsReply, MAIN_DISPATCHER)
+    def _port_desc(self, ev):
+        self._wake(ev)
+
     @set_ev_cls(ofp_event.EventOFPFlowStatsReply, MAIN_DISPATCHER)
     def _flows(self, ev):
         self._wake(ev)
@@ -206,6 +213,18 @@ class NetsteerApp(app_manager.OSKenApp):
                 for s in r.body:
                     if s.port_no <= ofp.OFPP_MAX:
                         out[s.port_no] = [s.rx_bytes, s.tx_bytes]
+            return {"ports": out}
+        if op == "port_state":
+            xid = self._next_xid(dpid, 1)
+            dp = self.dps[dpid]
+            req_ = dp.ofproto_parser.OFPPortDescStatsRequest(dp, 0)
+            req_.set_xid(xid)
+            req_.serialize()
+            out = {}
+            for r in self._ask(dpid, [bytes(req_.buf)], xid):
+                for s in r.body:
+                    if s.port_no <= ofp.OFPP_MAX:
+                        out[s.port_no] = not (s.state & ofp.OFPPS_LINK_DOWN or s.config & ofp.OFPPC_PORT_DOWN)
             return {"ports": out}
         if op == "flows":
             xid = self._next_xid(dpid, 1)

@@ -113,6 +113,12 @@ class OfctlSwitch:
                 port = None
         return out
 
+    def port_state(self) -> dict[int, bool]:
+        """``{port: up}`` from the switch's port descriptions (``dump-ports-desc``): a
+        port is down when its state says ``LINK_DOWN`` (no carrier) or its config
+        ``PORT_DOWN`` (administratively down); the bridge's ``LOCAL`` port is left out."""
+        return parse_ports_desc(self._ofctl("dump-ports-desc", self.target))
+
     def flow_bytes(self, table: int) -> dict[str, int]:
         """``{match: n_bytes}`` of the flows in ``table`` (their cumulative counters)."""
         out = {}
@@ -124,3 +130,36 @@ class OfctlSwitch:
 
     def n_flows(self) -> int:
         return sum(1 for line in self._ofctl("dump-flows", self.target).splitlines() if "actions=" in line)
+
+
+def parse_ports_desc(text: str) -> dict[int, bool]:
+    """``{port: up}`` from ``ovs-ofctl dump-ports-desc``'s text.
+
+    >>> parse_ports_desc('''OFPST_PORT_DESC reply (OF1.4) (xid=0x2):
+    ...  3(ltv0): addr:f2:1b:03:5d:fb:78
+    ...      config:     0
+    ...      state:      LIVE
+    ...  4(ltv1): addr:f2:1b:03:5d:fb:79
+    ...      config:     PORT_DOWN
+    ...      state:      LINK_DOWN
+    ...  5(ltv2): addr:f2:1b:03:5d:fb:7a
+    ...      config:     0
+    ...      state:      LINK_DOWN
+    ...  LOCAL(br0): addr:42:10:69:29:a2:4b
+    ...      config:     PORT_DOWN
+    ...      state:      LINK_DOWN''')
+    {3: True, 4: False, 5: False}
+    """
+    out: dict[int, bool] = {}
+    port = None
+    for line in text.splitlines():
+        m = re.match(r"\s*(\w+)\(.*\):", line)
+        if m:
+            port = int(m.group(1)) if m.group(1).isdigit() else None
+            if port is not None:
+                out[port] = True
+            continue
+        m = re.match(r"\s*(config|state):\s*(.*)", line)
+        if m and port is not None and {"LINK_DOWN", "PORT_DOWN"} & set(m.group(2).split()):
+            out[port] = False
+    return out
