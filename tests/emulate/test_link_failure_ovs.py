@@ -98,3 +98,33 @@ def test_a_repaired_circuit_cable_is_reported_up(failed_run):
           f"(+{(back['at_s'] - up_at) * 1e3:.0f} ms); reconfigurations: "
           + "; ".join(f"{r['trigger']} {r['status']} {r['start_s']:.2f}-{r['end_s']}" for r in
                       rep["controller"]["reconfigurations"]))
+
+
+def test_a_scenarios_link_events_are_played_on_the_testbed_as_in_the_simulation():
+    """The same cable's failure and repair given as the scenario's ``events``
+    (``link_down``/``link_up`` by switch and port): the testbed pulls and plugs it at
+    those times, the driver sees it, and the controller rescues and restores the circuit
+    as the simulated prediction of the same scenario does."""
+    from netsteer.scenario import Scenario, ScenarioModel, build_scenario
+
+    b0 = built()
+    lay = HybridLayout.of(b0.topology, b0.routing)
+    (circuit,) = b0.hybrid.config.circuits
+    tor = lay.tors[circuit.a]
+    port = int(lay.tor_port_of[circuit.a, circuit.ocs])
+    cable = int(b0.topology.out_channel[tor, port]) // 2
+    data = scenario(0, "make_before_break", period_s=1.0, duration_s=DURATION_S, rate_div=100)
+    data["controller"]["hybrid"]["schedule"] = []
+    ref = {"node": b0.topology.node_names[tor], "port": port}
+    data["events"] = [{"at": f"{DOWN_S}s", "link_down": [ref]}, {"at": f"{UP_S}s", "link_up": [ref]}]
+    b = build_scenario(Scenario(ScenarioModel.model_validate(data), None))
+    core_bps = float(data["topology"]["core_bandwidth"].removesuffix("Mbps")) * 1e6
+    rep = emulate(b, udp_bps=0.5 * core_bps)
+    assert not leftovers(rep["testbed"])
+    down, up = rep["actions"]
+    assert down["at_s"] == DOWN_S and up["at_s"] == UP_S and down["result"] == up["result"]
+    seen = [(c["up"], c["link_ids"]) for c in rep["link_changes"]]
+    assert seen == [(False, [cable]), (True, [cable])], rep["link_changes"]
+    triggers = [r["trigger"] for r in rep["controller"]["reconfigurations"] if r["status"] == "done"]
+    simulated = [r["trigger"] for r in rep["simulated"]["reconfigurations"]]
+    assert triggers == ["link failure", "link repaired"] and simulated == triggers, (triggers, simulated)

@@ -115,7 +115,7 @@ def test_with_a_time_scale_only_the_start_is_scaled_back_not_the_delay():
 
 @pytest.mark.parametrize("extra,field", [
     ("driver:\n  faults: [{kind: circuits, switch: ocs0, from: 0s, to: 30s}]\n", "driver.faults"),
-    ("events:\n  - {at: 0ms, link_down: [{node: tor0, port: 3}]}\n", "events"),
+    ("events:\n  - {at: 0ms, routing: {engine: minhop}}\n", "events.0"),
 ])
 def test_driver_faults_and_events_the_testbed_would_leave_out_are_refused_naming_the_file(tmp_path, monkeypatch,
                                                                                           extra, field):

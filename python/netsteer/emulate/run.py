@@ -138,16 +138,36 @@ def _file_of(built) -> str | None:
 def check_scenario(built) -> None:
     """Refuse what the testbed would leave out: the simulated prediction applies a
     scenario's driver faults and events, and comparing with a run that had failures
-    the emulation did not have would blame the testbed for them."""
+    the emulation did not have would blame the testbed for them. Link events
+    (``link_down``, ``link_up``) are played on the testbed (:func:`link_actions`);
+    routing and circuit events are refused."""
     file = _file_of(built)
     if (built.driver_options or {}).get("faults"):
         raise NetsteerError("emulate does not inject driver faults on real switches, and the simulated prediction "
                             "would fail where the emulation does not; remove them to emulate", file=file,
                             field="driver.faults")
-    if built.scenario.model.events:
-        raise NetsteerError("emulate does not apply scheduled events (links down or up, routing or circuit changes) "
-                            "on the testbed, and the simulated prediction would; remove them to emulate", file=file,
-                            field="events")
+    for i, ev in enumerate(built.scenario.model.events):
+        if ev.link_down is None and ev.link_up is None:
+            what = "routing" if ev.routing is not None else "circuit" if ev.circuit is not None else "this"
+            raise NetsteerError(f"emulate does not apply {what} changes on the testbed (it plays link_down and "
+                                "link_up events), and the simulated prediction would; remove it to emulate",
+                                file=file, field=f"events.{i}")
+
+
+def link_actions(built) -> list[tuple[float, Callable]]:
+    """The scenario's link events as testbed actions ``(t_s, fn(testbed))``: each link
+    of a ``link_down`` loses its carrier at its first switch end (the veth set down,
+    as a cable pulled there: both ends' ports go down), and a ``link_up`` plugs it
+    back; the driver sees them in the switches' port states, as it would a real
+    cable's."""
+    from ..sim.events import LinkChange
+
+    out = []
+    for ev in built.events:
+        if isinstance(ev, LinkChange):
+            for link in ev.links:
+                out.append((ev.at_ns * 1e-9, lambda tb, link=link, up=ev.up: tb.set_link(link, up)))
+    return out
 
 
 @contextmanager
@@ -225,13 +245,16 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
     simulated = predict(build_scenario(built.scenario), udp_bps=udp_bps)
     scale_controller(hybrid, time_scale)
     ends = [t for t, _ in hybrid.schedule]
+    check_events_length(built, time_scale)
+    actions = [*actions, *link_actions(built)]
+    acts = [int(t * time_scale * 1e9) for t, _ in actions]  # (the schedule is scaled already)
     flows = flows_of(built, time_scale, 0.0)
     for f, s in zip(flows, simulated["flows"]):
         if f.bytes is not None:
             f.duration_s = transfer_deadline(f.bytes, s.get("duration_s"), time_scale, udp_bps,
                                              float(topo.link_bandwidth.min()))
     check_length(built, flows, [e * 1e-9 for e in ends], time_scale)
-    end_s = max([f.start_s + f.duration_s for f in flows] + [e * 1e-9 for e in ends] + [1.0])
+    end_s = max([f.start_s + f.duration_s for f in flows] + [e * 1e-9 for e in ends + acts] + [1.0])
     layout = HybridLayout.of(topo, built.routing)
     if channel not in CHANNELS:
         raise NetsteerError(f"{channel!r} is not a channel; there is {', '.join(CHANNELS)}", field="channel")
@@ -263,7 +286,7 @@ def emulate(built, *, time_scale: float = 1.0, udp_bps: float | None = None, con
             started = [tb.start(f.src, *a) if f.start_s <= 0 else None for f, a in clients]
             drv._t0 = drv.clock()  # scenario time 0: the first flows start now
             ctl = _Timed(controller or hybrid, drv)
-            starter = _Starter(drv, tb, clients, started, max(ends + [0]),
+            starter = _Starter(drv, tb, clients, started, max(ends + acts + [0]),
                                lambda: getattr(hybrid, "current", None) is not None,
                                actions=[(t * time_scale, fn) for t, fn in actions])
             status = run_wall_loop(starter, ctl)
@@ -342,6 +365,18 @@ def check_length(built, flows: list[Flow], schedule_s: list[float], time_scale: 
                             + ("" if time_scale == 1 else f" (times x {time_scale:g})")
                             + f"; an emulated run lasts at most {MAX_RUN_S:.0f} s here", file=file,
                             field="controller.hybrid.schedule")
+
+
+def check_events_length(built, time_scale: float) -> None:
+    """Refuse a link event past :data:`MAX_RUN_S` (times x ``time_scale``), naming it."""
+    from ..sim.events import LinkChange
+
+    for ev in built.events:
+        at = ev.at_ns * 1e-9 * time_scale
+        if isinstance(ev, LinkChange) and not at <= MAX_RUN_S:
+            raise NetsteerError(f"it comes at {at:.0f} s" + ("" if time_scale == 1 else f" (times x {time_scale:g})")
+                                + f"; an emulated run lasts at most {MAX_RUN_S:.0f} s here", file=_file_of(built),
+                                field=ev.source or "events")
 
 
 class _Starter:
