@@ -370,3 +370,29 @@ def test_a_failed_statistics_read_is_missing_not_zero():
     assert np.isnan(c.port_bytes[mine]).all() and np.isnan(c.pair_bytes[0]).all()
     others = [x for x in range(t.n_channels) if x not in mine and int(t.channel_dst()[x]) != tor]
     assert not np.isnan(c.port_bytes[others]).any() and not np.isnan(c.pair_bytes[1:]).any()
+
+
+def test_a_circuit_command_moved_again_before_it_lit_never_lights_its_pairing():
+    """A second re-pairing of the same switch inside the first one's switching time:
+    the first one's timer must not put its pairs in force (the switch would forward
+    into ports the second moved), its record says it never took effect, and the
+    second lights its own pairs after its own switching time."""
+    b = built()
+    d, sw, lay, clock = driver(b)
+    ocs = lay.ocs[0]
+    (p, q), = b.hybrid.initial_state()[0][ocs]
+    r = ({1, 2, 3} - {p, q}).pop()
+    first = d.apply(SetCircuits(ocs, ((p, r),)))
+    d.applied.append(first)  # as the controller loop records what apply answered
+    clock.sleep(0.010)
+    second = d.apply(SetCircuits(ocs, ((q, r),)))
+    assert first.ok and second.ok and second.done_ns == 35_000_000
+    # the first one's timer: nothing lit ("until", not "changed"), all still dark
+    assert d.advance(30_000_000) == "until" and d.now == 25_000_000
+    assert not any(m.startswith("in_port") for (_, _, m) in sw[ocs].table.flows)
+    assert d.state.pairing[ocs] == ()
+    rec = [a for a in d.applied if a.intent is first.intent][0]
+    assert rec.superseded is not None and rec.superseded.startswith("never in effect"), rec
+    assert d.advance(None) == "changed" and d.now == 35_000_000
+    assert sorted(m for (_, prio, m) in sw[ocs].table.flows if prio == 10) == sorted([f"in_port={q}", f"in_port={r}"])
+    assert d.state.pairing[ocs] == ((q, r),)

@@ -48,6 +48,7 @@ import heapq
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Callable
 
 import numpy as np
@@ -113,7 +114,9 @@ class OpenFlowDriver:
         # two facts per link, kept apart (module text): failed (a switch end's port is
         # down) and dark (its circuit switch is moving it; until the move lights it)
         self.failed: set[int] = set()
-        self._dark: set[int] = set()
+        # dark link -> the seq of the pending light that lights it: the last circuit
+        # command that moved it (an earlier one's timer must not light it)
+        self._dark: dict[int, int] = {}
         self.link_changes: list[dict] = []  # every failure and repair seen: at_s, links, up
         if not link_poll_s > 0:
             raise ValueError(f"link_poll_s must be above 0, got {link_poll_s!r}")
@@ -133,6 +136,10 @@ class OpenFlowDriver:
         # circuit switch -> (pairs, dark links, intent) of circuits whose light failed:
         # dark and reported down until a resync gives the switch its lit table
         self._unlit: dict[int, tuple] = {}
+        self._superseded: dict[int, dict] = {}  # seq -> {"at": ns, "links": set}: links moved again
+        # circuit switch -> the pairs last commanded (lit or not): a light puts those
+        # of them in force that no later move holds dark
+        self._commanded: dict[int, tuple] = {sw: tuple(p) for sw, p in self.state.pairing.items()}
         self._lights = 0  # circuit changes that came up (advance says "changed")
         self._seq = 0
         self._lock = threading.Lock()
@@ -247,7 +254,7 @@ class OpenFlowDriver:
     @property
     def down(self) -> set[int]:
         """Links that carry no traffic now: failed, or dark while their circuit switches."""
-        return self.failed | self._dark
+        return self.failed | set(self._dark)
 
     def view(self) -> NetworkView:
         return NetworkView(self.now, frozenset(self.down), {n: p.copy() for n, p in self.circuits.pairing.items()},
@@ -322,8 +329,8 @@ class OpenFlowDriver:
     def _due(self) -> None:
         """Bring in the effects whose time has come (circuits lighting up)."""
         while self._pending and self._pending[0][0] <= self.now:
-            _, _, sw, pairs, dark, intent = heapq.heappop(self._pending)
-            self._light(sw, pairs, dark, intent)
+            _, seq, sw, _pairs, dark, intent = heapq.heappop(self._pending)
+            self._light(sw, seq, dark, intent)
 
     def apply(self, intent) -> Applied:
         now = self.now
@@ -434,34 +441,62 @@ class OpenFlowDriver:
             moved = trial.pair(sw, [tuple(p) for p in intent.pairs])
         except ValueError as exc:
             return f"{self.topo.node_names[sw]}: {exc}", now
-        # dark: the pairs that stay keep their flows, the moved ports lose theirs
-        staying = tuple(p for p in intent.pairs if p[0] not in moved and p[1] not in moved)
-        new = self.state.copy()
-        new.pairing[sw] = staying
-        failed = self._push(new, [sw])
-        if failed is not None:
-            return failed, now
-        self.state, self.circuits = new, trial
+        # dark: the moved ports lose their flows; the pairs that stay keep theirs,
+        # unless an earlier command's switching still holds them dark
         dark = set(_port_links(self.topo, sw, moved))
         if sw in self._unlit:
             # this change replaces circuits that never lit: their links come up with its own
-            dark |= set(self._unlit.pop(sw)[1])
+            dark |= set(self._unlit[sw][1])
+        new = self.state.copy()
+        new.pairing[sw] = self._active_pairs(sw, intent.pairs, dark | set(self._dark))
+        failed = self._push(new, [sw])
+        if failed is not None:
+            return failed, now
+        self._unlit.pop(sw, None)
+        self.state, self.circuits = new, trial
+        self._commanded[sw] = tuple(tuple(p) for p in intent.pairs)
         dark = tuple(sorted(dark))
         lit_at = now + int(self.topo.switching_time_ns.get(sw, 0))
-        self._dark.update(dark)
+        me = self._seq
+        for x in dark:
+            before = self._dark.get(x)
+            if before is not None:
+                # an earlier command's ports move again before they lit: its timer
+                # must not light them; its record says so (_supersede)
+                self._supersede(before, x, now)
+            self._dark[x] = me
         with self._lock:
             self._reports.append(NetworkChanged(now, "circuits", dark, False))
-        heapq.heappush(self._pending, (lit_at, self._seq, sw, tuple(tuple(p) for p in intent.pairs), dark, intent))
+        heapq.heappush(self._pending, (lit_at, me, sw, tuple(tuple(p) for p in intent.pairs), dark, intent))
         self._seq += 1
         return None, lit_at
 
-    def _light(self, sw: int, pairs, dark, intent) -> None:
-        """The switching time is over: the new circuits get their flows and come up.
+    def _active_pairs(self, sw: int, pairs, dark) -> tuple:
+        """The pairs of ``pairs`` that forward: those with no link in ``dark``."""
+        return tuple(tuple(p) for p in pairs if not set(_port_links(self.topo, sw, p)) & set(dark))
+
+    def _supersede(self, seq: int, link: int, now: int) -> None:
+        """Link ``link`` of pending light ``seq`` moved again before it lit: that
+        command's record says so (partly, or never in effect once none of its links
+        is left to light)."""
+        gone = self._superseded.setdefault(seq, {"at": now, "links": set()})
+        gone["links"].add(link)
+
+    def _light(self, sw: int, seq: int, dark, intent) -> None:
+        """The switching time is over: the new circuits get their flows and come up,
+        but for links a later command moved again (they wait for its light).
 
         If the switch does not take them, they stay dark and down (nothing is
         reported up that does not forward), the failure is recorded as the intent's
         (``applied``), and the switch's re-synchronisation lights them (:meth:`resync`).
         """
+        mine = tuple(x for x in dark if self._dark.get(x) == seq)
+        self._mark_superseded(seq, intent, bool(mine))
+        if not mine:
+            return  # every link moved again: the later command lights them
+        still = {x for x, s in self._dark.items() if s != seq}
+        pairs = self._active_pairs(sw, self._commanded[sw], still)
+        dark = mine
         new = self.state.copy()
         new.pairing[sw] = pairs
         failed = self._push(new, [sw])
@@ -476,6 +511,24 @@ class OpenFlowDriver:
         self.state = new
         self._lit(dark)
 
+    def _mark_superseded(self, seq: int, intent, lit_some: bool) -> None:
+        """The record of circuit command ``seq`` (``intent``), if a later command moved
+        some of its links again before they lit (as the simulator's driver says it)."""
+        gone = self._superseded.pop(seq, None)
+        if gone is None:
+            return
+        when = f"{gone['at'] / 1e9:.3f} s"
+        for i, a in enumerate(self.applied):
+            if a.intent is intent:
+                if lit_some:
+                    what = (f"partly: a later circuit command moved links {sorted(gone['links'])} again at {when}, "
+                            "before they lit; the rest lit")
+                    self.applied[i] = replace(a, superseded=what)
+                else:
+                    what = f"never in effect: a later circuit command moved its ports again at {when}, before they lit"
+                    self.applied[i] = replace(a, done_ns=gone["at"], superseded=what)
+                break
+
     def _lit_state(self, sw: int) -> HybridState:
         """The state with ``sw``'s unlit circuits in force (what its resync installs)."""
         new = self.state.copy()
@@ -486,7 +539,8 @@ class OpenFlowDriver:
         """The circuits came up: their links are no longer dark, and those whose cable
         has not failed are reported up (a failed one stays down until its port is up)."""
         self._lights += 1
-        self._dark.difference_update(dark)
+        for x in dark:
+            self._dark.pop(x, None)
         up = tuple(x for x in dark if x not in self.failed)
         if up:
             with self._lock:
