@@ -98,7 +98,7 @@ def read_json(path: str, *, name: str | None = None, file: str | None = None) ->
     NetsteerError
         Naming ``path`` and the field (``nodes[3].kind``, ``links[7].b_port`` ...)
         for anything missing, ill-typed or inconsistent: an unknown key, an unknown
-        node, a port used twice, a bandwidth that is not positive. A cable without
+        node, a port or a GUID used twice, a bandwidth that is not positive. A cable without
         ``latency_ns`` has 100 ns (:data:`DEFAULT_LATENCY_NS`); exports always write it.
     """
     from ..inputs import load_json, read_text
@@ -129,6 +129,7 @@ def from_json(data: Any, *, name: str | None = None, file: str | None = None) ->
     times = data.get("switching_time_ns", {})
     if not isinstance(times, dict):
         raise bad("switching_time_ns", "expected a mapping of circuit switch name to ns")
+    guid_of: dict[int, str] = {}  # GUID -> the node that has it
     for i, n in enumerate(data["nodes"]):
         where = f"nodes[{i}]"
         if not isinstance(n, dict):
@@ -147,6 +148,11 @@ def from_json(data: Any, *, name: str | None = None, file: str | None = None) ->
             raise bad(f"{where}.guid", f"expected an integer or hex string, got {guid!r}") from None
         if nm in b._index:
             raise bad(f"{where}.name", f"node {nm!r} is given twice")
+        if guid and guid in guid_of:
+            # two nodes on one GUID: route would write tables naming both on one port
+            # GUID (which route-eval then refuses); "0x0" (none) may repeat
+            raise bad(f"{where}.guid", f"{guid:#x} is {guid_of[guid]}'s")
+        guid_of[guid] = nm
         if kind == "host":
             b.add_host(nm, guid=guid)
         elif kind == "switch":
