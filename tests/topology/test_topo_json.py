@@ -43,6 +43,14 @@ BROKEN = [
     (lambda d: d["nodes"][3].update(kind="router"), "nodes[3].kind", "router"),
     (lambda d: d["nodes"][3].update(name=d["nodes"][2]["name"]), "nodes[3].name", "twice"),
     (lambda d: d["nodes"][0].update(guid="0xzz"), "nodes[0].guid", "hex"),
+    # explorer's fault 2: GUIDs past 64 bits crashed (OverflowError, exit 1); a float or a
+    # bool was truncated to an integer silently
+    (lambda d: d["nodes"][0].update(guid=-1), "nodes[0].guid", "a GUID is 64 bits (0..0xffffffffffffffff), got -1"),
+    (lambda d: d["nodes"][0].update(guid="-0x5"), "nodes[0].guid", "64 bits"),
+    (lambda d: d["nodes"][0].update(guid=2**70), "nodes[0].guid", "64 bits"),
+    (lambda d: d["nodes"][0].update(guid="0x10000000000000000"), "nodes[0].guid", "64 bits"),
+    (lambda d: d["nodes"][0].update(guid=1.5), "nodes[0].guid", "expected an integer or hex string, got 1.5"),
+    (lambda d: d["nodes"][0].update(guid=True), "nodes[0].guid", "got True"),
     # explorer's fault 1: two nodes on one GUID were read (route wrote them on one port GUID)
     (lambda d: d["nodes"][1].update(guid=d["nodes"][0]["guid"]), "nodes[1].guid", "0x2c90300000000 is h0's"),
     (lambda d: d.update(links={}), "links", "expected a list"),

@@ -141,11 +141,7 @@ def from_json(data: Any, *, name: str | None = None, file: str | None = None) ->
         if kind not in _KIND_OF:
             raise bad(f"{where}.kind", f"expected one of {', '.join(_KIND_OF)}, got {kind!r}")
         level = _int(n.get("level", -1), f"{where}.level", bad)
-        guid = n.get("guid", "0x0")
-        try:
-            guid = int(guid, 0) if isinstance(guid, str) else int(guid)
-        except (TypeError, ValueError):
-            raise bad(f"{where}.guid", f"expected an integer or hex string, got {guid!r}") from None
+        guid = _guid(n.get("guid", "0x0"), f"{where}.guid", bad)
         if nm in b._index:
             raise bad(f"{where}.name", f"node {nm!r} is given twice")
         if guid and guid in guid_of:
@@ -318,6 +314,25 @@ def _check_size(b: TopologyBuilder, links: list, file: str | None) -> None:
     port, k, end = max(ends, key=lambda e: e[0])
     check_topology(len(b.names), len(b.links), int(port), hosts=b.kind.count(_KIND_OF["host"]),
                    file=file, field=f"links[{k}].{end}")
+
+
+def _guid(v: Any, field: str, bad) -> int:
+    """A node's GUID: an integer or an integer string (``"0x2c9..."``) in 0..2**64-1.
+
+    A float or a bool is refused, not truncated (``1.5`` is no GUID, ``true`` is not 1).
+    """
+    if isinstance(v, str):
+        try:
+            g = int(v, 0)
+        except ValueError:
+            raise bad(field, f"expected an integer or hex string, got {v!r}") from None
+    elif isinstance(v, int) and not isinstance(v, bool):
+        g = v
+    else:
+        raise bad(field, f"expected an integer or hex string, got {v!r}")
+    if not 0 <= g < 2**64:
+        raise bad(field, f"a GUID is 64 bits (0..0xffffffffffffffff), got {v!r}")
+    return g
 
 
 def _int(v: Any, field: str, bad) -> int:
