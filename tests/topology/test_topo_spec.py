@@ -72,6 +72,12 @@ def test_importer_paths_are_relative_to_the_spec_file(tmp_path):
      "topology.levels", "expected an integer, got 'two'"),
     ({"kind": "pgft", "levels": True, "down": [4], "up": [1], "link_bandwidth": "1Gbps"},
      "topology.levels", "expected an integer"),
+    # explorer's fault 3: a huge levels crashed (OverflowError) or made a list of 1e11
+    # ones (out of memory) before it was checked against down's length
+    ({"kind": "pgft", "levels": 99999999999999999999, "down": [4, 4], "up": [1, 2], "link_bandwidth": "1Gbps"},
+     "topology.down", "down has 2 entries but levels is 99999999999999999999"),
+    ({"kind": "pgft", "levels": 10**11, "down": [4, 4], "up": [1, 2], "link_bandwidth": "1Gbps"},
+     "topology.down", "down has 2 entries but levels is 100000000000"),
     ({"kind": "hyperx", "S": [4, 4], "K": [1, 2, 3], "T": 1, "link_bandwidth": "1Gbps"},
      "topology.K", "K has 3 entries but S has 2"),
     ({**HYBRID, "circuit_ports": 15}, "topology.circuit_ports",

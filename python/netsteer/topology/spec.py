@@ -324,7 +324,9 @@ def _ibsim(a: dict, file: str | None) -> Topology:
 
 
 def _est_pgft(a: dict) -> tuple[int, int, int, int]:
-    check_pgft(a["levels"], a["down"], a["up"], a.get("parallel") or [1] * a["levels"])
+    # parallel's default has down's length, not levels' (levels: 1e20 must be refused for
+    # down's length before a list of that many ones is made)
+    check_pgft(a["levels"], a["down"], a["up"], a.get("parallel") or [1] * len(a["down"]))
     return estimate_pgft(a["levels"], a["down"], a["up"], a.get("parallel"))
 
 
