@@ -636,3 +636,23 @@ def test_a_dual_homed_refusal_advises_engines_route_takes(engine, tmp_path):
         assert netsteer("route", "-t", spec, "-e", other, "-o", tmp_path / f"{other}.dump")[0] == 0
     with pytest.raises(NetsteerError, match="route this fabric with minhop or ecmp$"):
         build_routing(pgft(2, [4, 4], [2, 2], link_bandwidth=1e10, link_latency_ns=0), engine)
+
+
+@pytest.mark.parametrize("names", [("--out", "--sl-out"), ("--sl-out", "--qos-out"), ("--out", "--qos-out")])
+def test_two_outputs_on_one_file_are_refused_naming_both_options(fabric, tmp_path, names):
+    # explorer's fault 4: the second output replaced the first silently (exit 0)
+    net, conf, topo, parts = fabric
+    paths = {"--out": tmp_path / "o.dump", "--sl-out": tmp_path / "sl.conf", "--qos-out": tmp_path / "q.conf"}
+    paths[names[1]] = tmp_path / "sub" / ".." / paths[names[0]].name  # the same file, written otherwise
+    argv = [x for k, v in paths.items() for x in (k, v)]
+    rc, _, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, *argv)
+    assert rc == 2 and f"{names[1]}: is the file {names[0]} writes too" in err, err
+    assert "Traceback" not in err and not any(p.exists() for p in paths.values())
+
+
+def test_sl_out_may_write_over_the_partitions_it_read(fabric, tmp_path):
+    net, conf, topo, parts = fabric
+    rc, _, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "-o", tmp_path / "o.dump",
+                          "--sl-out", conf)
+    assert rc == 0, err
+    assert "sl=" in conf.read_text()

@@ -260,7 +260,7 @@ def route(
 
     from ..drivers.opensm.lft_dump import format_lft_dump
     from ..drivers.opensm.partitions import format_partitions_conf, read_partitions_conf
-    from ..report.atomic import check_writable, write_all
+    from ..report.atomic import check_distinct, check_writable, write_all
 
     if vls is not None and engine != "pftree":
         # the other engines put every partition on VL 0: the option would be dropped silently
@@ -269,6 +269,9 @@ def route(
     if not 1 <= vls <= 15:
         raise NetsteerError(f"must be 1..15 (InfiniBand has at most 15 data VLs), got {vls}", field="--vls")
     # every output is checked before any work, and every refusal comes before any write
+    # two outputs on one file: the second would replace the first silently. --sl-out
+    # may name the --partitions file: that is read before anything is written
+    check_distinct([(out, "--out"), (sl_out, "--sl-out"), (qos_out, "--qos-out")])
     check_writable(out, field="--out")
     for path, flag in ((sl_out, "--sl-out"), (qos_out, "--qos-out")):
         if path is not None:
