@@ -656,3 +656,29 @@ def test_sl_out_may_write_over_the_partitions_it_read(fabric, tmp_path):
                           "--sl-out", conf)
     assert rc == 0, err
     assert "sl=" in conf.read_text()
+
+
+def test_a_scenario_routes_with_its_own_partitions(fabric, tmp_path):
+    # explorer's fault 5: route -t SCENARIO ignored routing.partitions (partition_sl {}),
+    # while run routes with them
+    import shutil
+
+    net, conf, topo, parts = fabric
+    d = tmp_path / "scn"
+    d.mkdir()
+    shutil.copy(conf, d / "parts.conf")
+    scn = d / "s.yaml"
+    scn.write_text(f"topology: {{kind: ibsim, path: {net}}}\nrouting: {{engine: pftree, partitions: parts.conf}}\n"
+                   "jobs: [{name: a, flows: [{src: 0, dst: 1, bytes: 1MiB}]}]\n")
+    rc, out, err = netsteer("route", "-t", scn, "-e", "pftree", "-o", tmp_path / "o.dump", "--json",
+                            "--sl-out", tmp_path / "sl.conf")
+    assert rc == 0, err
+    info = json.loads(out)
+    assert info["partition_sl"] == {"0x0010": 0, "0x0011": 1}
+    assert "routing.partitions" in info["notes"][0] and "parts.conf" in info["notes"][0]
+    # --partitions still decides; a scenario naming a missing file is refused naming it
+    rc, out, err = netsteer("route", "-t", scn, "-e", "pftree", "-o", tmp_path / "o.dump", "--json", "-p", conf)
+    assert rc == 0 and not any("routing.partitions" in n for n in json.loads(out)["notes"]), err
+    (d / "parts.conf").unlink()
+    rc, _, err = netsteer("route", "-t", scn, "-e", "pftree", "-o", tmp_path / "o.dump")
+    assert rc == 2 and "s.yaml: routing.partitions: no such partitions file" in err, err

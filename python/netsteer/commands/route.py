@@ -50,6 +50,39 @@ def load_topology(spec: str):
     return parse_topo_arg(spec)
 
 
+def scenario_partitions(topology: str) -> Path | None:
+    """The partitions file of a scenario given as ``--topology``: its
+    ``routing.partitions``, relative to the scenario's directory (as ``run`` reads
+    it), or None (no scenario, no partitions in it).
+
+    ``route`` and ``route-eval`` use it when ``--partitions`` is not given, so the
+    tables are the ones ``run`` routes for that scenario; ``--partitions`` overrides it.
+
+    Raises
+    ------
+    NetsteerError
+        On ``routing.partitions`` of the scenario, for a file that does not exist.
+    """
+    from ..inputs import load_json, load_yaml, read_text
+
+    p = Path(topology)
+    if p.suffix.lower() not in (".yaml", ".yml", ".json") or not p.is_file():
+        return None
+    text = read_text(p, file=topology)
+    data = load_json(text, file=topology) if p.suffix.lower() == ".json" else load_yaml(text, file=topology)
+    routing = data.get("routing") if isinstance(data, dict) and "topology" in data else None
+    conf = routing.get("partitions") if isinstance(routing, dict) else None
+    if conf is None:
+        return None
+    if not isinstance(conf, str) or not conf.strip():
+        raise NetsteerError(f"expected the path of a partitions.conf, got {conf!r}", file=topology,
+                            field="routing.partitions")
+    path = Path(conf) if Path(conf).is_absolute() else p.parent / conf
+    if not path.is_file():
+        raise NetsteerError(f"no such partitions file {str(path)!r}", file=topology, field="routing.partitions")
+    return path
+
+
 def with_guids(topo, topology_file: str | None = None):
     """``topo`` with the GUIDs its LFT dump names: its own, made up where it has none.
 
@@ -276,6 +309,9 @@ def route(
     for path, flag in ((sl_out, "--sl-out"), (qos_out, "--qos-out")):
         if path is not None:
             check_writable(path, field=flag)
+    given = partitions
+    if partitions is None:  # a scenario's own, as run routes it
+        partitions = scenario_partitions(topology)
     if sl_out is not None and partitions is None:
         raise NetsteerError("--sl-out needs --partitions (and an engine that assigns SLs, pftree)",
                             field="--sl-out")
@@ -332,6 +368,9 @@ def route(
     # all or none: a file that cannot be written leaves the others as they were
     files = write_all(outputs)
     notes = list(getattr(r, "notes", None) or [])  # the engine's (pftree: common partitions, sl= replaced)
+    if given is None and partitions is not None:
+        notes.insert(0, f"partitions from the scenario's routing.partitions ({partitions}), as run routes it; "
+                        "--partitions gives others")
     if moved:
         notes.append(moved)
     if getattr(r, "vls", 0) > 8:
@@ -425,6 +464,9 @@ def route_eval(
         raise NetsteerError(f"must be 1..10000, got {seeds}", field="--seeds")
     if vl_model not in ("shared", "split"):
         raise NetsteerError(f"must be shared or split, got {vl_model!r}", field="--vl-model")
+    given = partitions
+    if partitions is None:  # a scenario's own, as run routes it
+        partitions = scenario_partitions(topology)
     if pattern == "partition-local" and partitions is None:
         raise NetsteerError("the partition-local pattern needs --partitions", field="--pattern")
     # route's tables name a fabric without GUIDs (spec, scenario) by the
@@ -460,6 +502,9 @@ def route_eval(
     if as_json:
         typer.echo(json.dumps(rep))
         return
+    if given is None and partitions is not None:
+        err_console.print(f"note: partitions from the scenario's routing.partitions ({partitions}); "
+                          "--partitions gives others", soft_wrap=True, highlight=False)
     t = Table(title=f"{pattern} on {lfts.name} ({rep['flows']} flows, {rep['phases']} phases)")
     for c in ("", "value", "unit"):
         t.add_column(c, justify="right" if c == "value" else "left")
