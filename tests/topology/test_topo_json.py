@@ -38,6 +38,9 @@ BROKEN = [
     (lambda d: d["nodes"][0].update(colour="red"), "nodes[0].colour", "unknown key 'colour'"),
     (lambda d: d.update(extra_top=1), "extra_top", "unknown key 'extra_top'"),
     (lambda d: d["links"][2].update(bandwidth_bps=0), "links[2].bandwidth_bps", "positive"),
+    # explorer's fault 6: past a spec's cap, 1e308 overflowed topo's metrics (RuntimeWarning, inf)
+    (lambda d: d["links"][2].update(bandwidth_bps=1e308), "links[2].bandwidth_bps",
+     "1e+308 bits per second is too large: at most 1e18 bps (1 Ebps)"),
     (lambda d: d["links"][2].update(latency_ns=-5), "links[2].latency_ns", "negative"),
     (lambda d: d["links"][2].update(latency_ns=1.5), "links[2].latency_ns", "integer"),
     (lambda d: d["nodes"][3].update(kind="router"), "nodes[3].kind", "router"),

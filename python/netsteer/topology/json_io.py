@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import NetsteerError, unknown_key_reason
+from ..units import MAX_BANDWIDTH_BPS
 from .model import KIND_NAMES, Topology, TopologyBuilder
 
 FORMAT = "netsteer-topology"
@@ -177,6 +178,8 @@ def from_json(data: Any, *, name: str | None = None, file: str | None = None) ->
         bw = link.get("bandwidth_bps")
         if isinstance(bw, bool) or not isinstance(bw, (int, float)) or not bw > 0 or bw == float("inf"):
             raise bad(f"{where}.bandwidth_bps", f"expected a positive number of bits per second, got {bw!r}")
+        if bw > MAX_BANDWIDTH_BPS:  # the cap a spec's bandwidth has (past it the metrics overflow)
+            raise bad(f"{where}.bandwidth_bps", f"{bw!r} bits per second is too large: at most 1e18 bps (1 Ebps)")
         lat = _int(link.get("latency_ns", DEFAULT_LATENCY_NS), f"{where}.latency_ns", bad)
         if lat < 0:
             raise bad(f"{where}.latency_ns", f"must not be negative, got {lat}")
