@@ -54,6 +54,13 @@ def test_importer_paths_are_relative_to_the_spec_file(tmp_path):
     with pytest.raises(NetsteerError, match="no such file") as e:
         build_topology({"kind": "ibsim", "path": "fabrics/none.net"}, file=spec_file)
     assert (e.value.file, e.value.field) == (spec_file, "topology.path")
+    # explorer's fault 7: a directory was reported as "no such file"
+    with pytest.raises(NetsteerError, match="'.*fabrics' is a directory; name a topology file") as e:
+        build_topology({"kind": "json", "path": "fabrics"}, file=spec_file)
+    assert (e.value.file, e.value.field) == (spec_file, "topology.path")
+    with pytest.raises(NetsteerError, match=": is a directory; name a topology file") as e:
+        parse_topo_arg(str(tmp_path / "fabrics"))
+    assert e.value.file == str(tmp_path / "fabrics")
 
 
 @pytest.mark.parametrize("spec,field,match", [

@@ -268,6 +268,8 @@ def _path(args: dict, file: str | None) -> str:
     p = Path(args["path"])
     if not p.is_absolute() and file:
         p = Path(file).parent / p
+    if p.is_dir():
+        raise NetsteerError(f"{str(p)!r} is a directory; name a topology file", file=file, field="topology.path")
     if not p.is_file():
         raise NetsteerError(f"no such file {str(p)!r}", file=file, field="topology.path")
     return str(p)
@@ -404,6 +406,9 @@ def parse_topo_arg(s: str) -> Topology:
         if _IBND_HEADER.search(head):
             return read_ibnetdiscover(s)
         return read_ibsim_net(s)
+    if os.path.isdir(s):
+        raise NetsteerError("is a directory; name a topology file or give an inline spec such as "
+                            "pgft:levels=2,down=16;16,up=1;8,link_bandwidth=10Gbps", file=s)
     kind = s.partition(":")[0].strip()
     if ":" in s and kind in _SCHEMA:
         return build_topology(parse_inline(s))
