@@ -57,6 +57,10 @@ BROKEN = [
     # explorer's fault 1: two nodes on one GUID were read (route wrote them on one port GUID)
     (lambda d: d["nodes"][1].update(guid=d["nodes"][0]["guid"]), "nodes[1].guid", "0x2c90300000000 is h0's"),
     (lambda d: d.update(links={}), "links", "expected a list"),
+    # explorer's fault 8: another format was read as this one; a missing key was "expected a list, got NoneType"
+    (lambda d: d.update(format="other"), "format", "expected 'netsteer-topology' (what topo --export writes), got 'other'"),
+    (lambda d: d.pop("links"), "links", "required key is missing"),
+    (lambda d: d.pop("nodes"), "nodes", "required key is missing"),
     (lambda d: d.update(meta={"$ndarray": [1], "dtype": "nonsense"}), "meta", "export"),
     (lambda d: d.update(switching_time_ns={"h0": 5}), "switching_time_ns.h0", "not a circuit switch"),
     # explorer's fault 3: port 0 was accepted (its .net export then wrote "Ca 0"), a port

@@ -123,9 +123,13 @@ def from_json(data: Any, *, name: str | None = None, file: str | None = None) ->
     if not is_export(data):
         raise bad("topology", "expected a netsteer topology export (a mapping with nodes and links)")
     known(data, _TOP_KEYS, None)
+    if "format" in data and data["format"] != FORMAT:  # another tool's file: its keys would mean other things
+        raise bad("format", f"expected {FORMAT!r} (what topo --export writes), got {data['format']!r}")
     for key in ("nodes", "links"):
-        if not isinstance(data.get(key), list):
-            raise bad(key, f"expected a list, got {type(data.get(key)).__name__}")
+        if key not in data:
+            raise bad(key, f"required key is missing (a list of the {key}; topo --export writes it)")
+        if not isinstance(data[key], list):
+            raise bad(key, f"expected a list, got {type(data[key]).__name__}")
     b = TopologyBuilder(name or str(data.get("name") or "topology"))
     times = data.get("switching_time_ns", {})
     if not isinstance(times, dict):
