@@ -682,3 +682,13 @@ def test_a_scenario_routes_with_its_own_partitions(fabric, tmp_path):
     (d / "parts.conf").unlink()
     rc, _, err = netsteer("route", "-t", scn, "-e", "pftree", "-o", tmp_path / "o.dump")
     assert rc == 2 and "s.yaml: routing.partitions: no such partitions file" in err, err
+
+
+def test_split_vl_model_needs_partitions(fabric, tmp_path):
+    # explorer's fault 9: --vl-model split without partitions was accepted and changed nothing
+    net, conf, topo, parts = fabric
+    dump = tmp_path / "o.dump"
+    assert netsteer("route", "-t", net, "-e", "minhop", "-o", dump)[0] == 0
+    rc, _, err = netsteer("route-eval", "-t", net, "-l", dump, "--vl-model", "split")
+    assert rc == 2 and "--vl-model: split puts each partition on the VL of its sl=; it needs --partitions" in err, err
+    assert netsteer("route-eval", "-t", net, "-l", dump, "--vl-model", "split", "-p", conf)[0] == 0

@@ -469,6 +469,11 @@ def route_eval(
         partitions = scenario_partitions(topology)
     if pattern == "partition-local" and partitions is None:
         raise NetsteerError("the partition-local pattern needs --partitions", field="--pattern")
+    if vl_model == "split" and partitions is None:
+        # split shares links between the partitions' VLs: without partitions every flow
+        # is on VL 0 and it is shared, so the option would be dropped silently
+        raise NetsteerError("split puts each partition on the VL of its sl=; it needs --partitions (without, "
+                            "every flow is on VL 0: shared)", field="--vl-model")
     # route's tables name a fabric without GUIDs (spec, scenario) by the
     # GUIDs with_guids gives it: read them with the same ones
     topo = with_guids(load_topology(topology), topology)
