@@ -270,6 +270,23 @@ def test_read_demand_csv(tmp_path):
         read_demand_csv(p)
 
 
+def test_read_demand_csv_mixed_separators_and_any_number_on_the_diagonal(tmp_path):
+    # explorer's fault 10: "comma and/or blank separated" refused "0 10, 0 5"; the
+    # "ignored" diagonal refused nan while it took -5
+    p = tmp_path / "m.csv"
+    p.write_text("0 10, 0 5\n10 0 3 0\n0 3 0 8\n5 0 8 0\n")
+    assert read_demand_csv(p).tolist() == [[0, 10, 0, 5], [10, 0, 3, 0], [0, 3, 0, 8], [5, 0, 8, 0]]
+    for diag in ("nan", "-5", "inf"):
+        p.write_text(f"{diag},1\n1 , {diag}\n")
+        assert read_demand_csv(p).tolist() == [[0, 1], [1, 0]], diag
+    p.write_text("0,nan\n1,0\n")  # off the diagonal: refused
+    with pytest.raises(PlanningError, match=r"line 1, row 0, column 1: demand must be a number, got NaN"):
+        read_demand_csv(p)
+    p.write_text("x,1\n1,0\n")  # no number is refused on the diagonal too
+    with pytest.raises(PlanningError, match=r"row 0, column 0: 'x' is not a number"):
+        read_demand_csv(p)
+
+
 def test_bound_counts_the_circuits_a_switch_can_hold():
     # three racks: each switch holds one circuit, K in all; the degree bound allowed 1.5 K
     rng = np.random.default_rng(3)
