@@ -362,3 +362,18 @@ def test_fair_counting_is_single_hop_only():
     with pytest.raises(PlanningError, match="single-hop") as e:
         plan_circuits(np.ones((3, 3)), 2, 10.0, hops=2, fair=True)
     assert e.value.field == "fair"
+
+
+def test_served_never_exceeds_the_bound_by_rounding():
+    # explorer's fault 11: served_gbps 269.55383000000006 over bound_gbps 269.55383
+    d = np.array([[0, 26.9164, 23.2706, 6.75622, 9.00499], [26.2066, 0, 24.6369, 23.9121, 14.038],
+                  [9.09097, 8.35277, 0, 13.3523, 15.1364], [16.6049, 29.865, 23.7799, 0, 29.6688],
+                  [6.45926, 4.80636, 18.3762, 1.31826, 0]])
+    p = plan_circuits(d, 8, 10.0, hops=1)
+    assert p.served_gbps <= p.bound_gbps and p.served_gbps == pytest.approx(269.55383)
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        m = rng.pareto(0.8, (5, 5)) * 10
+        for hops in (1, 2):
+            q = plan_circuits(m, int(rng.integers(1, 9)), 10.0, hops=hops)
+            assert q.served_gbps <= q.bound_gbps
