@@ -214,3 +214,16 @@ def test_edited_cables_keep_meta_and_a_cli_refusal_exits_2(tmp_path):
     for argv in (["topo", path], ["route", "-t", path, "-e", "dmodk", "-o", tmp_path / "x.dump"]):
         p = subprocess.run([sys.executable, "-m", "netsteer", *map(str, argv)], capture_output=True, text=True)
         assert p.returncode == 2 and p.stderr.startswith(f"netsteer: error: {path}: meta: "), p.stderr
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc/self"), reason="needs /proc")
+@pytest.mark.parametrize("option,name", [("--export", "x.json"), ("--export", "x.net"), ("--draw", "x.png")])
+def test_a_write_that_fails_names_its_option(option, name):
+    # explorer's fault 12: /proc passes the checks made before the work, and the write's
+    # failure named the file only
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "netsteer", "topo", "pgft:levels=1,down=2,up=1,link_bandwidth=1Gbps",
+                        option, f"/proc/{name}"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and f"/proc/{name}: {option}: cannot write" in p.stderr, p.stderr
