@@ -293,10 +293,14 @@ def topo(
         check_writable(export, field="--export")
     t = parse_topo_arg(spec)
     info = metrics.describe(t)
-    if draw is not None:
-        metrics.draw(t, draw)
-    if export is not None:
-        _export(t, export)
+    for path, option, write in ((draw, "--draw", lambda p: metrics.draw(t, p)), (export, "--export",
+                                                                                lambda p: _export(t, p))):
+        if path is None:
+            continue
+        try:
+            write(path)
+        except NetsteerError as exc:  # a write that fails names the option, as the checks before it do
+            raise (exc.located(prefix=option) if exc.field is None and exc.file == str(path) else exc) from None
     if as_json:
         typer.echo(json.dumps(info, default=float))
         return

@@ -75,9 +75,19 @@ def _split(value: str | int | float, kind: str, table: dict) -> tuple[Decimal, s
             f"unknown {kind} unit {_show(unit)} in {_show(value)}; use one of {', '.join(table)}"
         )
     num = Decimal(m.group("num"))
-    if num.adjusted() > 40:
-        raise UnitError(f"{kind} {_show(value)} is too large")
+    if num.adjusted() > 40:  # refused before it is multiplied out, with the limit the parser states
+        raise UnitError(f"{kind} {_show(value)} {_TOO_LARGE[kind]}")
     return num, unit
+
+
+#: The largest bandwidth in bits per second: a topology's cables and a flow's rate.
+MAX_BANDWIDTH_BPS = 1e18
+#: Why a value too large is refused, by kind: the limit, as each parser states it.
+_TOO_LARGE = {
+    "bandwidth": "is too large: at most 1e18 bps (1 Ebps)",
+    "size": "is too large: at most 2**80 bytes (1 YiB)",
+    "duration": "is too long: the clock counts int64 nanoseconds (at most about 292 years)",
+}
 
 
 def _example(kind: str) -> str:
@@ -89,11 +99,15 @@ def parse_bandwidth(value: str | float) -> float:
 
     >>> parse_bandwidth("100 Mbps")
     100000000.0
+    >>> parse_bandwidth("1e300Tbps")
+    Traceback (most recent call last):
+    ...
+    netsteer.units.UnitError: bandwidth '1e300Tbps' is too large: at most 1e18 bps (1 Ebps)
     """
     num, unit = _split(value, "bandwidth", _BANDWIDTH)
     bps = float(num * Decimal(_BANDWIDTH[unit]))
-    if not math.isfinite(bps) or bps > 1e18:
-        raise UnitError(f"bandwidth {_show(value)} is too large: at most 1e18 bps (1 Ebps)")
+    if not math.isfinite(bps) or bps > MAX_BANDWIDTH_BPS:
+        raise UnitError(f"bandwidth {_show(value)} {_TOO_LARGE['bandwidth']}")
     if bps <= 0:
         raise UnitError(f"bandwidth must be positive, got {_show(value)}")
     return bps
@@ -110,7 +124,7 @@ def parse_size(value: str | int) -> int:
     num, unit = _split(value, "size", _SIZE)
     n = num * _SIZE[unit]
     if n > 2**80:
-        raise UnitError(f"size {_show(value)} is too large")
+        raise UnitError(f"size {_show(value)} {_TOO_LARGE['size']}")
     if n != n.to_integral_value():
         raise UnitError(f"size {_show(value)} is not a whole number of bytes")
     return int(n)
@@ -138,7 +152,7 @@ def parse_duration(value: str | int | float) -> int:
     num, unit = _split(value, "duration", _DURATION_NS)
     ns = num * Decimal(str(_DURATION_NS[unit]))
     if ns > MAX_DURATION_NS:
-        raise UnitError(f"duration {_show(value)} is too long: the clock counts int64 nanoseconds (at most about 292 years)")
+        raise UnitError(f"duration {_show(value)} {_TOO_LARGE['duration']}")
     if ns != ns.to_integral_value():
         raise UnitError(
             f"duration {_show(value)} is not a whole number of nanoseconds (the simulator's clock counts ns)"

@@ -636,3 +636,59 @@ def test_a_dual_homed_refusal_advises_engines_route_takes(engine, tmp_path):
         assert netsteer("route", "-t", spec, "-e", other, "-o", tmp_path / f"{other}.dump")[0] == 0
     with pytest.raises(NetsteerError, match="route this fabric with minhop or ecmp$"):
         build_routing(pgft(2, [4, 4], [2, 2], link_bandwidth=1e10, link_latency_ns=0), engine)
+
+
+@pytest.mark.parametrize("names", [("--out", "--sl-out"), ("--sl-out", "--qos-out"), ("--out", "--qos-out")])
+def test_two_outputs_on_one_file_are_refused_naming_both_options(fabric, tmp_path, names):
+    # explorer's fault 4: the second output replaced the first silently (exit 0)
+    net, conf, topo, parts = fabric
+    paths = {"--out": tmp_path / "o.dump", "--sl-out": tmp_path / "sl.conf", "--qos-out": tmp_path / "q.conf"}
+    paths[names[1]] = tmp_path / "sub" / ".." / paths[names[0]].name  # the same file, written otherwise
+    argv = [x for k, v in paths.items() for x in (k, v)]
+    rc, _, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, *argv)
+    assert rc == 2 and f"{names[1]}: is the file {names[0]} writes too" in err, err
+    assert "Traceback" not in err and not any(p.exists() for p in paths.values())
+
+
+def test_sl_out_may_write_over_the_partitions_it_read(fabric, tmp_path):
+    net, conf, topo, parts = fabric
+    rc, _, err = netsteer("route", "-t", net, "-e", "pftree", "-p", conf, "-o", tmp_path / "o.dump",
+                          "--sl-out", conf)
+    assert rc == 0, err
+    assert "sl=" in conf.read_text()
+
+
+def test_a_scenario_routes_with_its_own_partitions(fabric, tmp_path):
+    # explorer's fault 5: route -t SCENARIO ignored routing.partitions (partition_sl {}),
+    # while run routes with them
+    import shutil
+
+    net, conf, topo, parts = fabric
+    d = tmp_path / "scn"
+    d.mkdir()
+    shutil.copy(conf, d / "parts.conf")
+    scn = d / "s.yaml"
+    scn.write_text(f"topology: {{kind: ibsim, path: {net}}}\nrouting: {{engine: pftree, partitions: parts.conf}}\n"
+                   "jobs: [{name: a, flows: [{src: 0, dst: 1, bytes: 1MiB}]}]\n")
+    rc, out, err = netsteer("route", "-t", scn, "-e", "pftree", "-o", tmp_path / "o.dump", "--json",
+                            "--sl-out", tmp_path / "sl.conf")
+    assert rc == 0, err
+    info = json.loads(out)
+    assert info["partition_sl"] == {"0x0010": 0, "0x0011": 1}
+    assert "routing.partitions" in info["notes"][0] and "parts.conf" in info["notes"][0]
+    # --partitions still decides; a scenario naming a missing file is refused naming it
+    rc, out, err = netsteer("route", "-t", scn, "-e", "pftree", "-o", tmp_path / "o.dump", "--json", "-p", conf)
+    assert rc == 0 and not any("routing.partitions" in n for n in json.loads(out)["notes"]), err
+    (d / "parts.conf").unlink()
+    rc, _, err = netsteer("route", "-t", scn, "-e", "pftree", "-o", tmp_path / "o.dump")
+    assert rc == 2 and "s.yaml: routing.partitions: no such partitions file" in err, err
+
+
+def test_split_vl_model_needs_partitions(fabric, tmp_path):
+    # explorer's fault 9: --vl-model split without partitions was accepted and changed nothing
+    net, conf, topo, parts = fabric
+    dump = tmp_path / "o.dump"
+    assert netsteer("route", "-t", net, "-e", "minhop", "-o", dump)[0] == 0
+    rc, _, err = netsteer("route-eval", "-t", net, "-l", dump, "--vl-model", "split")
+    assert rc == 2 and "--vl-model: split puts each partition on the VL of its sl=; it needs --partitions" in err, err
+    assert netsteer("route-eval", "-t", net, "-l", dump, "--vl-model", "split", "-p", conf)[0] == 0

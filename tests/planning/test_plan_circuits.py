@@ -270,6 +270,23 @@ def test_read_demand_csv(tmp_path):
         read_demand_csv(p)
 
 
+def test_read_demand_csv_mixed_separators_and_any_number_on_the_diagonal(tmp_path):
+    # explorer's fault 10: "comma and/or blank separated" refused "0 10, 0 5"; the
+    # "ignored" diagonal refused nan while it took -5
+    p = tmp_path / "m.csv"
+    p.write_text("0 10, 0 5\n10 0 3 0\n0 3 0 8\n5 0 8 0\n")
+    assert read_demand_csv(p).tolist() == [[0, 10, 0, 5], [10, 0, 3, 0], [0, 3, 0, 8], [5, 0, 8, 0]]
+    for diag in ("nan", "-5", "inf"):
+        p.write_text(f"{diag},1\n1 , {diag}\n")
+        assert read_demand_csv(p).tolist() == [[0, 1], [1, 0]], diag
+    p.write_text("0,nan\n1,0\n")  # off the diagonal: refused
+    with pytest.raises(PlanningError, match=r"line 1, row 0, column 1: demand must be a number, got NaN"):
+        read_demand_csv(p)
+    p.write_text("x,1\n1,0\n")  # no number is refused on the diagonal too
+    with pytest.raises(PlanningError, match=r"row 0, column 0: 'x' is not a number"):
+        read_demand_csv(p)
+
+
 def test_bound_counts_the_circuits_a_switch_can_hold():
     # three racks: each switch holds one circuit, K in all; the degree bound allowed 1.5 K
     rng = np.random.default_rng(3)
@@ -345,3 +362,18 @@ def test_fair_counting_is_single_hop_only():
     with pytest.raises(PlanningError, match="single-hop") as e:
         plan_circuits(np.ones((3, 3)), 2, 10.0, hops=2, fair=True)
     assert e.value.field == "fair"
+
+
+def test_served_never_exceeds_the_bound_by_rounding():
+    # explorer's fault 11: served_gbps 269.55383000000006 over bound_gbps 269.55383
+    d = np.array([[0, 26.9164, 23.2706, 6.75622, 9.00499], [26.2066, 0, 24.6369, 23.9121, 14.038],
+                  [9.09097, 8.35277, 0, 13.3523, 15.1364], [16.6049, 29.865, 23.7799, 0, 29.6688],
+                  [6.45926, 4.80636, 18.3762, 1.31826, 0]])
+    p = plan_circuits(d, 8, 10.0, hops=1)
+    assert p.served_gbps <= p.bound_gbps and p.served_gbps == pytest.approx(269.55383)
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        m = rng.pareto(0.8, (5, 5)) * 10
+        for hops in (1, 2):
+            q = plan_circuits(m, int(rng.integers(1, 9)), 10.0, hops=hops)
+            assert q.served_gbps <= q.bound_gbps

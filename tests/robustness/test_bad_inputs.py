@@ -44,6 +44,8 @@ SCENARIO_CASES = [
     ("bytes: 1MiB}", "bytes: 1MiB, priority: 256}", ["jobs.0.flows.0.priority"]),
     ("bytes: 1MiB}", "bytes: 1MiB, class: -1}", ["jobs.0.flows.0.class"]),
     ("link_bandwidth: 10Gbps", "link_bandwidth: 1e400Gbps", ["topology.link_bandwidth", "too large"]),
+    # the limit is stated however far past it the value is (1e300Tbps said only "too large")
+    ("link_bandwidth: 10Gbps", "link_bandwidth: 1e300Tbps", ["topology.link_bandwidth", "too large: at most 1e18 bps"]),
     ("link_bandwidth: 10Gbps", "link_bandwidth: 0Gbps", ["topology.link_bandwidth", "positive"]),
     ("link_bandwidth: 10Gbps", "link_bandwidth: 10GiB", ["topology.link_bandwidth"]),
     ("link_bandwidth: 10Gbps", "link_bandwidth: 10", ["topology.link_bandwidth", "unit"]),

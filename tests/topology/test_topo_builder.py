@@ -71,3 +71,11 @@ def test_a_latency_past_the_clock_is_refused():
     assert e.value.field == "latency_ns" and not b.links
     b.add_link(h, s, bandwidth=1e9, latency_ns=MAX_DURATION_NS)
     assert int(b.build().link_latency_ns[0]) == MAX_DURATION_NS
+
+
+def test_pgft_refuses_a_huge_levels_before_building_anything():
+    # explorer's fault 3: parallel's default was [1] * levels, made before levels was checked
+    from netsteer.topology import pgft
+
+    with pytest.raises(ValueError, match="down has 1 entries but levels is 100000000000000000000"):
+        pgft(10**20, [2], [1], link_bandwidth=1e9, link_latency_ns=0)

@@ -177,3 +177,13 @@ def test_unreadable_and_empty_files(tmp_path):
         read_ibnetdiscover(tmp_path / "nope.txt")
     with pytest.raises(NetsteerError, match="no Switch or Ca blocks"):
         read_ibnetdiscover(write(tmp_path, "# nothing\n"))
+
+
+def test_two_nodes_on_one_guid_are_refused(tmp_path):
+    # explorer's fault 1: two nodes on one GUID were read, and route wrote tables
+    # naming both on one port GUID (which route-eval then refused)
+    text = REAL.replace("H-0000000000100009", "hca4").replace("caguid=0x100009", "caguid=0x100003")
+    p = write(tmp_path, text)
+    with pytest.raises(NetsteerError, match=r'GUID 0x100003 of "H-0000000000100003" is "hca4"\'s') as e:
+        read_ibnetdiscover(p)
+    assert e.value.file == str(p) and e.value.field.startswith("line ")

@@ -38,12 +38,29 @@ BROKEN = [
     (lambda d: d["nodes"][0].update(colour="red"), "nodes[0].colour", "unknown key 'colour'"),
     (lambda d: d.update(extra_top=1), "extra_top", "unknown key 'extra_top'"),
     (lambda d: d["links"][2].update(bandwidth_bps=0), "links[2].bandwidth_bps", "positive"),
+    # explorer's fault 6: past a spec's cap, 1e308 overflowed topo's metrics (RuntimeWarning, inf)
+    (lambda d: d["links"][2].update(bandwidth_bps=1e308), "links[2].bandwidth_bps",
+     "1e+308 bits per second is too large: at most 1e18 bps (1 Ebps)"),
     (lambda d: d["links"][2].update(latency_ns=-5), "links[2].latency_ns", "negative"),
     (lambda d: d["links"][2].update(latency_ns=1.5), "links[2].latency_ns", "integer"),
     (lambda d: d["nodes"][3].update(kind="router"), "nodes[3].kind", "router"),
     (lambda d: d["nodes"][3].update(name=d["nodes"][2]["name"]), "nodes[3].name", "twice"),
     (lambda d: d["nodes"][0].update(guid="0xzz"), "nodes[0].guid", "hex"),
+    # explorer's fault 2: GUIDs past 64 bits crashed (OverflowError, exit 1); a float or a
+    # bool was truncated to an integer silently
+    (lambda d: d["nodes"][0].update(guid=-1), "nodes[0].guid", "a GUID is 64 bits (0..0xffffffffffffffff), got -1"),
+    (lambda d: d["nodes"][0].update(guid="-0x5"), "nodes[0].guid", "64 bits"),
+    (lambda d: d["nodes"][0].update(guid=2**70), "nodes[0].guid", "64 bits"),
+    (lambda d: d["nodes"][0].update(guid="0x10000000000000000"), "nodes[0].guid", "64 bits"),
+    (lambda d: d["nodes"][0].update(guid=1.5), "nodes[0].guid", "expected an integer or hex string, got 1.5"),
+    (lambda d: d["nodes"][0].update(guid=True), "nodes[0].guid", "got True"),
+    # explorer's fault 1: two nodes on one GUID were read (route wrote them on one port GUID)
+    (lambda d: d["nodes"][1].update(guid=d["nodes"][0]["guid"]), "nodes[1].guid", "0x2c90300000000 is h0's"),
     (lambda d: d.update(links={}), "links", "expected a list"),
+    # explorer's fault 8: another format was read as this one; a missing key was "expected a list, got NoneType"
+    (lambda d: d.update(format="other"), "format", "expected 'netsteer-topology' (what topo --export writes), got 'other'"),
+    (lambda d: d.pop("links"), "links", "required key is missing"),
+    (lambda d: d.pop("nodes"), "nodes", "required key is missing"),
     (lambda d: d.update(meta={"$ndarray": [1], "dtype": "nonsense"}), "meta", "export"),
     (lambda d: d.update(switching_time_ns={"h0": 5}), "switching_time_ns.h0", "not a circuit switch"),
     # explorer's fault 3: port 0 was accepted (its .net export then wrote "Ca 0"), a port
@@ -197,3 +214,16 @@ def test_edited_cables_keep_meta_and_a_cli_refusal_exits_2(tmp_path):
     for argv in (["topo", path], ["route", "-t", path, "-e", "dmodk", "-o", tmp_path / "x.dump"]):
         p = subprocess.run([sys.executable, "-m", "netsteer", *map(str, argv)], capture_output=True, text=True)
         assert p.returncode == 2 and p.stderr.startswith(f"netsteer: error: {path}: meta: "), p.stderr
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc/self"), reason="needs /proc")
+@pytest.mark.parametrize("option,name", [("--export", "x.json"), ("--export", "x.net"), ("--draw", "x.png")])
+def test_a_write_that_fails_names_its_option(option, name):
+    # explorer's fault 12: /proc passes the checks made before the work, and the write's
+    # failure named the file only
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "netsteer", "topo", "pgft:levels=1,down=2,up=1,link_bandwidth=1Gbps",
+                        option, f"/proc/{name}"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and f"/proc/{name}: {option}: cannot write" in p.stderr, p.stderr

@@ -191,3 +191,13 @@ def test_topo_text_gives_units_and_readable_values_and_json_names_the_unit(monke
     # unit-named keys, the old ones kept with the same values
     assert d["bisection_bandwidth_bps"] == d["bisection_bandwidth"] == 640e9
     assert d["bandwidth_classes"][0]["bandwidth_bps"] == d["bandwidth_classes"][0]["bandwidth"] == 10e9
+
+
+def test_a_diameter_not_computed_says_why():
+    # explorer's fault 12: above 2048 switches the text said "-" (and --json null) with no reason
+    from netsteer.topology.metrics import MAX_DIAMETER_SWITCHES, describe_rows
+
+    rows = dict(describe_rows({"switches": MAX_DIAMETER_SWITCHES + 1, "diameter": None}))
+    assert rows["diameter"] == "- (not computed above 2048 switches: too costly)"
+    assert dict(describe_rows({"switches": 4, "diameter": None}))["diameter"] == \
+        "- (some hosts' switches are not connected)"

@@ -54,6 +54,13 @@ def test_importer_paths_are_relative_to_the_spec_file(tmp_path):
     with pytest.raises(NetsteerError, match="no such file") as e:
         build_topology({"kind": "ibsim", "path": "fabrics/none.net"}, file=spec_file)
     assert (e.value.file, e.value.field) == (spec_file, "topology.path")
+    # explorer's fault 7: a directory was reported as "no such file"
+    with pytest.raises(NetsteerError, match="'.*fabrics' is a directory; name a topology file") as e:
+        build_topology({"kind": "json", "path": "fabrics"}, file=spec_file)
+    assert (e.value.file, e.value.field) == (spec_file, "topology.path")
+    with pytest.raises(NetsteerError, match=": is a directory; name a topology file") as e:
+        parse_topo_arg(str(tmp_path / "fabrics"))
+    assert e.value.file == str(tmp_path / "fabrics")
 
 
 @pytest.mark.parametrize("spec,field,match", [
@@ -72,6 +79,12 @@ def test_importer_paths_are_relative_to_the_spec_file(tmp_path):
      "topology.levels", "expected an integer, got 'two'"),
     ({"kind": "pgft", "levels": True, "down": [4], "up": [1], "link_bandwidth": "1Gbps"},
      "topology.levels", "expected an integer"),
+    # explorer's fault 3: a huge levels crashed (OverflowError) or made a list of 1e11
+    # ones (out of memory) before it was checked against down's length
+    ({"kind": "pgft", "levels": 99999999999999999999, "down": [4, 4], "up": [1, 2], "link_bandwidth": "1Gbps"},
+     "topology.down", "down has 2 entries but levels is 99999999999999999999"),
+    ({"kind": "pgft", "levels": 10**11, "down": [4, 4], "up": [1, 2], "link_bandwidth": "1Gbps"},
+     "topology.down", "down has 2 entries but levels is 100000000000"),
     ({"kind": "hyperx", "S": [4, 4], "K": [1, 2, 3], "T": 1, "link_bandwidth": "1Gbps"},
      "topology.K", "K has 3 entries but S has 2"),
     ({**HYBRID, "circuit_ports": 15}, "topology.circuit_ports",

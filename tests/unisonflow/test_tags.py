@@ -93,6 +93,13 @@ def test_cli_encode_decode(capsys):
       for n in ("32769", "0", "-1")
       for cmd in (["tag", "encode", "-p", "send", "-j", "0", "-c", "0", "-s", "0", "-d", "1"],
                   ["tag", "decode", "06:00:00:00:00:01"])],
+    # explorer's fault 12: the errors named the tag's fields (dst:), cli.md the options (--dst)
+    (["tag", "encode", "-p", "send", "-j", "1", "-c", "0", "-s", "0", "-d", "99", "--size", "8"],
+     "error: --dst: rank 99 is outside the communicator of 8 ranks"),
+    (["tag", "encode", "-p", "foo", "-j", "1", "-c", "0", "-s", "0", "-d", "1"], "error: --primitive: unknown primitive"),
+    (["tag", "encode", "-p", "send", "-j", "1", "-c", "16", "-s", "0", "-d", "1"], "error: --comm: 16 does not fit"),
+    (["tag", "decode", "0a:04:00:00:00:05", "--size", "4"], "error: MAC's dst: rank 5 is outside"),
+    (["tag", "decode", "nonsense"], "error: MAC: 'nonsense' is not a MAC address"),
 ])
 def test_cli_refusals_are_one_line_and_exit_2(capsys, argv, words):
     assert run_cli(argv) == 2

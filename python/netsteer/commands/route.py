@@ -50,6 +50,39 @@ def load_topology(spec: str):
     return parse_topo_arg(spec)
 
 
+def scenario_partitions(topology: str) -> Path | None:
+    """The partitions file of a scenario given as ``--topology``: its
+    ``routing.partitions``, relative to the scenario's directory (as ``run`` reads
+    it), or None (no scenario, no partitions in it).
+
+    ``route`` and ``route-eval`` use it when ``--partitions`` is not given, so the
+    tables are the ones ``run`` routes for that scenario; ``--partitions`` overrides it.
+
+    Raises
+    ------
+    NetsteerError
+        On ``routing.partitions`` of the scenario, for a file that does not exist.
+    """
+    from ..inputs import load_json, load_yaml, read_text
+
+    p = Path(topology)
+    if p.suffix.lower() not in (".yaml", ".yml", ".json") or not p.is_file():
+        return None
+    text = read_text(p, file=topology)
+    data = load_json(text, file=topology) if p.suffix.lower() == ".json" else load_yaml(text, file=topology)
+    routing = data.get("routing") if isinstance(data, dict) and "topology" in data else None
+    conf = routing.get("partitions") if isinstance(routing, dict) else None
+    if conf is None:
+        return None
+    if not isinstance(conf, str) or not conf.strip():
+        raise NetsteerError(f"expected the path of a partitions.conf, got {conf!r}", file=topology,
+                            field="routing.partitions")
+    path = Path(conf) if Path(conf).is_absolute() else p.parent / conf
+    if not path.is_file():
+        raise NetsteerError(f"no such partitions file {str(path)!r}", file=topology, field="routing.partitions")
+    return path
+
+
 def with_guids(topo, topology_file: str | None = None):
     """``topo`` with the GUIDs its LFT dump names: its own, made up where it has none.
 
@@ -260,7 +293,7 @@ def route(
 
     from ..drivers.opensm.lft_dump import format_lft_dump
     from ..drivers.opensm.partitions import format_partitions_conf, read_partitions_conf
-    from ..report.atomic import check_writable, write_all
+    from ..report.atomic import check_distinct, check_writable, write_all
 
     if vls is not None and engine != "pftree":
         # the other engines put every partition on VL 0: the option would be dropped silently
@@ -269,10 +302,16 @@ def route(
     if not 1 <= vls <= 15:
         raise NetsteerError(f"must be 1..15 (InfiniBand has at most 15 data VLs), got {vls}", field="--vls")
     # every output is checked before any work, and every refusal comes before any write
+    # two outputs on one file: the second would replace the first silently. --sl-out
+    # may name the --partitions file: that is read before anything is written
+    check_distinct([(out, "--out"), (sl_out, "--sl-out"), (qos_out, "--qos-out")])
     check_writable(out, field="--out")
     for path, flag in ((sl_out, "--sl-out"), (qos_out, "--qos-out")):
         if path is not None:
             check_writable(path, field=flag)
+    given = partitions
+    if partitions is None:  # a scenario's own, as run routes it
+        partitions = scenario_partitions(topology)
     if sl_out is not None and partitions is None:
         raise NetsteerError("--sl-out needs --partitions (and an engine that assigns SLs, pftree)",
                             field="--sl-out")
@@ -329,6 +368,9 @@ def route(
     # all or none: a file that cannot be written leaves the others as they were
     files = write_all(outputs)
     notes = list(getattr(r, "notes", None) or [])  # the engine's (pftree: common partitions, sl= replaced)
+    if given is None and partitions is not None:
+        notes.insert(0, f"partitions from the scenario's routing.partitions ({partitions}), as run routes it; "
+                        "--partitions gives others")
     if moved:
         notes.append(moved)
     if getattr(r, "vls", 0) > 8:
@@ -422,8 +464,16 @@ def route_eval(
         raise NetsteerError(f"must be 1..10000, got {seeds}", field="--seeds")
     if vl_model not in ("shared", "split"):
         raise NetsteerError(f"must be shared or split, got {vl_model!r}", field="--vl-model")
+    given = partitions
+    if partitions is None:  # a scenario's own, as run routes it
+        partitions = scenario_partitions(topology)
     if pattern == "partition-local" and partitions is None:
         raise NetsteerError("the partition-local pattern needs --partitions", field="--pattern")
+    if vl_model == "split" and partitions is None:
+        # split shares links between the partitions' VLs: without partitions every flow
+        # is on VL 0 and it is shared, so the option would be dropped silently
+        raise NetsteerError("split puts each partition on the VL of its sl=; it needs --partitions (without, "
+                            "every flow is on VL 0: shared)", field="--vl-model")
     # route's tables name a fabric without GUIDs (spec, scenario) by the
     # GUIDs with_guids gives it: read them with the same ones
     topo = with_guids(load_topology(topology), topology)
@@ -457,6 +507,9 @@ def route_eval(
     if as_json:
         typer.echo(json.dumps(rep))
         return
+    if given is None and partitions is not None:
+        err_console.print(f"note: partitions from the scenario's routing.partitions ({partitions}); "
+                          "--partitions gives others", soft_wrap=True, highlight=False)
     t = Table(title=f"{pattern} on {lfts.name} ({rep['flows']} flows, {rep['phases']} phases)")
     for c in ("", "value", "unit"):
         t.add_column(c, justify="right" if c == "value" else "left")

@@ -12,6 +12,10 @@ from ._console import output_console
 tag_app = typer.Typer(help="UnisonFlow tags: MPI context in a destination MAC.", no_args_is_help=True)
 
 
+#: The tag's fields ``encode`` names in its errors, each given by the option of its name.
+ENCODE_OPTIONS = ("primitive", "job", "comm", "src", "dst")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(tag_app, name="tag")
 
@@ -27,11 +31,14 @@ def encode_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Print the tag (a destination MAC) of one message's MPI context."""
-    from ..unisonflow.tags import Tag, check_comm_size, encode, format_mac
+    from ..unisonflow.tags import Tag, TagError, check_comm_size, encode, format_mac
 
     check_comm_size(size, field="--size")
-    tag = Tag(primitive, job, comm, src, dst)
-    mac = format_mac(encode(tag, size))
+    try:
+        tag = Tag(primitive, job, comm, src, dst)
+        mac = format_mac(encode(tag, size))
+    except TagError as exc:  # the tag's field is the option that gave it: --dst, not dst
+        raise exc.as_options() if exc.field in ENCODE_OPTIONS else exc from None
     typer.echo(json.dumps({"mac": mac, **tag.as_dict()}) if as_json else mac)
 
 
@@ -42,10 +49,13 @@ def decode_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Print the MPI context in a tag: primitive, job, comm, src, dst."""
-    from ..unisonflow.tags import check_comm_size, decode
+    from ..unisonflow.tags import TagError, check_comm_size, decode
 
     check_comm_size(size, field="--size")
-    tag = decode(mac, size)
+    try:
+        tag = decode(mac, size)
+    except TagError as exc:  # what the MAC holds: "MAC's dst", the argument's part
+        raise TagError(exc.reason, field="MAC" if exc.field == "mac" else f"MAC's {exc.field}") from None
     if as_json:
         typer.echo(json.dumps(tag.as_dict()))
         return

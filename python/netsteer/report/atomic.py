@@ -91,15 +91,38 @@ def _remove_dirs(made: list[Path]) -> None:
             pass
 
 
+def check_distinct(items) -> None:
+    """Refuse two outputs that name one file: ``items`` are ``(path, field)``, ``None``
+    paths skipped. The second would silently replace the first; the error names both
+    options. A device or pipe (``/dev/null``) may take several outputs.
+
+    >>> check_distinct([("a.dump", "--out"), (None, "--qos-out"), ("/dev/null", "--x"), ("/dev/null", "--y")])
+    >>> check_distinct([("a.dump", "--out"), ("./a.dump", "--sl-out")])
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.NetsteerError: ./a.dump: --sl-out: is the file --out writes too; give each output its own file
+    """
+    seen: dict[str, str] = {}
+    for path, field in items:
+        if path is None or is_stream(path):
+            continue
+        key = os.path.realpath(os.fspath(path))
+        if key in seen:
+            raise NetsteerError(f"is the file {seen[key]} writes too; give each output its own file",
+                                file=os.fspath(path), field=field)
+        seen[key] = field
+
+
 def write_all(items, mode: str = "w") -> list[str]:
     """Write several outputs all or none: ``items`` are ``(path, field, content)``.
 
-    Every path is checked first (:func:`check_writable`), then every content goes to a
+    Every path is checked first (:func:`check_distinct`, :func:`check_writable`), then every content goes to a
     temporary file beside its path (a device or pipe: to one in the temporary
     directory), and only when all are written do they replace their paths. A path
     refused or a write failing leaves every output as it was (directories made for
     it removed again). Returns the paths written.
     """
+    check_distinct([(p, f) for p, f, _ in items])
     items = [(check_writable(p, field=f), f, c) for p, f, c in items]
     temps: list[tuple[Path, Path, str | None, bool]] = []  # (tmp, path, field, stream)
     made: list[Path] = []

@@ -193,6 +193,13 @@ def assemble(
             raise fail(f'node "{n.ident}" is defined twice (first at {first[0]} line {first[1]})',
                        n.where)
         index[n.ident] = i
+    guid_of: dict[int, NodeRec] = {}
+    for n in nodes:  # two nodes on one GUID: route's tables would name both on one port GUID
+        if n.guid and n.guid in guid_of:
+            first = guid_of[n.guid]
+            raise fail(f'GUID {n.guid:#x} of "{n.ident}" is "{first.ident}"\'s ({first.where[0]} line '
+                       f'{first.where[1]})', n.where)
+        guid_of.setdefault(n.guid, n)
     at: dict[tuple[int, int], PortRec] = {}
     for p in ports:
         if (p.node, p.port) in at:

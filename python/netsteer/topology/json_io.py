@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import NetsteerError, unknown_key_reason
+from ..units import MAX_BANDWIDTH_BPS
 from .model import KIND_NAMES, Topology, TopologyBuilder
 
 FORMAT = "netsteer-topology"
@@ -98,7 +99,7 @@ def read_json(path: str, *, name: str | None = None, file: str | None = None) ->
     NetsteerError
         Naming ``path`` and the field (``nodes[3].kind``, ``links[7].b_port`` ...)
         for anything missing, ill-typed or inconsistent: an unknown key, an unknown
-        node, a port used twice, a bandwidth that is not positive. A cable without
+        node, a port or a GUID used twice, a bandwidth that is not positive. A cable without
         ``latency_ns`` has 100 ns (:data:`DEFAULT_LATENCY_NS`); exports always write it.
     """
     from ..inputs import load_json, read_text
@@ -122,13 +123,18 @@ def from_json(data: Any, *, name: str | None = None, file: str | None = None) ->
     if not is_export(data):
         raise bad("topology", "expected a netsteer topology export (a mapping with nodes and links)")
     known(data, _TOP_KEYS, None)
+    if "format" in data and data["format"] != FORMAT:  # another tool's file: its keys would mean other things
+        raise bad("format", f"expected {FORMAT!r} (what topo --export writes), got {data['format']!r}")
     for key in ("nodes", "links"):
-        if not isinstance(data.get(key), list):
-            raise bad(key, f"expected a list, got {type(data.get(key)).__name__}")
+        if key not in data:
+            raise bad(key, f"required key is missing (a list of the {key}; topo --export writes it)")
+        if not isinstance(data[key], list):
+            raise bad(key, f"expected a list, got {type(data[key]).__name__}")
     b = TopologyBuilder(name or str(data.get("name") or "topology"))
     times = data.get("switching_time_ns", {})
     if not isinstance(times, dict):
         raise bad("switching_time_ns", "expected a mapping of circuit switch name to ns")
+    guid_of: dict[int, str] = {}  # GUID -> the node that has it
     for i, n in enumerate(data["nodes"]):
         where = f"nodes[{i}]"
         if not isinstance(n, dict):
@@ -140,13 +146,14 @@ def from_json(data: Any, *, name: str | None = None, file: str | None = None) ->
         if kind not in _KIND_OF:
             raise bad(f"{where}.kind", f"expected one of {', '.join(_KIND_OF)}, got {kind!r}")
         level = _int(n.get("level", -1), f"{where}.level", bad)
-        guid = n.get("guid", "0x0")
-        try:
-            guid = int(guid, 0) if isinstance(guid, str) else int(guid)
-        except (TypeError, ValueError):
-            raise bad(f"{where}.guid", f"expected an integer or hex string, got {guid!r}") from None
+        guid = _guid(n.get("guid", "0x0"), f"{where}.guid", bad)
         if nm in b._index:
             raise bad(f"{where}.name", f"node {nm!r} is given twice")
+        if guid and guid in guid_of:
+            # two nodes on one GUID: route would write tables naming both on one port
+            # GUID (which route-eval then refuses); "0x0" (none) may repeat
+            raise bad(f"{where}.guid", f"{guid:#x} is {guid_of[guid]}'s")
+        guid_of[guid] = nm
         if kind == "host":
             b.add_host(nm, guid=guid)
         elif kind == "switch":
@@ -175,6 +182,8 @@ def from_json(data: Any, *, name: str | None = None, file: str | None = None) ->
         bw = link.get("bandwidth_bps")
         if isinstance(bw, bool) or not isinstance(bw, (int, float)) or not bw > 0 or bw == float("inf"):
             raise bad(f"{where}.bandwidth_bps", f"expected a positive number of bits per second, got {bw!r}")
+        if bw > MAX_BANDWIDTH_BPS:  # the cap a spec's bandwidth has (past it the metrics overflow)
+            raise bad(f"{where}.bandwidth_bps", f"{bw!r} bits per second is too large: at most 1e18 bps (1 Ebps)")
         lat = _int(link.get("latency_ns", DEFAULT_LATENCY_NS), f"{where}.latency_ns", bad)
         if lat < 0:
             raise bad(f"{where}.latency_ns", f"must not be negative, got {lat}")
@@ -312,6 +321,25 @@ def _check_size(b: TopologyBuilder, links: list, file: str | None) -> None:
     port, k, end = max(ends, key=lambda e: e[0])
     check_topology(len(b.names), len(b.links), int(port), hosts=b.kind.count(_KIND_OF["host"]),
                    file=file, field=f"links[{k}].{end}")
+
+
+def _guid(v: Any, field: str, bad) -> int:
+    """A node's GUID: an integer or an integer string (``"0x2c9..."``) in 0..2**64-1.
+
+    A float or a bool is refused, not truncated (``1.5`` is no GUID, ``true`` is not 1).
+    """
+    if isinstance(v, str):
+        try:
+            g = int(v, 0)
+        except ValueError:
+            raise bad(field, f"expected an integer or hex string, got {v!r}") from None
+    elif isinstance(v, int) and not isinstance(v, bool):
+        g = v
+    else:
+        raise bad(field, f"expected an integer or hex string, got {v!r}")
+    if not 0 <= g < 2**64:
+        raise bad(field, f"a GUID is 64 bits (0..0xffffffffffffffff), got {v!r}")
+    return g
 
 
 def _int(v: Any, field: str, bad) -> int:

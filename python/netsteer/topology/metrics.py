@@ -383,11 +383,26 @@ def describe_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
         elif k.startswith("bisection_bandwidth"):
             text = "-" if v is None else format_bandwidth(float(v))
         elif k == "diameter":
-            text = "-" if v is None else f"{v} switch-to-switch hop{'s' if v != 1 else ''}"
+            text = f"{v} switch-to-switch hop{'s' if v != 1 else ''}" if v is not None else \
+                f"- ({diameter_unknown(info.get('switches', 0))})"
         else:
             text = str(v)
         rows.append((k, text))
     return rows
+
+
+def diameter_unknown(switches: int) -> str:
+    """Why :func:`switch_diameter` gave no diameter for a topology of ``switches``
+    packet switches (``--json`` says ``null`` in each case; the text says why).
+
+    >>> diameter_unknown(5000), diameter_unknown(0)
+    ('not computed above 2048 switches: too costly', 'no switches')
+    """
+    if switches > MAX_DIAMETER_SWITCHES:
+        return f"not computed above {MAX_DIAMETER_SWITCHES} switches: too costly"
+    if not switches:
+        return "no switches"
+    return "some hosts' switches are not connected"
 
 
 # -- pictures -----------------------------------------------------------------------------

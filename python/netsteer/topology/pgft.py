@@ -87,8 +87,9 @@ def pgft(
     >>> t.node_names[node], port
     ('s1_1', 2)
     """
-    parallel = list(parallel) if parallel is not None else [1] * levels
     down, up = list(down), list(up)
+    # down's length, not levels (checked against it next): a huge levels makes no huge list
+    parallel = list(parallel) if parallel is not None else [1] * len(down)
     check_pgft(levels, down, up, parallel)
     bw = _per_level(link_bandwidth, levels, "link_bandwidth")
     lat = _per_level(link_latency_ns, levels, "link_latency")

@@ -268,6 +268,8 @@ def _path(args: dict, file: str | None) -> str:
     p = Path(args["path"])
     if not p.is_absolute() and file:
         p = Path(file).parent / p
+    if p.is_dir():
+        raise NetsteerError(f"{str(p)!r} is a directory; name a topology file", file=file, field="topology.path")
     if not p.is_file():
         raise NetsteerError(f"no such file {str(p)!r}", file=file, field="topology.path")
     return str(p)
@@ -324,7 +326,9 @@ def _ibsim(a: dict, file: str | None) -> Topology:
 
 
 def _est_pgft(a: dict) -> tuple[int, int, int, int]:
-    check_pgft(a["levels"], a["down"], a["up"], a.get("parallel") or [1] * a["levels"])
+    # parallel's default has down's length, not levels' (levels: 1e20 must be refused for
+    # down's length before a list of that many ones is made)
+    check_pgft(a["levels"], a["down"], a["up"], a.get("parallel") or [1] * len(a["down"]))
     return estimate_pgft(a["levels"], a["down"], a["up"], a.get("parallel"))
 
 
@@ -402,6 +406,9 @@ def parse_topo_arg(s: str) -> Topology:
         if _IBND_HEADER.search(head):
             return read_ibnetdiscover(s)
         return read_ibsim_net(s)
+    if os.path.isdir(s):
+        raise NetsteerError("is a directory; name a topology file or give an inline spec such as "
+                            "pgft:levels=2,down=16;16,up=1;8,link_bandwidth=10Gbps", file=s)
     kind = s.partition(":")[0].strip()
     if ":" in s and kind in _SCHEMA:
         return build_topology(parse_inline(s))

@@ -100,7 +100,7 @@ def platform_xml(
         several SMPI algorithms copy buffers that way (``rdb``, ``lr``). netsteer moves
         nothing for them, so the loopback is made free: huge bandwidth, no latency.
     """
-    parallel = list(parallel) if parallel is not None else [1] * levels
+    parallel = list(parallel) if parallel is not None else [1] * len(down)  # not levels: it may be huge
     for name, v in (("down", down), ("up", up), ("parallel", parallel)):
         if len(v) != levels:
             raise NetsteerError(f"{name} has {len(v)} entries for {levels} levels", field=name)

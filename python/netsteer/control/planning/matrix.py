@@ -18,11 +18,16 @@ m.csv: row 0, column 1: demand must be >= 0 Gbit/s, got -1.0
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 
 from ...errors import NetsteerError
+
+
+#: What separates a row's cells: a comma with any blanks around it, or blanks.
+_SEPARATOR = re.compile(r"\s*,\s*|\s+")
 
 
 class PlanningError(NetsteerError):
@@ -68,9 +73,23 @@ def check_demand(demand, *, file: str | None = None) -> np.ndarray:
 def read_demand_csv(path: str | Path) -> np.ndarray:
     """Read an ``n x n`` demand matrix (Gbit/s) from a CSV file and check it.
 
-    Numbers are separated by commas and/or blanks; blank lines and ``#`` comments are
-    skipped; a leading UTF-8 byte-order mark is ignored. Rows and columns in errors
-    count from 0, like racks.
+    Numbers are separated by commas and/or blanks, mixed as they come (``0 10, 0 5``);
+    blank lines and ``#`` comments are skipped; a leading UTF-8 byte-order mark is
+    ignored. The diagonal is ignored: any number there, ``nan`` or negative too, reads
+    as 0; a cell that is not a number is refused wherever it is. Rows and columns in
+    errors count from 0, like racks.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.csv")
+    >>> _ = open(path, "w").write("nan 10, 5\\n1,, -5\\n2 3 0\\n")
+    >>> try:
+    ...     read_demand_csv(path)
+    ... except PlanningError as exc:
+    ...     print(exc.field, exc.reason)
+    line 2, row 1, column 1 '' is not a number (Gbit/s)
+    >>> _ = open(path, "w").write("nan 10, 5\\n1, -5 ,2\\n2 3 inf\\n")
+    >>> read_demand_csv(path).tolist()
+    [[0.0, 10.0, 5.0], [1.0, 0.0, 2.0], [2.0, 3.0, 0.0]]
 
     Raises
     ------
@@ -91,12 +110,11 @@ def read_demand_csv(path: str | Path) -> np.ndarray:
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
-        if "," in line:
-            cells = [c.strip() for c in line.split(",")]
-            if cells[-1] == "":
-                cells.pop()  # a trailing comma
-        else:
-            cells = line.split()
+        # a comma (blanks around it included) or a run of blanks separates cells, mixed
+        # as they come ("0 10, 0 5"); two commas with nothing between leave an empty cell
+        cells = _SEPARATOR.split(line)
+        if len(cells) > 1 and cells[-1] == "":
+            cells.pop()  # a trailing comma
         row = []
         for col, cell in enumerate(cells):
             try:
@@ -104,7 +122,9 @@ def read_demand_csv(path: str | Path) -> np.ndarray:
             except ValueError:
                 raise PlanningError(f"{cell!r} is not a number (Gbit/s)", file=str(p),
                                     field=f"line {lineno}, row {len(rows)}, column {col}") from None
-            if math.isnan(v):
+            # the diagonal is ignored: any number there (NaN, negative) reads as 0, as
+            # check_demand sets it; a cell that is no number is refused wherever it is
+            if math.isnan(v) and col != len(rows):
                 raise PlanningError("demand must be a number, got NaN", file=str(p),
                                     field=f"line {lineno}, row {len(rows)}, column {col}")
             row.append(v)
