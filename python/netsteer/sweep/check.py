@@ -125,7 +125,7 @@ def refused_points(sweep: Sweep, limit: int = MAX_CHECKED, *, build_limit: int =
             refused += 1
             if len(examples) < EXAMPLES:
                 path = _path_of(p.overrides, exc.field)
-                examples.append({"i": i, "point": p.key, "error": exc.message(),
+                examples.append({"i": i, "point": p.label, "error": exc.message(),
                                  "field": p.origin + (f".{path}" if path else "")})
     examples.sort(key=lambda e: e.pop("i"))  # in the sweep's order, as before
     return {"checked": len(sample), "built": built, "refused": refused, "examples": examples}
