@@ -317,6 +317,9 @@ def _seeds(v: Any, file: str) -> list[int | None]:
     for i, s in enumerate(seeds):
         if isinstance(s, bool) or not isinstance(s, int):
             raise NetsteerError(f"a seed is an integer, not {s!r}", file=file, field=f"repeat_seeds.{i}")
+        if s < 0:  # as the scenario's seed: refused here, not blamed on a path of each point
+            raise NetsteerError(f"a seed is an integer >= 0 (as a job's seed), not {s}", file=file,
+                                field=f"repeat_seeds.{i}")
     if len(set(seeds)) != len(seeds):
         raise NetsteerError("a seed is listed twice", file=file, field="repeat_seeds")
     return seeds
