@@ -459,18 +459,8 @@ def run_cli(argv: list[str] | None = None) -> int:
     0 success; 2 bad input (including inputs over the size limits, unwritable outputs and
     usage errors); 130 interrupted (SIGINT); 143 terminated (SIGTERM); 1 an internal error.
     """
-    from . import limits
-
     _committed().clear()
     _pipe_closed_is_broken_pipe()
-    was, limits.command_line = limits.command_line, True  # refusals say netsteer --max-memory SIZE COMMAND
-    try:
-        return _run_app(argv)
-    finally:
-        limits.command_line = was  # a program that ran the command line in-process is Python again
-
-
-def _run_app(argv: list[str] | None) -> int:
     try:
         rc = app(args=argv, prog_name="netsteer", standalone_mode=False)
         if isinstance(rc, int) and rc == 130:  # typer's KeyboardInterrupt
