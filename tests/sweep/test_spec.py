@@ -245,3 +245,17 @@ def test_check_blames_a_seed_the_scenario_refuses_on_repeat_seeds(write_sweep):
     r = refused_points(sw)
     assert r["refused"] == 2
     assert {e["field"] for e in r["examples"]} == {"repeat_seeds.1"}
+
+
+@pytest.mark.parametrize("values", ["[1MiB, 1048576, 1024KiB]", "[10Gbps, 10000Mbps]", "[1ms, 1000us]"])
+def test_a_value_written_twice_differently_is_refused(write_sweep, values):
+    path = write_sweep(f"base: base.yaml\ngrid: {{jobs.0.program.0.bytes: {values}}}\n")
+    with pytest.raises(NetsteerError) as exc:
+        load_sweep(path)
+    assert exc.value.field == "grid.jobs.0.program.0.bytes"
+    assert exc.value.reason.startswith("a value is listed twice (")
+
+
+def test_distinct_values_and_booleans_are_not_repeats(write_sweep):
+    path = write_sweep("base: base.yaml\ngrid: {jobs.0.program.0.bytes: [1MiB, 1MB, 1048577]}\n")
+    assert len(load_sweep(path).points) == 3

@@ -299,6 +299,37 @@ def _values(v: Any, file: str, fld: str) -> list:
     return v
 
 
+def _same_value(v: Any) -> Any:
+    """What a value amounts to, so that one written twice differently is seen: a text
+    with a unit as its kind and SI value (``1MiB`` and ``1024KiB``), a size also as a
+    plain byte count (``1048576``); anything else as written.
+
+    >>> _same_value("1MiB") == _same_value("1024KiB") == _same_value(1048576), _same_value("1Gbps")
+    (True, ('bandwidth', 1000000000.0))
+    """
+    from ..units import UnitError, parse_bandwidth, parse_duration, parse_size
+
+    if isinstance(v, str):
+        for kind, parse in (("bandwidth", parse_bandwidth), ("duration", parse_duration), ("size", parse_size)):
+            try:
+                n = parse(v)
+            except UnitError:
+                continue
+            return n if kind == "size" else (kind, n)
+    return column_value(v)
+
+
+def _no_repeats(vals: list, file: str, fld: str) -> None:
+    """Refuse a value listed twice, also written differently (``[1MiB, 1048576]``)."""
+    seen: dict = {}
+    for v in vals:
+        k = ("bool", v) if isinstance(v, bool) else _same_value(v)  # true is not 1
+        if k in seen:
+            same = "" if column_value(seen[k]) == column_value(v) else f" ({seen[k]!r} and {v!r} are the same value)"
+            raise NetsteerError(f"a value is listed twice{same}", file=file, field=fld)
+        seen[k] = v
+
+
 def _check(base_raw, model, path: str, file: str, fld: str, seeded: bool) -> None:
     if not isinstance(path, str):
         raise NetsteerError(f"a path is a string like routing.engine, not {path!r}", file=file, field=fld)
@@ -376,8 +407,7 @@ def load_sweep(path: str | Path) -> Sweep:
         for p, vals in grid.items():
             _check(base_raw, sc.model, p, file, f"grid.{p}", seeded)
             vals = _values(vals, file, f"grid.{p}")
-            if len({column_value(v) for v in vals}) != len(vals):
-                raise NetsteerError("a value is listed twice", file=file, field=f"grid.{p}")
+            _no_repeats(vals, file, f"grid.{p}")
             size *= len(vals)
         if size * len(seeds) > MAX_POINTS:
             raise NetsteerError(f"the grid has {size * len(seeds)} points; at most {MAX_POINTS}", file=file, field="grid")
