@@ -130,26 +130,11 @@ def run(
     _print_result(result, makespan_ns=res.makespan_ns, end_ns=getattr(res, "end_ns", -1))
     for note in result.get("notes", []):
         err_console.print(f"[yellow]note:[/] {note}")
-    if result["status"] == "stalled":
-        st = result["stalled"]
-        # a streamed job's messages and compute steps count as the DAG's flows would
-        ranks = "; ranks left: " + ", ".join(f"{j} {n}" for j, n in st["ranks_left"].items()) if st.get("ranks_left") else ""
-        ranks += escape(_stuck_flows(st))
-        if st.get("credit_loop"):
-            err_console.print(
-                f"[yellow]warning:[/] {st['flows']} flows never finished (jobs: {', '.join(st['jobs'])}{ranks}): "
-                f"deadlock: their routes close a credit loop on {st['credit_loop']}; packets wait for credits "
-                "around the cycle for good (credit-based flow control: a routing with cyclic channel dependencies "
-                "on one VL can deadlock; dor on a HyperX and ftree on a fat-tree cannot); the run exits 0: a "
-                "stalled network is a result"
-            )
-            return
-        err_console.print(
-            f"[yellow]warning:[/] {st['flows']} flows never finished (jobs: {', '.join(st['jobs'])}{ranks}): "
-            "their paths carry nothing (a link that stayed down, a circuit not made, a hybrid path whose rules "
-            "or tags were never in place), or higher-priority traffic that never ended starved them, or MPI "
-            "ranks wait on each other; the run exits 0: a stalled network is a result"
-        )
+    from .report.result import stall_warning
+
+    warning = stall_warning(result)  # the text Result.notes and a sweep point's error give too
+    if warning is not None:
+        err_console.print(f"[yellow]warning:[/] {escape(warning)}")
 
 
 def _plain(v) -> str:
@@ -158,23 +143,10 @@ def _plain(v) -> str:
 
 
 def _stuck_flows(st: dict) -> str:
-    """The stall's flows and links in the scenario's terms, as the result's ``stalled``
-    gives them (``first_flows``, ``blocked_by``, ``links_down``).
+    """:func:`netsteer.report.result.stuck_flows` (kept for callers of this name)."""
+    from .report.result import stuck_flows
 
-    >>> _stuck_flows({"flows": 3, "first_flows": ["a:x", "a:y"], "blocked_by": {"a:x": ["s:5 <-> t:1"]},
-    ...               "links_down": ["s:5 <-> t:1"]})
-    '; flows a:x (route crosses s:5 <-> t:1), a:y, and 1 more; links left down: s:5 <-> t:1'
-    """
-    names = st.get("first_flows") or []
-    if not names:
-        return ""
-    blocked = st.get("blocked_by") or {}
-    shown = [f"{n} (route crosses {', '.join(blocked[n])})" if n in blocked else n for n in names]
-    more = st["flows"] - len(names)
-    out = "; flows " + ", ".join(shown) + (f", and {more} more" if more > 0 else "")
-    if st.get("links_down"):
-        out += "; links left down: " + ", ".join(st["links_down"])
-    return out
+    return stuck_flows(st)
 
 
 def _routing_title(result: dict) -> str:
@@ -489,7 +461,7 @@ def run_cli(argv: list[str] | None = None) -> int:
         from .limits import ENV
 
         msg = str(exc) or "an allocation failed"
-        hint = "" if "--max-memory" in msg else f"; the input is too large for this machine (see --max-memory and {ENV})"
+        hint = "" if "--max-memory" in msg else f"; the input is too large for this machine (see netsteer --max-memory SIZE COMMAND, and {ENV})"
         _fail("error", f"out of memory: {msg}{hint}")
         return 2
     except RecursionError:

@@ -18,11 +18,11 @@ Examples
 >>> check(3 * 2**30, "the topology", detail="10 hosts", limits=lim, file="s.yaml", field="topology")
 Traceback (most recent call last):
 ...
-netsteer.errors.LimitError: s.yaml: topology: the topology would need about 3 GiB (10 hosts), more than the memory limit of 1 GiB; raise it with --max-memory or NETSTEER_MAX_MEMORY
+netsteer.errors.LimitError: s.yaml: topology: the topology would need about 3 GiB (10 hosts), more than the memory limit of 1 GiB; raise it with NETSTEER_MAX_MEMORY=SIZE, netsteer --max-memory SIZE COMMAND (before the command) or, in Python, netsteer.limits.set_max_memory(bytes)
 >>> check(950 * 2**20, "the topology", limits=lim)
 Traceback (most recent call last):
 ...
-netsteer.errors.LimitError: the topology would need about 950 MiB, more than the 924 MiB the memory limit of 1 GiB leaves beside the interpreter and libraries; raise it with --max-memory or NETSTEER_MAX_MEMORY
+netsteer.errors.LimitError: the topology would need about 950 MiB, more than the 924 MiB the memory limit of 1 GiB leaves beside the interpreter and libraries; raise it with NETSTEER_MAX_MEMORY=SIZE, netsteer --max-memory SIZE COMMAND (before the command) or, in Python, netsteer.limits.set_max_memory(bytes)
 """
 
 from __future__ import annotations
@@ -35,6 +35,20 @@ from .errors import LimitError, NetsteerError
 
 DEFAULT_MAX_MEMORY = 4 * 2**30
 ENV = "NETSTEER_MAX_MEMORY"
+
+
+def raise_hint() -> str:
+    """How to raise the memory limit, right wherever the limit is met: one message for
+    the command line and Python alike (a scenario's refusal is the same line in both).
+    On the command line ``--max-memory`` is global (``netsteer --max-memory SIZE sweep
+    ...``: after the subcommand it is an unknown option); Python has no command line.
+
+    >>> raise_hint()
+    'raise it with NETSTEER_MAX_MEMORY=SIZE, netsteer --max-memory SIZE COMMAND (before the command) or, in Python, netsteer.limits.set_max_memory(bytes)'
+    """
+    return (f"raise it with {ENV}=SIZE, netsteer --max-memory SIZE COMMAND (before the command) or, in Python, "
+            "netsteer.limits.set_max_memory(bytes)")
+
 
 #: Estimated bytes per item (measured, rounded up).
 NODE_BYTES = 250  # names, kinds, indexes; plus 8 per port slot (the dense port table)
@@ -200,7 +214,7 @@ def check(need: float, what: str, *, detail: str = "", limits: Limits | None = N
                 f"beside the interpreter and libraries")
         raise LimitError(
             f"{what} would need about {fmt_bytes(need)}{extra}, more than {room}; "
-            f"raise it with --max-memory or {ENV}",
+            f"{raise_hint()}",
             file=file, field=field,
         )
 
@@ -289,7 +303,7 @@ def check_workers(n: int, *, limits: Limits | None = None, field: str = "--worke
     >>> check_workers(1000, limits=four)
     Traceback (most recent call last):
     ...
-    netsteer.errors.LimitError: --workers: 1,000 worker processes would need about 125 GiB (128 MiB each, before their points), more than the memory limit of 4 GiB; raise it with --max-memory or NETSTEER_MAX_MEMORY
+    netsteer.errors.LimitError: --workers: 1,000 worker processes would need about 125 GiB (128 MiB each, before their points), more than the memory limit of 4 GiB; raise it with NETSTEER_MAX_MEMORY=SIZE, netsteer --max-memory SIZE COMMAND (before the command) or, in Python, netsteer.limits.set_max_memory(bytes)
     """
     check(n * WORKER_BYTES, f"{n:,} worker processes", detail=f"{fmt_bytes(WORKER_BYTES)} each, before their points",
           limits=limits, field=field)

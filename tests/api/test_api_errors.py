@@ -211,3 +211,20 @@ def test_the_api_says_what_netsteer_run_says(name, tmp_path):
     with pytest.raises(ns.NetsteerError) as info:
         ns.Scenario.from_yaml(path).run()
     assert p.stderr.strip() == f"netsteer: error: {info.value.message()}"
+
+
+def test_a_limit_error_says_how_to_raise_the_limit_in_python_and_on_the_command_line():
+    """The API's LimitError said 'raise it with --max-memory', an option there is no command line
+    for; the command line's placed it nowhere (after the subcommand it is 'No such option')."""
+    import subprocess
+    import sys
+
+    from netsteer import limits
+
+    with pytest.raises(ns.LimitError) as exc:
+        limits.check_workers(1000, limits=limits.Limits(max_memory=4 * 2**30))
+    assert "raise it with NETSTEER_MAX_MEMORY=SIZE, netsteer --max-memory SIZE COMMAND (before the command) " \
+           "or, in Python, netsteer.limits.set_max_memory(bytes)" in str(exc.value)
+    p = subprocess.run([sys.executable, "-m", "netsteer", "--max-memory", "1GiB", "sweep", "nothing.yaml",
+                        "--workers", "1000"], capture_output=True, text=True)
+    assert p.returncode == 2 and "netsteer --max-memory SIZE COMMAND (before the command)" in p.stderr, p.stderr

@@ -212,3 +212,30 @@ def test_sweep_out_follows_the_output_directory_rule_and_still_resumes(write_swe
     assert check_out(own) == own
     assert plan(sw, own)["points"] == 2
     assert check_out(tmp_path / "new" / "folder") == tmp_path / "new" / "folder"
+
+
+def test_plots_use_a_log_axis_for_geometric_values_and_cap_the_legend(tmp_path):
+    """1Gbps..400Gbps on a linear axis crowded three ticks at 0 (one read '100bps');
+    250 lines ran the legend off the figure, with matplotlib's layout warning on stderr."""
+    import warnings
+
+    from netsteer.sweep.report import LEGEND_LINES, TICKED_VALUES, _figure
+
+    store = ResultStore(tmp_path / "results.parquet")
+    for bw, ms in (("1Gbps", 8.0), ("10Gbps", 1.0), ("100Gbps", 0.1), ("400Gbps", 0.05)):
+        for noise in range(250):
+            store.add(f"{bw}-{noise}", {"topology.link_bandwidth": bw, "jobs.1.flows.0.bytes": f"{noise + 1}KiB"},
+                      _result(ms + noise * 1e-3))
+    s = summarize(store)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = _figure(s, "topology.link_bandwidth")
+        ax = fig.axes[0]
+        assert ax.get_xscale() == "log"
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["1Gbps", "10Gbps", "100Gbps", "400Gbps"]
+        labels = ax.get_legend_handles_labels()[1]
+        assert len(labels) == LEGEND_LINES and labels[-1] == "... and 239 more lines (sweep report --json)"
+        fig = _figure(s, "jobs.1.flows.0.bytes")  # 250 values: ticks spread, the first and last shown
+        ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+        assert fig.axes[0].get_xscale() == "log" and len(ticks) <= TICKED_VALUES + 1
+        assert ticks[0] == "1KiB" and ticks[-1] == "250KiB"

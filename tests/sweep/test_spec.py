@@ -221,3 +221,41 @@ def test_a_packet_key_is_swept_on_a_base_without_a_packet_section(write_sweep, t
     assert runs[0]["makespan_s"] > runs[1]["makespan_s"]
     with pytest.raises(NetsteerError, match=r"grid\.packet\.mtuu: packet has no key 'mtuu' .*did you mean 'mtu'"):
         load_sweep(write_sweep("base: base-pk.yaml\ngrid: {packet.mtuu: [1KiB]}\n", name="bad.yaml"))
+
+
+@pytest.mark.parametrize("text", [
+    "base: base.yaml\ngrid: {jobs.0.ranks: [4]}\nrepeat_seeds: [-1, 2]\n",
+    "base: base.yaml\npoints:\n  - {jobs.0.ranks: 4}\nrepeat_seeds: [-5]\n",
+])
+def test_a_bad_seed_is_blamed_on_repeat_seeds(write_sweep, tmp_path, text):
+    path = write_sweep(text)
+    rc, _, err = netsteer("sweep", path, "--check", "--out", tmp_path / "out")
+    assert rc == 2 and "Traceback" not in err
+    assert err.startswith(f"netsteer: error: {path}: repeat_seeds.0: a seed is an integer >= 0"), err
+
+
+def test_check_blames_a_seed_the_scenario_refuses_on_repeat_seeds(write_sweep):
+    """A seed the scenario refuses (whatever its rule) is repeat_seeds', not a path's of the point."""
+    import dataclasses
+
+    from netsteer.sweep.check import refused_points
+
+    sw = load_sweep(write_sweep("base: base.yaml\ngrid: {jobs.0.ranks: [4, 8]}\nrepeat_seeds: [1, 2]\n"))
+    sw.points = [p if p.seed == 1 else dataclasses.replace(p, seed=-2) for p in sw.points]
+    r = refused_points(sw)
+    assert r["refused"] == 2
+    assert {e["field"] for e in r["examples"]} == {"repeat_seeds.1"}
+
+
+@pytest.mark.parametrize("values", ["[1MiB, 1048576, 1024KiB]", "[10Gbps, 10000Mbps]", "[1ms, 1000us]"])
+def test_a_value_written_twice_differently_is_refused(write_sweep, values):
+    path = write_sweep(f"base: base.yaml\ngrid: {{jobs.0.program.0.bytes: {values}}}\n")
+    with pytest.raises(NetsteerError) as exc:
+        load_sweep(path)
+    assert exc.value.field == "grid.jobs.0.program.0.bytes"
+    assert exc.value.reason.startswith("a value is listed twice (")
+
+
+def test_distinct_values_and_booleans_are_not_repeats(write_sweep):
+    path = write_sweep("base: base.yaml\ngrid: {jobs.0.program.0.bytes: [1MiB, 1MB, 1048577]}\n")
+    assert len(load_sweep(path).points) == 3

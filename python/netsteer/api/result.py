@@ -73,15 +73,19 @@ class Result:
     @property
     def notes(self) -> list[str]:
         """What the run wants you to know (what ``netsteer run`` prints on stderr, ``notes`` in
-        ``--json``): a re-route of given tables, flows no partition allows, ignored keys; ``[]``
-        when there is nothing to say.
+        ``--json``), then the warning of a stalled run as ``netsteer run`` words it (``--json`` has
+        it as ``stalled``): a re-route of given tables, flows no partition allows, ignored keys;
+        ``[]`` when there is nothing to say.
 
         >>> import netsteer as ns
         >>> topo = ns.pgft(1, [4], [1], link_bandwidth="8Gbps", link_latency="0us")
         >>> ns.simulate(topo, "dmodk", [ns.job([ns.flow(0, 3, "1MB")])], sample=False).notes
         []
         """
-        return list(self.summary.get("notes", []))
+        from ..report.result import stall_warning
+
+        warning = stall_warning(self.summary)  # netsteer run's warning of a stall, word for word
+        return list(self.summary.get("notes", [])) + ([warning] if warning else [])
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object ``netsteer run --json`` prints."""

@@ -200,6 +200,52 @@ def stalled_summary(built, res) -> dict[str, Any] | None:
     return out
 
 
+def stuck_flows(st: dict) -> str:
+    """The stall's flows and links in the scenario's terms, as the result's ``stalled``
+    gives them (``first_flows``, ``blocked_by``, ``links_down``).
+
+    >>> stuck_flows({"flows": 3, "first_flows": ["a:x", "a:y"], "blocked_by": {"a:x": ["s:5 <-> t:1"]},
+    ...              "links_down": ["s:5 <-> t:1"]})
+    '; flows a:x (route crosses s:5 <-> t:1), a:y, and 1 more; links left down: s:5 <-> t:1'
+    """
+    names = st.get("first_flows") or []
+    if not names:
+        return ""
+    blocked = st.get("blocked_by") or {}
+    shown = [f"{n} (route crosses {', '.join(blocked[n])})" if n in blocked else n for n in names]
+    more = st["flows"] - len(names)
+    out = "; flows " + ", ".join(shown) + (f", and {more} more" if more > 0 else "")
+    if st.get("links_down"):
+        out += "; links left down: " + ", ".join(st["links_down"])
+    return out
+
+
+def stall_warning(result: dict) -> str | None:
+    """What ``netsteer run`` warns of a stalled run (after ``warning:``), the one text the
+    command line, the API's ``Result.notes`` and a sweep point's ``error`` give; None
+    for a run that finished.
+
+    >>> stall_warning({"status": "done"}) is None
+    True
+    >>> stall_warning({"status": "stalled", "stalled": {"flows": 1, "jobs": ["x"]}})[:60]
+    '1 flows never finished (jobs: x): their paths carry nothing '
+    """
+    if result.get("status") != "stalled":
+        return None
+    st = result["stalled"]
+    # a streamed job's messages and compute steps count as the DAG's flows would
+    ranks = "; ranks left: " + ", ".join(f"{j} {n}" for j, n in st["ranks_left"].items()) if st.get("ranks_left") else ""
+    head = f"{st['flows']} flows never finished (jobs: {', '.join(st['jobs'])}{ranks}{stuck_flows(st)}): "
+    if st.get("credit_loop"):
+        return (head + f"deadlock: their routes close a credit loop on {st['credit_loop']}; packets wait for credits "
+                "around the cycle for good (credit-based flow control: a routing with cyclic channel dependencies "
+                "on one VL can deadlock; dor on a HyperX and ftree on a fat-tree cannot); the run exits 0: a "
+                "stalled network is a result")
+    return (head + "their paths carry nothing (a link that stayed down, a circuit not made, a hybrid path whose rules "
+            "or tags were never in place), or higher-priority traffic that never ended starved them, or MPI "
+            "ranks wait on each other; the run exits 0: a stalled network is a result")
+
+
 def flow_names(built, flows: list[int]) -> list[str]:
     """DAG flows by the names the scenario gave them: ``job:id`` for a flow with an
     ``id:``, ``job:flows.k`` or ``job:bulk.k`` (its place in the job) otherwise, and

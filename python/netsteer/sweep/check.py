@@ -89,6 +89,17 @@ def _path_of(overrides: dict, field: str | None) -> str | None:
     return best
 
 
+def _blamed(sweep: Sweep, p, field: str | None) -> str:
+    """Where the sweep file gives what an error at the scenario's ``field`` is about:
+    ``repeat_seeds.N`` for a ``seed`` that no path of the point sets (repeat_seeds
+    set it), else the point's path (:func:`_path_of`) under its origin."""
+    if field and field.split(".")[-1] == "seed" and p.seed is not None and field not in p.overrides:
+        seeds = list(dict.fromkeys(q.seed for q in sweep.points))
+        return f"repeat_seeds.{seeds.index(p.seed)}"
+    path = _path_of(p.overrides, field)
+    return p.origin + (f".{path}" if path else "")
+
+
 def refused_points(sweep: Sweep, limit: int = MAX_CHECKED, *, build_limit: int = MAX_BUILT,
                    budget_s: float = BUILD_BUDGET_S) -> dict:
     """Check the points' scenarios as ``netsteer run`` does before simulating.
@@ -124,8 +135,7 @@ def refused_points(sweep: Sweep, limit: int = MAX_CHECKED, *, build_limit: int =
         except NetsteerError as exc:
             refused += 1
             if len(examples) < EXAMPLES:
-                path = _path_of(p.overrides, exc.field)
-                examples.append({"i": i, "point": p.key, "error": exc.message(),
-                                 "field": p.origin + (f".{path}" if path else "")})
+                examples.append({"i": i, "point": p.label, "error": exc.message(),
+                                 "field": _blamed(sweep, p, exc.field)})
     examples.sort(key=lambda e: e.pop("i"))  # in the sweep's order, as before
     return {"checked": len(sample), "built": built, "refused": refused, "examples": examples}

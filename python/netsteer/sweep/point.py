@@ -105,8 +105,11 @@ def run_point(base_raw: dict, overrides: dict[str, Any], seed: int | None, base_
     try:
         sc = parse_scenario(point_scenario_text(base_raw, overrides, seed), file=base_file)
         res = run_scenario_result(sc)
+        from ..report.result import stall_warning
+
         out.update(status=res["status"], makespan_s=res["makespan_s"],
-                   jobs={j["name"]: j["completion_s"] for j in res["jobs"]})
+                   jobs={j["name"]: j["completion_s"] for j in res["jobs"]},
+                   error=stall_warning(res))  # a stalled point says why, as netsteer run does
     except NetsteerError as exc:  # a refused combination: a result, not a crash
         out["error"] = exc.message()
     except Exception as exc:  # noqa: BLE001 - one point's bug must not stop the sweep

@@ -9,6 +9,7 @@ the other parameters.
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 from statistics import mean
 from typing import Any
@@ -121,14 +122,48 @@ def _file_name(metric: str, param: str) -> str:
     return f"{quote(metric, safe='')}_vs_{quote(param, safe='')}.png"
 
 
-def plot_against(summary: dict[str, Any], param: str, path: str | Path, *, title: str = "") -> Path:
-    """The metric's mean (min-max bars) against ``param``, one line per combination
-    of the other parameters; written as PNG atomically."""
-    from ..report.plots import plt  # Agg backend, set once by the report package
-    from ..report.atomic import atomic_file
-    from ..report.figures import legend_outside
+#: Lines a plot's legend names at most; past them the last entry says how many more
+#: there are, so a legend never runs off the figure.
+LEGEND_LINES = 12
+#: Ticks of a by-value axis at most (each at a value, as written).
+TICKED_VALUES = 12
 
-    path = Path(path)
+
+def _x_axis(ax, xs: list, pos: dict, by_value: bool) -> None:
+    """Scale and ticks of the x axis: a log axis for positive values by value spanning
+    a factor of 10 or more (sizes, bandwidths); ticks at the values, labelled as
+    written (so in the parameter's units), at most :data:`TICKED_VALUES` of them
+    spread over the axis so that no two crowd; one tick per value for texts."""
+    import math
+
+    from matplotlib.ticker import NullLocator
+
+    if not by_value:  # texts: one tick per value, as written
+        ax.set_xticks([pos[x] for x in xs], [str(x) for x in xs])
+        return
+    vals = [pos[x] for x in xs]
+    log = min(vals) > 0 and max(vals) >= 10 * min(vals)
+    if log:
+        ax.set_xscale("log")
+    where = [math.log10(v) for v in vals] if log else vals
+    gap = (max(where) - min(where)) / TICKED_VALUES
+    shown: list = []
+    for x, w in zip(xs, where):  # the first value, then each one far enough from the last shown
+        if not shown or w - shown[-1][1] >= gap:
+            shown.append((x, w))
+    if len(shown) > 1 and where[-1] - shown[-1][1] < gap:  # the last value always shows: it ends the axis
+        shown[-1] = (xs[-1], where[-1])
+    elif shown[-1][0] is not xs[-1]:
+        shown.append((xs[-1], where[-1]))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticks([pos[x] for x, _ in shown], [str(x) for x, _ in shown])
+
+
+def _figure(summary: dict[str, Any], param: str, *, title: str = ""):
+    """The figure of :func:`plot_against`, not saved."""
+    from ..report.figures import legend_outside
+    from ..report.plots import plt  # Agg backend, set once by the report package
+
     others = [p for p in summary["params"] if p != param]
     xs = sorted({g[param] for g in summary["groups"]}, key=_sort_key)
     pos, by_value = _positions(xs)
@@ -138,15 +173,18 @@ def plot_against(summary: dict[str, Any], param: str, path: str | Path, *, title
             lines.setdefault(tuple(g[o] for o in others), []).append(g)
     fig, ax = plt.subplots(figsize=(7, 4), dpi=120)
     styles = ["-", "--", ":", "-."]  # lines that coincide stay visible
-    for n, key in enumerate(sorted(lines, key=lambda k: tuple(_sort_key(v) for v in k))):
+    keys = sorted(lines, key=lambda k: tuple(_sort_key(v) for v in k))
+    named = len(keys) if len(keys) <= LEGEND_LINES else LEGEND_LINES - 1
+    for n, key in enumerate(keys):
         gs = sorted(lines[key], key=lambda g: _sort_key(g[param]))
         x = [pos[g[param]] for g in gs]
         y = [g["mean"] for g in gs]
         err = [[g["mean"] - g["min"] for g in gs], [g["max"] - g["mean"] for g in gs]]
-        label = ", ".join(f"{o}={v}" for o, v in zip(others, key)) or summary["metric"]
+        label = (", ".join(f"{o}={v}" for o, v in zip(others, key)) or summary["metric"]) if n < named else None
         ax.errorbar(x, y, yerr=err, marker="os^vD"[n % 5], linestyle=styles[n % 4], capsize=3, label=label)
-    if not by_value or not all(isinstance(x, (int, float)) for x in xs):  # texts: one tick per value, as written
-        ax.set_xticks([pos[x] for x in xs], [str(x) for x in xs])
+    if len(keys) > named:  # the legend names the first lines and says how many more
+        ax.errorbar([], [], linestyle="none", label=f"... and {len(keys) - named} more lines (sweep report --json)")
+    _x_axis(ax, xs, pos, by_value)
     ax.set_xlabel(param)
     m = summary["metric"]
     ax.set_ylabel(f"{m.removesuffix('_s')} (s)" if m.endswith("_s") else m)
@@ -154,9 +192,24 @@ def plot_against(summary: dict[str, Any], param: str, path: str | Path, *, title
     if lines:
         legend_outside(ax, fontsize=8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
+    with warnings.catch_warnings():  # a layout matplotlib cannot tighten is drawn as it is, not warned about
+        warnings.simplefilter("ignore", UserWarning)
+        fig.tight_layout()
+    return fig
+
+
+def plot_against(summary: dict[str, Any], param: str, path: str | Path, *, title: str = "") -> Path:
+    """The metric's mean (min-max bars) against ``param``, one line per combination
+    of the other parameters (the legend names :data:`LEGEND_LINES` at most); written
+    as PNG atomically."""
+    from ..report.atomic import atomic_file
+    from ..report.plots import plt
+
+    path = Path(path)
+    fig = _figure(summary, param, title=title)
     try:
-        with atomic_file(path) as tmp:  # removed if the write fails or is interrupted
+        with atomic_file(path) as tmp, warnings.catch_warnings():  # removed if the write fails or is interrupted
+            warnings.simplefilter("ignore", UserWarning)
             fig.savefig(tmp, format="png")
     finally:
         plt.close(fig)

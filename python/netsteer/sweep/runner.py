@@ -110,11 +110,70 @@ def _check_manifest(sweep: Sweep, out: Path, store: ResultStore) -> None:
                     file=str(out / RESULTS),
                 )
         files = {**before, **sweep.files_sha256}  # files of points not in this sweep file stay recorded
+        sweeps = [s for s in old.get("sweeps") or [] if isinstance(s, dict)]
+        if not sweeps and old.get("sweep_file"):  # a manifest from before sweeps were listed
+            sweeps = [{"sweep_file": old["sweep_file"], "name": Path(str(old["sweep_file"])).stem,
+                       "params": old.get("params") or [], "points": old.get("points")}]
     else:
         files = dict(sweep.files_sha256)
+        sweeps = []
+    # every sweep file run into the folder, the latest last: the results hold all their points
+    sweeps = [s for s in sweeps if s.get("sweep_file") != sweep.file]
+    sweeps.append({"sweep_file": sweep.file, "name": sweep.name, "params": sweep.params, "points": len(sweep.points)})
+    params = list(dict.fromkeys([*_param_columns(store), *sweep.params]))
     with atomic_write(path) as f:
         json.dump({"sweep_file": sweep.file, "base": sweep.base_file, "base_sha256": sweep.base_sha256,
-                   "files_sha256": files, "params": sweep.params, "points": len(sweep.points)}, f, indent=2)
+                   "files_sha256": files, "params": params, "points": len(sweep.points), "sweeps": sweeps},
+                  f, indent=2)
+
+
+def _param_columns(store: ResultStore) -> list[str]:
+    """The parameter columns recorded (``seed`` included)."""
+    from .results import FIXED
+
+    return [c for c in getattr(store, "columns", ()) if c not in FIXED and not c.startswith("job.")]
+
+
+def _identities(sweep: Sweep, store: ResultStore) -> dict[str, str]:
+    """Each recorded row's point as :attr:`Point.key` gives it now (the scenario it
+    ran), to the key it is recorded under: a folder written by an earlier version,
+    or by a sweep file that set a path to the base's own value, is matched by scenario."""
+    from .spec import canonical_key
+
+    return {canonical_key(sweep.base_raw, k): k for k in store.rows}
+
+
+def _fill_base_values(sweep: Sweep, store: ResultStore) -> None:
+    """Give every recorded row a value in every parameter column: a path a row's point
+    leaves alone (the column is new, from a grid extended by a path, or from another
+    sweep file over the same base) shows the base scenario's value, as for the
+    points of the sweep that added it."""
+    from .paths import get_path
+    from .spec import column_value
+
+    params = [c for c in dict.fromkeys([*_param_columns(store), *sweep.params]) if c != "seed"]
+    if not store.rows or not params:
+        return
+    base = {c: column_value(get_path(sweep.base_raw, c)) for c in params}
+    changed = False
+    for key, row in store.rows.items():
+        missing = [c for c in params if row.get(c) is None and base[c] is not None]
+        if not missing:
+            continue
+        try:
+            paths = list(json.loads(key))
+        except (ValueError, TypeError):
+            continue
+        for c in missing:  # a path the point set (or one above or under it) keeps its value
+            if not any(c == k or c.startswith(k + ".") or k.startswith(c + ".") for k in paths):
+                row[c] = base[c]
+                changed = True
+    for c in params:
+        if c not in store.columns:
+            store.columns.append(c)
+            changed = True
+    if changed:
+        store.unwritten += 1
 
 
 def _outcome(fut) -> dict:
@@ -186,7 +245,11 @@ def plan(sweep: Sweep, out: str | Path, *, retry_failed: bool = False) -> dict:
     ``{"sweep", "base", "params", "points", "recorded", "to_run"}``."""
     check_out(out)
     path = Path(out) / RESULTS
-    skip = ResultStore(path).finished(retry_failed) if path.exists() else set()
+    skip: set[str] = set()
+    if path.exists():
+        store = ResultStore(path)
+        finished = store.finished(retry_failed)
+        skip = {c for c, k in _identities(sweep, store).items() if k in finished}
     to_run = sum(p.key not in skip for p in sweep.points)
     return {"sweep": sweep.name, "base": sweep.base_file, "params": sweep.params, "points": len(sweep.points),
             "recorded": len(sweep.points) - to_run, "to_run": to_run}
@@ -256,10 +319,13 @@ def _run_into(sweep, out, scheduler, workers, client, retry_failed, progress) ->
     with _only_writer(out):
         store = ResultStore(out / RESULTS)
         _check_manifest(sweep, out, store)
-        skip = store.finished(retry_failed)
+        _fill_base_values(sweep, store)
+        ident = _identities(sweep, store)
+        finished = store.finished(retry_failed)
+        skip = {c for c, k in ident.items() if k in finished}
         todo = [p for p in sweep.points if p.key not in skip]
         prog = Progress(total=len(sweep.points), done=len(sweep.points) - len(todo))
-        prog.failed = sum(1 for p in sweep.points if p.key in skip and store.rows[p.key]["status"] == "failed")
+        prog.failed = sum(1 for p in sweep.points if p.key in skip and store.rows[ident[p.key]]["status"] == "failed")
         t0 = time.perf_counter()
         n_workers = 0
         if progress is not None:
@@ -267,8 +333,11 @@ def _run_into(sweep, out, scheduler, workers, client, retry_failed, progress) ->
         if todo:
             ctx = nullcontext(client) if client is not None else dask_client(scheduler, workers)
             with ctx as cl:
-                n_workers = _submit_and_record(cl, sweep, todo, store, prog, progress)
-    statuses = [store.rows[p.key]["status"] for p in sweep.points if p.key in store.rows]
+                n_workers = _submit_and_record(cl, sweep, todo, store, prog, progress, ident)
+        if store.unwritten:  # base values filled in with nothing left to run
+            store.write()
+    keys = [p.key if p.key in store.rows else ident.get(p.key) for p in sweep.points]
+    statuses = [store.rows[k]["status"] for k in keys if k in store.rows]
     return {
         "sweep": sweep.name,
         "out": str(out),
@@ -297,7 +366,7 @@ def _only_writer(out: Path) -> Iterator:
         yield  # the lock goes with the file's closing, and with the process
 
 
-def _submit_and_record(client, sweep, todo, store, prog, progress) -> int:
+def _submit_and_record(client, sweep, todo, store, prog, progress, ident=None) -> int:
     from distributed import wait
 
     from ..limits import current
@@ -317,6 +386,12 @@ def _submit_and_record(client, sweep, todo, store, prog, progress) -> int:
     per_task = len(pickle.dumps(sweep.base_raw, protocol=pickle.HIGHEST_PROTOCOL))
     window = max(min(window, WINDOW_BYTES // max(per_task, 1)), 2 * threads, 1)
     queue = iter(enumerate(todo))
+    # the parameter columns of other sweeps into the folder: the base's value (the point leaves them alone)
+    from .paths import get_path
+    from .spec import column_value
+
+    others = {c: column_value(get_path(sweep.base_raw, c)) for c in _param_columns(store)
+              if c not in sweep.params and c != "seed"}
     futs: dict = {}
     pending: set = set()
 
@@ -355,7 +430,10 @@ def _submit_and_record(client, sweep, todo, store, prog, progress) -> int:
                     continue
                 ended += 1
                 res = _outcome(f)
-                store.add(p.key, sweep.columns(p), res, write=False)
+                old = (ident or {}).get(p.key)
+                if old is not None and old != p.key:  # recorded before under another key: replaced
+                    store.rows.pop(old, None)
+                store.add(p.key, {**others, **sweep.columns(p)}, res, write=False)
                 prog.done += res["status"] != "lost"
                 prog.failed += res["status"] in ("failed", "lost")
             submit(ended)

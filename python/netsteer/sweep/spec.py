@@ -23,8 +23,10 @@ Examples
 >>> sw = load_sweep(d / "s.yaml")
 >>> len(sw.points), sw.params
 (8, ['routing.engine', 'jobs.0.flows.0.bytes', 'seed'])
->>> sw.points[1].key
-'{"jobs.0.flows.0.bytes":"1GB","routing.engine":"dmodk","seed":2}'
+>>> sw.points[7].key
+'{"jobs.0.flows.0.bytes":"2GB","routing.engine":"minhop","seed":2}'
+>>> sw.points[1].key  # the base's own values change nothing: the base scenario, seed 2
+'{"seed":2}'
 """
 
 from __future__ import annotations
@@ -60,15 +62,73 @@ class Point:
     overrides: dict[str, Any]
     seed: int | None = None
     origin: str = field(default="grid", compare=False)  # where the sweep file gives it: grid or points.N
+    #: the paths of ``overrides`` that set the base scenario's own value (:func:`same_as_base`)
+    same: frozenset = field(default=frozenset(), compare=False)
 
     @property
     def key(self) -> str:
-        """Identity of the point in ``results.parquet``: stable across reruns and
-        edits of the sweep file, so a resumed sweep recognises what it has done."""
-        d = dict(self.overrides)
-        if self.seed is not None:
-            d["seed"] = self.seed
-        return json.dumps(d, sort_keys=True, separators=(",", ":"), default=str)
+        """Identity of the point in ``results.parquet``: the scenario it runs, as the
+        values it changes in the base scenario (a path set to the base's own value
+        changes nothing and is left out), so a resumed sweep, an extended grid or
+        another sweep file over the same base recognises what is recorded."""
+        return point_key({k: v for k, v in self.overrides.items() if k not in self.same}, self.seed)
+
+    @property
+    def label(self) -> str:
+        """The point as the sweep file gives it (every path it sets), for messages."""
+        return point_key(self.overrides, self.seed)
+
+
+def point_key(overrides: dict[str, Any], seed: int | None = None) -> str:
+    """``overrides`` (and ``seed``) as compact JSON, keys sorted: a point's key."""
+    d = dict(overrides)
+    if seed is not None:
+        d["seed"] = seed
+    return json.dumps(d, sort_keys=True, separators=(",", ":"), default=str)
+
+
+_ABSENT = object()
+
+
+def same_as_base(base_raw: Any, overrides: dict[str, Any]) -> frozenset:
+    """The paths of ``overrides`` that set the value the base scenario already has
+    there, and are not under another path of them that changes something (which
+    would have replaced the base's subtree).
+
+    >>> base = {"sharing": "maxmin", "jobs": [{"ranks": 16, "placement": "linear"}]}
+    >>> sorted(same_as_base(base, {"sharing": "maxmin", "jobs.0.ranks": 8, "jobs.0.placement": "linear"}))
+    ['jobs.0.placement', 'sharing']
+    >>> sorted(same_as_base(base, {"jobs.0": {"ranks": 8}, "jobs.0.placement": "linear"}))
+    []
+    """
+    same: set[str] = set()
+    changed: list[str] = []
+    for path in sorted(overrides, key=lambda p: p.count(".")):
+        if any(path.startswith(c + ".") for c in changed):
+            changed.append(path)
+        elif get_path(base_raw, path, _ABSENT) == overrides[path]:
+            same.add(path)
+        else:
+            changed.append(path)
+    return frozenset(same)
+
+
+def canonical_key(base_raw: Any, key: str) -> str:
+    """A key recorded in ``results.parquet`` (by this version or an earlier one,
+    which kept paths set to the base's value) as :attr:`Point.key` gives it now.
+
+    >>> canonical_key({"sharing": "maxmin"}, '{"sharing":"maxmin","seed":3}')
+    '{"seed":3}'
+    """
+    try:
+        d = json.loads(key)
+    except ValueError:
+        return key
+    if not isinstance(d, dict):
+        return key
+    seed = d.pop("seed", None)
+    same = same_as_base(base_raw, d)
+    return point_key({k: v for k, v in d.items() if k not in same}, seed) if same else key
 
 
 @dataclass
@@ -239,6 +299,37 @@ def _values(v: Any, file: str, fld: str) -> list:
     return v
 
 
+def _same_value(v: Any) -> Any:
+    """What a value amounts to, so that one written twice differently is seen: a text
+    with a unit as its kind and SI value (``1MiB`` and ``1024KiB``), a size also as a
+    plain byte count (``1048576``); anything else as written.
+
+    >>> _same_value("1MiB") == _same_value("1024KiB") == _same_value(1048576), _same_value("1Gbps")
+    (True, ('bandwidth', 1000000000.0))
+    """
+    from ..units import UnitError, parse_bandwidth, parse_duration, parse_size
+
+    if isinstance(v, str):
+        for kind, parse in (("bandwidth", parse_bandwidth), ("duration", parse_duration), ("size", parse_size)):
+            try:
+                n = parse(v)
+            except UnitError:
+                continue
+            return n if kind == "size" else (kind, n)
+    return column_value(v)
+
+
+def _no_repeats(vals: list, file: str, fld: str) -> None:
+    """Refuse a value listed twice, also written differently (``[1MiB, 1048576]``)."""
+    seen: dict = {}
+    for v in vals:
+        k = ("bool", v) if isinstance(v, bool) else _same_value(v)  # true is not 1
+        if k in seen:
+            same = "" if column_value(seen[k]) == column_value(v) else f" ({seen[k]!r} and {v!r} are the same value)"
+            raise NetsteerError(f"a value is listed twice{same}", file=file, field=fld)
+        seen[k] = v
+
+
 def _check(base_raw, model, path: str, file: str, fld: str, seeded: bool) -> None:
     if not isinstance(path, str):
         raise NetsteerError(f"a path is a string like routing.engine, not {path!r}", file=file, field=fld)
@@ -257,6 +348,9 @@ def _seeds(v: Any, file: str) -> list[int | None]:
     for i, s in enumerate(seeds):
         if isinstance(s, bool) or not isinstance(s, int):
             raise NetsteerError(f"a seed is an integer, not {s!r}", file=file, field=f"repeat_seeds.{i}")
+        if s < 0:  # as the scenario's seed: refused here, not blamed on a path of each point
+            raise NetsteerError(f"a seed is an integer >= 0 (as a job's seed), not {s}", file=file,
+                                field=f"repeat_seeds.{i}")
     if len(set(seeds)) != len(seeds):
         raise NetsteerError("a seed is listed twice", file=file, field="repeat_seeds")
     return seeds
@@ -313,8 +407,7 @@ def load_sweep(path: str | Path) -> Sweep:
         for p, vals in grid.items():
             _check(base_raw, sc.model, p, file, f"grid.{p}", seeded)
             vals = _values(vals, file, f"grid.{p}")
-            if len({column_value(v) for v in vals}) != len(vals):
-                raise NetsteerError("a value is listed twice", file=file, field=f"grid.{p}")
+            _no_repeats(vals, file, f"grid.{p}")
             size *= len(vals)
         if size * len(seeds) > MAX_POINTS:
             raise NetsteerError(f"the grid has {size * len(seeds)} points; at most {MAX_POINTS}", file=file, field="grid")
@@ -331,13 +424,34 @@ def load_sweep(path: str | Path) -> Sweep:
             combos.append((f"points.{i}", dict(pt)))
 
     points: list[Point] = []
-    seen: set[str] = set()
+    seen: dict[str, str] = {}  # key -> the first point's label
+    same_cache: dict[str, bool] = {}  # (path, value) as JSON -> the base's own value there
+    nested_cache: dict[tuple, bool] = {}
     for fld, combo in combos:
+        paths_of = tuple(combo)
+        nested = nested_cache.get(paths_of)
+        if nested is None:  # a path under another: the shallower one may replace the base's subtree
+            nested = nested_cache[paths_of] = any(q.startswith(p + ".") for p in paths_of for q in paths_of)
+        if nested:
+            same = same_as_base(base_raw, combo)
+        else:
+            same_set = set()
+            for p, v in combo.items():
+                ck = p + "\0" + json.dumps(v, sort_keys=True, default=str)
+                hit = same_cache.get(ck)
+                if hit is None:
+                    hit = same_cache[ck] = get_path(base_raw, p, _ABSENT) == v
+                if hit:
+                    same_set.add(p)
+            same = frozenset(same_set)
         for s in seeds:
-            pt = Point(combo, s, fld)
+            pt = Point(combo, s, fld, same)
             if pt.key in seen:
-                raise NetsteerError(f"this point is already in the sweep: {pt.key}", file=file, field=fld)
-            seen.add(pt.key)
+                first = seen[pt.key]
+                same = "" if first == pt.label else \
+                    f" (as {first}: the paths at the base scenario's own value change nothing)"
+                raise NetsteerError(f"this point is already in the sweep: {pt.label}{same}", file=file, field=fld)
+            seen[pt.key] = pt.label
             points.append(pt)
     return Sweep(
         file=file,
