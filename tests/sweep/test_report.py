@@ -239,3 +239,13 @@ def test_plots_use_a_log_axis_for_geometric_values_and_cap_the_legend(tmp_path):
         ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
         assert fig.axes[0].get_xscale() == "log" and len(ticks) <= TICKED_VALUES + 1
         assert ticks[0] == "1KiB" and ticks[-1] == "250KiB"
+
+
+def test_a_column_that_is_not_a_metric_is_called_so(results, tmp_path):
+    rc, out, err = netsteer("sweep", "report", tmp_path, "--metric", "wall_s")
+    assert rc == 2, err
+    assert "no column" not in err
+    assert "'wall_s' is a column of results.parquet but not a metric" in err
+    assert "metrics: makespan_s, job.app.completion_s" in err
+    rc, out, err = netsteer("sweep", "report", tmp_path, "--metric", "nope")
+    assert rc == 2 and "no column 'nope'" in err

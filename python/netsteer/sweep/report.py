@@ -84,7 +84,12 @@ def summarize(store: ResultStore, metric: str = "makespan_s") -> dict[str, Any]:
         ``done`` points (None when there are none).
     """
     if metric not in metric_columns(store):
-        raise NetsteerError(f"no column {metric!r}; metrics: {', '.join(metric_columns(store))}", field="--metric")
+        metrics = ", ".join(metric_columns(store))
+        if metric in store.columns:
+            raise NetsteerError(f"{metric!r} is a column of results.parquet but not a metric "
+                                f"(a metric is makespan_s or a job.<name>.completion_s column); "
+                                f"metrics: {metrics}", field="--metric")
+        raise NetsteerError(f"no column {metric!r}; metrics: {metrics}", field="--metric")
     params = [c for c in param_columns(store) if c != "seed"]
     groups: dict[tuple, list[dict]] = {}
     for row in store.rows.values():
