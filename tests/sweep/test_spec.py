@@ -259,3 +259,12 @@ def test_a_value_written_twice_differently_is_refused(write_sweep, values):
 def test_distinct_values_and_booleans_are_not_repeats(write_sweep):
     path = write_sweep("base: base.yaml\ngrid: {jobs.0.program.0.bytes: [1MiB, 1MB, 1048577]}\n")
     assert len(load_sweep(path).points) == 3
+
+
+def test_a_scenario_given_as_sweep_file_is_called_a_scenario(base, tmp_path):
+    out = tmp_path / "out"
+    rc, stdout, err = netsteer("sweep", base, "--out", out, "--workers", "1")
+    assert rc == 2
+    assert err.strip().splitlines() == [f"netsteer: error: {base}: this is a scenario, not a sweep file (a sweep file "
+                                        "has base: and grid:/points:; see docs/sweeps.md)"]
+    assert not out.exists()

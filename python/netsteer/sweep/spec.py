@@ -356,6 +356,19 @@ def _seeds(v: Any, file: str) -> list[int | None]:
     return seeds
 
 
+def _looks_like_scenario(data: dict) -> bool:
+    """Whether a mapping holds keys only a scenario has (``topology``, ``jobs``, ...).
+
+    >>> _looks_like_scenario({"name": "x", "topology": {}, "jobs": []})
+    True
+    >>> _looks_like_scenario({"name": "x", "grid": {}})
+    False
+    """
+    from ..scenario import ScenarioModel
+
+    return any(k in ScenarioModel.model_fields and k not in KEYS for k in data)
+
+
 def load_sweep(path: str | Path) -> Sweep:
     """Read and validate a sweep file; nothing runs.
 
@@ -378,6 +391,9 @@ def load_sweep(path: str | Path) -> Sweep:
     data, _ = _read_yaml(path)
     if not isinstance(data, dict):
         raise NetsteerError("a sweep file is a mapping with base, and grid or points", file=file)
+    if "base" not in data and _looks_like_scenario(data):
+        raise NetsteerError("this is a scenario, not a sweep file (a sweep file has base: and grid:/points:; "
+                            "see docs/sweeps.md)", file=file)
     for k in data:
         if k not in KEYS:
             raise NetsteerError(f"unknown key {k!r}; known keys: {', '.join(KEYS)}", file=file, field=str(k))
