@@ -134,11 +134,17 @@ def test_interrupted_sweep_resumes_and_runs_no_point_twice(write_sweep, tmp_path
         assert time.monotonic() < deadline, "no point finished"
         time.sleep(0.02)
     first.send_signal(signal.SIGINT)  # Ctrl-C
-    _, err = first.communicate(timeout=120)
+    stdout, err = first.communicate(timeout=120)
     assert first.returncode == 130, err
     assert "Traceback" not in err
     before = ResultStore(results).rows
     assert 0 < len(before) < 8
+    # --json: one object on stdout, saying what was kept as the text on stderr does
+    assert f"finished points are in {results}" in err
+    s = json.loads(stdout)
+    assert (s["status"], s["signal"], s["points"], s["out"], s["results"]) == \
+        ("interrupted", "SIGINT", 8, str(out), str(results))
+    assert (s["recorded"], s["done"]) == (len(before), sum(r["status"] == "done" for r in before.values()))
 
     rc, stdout, err = netsteer(*args)
     assert rc == 0, err

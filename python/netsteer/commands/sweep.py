@@ -70,6 +70,26 @@ class _Bar:
             self.prog.update(self.task, completed=p.done, total=max(p.total, 1), running=p.running, failed=p.failed)
 
 
+def _interrupted(sweep, out: Path, exc: BaseException, kept: bool) -> dict:
+    """``--json`` of a sweep stopped by SIGINT/SIGTERM: what was kept, as the text on stderr says it."""
+    import signal
+
+    signum = getattr(exc, "signum", signal.SIGINT)
+    info = {"status": "interrupted", "signal": signal.Signals(signum).name, "sweep": sweep.name,
+            "points": len(sweep.points), "recorded": 0, "done": 0, "stalled": 0, "failed": 0, "out": str(out),
+            "results": str(out / "results.parquet") if kept else None,
+            "resume": "run the same command again" if kept else None}
+    if kept:
+        try:
+            from ..sweep import ResultStore
+
+            statuses = [r["status"] for r in ResultStore(out / "results.parquet").rows.values()]
+            info.update(recorded=len(statuses), **{s: statuses.count(s) for s in ("done", "stalled", "failed")})
+        except Exception:  # noqa: BLE001 - the stop came while the file was being replaced: counts unknown
+            info.update(recorded=None, done=None, stalled=None, failed=None)
+    return info
+
+
 def sweep_run(
     sweep_file: Path = typer.Argument(..., metavar="SWEEP.yaml", help="Sweep file: base scenario, grid, seeds."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="A running Dask scheduler (tcp://host:8786); default: a local cluster."),
@@ -122,9 +142,13 @@ def sweep_run(
                                 progress=bar)
     except BaseException as exc:
         # Ctrl-C or a signal (the entry point sets the exit code): say where the sweep stands
-        if not isinstance(exc, (Exception, SystemExit)) and (out / "results.parquet").exists():
-            err_console.print(f"netsteer: finished points are in {out / 'results.parquet'}; "
-                              "run the same command again to resume", highlight=False, soft_wrap=True)
+        if not isinstance(exc, (Exception, SystemExit)):
+            kept = (out / "results.parquet").exists()
+            if kept:
+                err_console.print(f"netsteer: finished points are in {out / 'results.parquet'}; "
+                                  "run the same command again to resume", highlight=False, soft_wrap=True)
+            if as_json:  # --json promises one object on stdout, an interrupted sweep included
+                typer.echo(json.dumps(_interrupted(sweep, out, exc, kept)))
         raise
     if as_json:
         typer.echo(json.dumps(summary))
