@@ -101,6 +101,13 @@ BAD_CALLS = [
     (lambda: ns.job([ns.flow(0, 5, "1MiB")], name=""), "name", "must not be empty"),
     (lambda: ns.simulate(_topo(), "dmodk", [ns.job([ns.flow(0, 5, "1MiB")])], sample="yes"), "sample",
      "expected True or False"),
+    # progress=: True/False/None or a function of (done, total, time_ns), refused before the run
+    (lambda: ns.simulate(_topo(), "dmodk", [ns.job([ns.flow(0, 5, "1MiB")])], progress="yes"), "progress",
+     "expected True, False, None or a function of (done, total, time_ns), got 'yes'"),
+    (lambda: ns.simulate(_topo(), "dmodk", [ns.job([ns.flow(0, 5, "1MiB")])], progress=lambda done: None),
+     "progress", "cannot be called as progress(done, total, time_ns)"),
+    (lambda: ns.Scenario(_topo(), "dmodk", [ns.job([ns.flow(0, 5, "1MiB")])]).run(
+        progress=lambda a, b, c, d: None), "progress", "cannot be called as progress(done, total, time_ns)"),
 ]
 
 
@@ -228,3 +235,12 @@ def test_a_limit_error_says_how_to_raise_the_limit_in_python_and_on_the_command_
     p = subprocess.run([sys.executable, "-m", "netsteer", "--max-memory", "1GiB", "sweep", "nothing.yaml",
                         "--workers", "1000"], capture_output=True, text=True)
     assert p.returncode == 2 and "netsteer --max-memory SIZE COMMAND (before the command)" in p.stderr, p.stderr
+
+
+def test_progress_functions_that_take_three_arguments_are_called_with_them():
+    calls, star = [], []
+    ns.simulate(_topo(), "dmodk", [ns.job([ns.flow(0, 5, "1MiB")])],
+                progress=lambda done, total, time_ns, extra=None: calls.append((done, total, time_ns)))
+    ns.simulate(_topo(), "dmodk", [ns.job([ns.flow(0, 5, "1MiB")])], progress=lambda *a: star.append(a))
+    assert calls and all(len(c) == 3 and all(isinstance(x, int) for x in c) for c in calls)
+    assert star and all(len(a) == 3 for a in star)

@@ -54,7 +54,8 @@ from ._values import plain
 from .result import Result
 
 Progress = bool | Callable[[int, int, int], None] | None
-"""``True`` for a progress bar on stderr, or a function of (flows done, flows, now in ns)."""
+"""``True`` for a progress bar on stderr, or a function called as ``progress(done, total, time_ns)``
+(flows finished, flows in all, the simulated time in ns)."""
 
 
 class Scenario:
@@ -337,7 +338,11 @@ class Scenario:
         sample : bool
             Sample the port counters (for ``Result.counters`` and ``Result.plot``).
         progress : bool or callable, optional
-            ``True`` shows a progress bar on stderr.
+            ``True`` shows a progress bar on stderr; a function is called as
+            ``progress(done, total, time_ns)`` (flows finished, flows in all, the
+            simulated time in ns, three ints, positionally) as the run goes.
+            Anything else, or a function that cannot take those three arguments,
+            is refused before the run.
         """
         from ..sim.run import run_scenario
 
@@ -346,6 +351,7 @@ class Scenario:
                                 f"Scenario(controller=...)), got {type(controller).__name__}", field="controller")
         if not isinstance(sample, bool):
             raise NetsteerError(f"expected True or False, got {sample!r}", field="sample")
+        _check_progress(progress)
         built = self.build()
         with _progress(progress) as update:
             res = run_scenario(built, controller, sample=sample, progress=update)
@@ -440,6 +446,40 @@ def _rebase(data: dict[str, Any], base: Path, dest: Path | None) -> dict[str, An
             p = (base / holder[key]).resolve()
             holder[key] = str(p) if dest is None else os.path.relpath(p, dest)
     return data
+
+
+def _check_progress(progress: Any) -> None:
+    """Refuse a ``progress`` that is neither None, a bool, nor a function of
+    ``(done, total, time_ns)``, before the run rather than inside it.
+
+    >>> _check_progress(lambda done, total, time_ns: None)
+    >>> _check_progress(lambda *args: None)
+    >>> _check_progress("yes")
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.NetsteerError: progress: expected True, False, None or a function of (done, total, time_ns), got 'yes'
+    >>> _check_progress(lambda done: None)
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.NetsteerError: progress: the function cannot be called as progress(done, total, time_ns): too many positional arguments
+    """
+    if progress is None or isinstance(progress, bool):
+        return
+    if not callable(progress):
+        got = repr(progress) if isinstance(progress, (str, int, float)) else type(progress).__name__
+        raise NetsteerError(f"expected True, False, None or a function of (done, total, time_ns), got {got}",
+                            field="progress")
+    import inspect
+
+    try:
+        sig = inspect.signature(progress)
+    except (TypeError, ValueError):  # a builtin without a signature: taken on trust
+        return
+    try:
+        sig.bind(0, 0, 0)
+    except TypeError as e:
+        raise NetsteerError(f"the function cannot be called as progress(done, total, time_ns): {e}",
+                            field="progress") from None
 
 
 class _progress:
