@@ -244,3 +244,24 @@ def test_progress_functions_that_take_three_arguments_are_called_with_them():
     ns.simulate(_topo(), "dmodk", [ns.job([ns.flow(0, 5, "1MiB")])], progress=lambda *a: star.append(a))
     assert calls and all(len(c) == 3 and all(isinstance(x, int) for x in c) for c in calls)
     assert star and all(len(a) == 3 for a in star)
+
+
+def test_topology_builder_links_take_units_as_the_rest_of_the_api():
+    def built(bandwidth, latency):
+        b = ns.TopologyBuilder("t")
+        h0, h1, s = b.add_host("h0"), b.add_host("h1"), b.add_switch("s0")
+        b.add_link(h0, s, bandwidth=bandwidth, latency_ns=latency)
+        b.add_link(h1, s, bandwidth=bandwidth, latency_ns=latency)
+        return b.build()
+
+    t = built("10Gbps", "1us")
+    ref = built(10e9, 1000)
+    assert list(t.link_bandwidth) == list(ref.link_bandwidth) == [10e9, 10e9]
+    assert list(t.link_latency_ns) == list(ref.link_latency_ns) == [1000, 1000]
+    for bandwidth, latency, field, reason in (("10 parsecs", 0, "bandwidth", "unknown bandwidth unit"),
+                                              ("0Gbps", 0, "bandwidth", "positive"),
+                                              ("10Gbps", "-1us", "latency_ns", "must not be negative"),
+                                              ("10Gbps", "500ps", "latency_ns", "whole number of nanoseconds")):
+        with pytest.raises(ns.NetsteerError) as info:
+            built(bandwidth, latency)
+        assert info.value.field == field and reason in info.value.reason, info.value.message()

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TopologyBuildError
-from ..units import MAX_DURATION_NS
+from ..units import MAX_DURATION_NS, checked_duration, parse_bandwidth
 
 HOST, SWITCH, CIRCUIT = 0, 1, 2
 KIND_NAMES = {HOST: "host", SWITCH: "switch", CIRCUIT: "circuit"}
@@ -298,16 +298,42 @@ class TopologyBuilder:
         a: int,
         b: int,
         *,
-        bandwidth: float,
-        latency_ns: int,
+        bandwidth: float | str,
+        latency_ns: int | str,
         a_port: int | None = None,
         b_port: int | None = None,
     ) -> int:
-        """Join ``a`` and ``b`` with a full-duplex cable; returns the link id."""
+        """Join ``a`` and ``b`` with a full-duplex cable; returns the link id.
+
+        ``bandwidth`` is bits per second or a text with a unit (``"10Gbps"``);
+        ``latency_ns`` is nanoseconds or a text with a unit (``"1us"``), read as
+        scenario files and the rest of the API read them.
+
+        >>> b = TopologyBuilder("t")
+        >>> h0, s = b.add_host("h0"), b.add_switch("s0")
+        >>> b.add_link(h0, s, bandwidth="10Gbps", latency_ns="1us")
+        0
+        >>> b.links[0][4:]
+        (10000000000.0, 1000)
+        >>> b.add_link(h0, s, bandwidth="10 parsecs", latency_ns=0)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        netsteer.errors.TopologyBuildError: bandwidth: link h0-s0: unknown bandwidth unit 'parsecs' in '10 parsecs'; use one of ...
+        """
         a, b = self._node(a, "a"), self._node(b, "b")
         if a == b:
             raise TopologyBuildError(f"link from {self.names[a]} to itself", field="b")
         where = f"{self.names[a]}-{self.names[b]}"
+        if isinstance(bandwidth, str):
+            try:
+                bandwidth = parse_bandwidth(bandwidth)
+            except (ValueError, OverflowError) as exc:
+                raise TopologyBuildError(f"link {where}: {exc}", field="bandwidth") from None
+        if isinstance(latency_ns, str):
+            try:
+                latency_ns = checked_duration(latency_ns)
+            except ValueError as exc:
+                raise TopologyBuildError(f"link {where}: {exc}", field="latency_ns") from None
         if not _number(bandwidth) or not 0 < bandwidth < math.inf:
             raise TopologyBuildError(f"link {where} needs a finite, positive bandwidth, got {bandwidth!r}",
                                      field="bandwidth")
