@@ -101,6 +101,10 @@ BAD_CALLS = [
     (lambda: ns.job([ns.flow(0, 5, "1MiB")], name=""), "name", "must not be empty"),
     (lambda: ns.simulate(_topo(), "dmodk", [ns.job([ns.flow(0, 5, "1MiB")])], sample="yes"), "sample",
      "expected True or False"),
+    # a keyword that contradicts the spec's own value is refused, naming both (not silently winning)
+    (lambda: ns.read_topology("pgft:levels=2,down=4;4,up=1;2,link_bandwidth=10Gbps,link_latency=1us",
+                              link_latency="5us"), "link_latency",
+     "link_latency='5us' conflicts with the inline spec's link_latency=1us"),
     # progress=: True/False/None or a function of (done, total, time_ns), refused before the run
     (lambda: ns.simulate(_topo(), "dmodk", [ns.job([ns.flow(0, 5, "1MiB")])], progress="yes"), "progress",
      "expected True, False, None or a function of (done, total, time_ns), got 'yes'"),
@@ -265,3 +269,15 @@ def test_topology_builder_links_take_units_as_the_rest_of_the_api():
         with pytest.raises(ns.NetsteerError) as info:
             built(bandwidth, latency)
         assert info.value.field == field and reason in info.value.reason, info.value.message()
+
+
+def test_read_topology_keywords_that_agree_with_the_spec_are_fine(tmp_path):
+    inline = "pgft:levels=2,down=4;4,up=1;2,link_bandwidth=10Gbps,link_latency=1us"
+    for latency in ("1us", "1000ns"):
+        assert set(ns.read_topology(inline, link_latency=latency).link_latency_ns) == {1000}
+    spec = tmp_path / "t.yaml"
+    spec.write_text("kind: pgft\nlevels: 2\ndown: [4, 4]\nup: [1, 2]\nlink_bandwidth: 10Gbps\nlink_latency: 1us\n")
+    assert set(ns.read_topology(spec, link_latency="1us").link_latency_ns) == {1000}
+    with pytest.raises(ns.NetsteerError) as info:
+        ns.read_topology(spec, link_latency="2us")
+    assert info.value.field == "link_latency" and "conflicts with" in info.value.reason and "1us" in info.value.reason

@@ -219,6 +219,8 @@ def read_topology(source: str | os.PathLike, *, link_latency: Duration | None = 
         ``"pgft:levels=2,down=16;16,up=1;8,link_bandwidth=10Gbps"``.
     link_latency : str, optional
         Per cable, for imported fabrics; default 100 ns. An export has its own.
+        These keywords add to a spec (inline or YAML); one that gives a key the spec
+        sets itself to a different value is refused, naming both.
     default_bandwidth : str, optional
         For ibnetdiscover output: the bandwidth of cables whose rate it does not print.
     name : str, optional
@@ -243,15 +245,46 @@ def read_topology(source: str | os.PathLike, *, link_latency: Duration | None = 
             if is_export(data):
                 return from_spec({"kind": "json", "path": str(Path(s).resolve()), **extra})
             if extra:
-                data = {**data, **extra}
+                data = _with_keywords(data, extra, f"{s}'s")
             return from_spec(data, file=s)
         kind = "ibnetdiscover" if specs._looks_like_ibnetdiscover(s) else "ibsim"
         return from_spec({"kind": kind, "path": str(Path(s).resolve()), **extra})
     kind = s.partition(":")[0].strip()
     if ":" in s and kind in specs.KINDS:
-        return from_spec({**specs.parse_inline(s), **extra})
+        return from_spec(_with_keywords(specs.parse_inline(s), extra, "the inline spec's"))
     specs.parse_topo_arg(s)  # raises its own message for anything else
     raise NetsteerError("not a topology", file=s)  # pragma: no cover - parse_topo_arg raised
+
+
+def _same_value(key: str, a: Any, b: Any) -> bool:
+    """Whether two values of ``key`` amount to the same (``1us`` and ``1000ns`` do)."""
+    from ..units import parse_bandwidth, parse_duration
+
+    parse = {"link_latency": parse_duration, "default_bandwidth": parse_bandwidth}.get(key)
+    if parse is not None:
+        try:
+            return parse(a) == parse(b)
+        except (ValueError, OverflowError, TypeError):  # one is bad: the spec's checks name it
+            pass
+    return a == b
+
+
+def _with_keywords(spec: dict[str, Any], extra: dict[str, Any], holder: str) -> dict[str, Any]:
+    """``spec`` with :func:`read_topology`'s keywords added; a keyword that gives a key
+    the spec already sets to a different value is refused, naming both.
+
+    >>> _with_keywords({"kind": "pgft", "link_latency": "1us"}, {"link_latency": "1000ns"}, "the inline spec's")
+    {'kind': 'pgft', 'link_latency': '1000ns'}
+    >>> _with_keywords({"kind": "pgft", "link_latency": "1us"}, {"link_latency": "5us"}, "the inline spec's")
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.NetsteerError: link_latency: link_latency='5us' conflicts with the inline spec's link_latency=1us; give it in one place
+    """
+    for k, v in extra.items():
+        if k in spec and not _same_value(k, spec[k], v):
+            raise NetsteerError(f"{k}={v!r} conflicts with {holder} {k}={spec[k]}; give it in one place",
+                                field=k)
+    return {**spec, **extra}
 
 
 def spec_of(topo: Topology) -> dict[str, Any] | None:
