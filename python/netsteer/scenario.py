@@ -467,6 +467,20 @@ def _why_not_stream(m: ScenarioModel, topo: Topology, routing, given: bool = Fal
     return streamable_routing(topo, _stream_router(m, topo, routing, given))
 
 
+def _reroutes_on_links(engine: str) -> bool:
+    """Whether a link change re-routes under ``reroute_on_change``: only an engine
+    that routes around down links builds new tables (a static one, such as D-mod-K,
+    builds the same tables whatever is down: :class:`netsteer.control.core.ReroutePolicy`
+    keeps them, see :func:`_routing_factory`'s ``static_engine``).
+
+    >>> _reroutes_on_links("dmodk"), _reroutes_on_links("minhop")
+    (False, True)
+    """
+    from .routing import accepts_down_links
+
+    return accepts_down_links(engine)
+
+
 def _why_not_stream_model(m: ScenarioModel, topo: Topology | None) -> str | None:
     """:func:`_why_not_stream` as far as the scenario tells, before any table is built
     (the tables' own reasons, class overrides, cannot come from a routing engine);
@@ -483,8 +497,9 @@ def _why_not_stream_model(m: ScenarioModel, topo: Topology | None) -> str | None
             return f"events.{i} changes the routing of flows in flight"
         if ev.circuit is not None:
             return f"events.{i} re-pairs a circuit switch"
-        if m.reroute_on_change:
-            return f"events.{i} changes links and reroute_on_change re-routes flows in flight"
+        if m.reroute_on_change and _reroutes_on_links(m.routing.engine):
+            return (f"events.{i} changes links and reroute_on_change re-routes flows in flight "
+                    f"(routing engine {m.routing.engine!r} routes around down links)")
     circuits = ((topo.node_kind == CIRCUIT).any() if topo is not None
                 else kind == "hyperx" and bool(m.topology.get("circuits")))
     if circuits:
@@ -856,7 +871,8 @@ def _rerouted_note(m: ScenarioModel) -> list[str]:
     """The note that the engine's tables replace given ones at the first re-route."""
     rerouting = [i for i, ev in enumerate(m.events)
                  if ev.circuit is not None
-                 or (m.reroute_on_change and (ev.link_down is not None or ev.link_up is not None))]
+                 or (m.reroute_on_change and _reroutes_on_links(m.routing.engine)
+                     and (ev.link_down is not None or ev.link_up is not None))]
     if not rerouting:
         return []
     return [f"routing: the given tables run until events.{rerouting[0]} re-routes; from then on the tables are "

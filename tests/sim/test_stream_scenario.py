@@ -76,10 +76,14 @@ def test_large_jobs_stream_by_default_unless_something_needs_their_flows():
         "down: [8, 4]", "down: [32, 32]").replace("placement: random", "placement: linear")
     assert [j for j, _ in build_scenario(parse_scenario(big)).streamed] == [0]
     assert build_scenario(parse_scenario(text())).streamed == []  # small: the DAG
-    # a link event re-routes flows in flight (reroute_on_change): the DAG path
+    # a link event re-routes flows in flight (reroute_on_change, an engine that routes
+    # around down links): the DAG path; a static engine keeps its tables: streamed
     ev = "events: [{at: 10us, link_down: [{node: s1_0, port: 1}]}]"
-    assert build_scenario(parse_scenario(big + ev)).streamed == []
-    assert build_scenario(parse_scenario(big + ev + "\nreroute_on_change: false")).streamed != []
+    rerouting = big.replace("engine: dmodk", "engine: minhop")
+    assert "engine: minhop" in rerouting
+    assert build_scenario(parse_scenario(rerouting + ev)).streamed == []
+    assert build_scenario(parse_scenario(rerouting + ev + "\nreroute_on_change: false")).streamed != []
+    assert build_scenario(parse_scenario(big + ev)).streamed != []
 
 
 def test_streaming_what_needs_per_flow_context_is_refused_naming_the_key(tmp_path, capsys):
@@ -398,7 +402,7 @@ def test_a_dag_job_too_large_is_refused_before_the_tables_are_built(limit, monke
 FALLBACK = """
 name: fallback
 topology: {kind: pgft, levels: 2, down: [16, 16], up: [1, 8], link_bandwidth: 10Gbps, link_latency: 1us}
-routing: {engine: dmodk}
+routing: {engine: ENGINE}
 jobs:
   - name: app
     ranks: RANKS
@@ -409,16 +413,17 @@ events:
 """
 
 
-@pytest.mark.parametrize("event,why", [
-    ("{at: 1ms, link_down: [{node: s1_0, port: 17}]}",
-     "events.0 changes links and reroute_on_change re-routes flows in flight"),
-    ("{at: 1ms, routing: {engine: minhop}}", "events.0 changes the routing of flows in flight"),
+@pytest.mark.parametrize("engine,event,why", [
+    ("minhop", "{at: 1ms, link_down: [{node: s1_0, port: 17}]}",
+     "events.0 changes links and reroute_on_change re-routes flows in flight "
+     "(routing engine 'minhop' routes around down links)"),
+    ("dmodk", "{at: 1ms, routing: {engine: minhop}}", "events.0 changes the routing of flows in flight"),
 ])
-def test_a_job_that_would_stream_says_why_it_runs_as_a_dag(event, why, limit):
+def test_a_job_that_would_stream_says_why_it_runs_as_a_dag(engine, event, why, limit):
     # it was refused for its flows with no word of streaming, and ran with no note
     from netsteer.errors import LimitError
 
-    sc = FALLBACK.replace("EVENT", event)
+    sc = FALLBACK.replace("EVENT", event).replace("ENGINE", engine)
     built = build_scenario(parse_scenario(sc.replace("RANKS", str(STREAM_MIN_RANKS)), file="f.yaml"))
     assert not built.streamed
     assert any(n.startswith(f"jobs.0 ('app', {STREAM_MIN_RANKS} ranks) runs as a flow DAG") and n.endswith(why)
@@ -434,3 +439,20 @@ def test_a_job_that_would_stream_says_why_it_runs_as_a_dag(event, why, limit):
     with pytest.raises(LimitError) as info:
         build_scenario(parse_scenario(sc.replace("RANKS", "256\n    stream: false"), file="f.yaml"))
     assert "streamed" not in info.value.reason
+
+
+@pytest.mark.parametrize("engine", ["dmodk", "ftree"])
+def test_a_link_change_under_a_static_engine_streams(engine):
+    """A static engine keeps its tables when links change (docs/scenarios.md), so
+    nothing re-routes a message in flight: the job streams, by default and when it
+    says so, and agrees with its DAG run (explore-scale: "events.0 changes links and
+    reroute_on_change re-routes flows in flight" refused stream: true, and a
+    4,096-rank job fell back to a DAG too large for the memory)."""
+    sc = FALLBACK.replace("ENGINE", engine).replace(
+        "EVENT", "{at: 20us, link_down: [{node: s1_0, port: 17}]}\n  - {at: 200us, link_up: [{node: s1_0, port: 17}]}")
+    built = build_scenario(parse_scenario(sc.replace("RANKS", str(STREAM_MIN_RANKS)), file="f.yaml"))
+    assert built.streamed and not [n for n in built.notes if "flow DAG" in n], built.notes
+    small = sc.replace("RANKS", "32\n    stream: STREAM").replace("1KiB", "64KiB")
+    streamed, dag = (run_scenario(build_scenario(parse_scenario(small.replace("STREAM", s), file="f.yaml")))
+                     for s in ("true", "false"))
+    assert streamed.makespan_ns == dag.makespan_ns > 200_000
