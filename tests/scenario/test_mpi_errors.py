@@ -101,7 +101,7 @@ def test_placement_hosts_are_strict_integers_on_both_paths(stream):
     [
         # each said "Extra inputs are not permitted" at jobs.0.program.0.<key>
         ("{op: compute, duration: 1ms}", "{op: alltoall, bytes: 1KiB, root: 0}", "jobs.0.program.1",
-         "unknown key 'root' for op alltoall; alltoall takes bytes, algorithm, elem_bytes"),
+         "unknown key 'root' for op alltoall; alltoall takes bytes, algorithm"),
         ("{op: compute, duration: 1ms}", "{op: send, src: 0, dst: 1, bytes: 1KiB, root: 0}", "jobs.0.program.1",
          "unknown key 'root' for op send; send takes src, dst, bytes"),
         ("{op: compute, duration: 1ms}", "{op: barrier, bytes: 1KiB}", "jobs.0.program.1",

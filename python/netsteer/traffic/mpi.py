@@ -31,7 +31,7 @@ from typing import Annotated, Any, Iterable, Literal, Sequence, Union
 
 import numpy as np
 from pydantic import (BaseModel, ConfigDict, Field, Strict, TypeAdapter, ValidationError, field_validator,
-                      model_validator)
+                      ValidationInfo, model_validator)
 
 from ..errors import NetsteerError, pydantic_error
 from ..schema import Duration, Size
@@ -40,7 +40,7 @@ from .algorithms import check_message_sizes, job_choices
 from .dag import FlowDag
 from .placement import error_field, place
 from .program import OpSpan, aggregate_ops  # noqa: F401  (defined there: the streamed path shares them)
-from .program import NO_OP, bad_placement, unknown_op, unknown_step_key  # the same words on both paths
+from .program import NO_OP, REDUCTIONS, bad_placement, no_elements, unknown_op, unknown_step_key  # the same words on both paths
 
 
 Int = Annotated[int, Strict()]
@@ -54,8 +54,19 @@ class _Step(BaseModel):
 
 
 class _Collective(_Step):
+    # declared by the subclasses (a Literal); here first, so elem_bytes' check reads it
+    op: str
     algorithm: str | None = None
-    elem_bytes: Int = Field(1, ge=1, description="element size, for reductions' chunking")
+    elem_bytes: Int = Field(1, ge=1, description="element size, for reductions' chunking (reduce, allreduce)")
+
+    @field_validator("elem_bytes")
+    @classmethod
+    def _reductions_only(cls, v, info: ValidationInfo):
+        # only when given (a default is not validated): it used to be taken and unused
+        op = info.data.get("op")
+        if op is not None and op not in REDUCTIONS:
+            raise ValueError(no_elements(op))
+        return v
 
     @model_validator(mode="after")
     def _known(self):
@@ -88,12 +99,6 @@ class UnrootedStep(_Collective):
 
 class BarrierStep(_Collective):
     op: Literal["barrier"]
-
-    @field_validator("elem_bytes")
-    @classmethod
-    def _no_elements(cls, v):
-        # only when given (a default is not validated): it used to be taken and unused
-        raise ValueError("a barrier moves no data, so it has no elements; barrier takes algorithm")
 
 
 class ComputeStep(_Step):

@@ -59,10 +59,12 @@ def _duration(value: Any) -> int:
 
 ROOTED = ("bcast", "reduce", "gather", "scatter")
 UNROOTED = ("allreduce", "alltoall", "allgather")
+#: The ops that combine elements, and so split their buffer by ``elem_bytes``.
+REDUCTIONS = ("reduce", "allreduce")
 #: The fields each step kind takes besides ``op`` (as the pydantic step models).
 STEP_FIELDS: dict[str, tuple[str, ...]] = {
-    **{op: ("bytes", "root", "algorithm", "elem_bytes") for op in ROOTED},
-    **{op: ("bytes", "algorithm", "elem_bytes") for op in UNROOTED},
+    **{op: ("bytes", "root", "algorithm") + (("elem_bytes",) if op in REDUCTIONS else ()) for op in ROOTED},
+    **{op: ("bytes", "algorithm") + (("elem_bytes",) if op in REDUCTIONS else ()) for op in UNROOTED},
     # a barrier moves no data: it has no elements (elem_bytes used to be taken, unused)
     "barrier": ("algorithm",),
     "compute": ("duration",),
@@ -91,12 +93,26 @@ def unknown_step_key(op: str, key: Any) -> str:
     takes, or the keys it takes.
 
     >>> unknown_step_key("alltoall", "root")
-    "unknown key 'root' for op alltoall; alltoall takes bytes, algorithm, elem_bytes"
+    "unknown key 'root' for op alltoall; alltoall takes bytes, algorithm"
     >>> unknown_step_key("allreduce", "byts")
     "unknown key 'byts' for op allreduce; did you mean 'bytes'?"
     """
     takes = STEP_FIELDS[op]
     return f"unknown key {key!r} for op {op}" + (did_you_mean(key, takes) or f"; {op} takes {', '.join(takes)}")
+
+
+def no_elements(op: str) -> str:
+    """Why step kind ``op`` (not a reduction) takes no ``elem_bytes``: only a reduction
+    combines elements, so only its split depends on their size (the other ops used to
+    take it and ignore it).
+
+    >>> no_elements("alltoall")
+    'alltoall moves blocks of bytes without combining them, so an element size changes nothing (elem_bytes applies to reductions: reduce, allreduce); alltoall takes bytes, algorithm'
+    """
+    if op == "barrier":
+        return "a barrier moves no data, so it has no elements; barrier takes algorithm"
+    return (f"{op} moves blocks of bytes without combining them, so an element size changes nothing "
+            f"(elem_bytes applies to reductions: {', '.join(REDUCTIONS)}); {op} takes {', '.join(STEP_FIELDS[op])}")
 
 
 def bad_placement(placement: Any) -> str:
@@ -153,6 +169,8 @@ def parse_step(raw: Any, field: str = "step") -> Step:
         raise NetsteerError(unknown_op(op), field=field)
     allowed = STEP_FIELDS[op]
     for k in raw:
+        if k == "elem_bytes" and k not in allowed and op != "compute" and op != "send":
+            raise NetsteerError(no_elements(op), field=f"{field}.elem_bytes")
         if k != "op" and k not in allowed:
             raise NetsteerError(unknown_step_key(op, k), field=field)
     for k in _REQUIRED[op]:
