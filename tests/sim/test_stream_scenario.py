@@ -289,6 +289,27 @@ def test_a_program_the_algorithm_refuses_names_the_file_streamed_or_not(tmp_path
 
 
 @pytest.mark.parametrize("stream", ["true", "false"])
+@pytest.mark.parametrize("step,field,reason", [
+    # explore-scale: both named program.1.algorithm, a field the first does not give and
+    # the second does not concern
+    ("{op: alltoall, bytes: 4KiB}", "jobs.0.program.1",
+     "alltoall's default algorithm pairwise pairs ranks by XOR and needs a power-of-two rank count, got 24; "
+     "set algorithm: bruck"),
+    ("{op: allreduce, bytes: 10, elem_bytes: 4}", "jobs.0.program.1.bytes",
+     "buffer of 10 bytes is not a whole number of 4-byte elements (elem_bytes: 4)"),
+    ("{op: allreduce, bytes: 10, elem_bytes: 4, algorithm: rabenseifner}", "jobs.0.program.1.bytes",
+     "buffer of 10 bytes is not a whole number of 4-byte elements (elem_bytes: 4)"),
+    ("{op: alltoall, bytes: 4KiB, algorithm: pairwise}", "jobs.0.program.1.algorithm",
+     "alltoall pairwise pairs ranks by XOR and needs a power-of-two rank count, got 24; use algorithm bruck"),
+])
+def test_an_algorithm_rule_names_the_field_the_step_gives(stream, step, field, reason):
+    with pytest.raises(NetsteerError) as e:
+        build_scenario(parse_scenario(
+            text(f"stream: {stream}").replace("{op: compute, duration: 20us}", step), file="s.yaml"))
+    assert (e.value.file, e.value.field, e.value.reason) == ("s.yaml", field, reason)
+
+
+@pytest.mark.parametrize("stream", ["true", "false"])
 @pytest.mark.parametrize("step,field,got", [
     ("{op: bcast, bytes: 8, root: '1'}", "root", "'1'"),
     ("{op: bcast, bytes: 8, root: 1.0}", "root", "1.0"),

@@ -52,7 +52,7 @@ import numpy as np
 from .._core import Engine, check_mpi_steps
 from ..errors import NetsteerError
 from ..topology.model import CIRCUIT, HOST, Topology
-from ..traffic.algorithms import MPI_ENVELOPE_BYTES, canonical, check_message_sizes, job_choices
+from ..traffic.algorithms import MPI_ENVELOPE_BYTES, canonical, check_message_sizes, job_choices, rule_error
 from ..traffic.program import MpiJobSpec, OpSpan, aggregate_ops, as_spec
 from ..traffic.placement import error_field, place
 
@@ -226,11 +226,11 @@ def job_steps(job: Any) -> list[tuple]:
     except ValueError as e:
         # "program step i: reason": what a collective refuses is its algorithm's rule
         # (rank counts, element sizes)
-        msg, field = str(e), None
+        msg = str(e)
         if msg.startswith("program step "):
             i, msg = msg[len("program step "):].split(": ", 1)
-            field = f"program.{i}.algorithm"
-        raise NetsteerError(msg, field=field) from None
+            raise rule_error(job.program[int(i)], msg).located(prefix=f"program.{i}") from None
+        raise NetsteerError(msg) from None
     return out
 
 

@@ -36,7 +36,7 @@ from pydantic import (BaseModel, ConfigDict, Field, Strict, TypeAdapter, Validat
 from ..errors import NetsteerError, pydantic_error
 from ..schema import Duration, Size
 from . import collectives as coll
-from .algorithms import check_message_sizes, job_choices
+from .algorithms import check_message_sizes, job_choices, rule_error
 from .dag import FlowDag
 from .placement import error_field, place
 from .program import OpSpan, aggregate_ops  # noqa: F401  (defined there: the streamed path shares them)
@@ -336,7 +336,7 @@ def check_ranks(steps, p: int) -> None:
             message_count(st.op, st.algorithm, p, getattr(st, "bytes", 0), getattr(st, "root", 0), st.elem_bytes,
                           choices)
         except NetsteerError as e:
-            raise e.located(prefix=f"program.{i}.algorithm") from None
+            raise rule_error(st, e.reason).located(prefix=f"program.{i}") from None
     check_message_sizes(steps, p)
 
 
@@ -421,7 +421,7 @@ def _expand_step(dag, st, hosts, frontier, label, kw):
         front = coll.expand(dag, st.op, algo.name, hosts, nbytes, frontier, label, root=root,
                             elem_bytes=st.elem_bytes, job_algorithms=choices, **kw)
     except NetsteerError as e:
-        raise e.located(prefix="algorithm") from None
+        raise (rule_error(st, e.reason) if e.field is None else e.located(prefix="algorithm")) from None
     return front, nbytes, algo.name
 
 
