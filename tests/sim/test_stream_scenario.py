@@ -138,6 +138,38 @@ def test_a_streamed_job_cut_off_by_a_failed_link_is_reported_stalled(bulk):
         assert r["jobs"][1]["completion_s"] is None  # the side job (its bulk flow) never ended
 
 
+STALL = """
+name: stall
+topology: {kind: pgft, levels: 2, down: [8, 8], up: [1, 2], parallel: [1, 2], link_bandwidth: 10Gbps, link_latency: 1us}
+routing: {engine: dmodk}
+reroute_on_change: false
+jobs:
+  - name: app
+    ranks: 20
+    stream: STREAM
+    repeat: 2
+    program:
+      - {op: allreduce, bytes: 1MiB, algorithm: ring}
+      - {op: bcast, bytes: 1KiB, root: 19}
+  - name: other
+    flows: [{src: 40, dst: 50, bytes: 1MiB}]
+events:
+  - {at: 100us, link_down: [{node: s1_0, port: 1}]}
+"""
+
+
+def test_a_stalled_streamed_job_says_what_blocks_it_as_its_dag_does():
+    """explore-scale: the DAG run's stalled had blocked_by {'app:allreduce': [h0:1 <-> s1_0:1]},
+    the streamed run none. Streamed messages have no flow ids: their links are by job."""
+    got = {}
+    for stream in ("true", "false"):
+        b = build_scenario(parse_scenario(STALL.replace("STREAM", stream), file="s.yaml"))
+        got[stream] = result_dict(b, run_scenario(b, sample=False))["stalled"]
+    assert got["false"]["blocked_by"] == {"app:allreduce": ["h0:1 <-> s1_0:1"]}
+    assert got["true"]["blocked_by"] == {"app": ["h0:1 <-> s1_0:1"]}
+    assert got["true"]["links_down"] == got["false"]["links_down"]
+
+
 def test_progress_counts_messages_and_simulated_time_without_a_total():
     b = build_scenario(parse_scenario(text("stream: true")))
     calls = []
