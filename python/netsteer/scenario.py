@@ -867,6 +867,48 @@ def check_routing_topology(routing, topo: Topology) -> None:
             "route the scenario's topology", field="routing")
 
 
+def _shared_hosts_note(m: ScenarioModel, topo: Topology) -> list[str]:
+    """A note per pair of MPI jobs whose placements share hosts (two ``placement:
+    linear`` jobs both start at host 0): their ranks share those hosts' links, which
+    a scenario rarely means. Not refused: jobs may share nodes on purpose.
+
+    >>> from netsteer.topology.pgft import pgft
+    >>> sc = parse_scenario('''
+    ... name: s
+    ... topology: {kind: pgft, levels: 2, down: [4, 4], up: [1, 2], link_bandwidth: 1Gbps, link_latency: 1us}
+    ... routing: {engine: dmodk}
+    ... jobs:
+    ...   - {name: a, ranks: 8, program: [{op: barrier}]}
+    ...   - {name: b, ranks: 4, program: [{op: barrier}]}
+    ...   - {name: c, ranks: 2, placement: [12, 13], program: [{op: barrier}]}
+    ... ''')
+    >>> _shared_hosts_note(sc.model, pgft(2, [4, 4], [1, 2], link_bandwidth=1e9, link_latency_ns=1000))
+    ["jobs.0 ('a') and jobs.1 ('b') place ranks on 4 of the same hosts (placement linear puts every job on hosts 0, 1, ...): their ranks share those hosts' links; give each job its own hosts with a list of host indices"]
+    """
+    from .traffic.placement import place
+
+    placed = []
+    for j, job in enumerate(m.jobs):
+        if job.program is None:
+            continue
+        try:
+            placed.append((j, job, set(place(job.ranks, job.placement, topo.n_hosts, job.seed))))
+        except NetsteerError:
+            continue  # refused, naming its field, when the job is checked (_check_stream)
+    out = []
+    for k, (a, ja, ha) in enumerate(placed):
+        for b, jb, hb in placed[k + 1:]:
+            shared = len(ha & hb)
+            if not shared:
+                continue
+            why = (" (placement linear puts every job on hosts 0, 1, ...)"
+                   if ja.placement == "linear" and jb.placement == "linear" else "")
+            out.append(f"jobs.{a} ({ja.name!r}) and jobs.{b} ({jb.name!r}) place ranks on {shared:,} of the same "
+                       f"host{'s' if shared > 1 else ''}{why}: their ranks share those hosts' links; give each job "
+                       "its own hosts with a list of host indices")
+    return out
+
+
 def _rerouted_note(m: ScenarioModel) -> list[str]:
     """The note that the engine's tables replace given ones at the first re-route."""
     rerouting = [i for i, ev in enumerate(m.events)
@@ -1126,6 +1168,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
         explicit.append((first_flow, first_flow + len(job.flows)))
         events += [StopFlows(at, (idx,)) for idx, at in timed]
         job_of_flow += [j] * (len(dag) - before)
+    notes += _shared_hosts_note(m, topo)
     # re-routing is the default controller's policy (netsteer.sim.run), not the events'
     reroute = None
     for i, ev in enumerate(m.events):

@@ -111,3 +111,22 @@ def test_a_flow_from_a_host_to_itself_moves_nothing_whatever_its_bytes():
         """)
     r = run_scenario(build_scenario(parse_scenario(text, file="s.yaml")))
     assert r.completion_ns.tolist()[0] == 5_000  # the delay alone; 1 MB at 10 Gbit/s would be 800 us
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_jobs_whose_placements_share_hosts_are_noted(stream):
+    """explore-scale overlap.yaml: two placement: linear jobs both ran on hosts 0..31,
+    silently."""
+    two = TOPO + textwrap.dedent(f"""\
+        jobs:
+          - {{name: a, ranks: 6, stream: {str(stream).lower()}, program: [{{op: barrier}}]}}
+          - {{name: b, ranks: 4, stream: {str(stream).lower()}, program: [{{op: barrier}}]}}
+          - {{name: c, ranks: 2, placement: [14, 15], program: [{{op: barrier}}]}}
+          - {{name: d, flows: [{{src: 0, dst: 1, bytes: 1KiB}}]}}
+        """)
+    assert [n for n in notes(two) if "same host" in n] == [
+        "jobs.0 ('a') and jobs.1 ('b') place ranks on 4 of the same hosts (placement linear puts every job on "
+        "hosts 0, 1, ...): their ranks share those hosts' links; give each job its own hosts with a list of "
+        "host indices"]
+    apart = two.replace("ranks: 4,", "ranks: 4, placement: [8, 9, 10, 11],")
+    assert not [n for n in notes(apart) if "same host" in n]
