@@ -304,7 +304,10 @@ class BuiltScenario:
 def _pydantic_error(exc: ValidationError, file: str | None, model=None) -> NetsteerError:
     """``exc`` as a :class:`NetsteerError` naming ``file`` (:func:`netsteer.errors.pydantic_error`;
     ``model``, the one validated, gives a misspelt key's hint)."""
-    return pydantic_error(exc.errors(), file=file, model=model)
+    from .traffic.program import with_integer_hint
+
+    errors = exc.errors()
+    return with_integer_hint(pydantic_error(errors, file=file, model=model), errors)
 
 
 def parse_scenario(text: str, *, file: str | None = None) -> Scenario:

@@ -342,6 +342,34 @@ def test_an_algorithm_rule_names_the_field_the_step_gives(stream, step, field, r
 
 
 @pytest.mark.parametrize("stream", ["true", "false"])
+def test_a_size_takes_a_whole_float_and_an_integer_field_says_so(stream):
+    """explore-scale: bytes: 1000000.0 ran while root: 1.0 and repeat: 2.0 were refused
+    with no word of why. A size (bytes) takes any spelling of a whole number of bytes
+    (YAML reads 1e6 as text, a size); every other integer field, of a step or of the
+    job, takes integers, and its refusal says the rule (docs/collectives.md)."""
+    from pathlib import Path
+
+    def build(step, job=""):
+        sc = text(f"stream: {stream}").replace("{op: compute, duration: 20us}", step)
+        return build_scenario(parse_scenario(sc.replace("repeat: 2", job or "repeat: 2"), file="s.yaml"))
+
+    for size in ("1000000.0", "1e6", "1.0e6", "1000000"):
+        built = build(f"{{op: bcast, bytes: {size}, root: 1}}")
+        assert built.streamed or any(s.nbytes == 1_000_000 for s in built.spans)
+    hint = "only a size, such as bytes, may be written 1e6 or 1000000.0"
+    for step, job, field, got in (("{op: bcast, bytes: 8, root: 1.0}", "", "program.1.root", "1.0"),
+                                  ("{op: reduce, bytes: 8, elem_bytes: 4.0}", "", "program.1.elem_bytes", "4.0"),
+                                  ("{op: send, src: 0.0, dst: 1, bytes: 8}", "", "program.1.src", "0.0"),
+                                  ("{op: barrier}", "repeat: 2.0", "repeat", "2.0")):
+        with pytest.raises(NetsteerError) as e:
+            build(step, job)
+        assert (e.value.field, e.value.reason) == (
+            f"jobs.0.{field}", f"must be an integer, got {got} (write {got[:-2]}: {hint})")
+    doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "collectives.md").read_text().split())
+    assert "`bytes: 1e6` or `bytes: 1000000.0` is a size" in doc
+
+
+@pytest.mark.parametrize("stream", ["true", "false"])
 @pytest.mark.parametrize("step,field,got", [
     ("{op: bcast, bytes: 8, root: '1'}", "root", "'1'"),
     ("{op: bcast, bytes: 8, root: 1.0}", "root", "1.0"),
@@ -358,7 +386,8 @@ def test_a_step_integer_given_as_text_or_float_is_refused_as_a_job_field_is(tmp_
     p.write_text(text(f"stream: {stream}").replace("{op: compute, duration: 20us}", step))
     assert run_cli(["run", str(p), "--json"]) == 2
     err = capsys.readouterr().err
-    assert err == f"netsteer: error: {p}: jobs.0.program.1.{field}: must be an integer, got {got}\n", err
+    hint = f" (write {got[:-2]}: only a size, such as bytes, may be written 1e6 or 1000000.0)" if got.endswith(".0") else ""
+    assert err == f"netsteer: error: {p}: jobs.0.program.1.{field}: must be an integer, got {got}{hint}\n", err
     q = tmp_path / "r.yaml"
     q.write_text(text(f"stream: {stream}").replace("ranks: 24", "ranks: '24'"))
     assert run_cli(["run", str(q), "--json"]) == 2

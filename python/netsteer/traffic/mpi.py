@@ -40,7 +40,8 @@ from .algorithms import check_message_sizes, job_choices, rule_error
 from .dag import FlowDag
 from .placement import error_field, place
 from .program import OpSpan, aggregate_ops  # noqa: F401  (defined there: the streamed path shares them)
-from .program import NO_OP, REDUCTIONS, bad_placement, no_elements, unknown_op, unknown_step_key  # the same words on both paths
+from .program import (NO_OP, REDUCTIONS, bad_placement, no_elements, unknown_op,  # the same words on both paths
+                      unknown_step_key, with_integer_hint)
 
 
 Int = Annotated[int, Strict()]
@@ -196,7 +197,7 @@ def validation_error(e: ValidationError, prefix: str | None = None) -> NetsteerE
     in the words of the streamed path's checks (:mod:`netsteer.traffic.program`): a
     step's op or unknown key, else as any scenario field (:func:`netsteer.errors.pydantic_error`)."""
     errors = e.errors()
-    err = _step_error(errors) or pydantic_error(errors, tags=_TAGS)
+    err = _step_error(errors) or with_integer_hint(pydantic_error(errors, tags=_TAGS), errors)
     return err.located(prefix=prefix) if prefix else err
 
 

@@ -135,14 +135,42 @@ class Step:
     duration: int = 0
 
 
+def not_an_integer(value: Any) -> str:
+    """The reason for an integer field (a count, a rank, an element size) given
+    ``value``: the words of :func:`netsteer.errors.plain_words`, and, for a float of a
+    whole value, the rule: only a size (``bytes``) takes any spelling of a whole
+    number, ``1e6`` or ``1000000.0`` (YAML reads ``1e6`` as text, a size's unit syntax);
+    the other integer fields take integers, as a job's ``ranks`` and ``repeat`` do.
+
+    >>> not_an_integer(1.0)
+    'must be an integer, got 1.0 (write 1: only a size, such as bytes, may be written 1e6 or 1000000.0)'
+    >>> not_an_integer("1")
+    "must be an integer, got '1'"
+    """
+    reason = f"must be an integer, got {short_repr(value)}"
+    if isinstance(value, float) and value.is_integer():
+        reason += f" (write {int(value)}: only a size, such as bytes, may be written 1e6 or 1000000.0)"
+    return reason
+
+
+def with_integer_hint(err: NetsteerError, errors: Sequence[dict]) -> NetsteerError:
+    """``err`` (made from pydantic's ``errors``) with :func:`not_an_integer`'s words
+    when it refuses a float of a whole value for an integer field."""
+    for x in errors:
+        got = x.get("input")
+        if x.get("type") == "int_type" and isinstance(got, float) and err.reason == f"must be an integer, got {got!r}":
+            return type(err)(not_an_integer(got), file=err.file, field=err.field)
+    return err
+
+
 def _int(value: Any, field: str, ge: int | None = None) -> int:
     # the words of netsteer.errors.plain_words, as the pydantic model's errors read
     if isinstance(value, bool):
-        raise NetsteerError(f"must be an integer, got {short_repr(value)}", field=field)
+        raise NetsteerError(not_an_integer(value), field=field)
     try:
         n = operator.index(value)
     except TypeError:
-        raise NetsteerError(f"must be an integer, got {short_repr(value)}", field=field) from None
+        raise NetsteerError(not_an_integer(value), field=field) from None
     if ge is not None and n < ge:
         raise NetsteerError(f"must be >= {ge}, got {n}", field=field)
     return int(n)
