@@ -304,7 +304,10 @@ class BuiltScenario:
 def _pydantic_error(exc: ValidationError, file: str | None, model=None) -> NetsteerError:
     """``exc`` as a :class:`NetsteerError` naming ``file`` (:func:`netsteer.errors.pydantic_error`;
     ``model``, the one validated, gives a misspelt key's hint)."""
-    return pydantic_error(exc.errors(), file=file, model=model)
+    from .traffic.program import with_integer_hint
+
+    errors = exc.errors()
+    return with_integer_hint(pydantic_error(errors, file=file, model=model), errors)
 
 
 def parse_scenario(text: str, *, file: str | None = None) -> Scenario:
@@ -467,6 +470,20 @@ def _why_not_stream(m: ScenarioModel, topo: Topology, routing, given: bool = Fal
     return streamable_routing(topo, _stream_router(m, topo, routing, given))
 
 
+def _reroutes_on_links(engine: str) -> bool:
+    """Whether a link change re-routes under ``reroute_on_change``: only an engine
+    that routes around down links builds new tables (a static one, such as D-mod-K,
+    builds the same tables whatever is down: :class:`netsteer.control.core.ReroutePolicy`
+    keeps them, see :func:`_routing_factory`'s ``static_engine``).
+
+    >>> _reroutes_on_links("dmodk"), _reroutes_on_links("minhop")
+    (False, True)
+    """
+    from .routing import accepts_down_links
+
+    return accepts_down_links(engine)
+
+
 def _why_not_stream_model(m: ScenarioModel, topo: Topology | None) -> str | None:
     """:func:`_why_not_stream` as far as the scenario tells, before any table is built
     (the tables' own reasons, class overrides, cannot come from a routing engine);
@@ -483,8 +500,9 @@ def _why_not_stream_model(m: ScenarioModel, topo: Topology | None) -> str | None
             return f"events.{i} changes the routing of flows in flight"
         if ev.circuit is not None:
             return f"events.{i} re-pairs a circuit switch"
-        if m.reroute_on_change:
-            return f"events.{i} changes links and reroute_on_change re-routes flows in flight"
+        if m.reroute_on_change and _reroutes_on_links(m.routing.engine):
+            return (f"events.{i} changes links and reroute_on_change re-routes flows in flight "
+                    f"(routing engine {m.routing.engine!r} routes around down links)")
     circuits = ((topo.node_kind == CIRCUIT).any() if topo is not None
                 else kind == "hyperx" and bool(m.topology.get("circuits")))
     if circuits:
@@ -852,11 +870,54 @@ def check_routing_topology(routing, topo: Topology) -> None:
             "route the scenario's topology", field="routing")
 
 
+def _shared_hosts_note(m: ScenarioModel, topo: Topology) -> list[str]:
+    """A note per pair of MPI jobs whose placements share hosts (two ``placement:
+    linear`` jobs both start at host 0): their ranks share those hosts' links, which
+    a scenario rarely means. Not refused: jobs may share nodes on purpose.
+
+    >>> from netsteer.topology.pgft import pgft
+    >>> sc = parse_scenario('''
+    ... name: s
+    ... topology: {kind: pgft, levels: 2, down: [4, 4], up: [1, 2], link_bandwidth: 1Gbps, link_latency: 1us}
+    ... routing: {engine: dmodk}
+    ... jobs:
+    ...   - {name: a, ranks: 8, program: [{op: barrier}]}
+    ...   - {name: b, ranks: 4, program: [{op: barrier}]}
+    ...   - {name: c, ranks: 2, placement: [12, 13], program: [{op: barrier}]}
+    ... ''')
+    >>> _shared_hosts_note(sc.model, pgft(2, [4, 4], [1, 2], link_bandwidth=1e9, link_latency_ns=1000))
+    ["jobs.0 ('a') and jobs.1 ('b') place ranks on 4 of the same hosts (placement linear puts every job on hosts 0, 1, ...): their ranks share those hosts' links; give each job its own hosts with a list of host indices"]
+    """
+    from .traffic.placement import place
+
+    placed = []
+    for j, job in enumerate(m.jobs):
+        if job.program is None:
+            continue
+        try:
+            placed.append((j, job, set(place(job.ranks, job.placement, topo.n_hosts, job.seed))))
+        except NetsteerError:
+            continue  # refused, naming its field, when the job is checked (_check_stream)
+    out = []
+    for k, (a, ja, ha) in enumerate(placed):
+        for b, jb, hb in placed[k + 1:]:
+            shared = len(ha & hb)
+            if not shared:
+                continue
+            why = (" (placement linear puts every job on hosts 0, 1, ...)"
+                   if ja.placement == "linear" and jb.placement == "linear" else "")
+            out.append(f"jobs.{a} ({ja.name!r}) and jobs.{b} ({jb.name!r}) place ranks on {shared:,} of the same "
+                       f"host{'s' if shared > 1 else ''}{why}: their ranks share those hosts' links; give each job "
+                       "its own hosts with a list of host indices")
+    return out
+
+
 def _rerouted_note(m: ScenarioModel) -> list[str]:
     """The note that the engine's tables replace given ones at the first re-route."""
     rerouting = [i for i, ev in enumerate(m.events)
                  if ev.circuit is not None
-                 or (m.reroute_on_change and (ev.link_down is not None or ev.link_up is not None))]
+                 or (m.reroute_on_change and _reroutes_on_links(m.routing.engine)
+                     and (ev.link_down is not None or ev.link_up is not None))]
     if not rerouting:
         return []
     return [f"routing: the given tables run until events.{rerouting[0]} re-routes; from then on the tables are "
@@ -915,9 +976,41 @@ def _critical_path_ns(cols, flows: np.ndarray, host_cap: np.ndarray, path_ns: fl
     return float(end.max())  # (a cycle is refused before: every flow was reached)
 
 
-def _expected_ns(topo: Topology, dag: FlowDag, streamed=(), stops=(), mpi=(), explicit=()) -> float:
+def _mpi_sent(topo: Topology, jobs) -> np.ndarray:
+    """Bytes each host sends for the MPI ``jobs`` ((index, MpiJob) pairs, their
+    placement and program checked): every message of the job's program (each with
+    its envelope, :func:`netsteer._core.mpi_step_totals`, without expanding it) times
+    ``repeat``, shared evenly by its ranks, added up on the hosts the placement gives
+    them. The same for a streamed job and for one expanded into the DAG, so both
+    pick the same sampling interval.
+
+    >>> from netsteer.topology.pgft import pgft
+    >>> from netsteer.traffic.mpi import MpiJob
+    >>> t = pgft(2, [4, 4], [1, 2], link_bandwidth=1e9, link_latency_ns=0)
+    >>> job = MpiJob(name="a", ranks=2, program=[{"op": "send", "src": 0, "dst": 1, "bytes": 984}], repeat=3)
+    >>> _mpi_sent(t, [(0, job)])[:3].tolist()  # 3 x (984 + 16 B envelope), half per rank
+    [1500.0, 1500.0, 0.0]
+    """
+    from ._core import mpi_step_totals
+    from .sim.stream import job_steps
+    from .traffic.algorithms import MPI_ENVELOPE_BYTES
+    from .traffic.placement import place
+
+    sent = np.zeros(topo.n_hosts)
+    for _, job in jobs:
+        hosts = np.asarray(place(job.ranks, job.placement, topo.n_hosts, job.seed), dtype=np.int64)
+        total = sum(b for _, b in mpi_step_totals(job.ranks, job_steps(job), MPI_ENVELOPE_BYTES))
+        np.add.at(sent, hosts, float(total) * job.repeat / job.ranks)
+    return sent
+
+
+def _expected_ns(topo: Topology, dag: FlowDag, streamed=(), stops=(), mpi=(), explicit=(),
+                 mpi_flows=()) -> float:
     """A lower bound of the run's length: the busiest host sending at its link's rate
-    after the last start (the run may well last longer under contention); the
+    after the last start (the run may well last longer under contention; an MPI
+    job's bytes counted by :func:`_mpi_sent` from its program and placement, streamed
+    or not: ``mpi_flows``, the (first, end) flow ranges of the jobs expanded into
+    the DAG, are left out of the DAG's count); the
     critical path of the explicit flows (``explicit``: (first, end) flow ranges, a
     job's flows), their starts, ``delay`` and chains of ``after`` included
     (:func:`_critical_path_ns`), so a compute phase of a second is not taken for a
@@ -928,11 +1021,14 @@ def _expected_ns(topo: Topology, dag: FlowDag, streamed=(), stops=(), mpi=(), ex
     one; and bulk flows that run for a duration until they stop (``stops``, in ns)."""
     nic = topo.channel_bandwidth() / 8.0
     cols = dag.columns()
-    sent = np.bincount(cols.src, weights=np.minimum(cols.bytes, 1e15), minlength=topo.n_hosts)
+    weights = np.minimum(cols.bytes, 1e15).astype(float)
+    for a, b in mpi_flows:
+        weights[a:b] = 0.0
+    sent = np.bincount(cols.src, weights=weights, minlength=topo.n_hosts) + _mpi_sent(topo, [*streamed, *mpi])
     up = np.array([topo.out_channel[topo.host_node(h)].max() for h in range(topo.n_hosts)], dtype=np.int64)
     host_cap = nic[up]
-    finite = sent[sent < 1e14]
-    guess_s = float((finite / host_cap[: len(finite)]).max()) if len(finite) else (0.0 if streamed else 1.0)
+    finite = sent < 1e14  # (a host with an endless bulk flow: its other bytes are not a bound)
+    guess_s = float((sent[finite] / host_cap[finite]).max()) if finite.any() else (0.0 if streamed else 1.0)
     starts = cols.start_ns[cols.start_ns >= 0]
     guess = guess_s * 1e9 + (float(starts.max()) if len(starts) else 0.0)
     # a message crosses at least the sender's and the receiver's host links
@@ -949,7 +1045,8 @@ def _expected_ns(topo: Topology, dag: FlowDag, streamed=(), stops=(), mpi=(), ex
     return max(1_000.0, guess, *(float(t) for t in stops))
 
 
-def _auto_interval(topo: Topology, dag: FlowDag, streamed=(), stops=(), mpi=(), explicit=()) -> int:
+def _auto_interval(topo: Topology, dag: FlowDag, streamed=(), stops=(), mpi=(), explicit=(),
+                   mpi_flows=()) -> int:
     """A sampling interval that gives about 200 samples over the expected run
     (:func:`_expected_ns`; a run that samples more halves its resolution as it goes,
     :class:`netsteer.sim.driver.SimDriver` for streamed runs, the engine's sample cap
@@ -957,7 +1054,7 @@ def _auto_interval(topo: Topology, dag: FlowDag, streamed=(), stops=(), mpi=(), 
     from .limits import current
     from .units import MAX_DURATION_NS
 
-    guess_ns = _expected_ns(topo, dag, streamed, stops, mpi, explicit)
+    guess_ns = _expected_ns(topo, dag, streamed, stops, mpi, explicit, mpi_flows)
     raw = guess_ns / AUTO_SAMPLES
     # keep channels x samples well inside the memory limit, even for a run 8x longer than expected
     raw = max(raw, guess_ns * topo.n_channels / max(current().max_sample_values // 8, 1))
@@ -1034,6 +1131,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
     streamed: list = []
     dag_mpi: list = []  # (job index, MpiJob) of the MPI jobs expanded into the DAG
     explicit: list = []  # (first, end) of each job's explicit flows in the DAG
+    mpi_flows: list = []  # (first, end) of the flows of each MPI job expanded into the DAG
     why_not = None
     if any(job.program is not None for job in m.jobs):
         why_not = _why_not_stream(m, topo, routing, given)
@@ -1060,6 +1158,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
                 except LimitError as exc:
                     raise _not_streamed(exc, job, why_job) from None
                 dag_mpi.append((j, mpi))
+                mpi_flows.append((before, len(dag)))
                 if _falls_back(job, why_job):
                     notes.append(f"jobs.{j} ({job.name!r}, {job.ranks:,} ranks) runs as a flow DAG, not streamed "
                                  f"as a job of {STREAM_MIN_RANKS} ranks or more is by default: {why_job}")
@@ -1072,6 +1171,7 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
         explicit.append((first_flow, first_flow + len(job.flows)))
         events += [StopFlows(at, (idx,)) for idx, at in timed]
         job_of_flow += [j] * (len(dag) - before)
+    notes += _shared_hosts_note(m, topo)
     # re-routing is the default controller's policy (netsteer.sim.run), not the events'
     reroute = None
     for i, ev in enumerate(m.events):
@@ -1124,11 +1224,11 @@ def build_scenario(sc: Scenario, *, topology: Topology | None = None, fidelity: 
     stops = [ev.at_ns for ev in events if isinstance(ev, StopFlows)]  # timed bulk flows run until then
     if m.sample_interval != "auto":
         interval = m.sample_interval
-        values = _expected_ns(topo, dag, streamed, stops, dag_mpi, explicit) / interval * topo.n_channels
+        values = _expected_ns(topo, dag, streamed, stops, dag_mpi, explicit, mpi_flows) / interval * topo.n_channels
         check(used + len(dag) * FLOW_BYTES + values * SAMPLE_VALUE_BYTES, "the port counters",
               detail=f"at least {values:.3g} samples x channels at this interval", file=file, field="sample_interval")
     else:
-        interval = _auto_interval(topo, dag, streamed, stops, dag_mpi, explicit)
+        interval = _auto_interval(topo, dag, streamed, stops, dag_mpi, explicit, mpi_flows)
     built = BuiltScenario(
         scenario=sc,
         topology=topo,

@@ -81,12 +81,17 @@ def test_a_reroute_says_the_engines_tables_replace_the_given_ones():
     t = topo()
     jobs = [ns.job([ns.flow(0, 5, "4MiB")])]  # 3.4 ms: the event is played (1 MiB ended first, noted so)
     ev = [ns.event.link_down("1ms", [("s1_3", 5)])]
-    r = ns.Scenario(t, edited(t), jobs, events=ev).run(sample=False)
+    given = ns.route(t, engine="minhop")  # an engine that routes around down links: it re-routes
+    given.table[given.row_of[t.node("s1_0")], 5] = 5
+    r = ns.Scenario(t, given, jobs, events=ev).run(sample=False)
     notes = r.notes  # as api.md says: "the result's `notes` say so" (it had only to_dict()["notes"])
     assert notes == r.to_dict()["notes"]
-    assert any("until events.0 re-routes" in n and "'dmodk'" in n for n in notes), notes
-    plain = ns.Scenario(t, "dmodk", jobs, events=ev).run(sample=False)
+    assert any("until events.0 re-routes" in n and "'minhop'" in n for n in notes), notes
+    plain = ns.Scenario(t, "minhop", jobs, events=ev).run(sample=False)
     assert plain.notes == [] and "notes" not in plain.to_dict()
+    # a static engine (dmodk) keeps its tables when links change: the given ones run on
+    kept = ns.Scenario(t, edited(t), jobs, events=ev).run(sample=False)
+    assert not [n for n in kept.notes if "re-routes" in n], kept.notes
 
 
 def test_streamed_jobs_walk_the_given_tables_not_dmodk_per_hop():

@@ -67,8 +67,34 @@ def test_a_barrier_with_elem_bytes_is_refused_naming_the_field(tmp_path, stream)
 def test_a_barrier_step_of_the_api_refuses_elem_bytes_too():
     from netsteer.traffic.program import parse_steps
 
-    with pytest.raises(NetsteerError, match="unknown key 'elem_bytes' for op barrier; barrier takes algorithm"):
+    with pytest.raises(NetsteerError, match="a barrier moves no data, so it has no elements; barrier takes algorithm"):
         parse_steps([{"op": "barrier", "elem_bytes": 4}])
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("step", ["{op: alltoall, bytes: 12, elem_bytes: 4}", "{op: allgather, bytes: 8, elem_bytes: 8}",
+                                  "{op: bcast, bytes: 1KiB, elem_bytes: 4}", "{op: gather, bytes: 8, elem_bytes: 1}",
+                                  "{op: scatter, bytes: 8, root: 1, elem_bytes: 2}"])
+def test_elem_bytes_off_a_reduction_is_refused_naming_the_field(tmp_path, step, stream):
+    """explore-scale: an alltoall of 10 bytes with elem_bytes 4 ran (exit 0), and
+    elem_bytes 1, 4 or 8 gave the same times: only a reduction combines elements."""
+    from netsteer.traffic.program import parse_steps
+
+    op = step.split(",")[0].split()[-1]
+    text = mpi("linear", step=step, stream=stream)
+    with pytest.raises(NetsteerError) as e:
+        build_scenario(parse_scenario(text, file="s.yaml"))
+    assert e.value.field == "jobs.0.program.0.elem_bytes"
+    assert e.value.reason.startswith(f"{op} moves blocks of bytes without combining them, so an element size "
+                                     "changes nothing (elem_bytes applies to reductions: reduce, allreduce)")
+    with pytest.raises(NetsteerError) as api:  # the streamed API's spec says the same
+        parse_steps([__import__("yaml").safe_load(step)])
+    assert (api.value.field, api.value.reason) == ("program.0.elem_bytes", e.value.reason)
+
+
+@pytest.mark.parametrize("step", ["{op: allreduce, bytes: 12, elem_bytes: 4}", "{op: reduce, bytes: 8, elem_bytes: 8}"])
+def test_elem_bytes_on_a_reduction_is_taken(step):
+    build_scenario(parse_scenario(mpi("linear", step=step), file="s.yaml"))
 
 
 def test_a_flow_from_a_host_to_itself_moves_nothing_whatever_its_bytes():
@@ -85,3 +111,22 @@ def test_a_flow_from_a_host_to_itself_moves_nothing_whatever_its_bytes():
         """)
     r = run_scenario(build_scenario(parse_scenario(text, file="s.yaml")))
     assert r.completion_ns.tolist()[0] == 5_000  # the delay alone; 1 MB at 10 Gbit/s would be 800 us
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_jobs_whose_placements_share_hosts_are_noted(stream):
+    """explore-scale overlap.yaml: two placement: linear jobs both ran on hosts 0..31,
+    silently."""
+    two = TOPO + textwrap.dedent(f"""\
+        jobs:
+          - {{name: a, ranks: 6, stream: {str(stream).lower()}, program: [{{op: barrier}}]}}
+          - {{name: b, ranks: 4, stream: {str(stream).lower()}, program: [{{op: barrier}}]}}
+          - {{name: c, ranks: 2, placement: [14, 15], program: [{{op: barrier}}]}}
+          - {{name: d, flows: [{{src: 0, dst: 1, bytes: 1KiB}}]}}
+        """)
+    assert [n for n in notes(two) if "same host" in n] == [
+        "jobs.0 ('a') and jobs.1 ('b') place ranks on 4 of the same hosts (placement linear puts every job on "
+        "hosts 0, 1, ...): their ranks share those hosts' links; give each job its own hosts with a list of "
+        "host indices"]
+    apart = two.replace("ranks: 4,", "ranks: 4, placement: [8, 9, 10, 11],")
+    assert not [n for n in notes(apart) if "same host" in n]

@@ -365,3 +365,20 @@ def test_stream_and_dag_agree_where_a_float_ceil_used_to_part_them():
     merged = simulate_mpi(topo, routing, jobs, sharing="cm02").makespan_ns
     assert merged != got.makespan_ns  # the default timing is not the exact one
     assert merged == dag_run(topo, routing, jobs, "cm02")[0]
+
+
+@pytest.mark.parametrize("kw,field,reason", [
+    # explore-scale: a bare ValueError and OverflowError from the engine
+    (dict(sharing="foo"), "sharing", "unknown sharing model 'foo'; use maxmin or cm02"),
+    (dict(sharing=3), "sharing", "unknown sharing model 3; use maxmin or cm02"),
+    (dict(envelope_bytes=-1), "envelope_bytes", "must be between 0 and 1,152,921,504,606,846,976, got -1"),
+    (dict(envelope_bytes=2**70), "envelope_bytes", "must be between 0 and 1,152,921,504,606,846,976, got "
+                                                   f"{2**70:,}"),
+    (dict(envelope_bytes=1.5), "envelope_bytes", "must be an integer, got 1.5"),
+    (dict(sample_interval_ns=-5), "sample_interval_ns", "must be between 0 and 9,223,372,036,854,775,807, got -5"),
+])
+def test_simulate_mpi_refuses_bad_arguments_naming_them(kw, field, reason):
+    topo = pgft(2, [4, 4], [1, 2], link_bandwidth=10e9, link_latency_ns=1000)
+    with pytest.raises(NetsteerError) as e:
+        simulate_mpi(topo, "dmodk", [{"ranks": 5, "program": [{"op": "barrier"}]}], **kw)
+    assert (e.value.field, e.value.reason) == (field, reason)

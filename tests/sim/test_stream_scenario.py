@@ -76,10 +76,14 @@ def test_large_jobs_stream_by_default_unless_something_needs_their_flows():
         "down: [8, 4]", "down: [32, 32]").replace("placement: random", "placement: linear")
     assert [j for j, _ in build_scenario(parse_scenario(big)).streamed] == [0]
     assert build_scenario(parse_scenario(text())).streamed == []  # small: the DAG
-    # a link event re-routes flows in flight (reroute_on_change): the DAG path
+    # a link event re-routes flows in flight (reroute_on_change, an engine that routes
+    # around down links): the DAG path; a static engine keeps its tables: streamed
     ev = "events: [{at: 10us, link_down: [{node: s1_0, port: 1}]}]"
-    assert build_scenario(parse_scenario(big + ev)).streamed == []
-    assert build_scenario(parse_scenario(big + ev + "\nreroute_on_change: false")).streamed != []
+    rerouting = big.replace("engine: dmodk", "engine: minhop")
+    assert "engine: minhop" in rerouting
+    assert build_scenario(parse_scenario(rerouting + ev)).streamed == []
+    assert build_scenario(parse_scenario(rerouting + ev + "\nreroute_on_change: false")).streamed != []
+    assert build_scenario(parse_scenario(big + ev)).streamed != []
 
 
 def test_streaming_what_needs_per_flow_context_is_refused_naming_the_key(tmp_path, capsys):
@@ -132,6 +136,38 @@ def test_a_streamed_job_cut_off_by_a_failed_link_is_reported_stalled(bulk):
     assert res.makespan_ns < 1_000_000  # the stall came within a ms, not decades later
     if bulk:
         assert r["jobs"][1]["completion_s"] is None  # the side job (its bulk flow) never ended
+
+
+STALL = """
+name: stall
+topology: {kind: pgft, levels: 2, down: [8, 8], up: [1, 2], parallel: [1, 2], link_bandwidth: 10Gbps, link_latency: 1us}
+routing: {engine: dmodk}
+reroute_on_change: false
+jobs:
+  - name: app
+    ranks: 20
+    stream: STREAM
+    repeat: 2
+    program:
+      - {op: allreduce, bytes: 1MiB, algorithm: ring}
+      - {op: bcast, bytes: 1KiB, root: 19}
+  - name: other
+    flows: [{src: 40, dst: 50, bytes: 1MiB}]
+events:
+  - {at: 100us, link_down: [{node: s1_0, port: 1}]}
+"""
+
+
+def test_a_stalled_streamed_job_says_what_blocks_it_as_its_dag_does():
+    """explore-scale: the DAG run's stalled had blocked_by {'app:allreduce': [h0:1 <-> s1_0:1]},
+    the streamed run none. Streamed messages have no flow ids: their links are by job."""
+    got = {}
+    for stream in ("true", "false"):
+        b = build_scenario(parse_scenario(STALL.replace("STREAM", stream), file="s.yaml"))
+        got[stream] = result_dict(b, run_scenario(b, sample=False))["stalled"]
+    assert got["false"]["blocked_by"] == {"app:allreduce": ["h0:1 <-> s1_0:1"]}
+    assert got["true"]["blocked_by"] == {"app": ["h0:1 <-> s1_0:1"]}
+    assert got["true"]["links_down"] == got["false"]["links_down"]
 
 
 def test_progress_counts_messages_and_simulated_time_without_a_total():
@@ -285,6 +321,55 @@ def test_a_program_the_algorithm_refuses_names_the_file_streamed_or_not(tmp_path
 
 
 @pytest.mark.parametrize("stream", ["true", "false"])
+@pytest.mark.parametrize("step,field,reason", [
+    # explore-scale: both named program.1.algorithm, a field the first does not give and
+    # the second does not concern
+    ("{op: alltoall, bytes: 4KiB}", "jobs.0.program.1",
+     "alltoall's default algorithm pairwise pairs ranks by XOR and needs a power-of-two rank count, got 24; "
+     "set algorithm: bruck"),
+    ("{op: allreduce, bytes: 10, elem_bytes: 4}", "jobs.0.program.1.bytes",
+     "buffer of 10 bytes is not a whole number of 4-byte elements (elem_bytes: 4)"),
+    ("{op: allreduce, bytes: 10, elem_bytes: 4, algorithm: rabenseifner}", "jobs.0.program.1.bytes",
+     "buffer of 10 bytes is not a whole number of 4-byte elements (elem_bytes: 4)"),
+    ("{op: alltoall, bytes: 4KiB, algorithm: pairwise}", "jobs.0.program.1.algorithm",
+     "alltoall pairwise pairs ranks by XOR and needs a power-of-two rank count, got 24; use algorithm bruck"),
+])
+def test_an_algorithm_rule_names_the_field_the_step_gives(stream, step, field, reason):
+    with pytest.raises(NetsteerError) as e:
+        build_scenario(parse_scenario(
+            text(f"stream: {stream}").replace("{op: compute, duration: 20us}", step), file="s.yaml"))
+    assert (e.value.file, e.value.field, e.value.reason) == ("s.yaml", field, reason)
+
+
+@pytest.mark.parametrize("stream", ["true", "false"])
+def test_a_size_takes_a_whole_float_and_an_integer_field_says_so(stream):
+    """explore-scale: bytes: 1000000.0 ran while root: 1.0 and repeat: 2.0 were refused
+    with no word of why. A size (bytes) takes any spelling of a whole number of bytes
+    (YAML reads 1e6 as text, a size); every other integer field, of a step or of the
+    job, takes integers, and its refusal says the rule (docs/collectives.md)."""
+    from pathlib import Path
+
+    def build(step, job=""):
+        sc = text(f"stream: {stream}").replace("{op: compute, duration: 20us}", step)
+        return build_scenario(parse_scenario(sc.replace("repeat: 2", job or "repeat: 2"), file="s.yaml"))
+
+    for size in ("1000000.0", "1e6", "1.0e6", "1000000"):
+        built = build(f"{{op: bcast, bytes: {size}, root: 1}}")
+        assert built.streamed or any(s.nbytes == 1_000_000 for s in built.spans)
+    hint = "only a size, such as bytes, may be written 1e6 or 1000000.0"
+    for step, job, field, got in (("{op: bcast, bytes: 8, root: 1.0}", "", "program.1.root", "1.0"),
+                                  ("{op: reduce, bytes: 8, elem_bytes: 4.0}", "", "program.1.elem_bytes", "4.0"),
+                                  ("{op: send, src: 0.0, dst: 1, bytes: 8}", "", "program.1.src", "0.0"),
+                                  ("{op: barrier}", "repeat: 2.0", "repeat", "2.0")):
+        with pytest.raises(NetsteerError) as e:
+            build(step, job)
+        assert (e.value.field, e.value.reason) == (
+            f"jobs.0.{field}", f"must be an integer, got {got} (write {got[:-2]}: {hint})")
+    doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "collectives.md").read_text().split())
+    assert "`bytes: 1e6` or `bytes: 1000000.0` is a size" in doc
+
+
+@pytest.mark.parametrize("stream", ["true", "false"])
 @pytest.mark.parametrize("step,field,got", [
     ("{op: bcast, bytes: 8, root: '1'}", "root", "'1'"),
     ("{op: bcast, bytes: 8, root: 1.0}", "root", "1.0"),
@@ -301,7 +386,8 @@ def test_a_step_integer_given_as_text_or_float_is_refused_as_a_job_field_is(tmp_
     p.write_text(text(f"stream: {stream}").replace("{op: compute, duration: 20us}", step))
     assert run_cli(["run", str(p), "--json"]) == 2
     err = capsys.readouterr().err
-    assert err == f"netsteer: error: {p}: jobs.0.program.1.{field}: must be an integer, got {got}\n", err
+    hint = f" (write {got[:-2]}: only a size, such as bytes, may be written 1e6 or 1000000.0)" if got.endswith(".0") else ""
+    assert err == f"netsteer: error: {p}: jobs.0.program.1.{field}: must be an integer, got {got}{hint}\n", err
     q = tmp_path / "r.yaml"
     q.write_text(text(f"stream: {stream}").replace("ranks: 24", "ranks: '24'"))
     assert run_cli(["run", str(q), "--json"]) == 2
@@ -398,7 +484,7 @@ def test_a_dag_job_too_large_is_refused_before_the_tables_are_built(limit, monke
 FALLBACK = """
 name: fallback
 topology: {kind: pgft, levels: 2, down: [16, 16], up: [1, 8], link_bandwidth: 10Gbps, link_latency: 1us}
-routing: {engine: dmodk}
+routing: {engine: ENGINE}
 jobs:
   - name: app
     ranks: RANKS
@@ -409,16 +495,17 @@ events:
 """
 
 
-@pytest.mark.parametrize("event,why", [
-    ("{at: 1ms, link_down: [{node: s1_0, port: 17}]}",
-     "events.0 changes links and reroute_on_change re-routes flows in flight"),
-    ("{at: 1ms, routing: {engine: minhop}}", "events.0 changes the routing of flows in flight"),
+@pytest.mark.parametrize("engine,event,why", [
+    ("minhop", "{at: 1ms, link_down: [{node: s1_0, port: 17}]}",
+     "events.0 changes links and reroute_on_change re-routes flows in flight "
+     "(routing engine 'minhop' routes around down links)"),
+    ("dmodk", "{at: 1ms, routing: {engine: minhop}}", "events.0 changes the routing of flows in flight"),
 ])
-def test_a_job_that_would_stream_says_why_it_runs_as_a_dag(event, why, limit):
+def test_a_job_that_would_stream_says_why_it_runs_as_a_dag(engine, event, why, limit):
     # it was refused for its flows with no word of streaming, and ran with no note
     from netsteer.errors import LimitError
 
-    sc = FALLBACK.replace("EVENT", event)
+    sc = FALLBACK.replace("EVENT", event).replace("ENGINE", engine)
     built = build_scenario(parse_scenario(sc.replace("RANKS", str(STREAM_MIN_RANKS)), file="f.yaml"))
     assert not built.streamed
     assert any(n.startswith(f"jobs.0 ('app', {STREAM_MIN_RANKS} ranks) runs as a flow DAG") and n.endswith(why)
@@ -434,3 +521,20 @@ def test_a_job_that_would_stream_says_why_it_runs_as_a_dag(event, why, limit):
     with pytest.raises(LimitError) as info:
         build_scenario(parse_scenario(sc.replace("RANKS", "256\n    stream: false"), file="f.yaml"))
     assert "streamed" not in info.value.reason
+
+
+@pytest.mark.parametrize("engine", ["dmodk", "ftree"])
+def test_a_link_change_under_a_static_engine_streams(engine):
+    """A static engine keeps its tables when links change (docs/scenarios.md), so
+    nothing re-routes a message in flight: the job streams, by default and when it
+    says so, and agrees with its DAG run (explore-scale: "events.0 changes links and
+    reroute_on_change re-routes flows in flight" refused stream: true, and a
+    4,096-rank job fell back to a DAG too large for the memory)."""
+    sc = FALLBACK.replace("ENGINE", engine).replace(
+        "EVENT", "{at: 20us, link_down: [{node: s1_0, port: 17}]}\n  - {at: 200us, link_up: [{node: s1_0, port: 17}]}")
+    built = build_scenario(parse_scenario(sc.replace("RANKS", str(STREAM_MIN_RANKS)), file="f.yaml"))
+    assert built.streamed and not [n for n in built.notes if "flow DAG" in n], built.notes
+    small = sc.replace("RANKS", "32\n    stream: STREAM").replace("1KiB", "64KiB")
+    streamed, dag = (run_scenario(build_scenario(parse_scenario(small.replace("STREAM", s), file="f.yaml")))
+                     for s in ("true", "false"))
+    assert streamed.makespan_ns == dag.makespan_ns > 200_000

@@ -43,6 +43,12 @@ def test_expansion_errors_name_the_step():
     assert e.value.field == "program.1.root"
     with pytest.raises(NetsteerError, match="power-of-two") as e:
         expand_job(6, "linear", [{"op": "alltoall", "bytes": 8}], 1, n_hosts=8)
+    # no algorithm in the step: its default is the problem, at the step
+    assert e.value.field == "program.0"
+    assert e.value.reason.startswith("alltoall's default algorithm pairwise pairs ranks by XOR")
+    assert e.value.reason.endswith("; set algorithm: bruck")
+    with pytest.raises(NetsteerError, match="power-of-two") as e:
+        expand_job(6, "linear", [{"op": "alltoall", "bytes": 8, "algorithm": "pairwise"}], 1, n_hosts=8)
     assert e.value.field == "program.0.algorithm"
     with pytest.raises(NetsteerError, match="do not fit") as e:
         expand_job(9, "linear", [{"op": "barrier"}], 1, n_hosts=8)

@@ -184,6 +184,10 @@ def stalled_summary(built, res) -> dict[str, Any] | None:
         out["links_down"] = [topo.link_name(x) for x in res.links_down]  # failed by events, never brought up
     blocked = getattr(res, "blocked_by", None) or {}
     waiting = {name: [topo.link_name(x) for x in blocked[f]] for f, name in zip(first, names) if f in blocked}
+    # streamed jobs' messages have no flow ids: the links on their routes, by job name
+    streamed = getattr(built, "streamed", None) or []
+    for k, links in (getattr(res, "blocked_jobs", None) or {}).items():
+        waiting[built.job_names[streamed[k][0]]] = [topo.link_name(x) for x in links]
     if waiting:
         out["blocked_by"] = waiting  # the links down or dark on their routes
     if getattr(res, "end_ns", -1) >= 0:

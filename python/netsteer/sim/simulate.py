@@ -74,6 +74,10 @@ class SimResult:
     blocked_by : dict of int to list of int
         A stalled run: unfinished flows (among the first 1,000) whose routes cross links
         down or dark when it stalled, and those links.
+    blocked_jobs : dict of int to list of int
+        The same for streamed MPI jobs (their messages are no flows of the DAG): per job
+        (its position in the driver's ``streamed``) with ranks left, the links down or
+        dark on the routes of its messages in flight when it stalled.
     """
 
     completion_ns: np.ndarray
@@ -98,6 +102,7 @@ class SimResult:
     credit_loop: str | None = None
     links_down: list[int] = field(default_factory=list)
     blocked_by: dict[int, list[int]] = field(default_factory=dict)
+    blocked_jobs: dict[int, list[int]] = field(default_factory=dict)
 
 
 def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
@@ -133,6 +138,7 @@ def run_driver(driver: SimDriver, controller: Controller) -> SimResult:
         past_clock=_past_clock(eng, n) if status == "stalled" else None,
         links_down=_links_left_down(driver) if status == "stalled" else [],
         blocked_by=_blocked_by(eng, n, driver) if status == "stalled" else {},
+        blocked_jobs=_blocked_jobs(eng, n, driver) if status == "stalled" else {},
         past_clock_jobs=_past_clock_jobs(eng, n, driver.topo, driver.streamed) if status == "stalled" else [],
         mpi=mpi,
         packet=eng.packet_report(),
@@ -267,6 +273,36 @@ def _blocked_by(eng, n: int, driver) -> dict[int, list[int]]:
         if links:
             out[f] = links
     return out
+
+
+def _blocked_jobs(eng, n: int, driver) -> dict[int, list[int]]:
+    """:func:`_blocked_by` for the streamed MPI jobs: per job with ranks left (its
+    position in ``driver.streamed``), the links down or dark on the routes of its
+    messages in flight (the first 1,000 slots past the DAG's ``n`` flows). A message's
+    slot does not name its job: its route's ends name the sending and receiving hosts,
+    and so the unfinished jobs with ranks on both (several, where placements share hosts)."""
+    if not driver.streamed:
+        return {}
+    down = driver.view().down_links
+    left = np.asarray(eng.unfinished_flows(), dtype=np.int64)
+    left = np.sort(left[left >= n])[:BLOCKED_LOOKED_AT]
+    open_jobs = [k for k, (_, ranks_left) in enumerate(eng.mpi_jobs()) if ranks_left]
+    if not down or not len(left) or not open_jobs:
+        return {}
+    topo = driver.topo
+    src, dst = topo.channel_src(), topo.channel_dst()
+    hosts = {k: set(driver.streamed[k].hosts) for k in open_jobs}
+    out: dict[int, set[int]] = {}
+    for f in left.tolist():
+        path = eng.flow_path(f)
+        links = {int(c) // 2 for c in path} & down  # channels 2l and 2l+1 are link l's two directions
+        if not links:
+            continue
+        a, b = int(topo.host_index[src[int(path[0])]]), int(topo.host_index[dst[int(path[-1])]])
+        for k in open_jobs:
+            if a in hosts[k] and b in hosts[k]:
+                out.setdefault(k, set()).update(links)
+    return {k: sorted(v) for k, v in sorted(out.items())}
 
 
 def _moving_unfinished(eng) -> np.ndarray:

@@ -52,8 +52,8 @@ import numpy as np
 from .._core import Engine, check_mpi_steps
 from ..errors import NetsteerError
 from ..topology.model import CIRCUIT, HOST, Topology
-from ..traffic.algorithms import MPI_ENVELOPE_BYTES, canonical, check_message_sizes, job_choices
-from ..traffic.program import MpiJobSpec, OpSpan, aggregate_ops, as_spec
+from ..traffic.algorithms import MPI_ENVELOPE_BYTES, canonical, check_message_sizes, job_choices, rule_error
+from ..traffic.program import _MAX_BYTES, MpiJobSpec, OpSpan, aggregate_ops, as_spec
 from ..traffic.placement import error_field, place
 
 # events handled per engine call, so progress can be shown on long runs
@@ -226,11 +226,11 @@ def job_steps(job: Any) -> list[tuple]:
     except ValueError as e:
         # "program step i: reason": what a collective refuses is its algorithm's rule
         # (rank counts, element sizes)
-        msg, field = str(e), None
+        msg = str(e)
         if msg.startswith("program step "):
             i, msg = msg[len("program step "):].split(": ", 1)
-            field = f"program.{i}.algorithm"
-        raise NetsteerError(msg, field=field) from None
+            raise rule_error(job.program[int(i)], msg).located(prefix=f"program.{i}") from None
+        raise NetsteerError(msg) from None
     return out
 
 
@@ -342,6 +342,22 @@ def check_memory(need: int, limit: int | None = None, *, field: str = "jobs") ->
                             f"the {fmt_bytes(limit)} available", field=field)
 
 
+def _check_int(value: Any, name: str, lo: int, hi: int) -> None:
+    """Refuse an argument that is not an integer in ``lo..hi``, naming it.
+
+    >>> _check_int(-1, "envelope_bytes", 0, 2**60)
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.NetsteerError: envelope_bytes: must be between 0 and 1,152,921,504,606,846,976, got -1
+    """
+    from ..errors import short_repr
+
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise NetsteerError(f"must be an integer, got {short_repr(value)}", field=name)
+    if not lo <= value <= hi:
+        raise NetsteerError(f"must be between {lo:,} and {hi:,}, got {int(value):,}", field=name)
+
+
 def attach_jobs(engine: Engine, topo: Topology, routing: Any, jobs: Sequence[Any], *,
                 envelope_bytes: int = MPI_ENVELOPE_BYTES,
                 memory_limit: int | None = None, sls: Sequence[int] | None = None) -> list[StreamedJob]:
@@ -359,6 +375,7 @@ def attach_jobs(engine: Engine, topo: Topology, routing: Any, jobs: Sequence[Any
         a job name used twice (``jobs.<j>.name``), ranks beyond the hosts, a routing that
         cannot be streamed, or jobs too large for the memory available (with the estimate).
     """
+    _check_int(envelope_bytes, "envelope_bytes", 0, _MAX_BYTES)
     specs = []
     names: dict[str, int] = {}
     for j, job in enumerate(jobs):
@@ -452,9 +469,16 @@ def simulate_mpi(
         See :func:`set_router`.
     jobs : list of MpiJobSpec, MpiJob or dict
     sharing, tcp_gamma, sample_interval_ns
-        As in :func:`netsteer.sim.simulate`.
+        As in :func:`netsteer.sim.simulate` (``sharing``: ``"maxmin"`` or ``"cm02"``;
+        ``sample_interval_ns`` >= 0, 0 samples nothing).
     envelope_bytes : int
-        Added to every message (SMPI's envelope).
+        Added to every message (SMPI's envelope), 0 to 2**60.
+
+    Raises
+    ------
+    NetsteerError
+        A bad argument (``field`` names it: ``sharing``, ``envelope_bytes``, ...), and
+        what :func:`attach_jobs` refuses.
     memory_limit : int, optional
         Refuse jobs whose estimate exceeds it (default: the memory available).
     progress : callable(messages_done, messages_in_flight, now_ns), optional
@@ -463,8 +487,17 @@ def simulate_mpi(
         As in :func:`netsteer.sim.simulate` (SimGrid's timing precision, 0 is exact;
         the engine's clock in 1/``ticks_per_ns`` ns; by default the sharing model's).
     """
+    from .timing import check_sharing, engine_for, set_merge_window, timing_for
+    from ..units import MAX_DURATION_NS
+
+    # the arguments, before anything is built: input errors naming them, not the engine's
+    # ValueError or OverflowError
+    check_sharing(sharing)
+    _check_int(envelope_bytes, "envelope_bytes", 0, _MAX_BYTES)
+    _check_int(sample_interval_ns, "sample_interval_ns", 0, MAX_DURATION_NS)
+    if memory_limit is not None:
+        _check_int(memory_limit, "memory_limit", 0, 2**63 - 1)
     capacity = topo.channel_bandwidth() / 8.0
-    from .timing import engine_for, set_merge_window, timing_for
 
     window, ticks = timing_for(sharing, merge_window_ns, ticks_per_ns)
     engine = engine_for(capacity, topo.channel_latency_ns().astype(np.int64), sharing, tcp_gamma,

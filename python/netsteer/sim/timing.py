@@ -34,8 +34,28 @@ def timing_for(sharing: str, merge_window_ns: int | None = None, ticks_per_ns: i
             ticks if ticks_per_ns is None else ticks_per_ns)
 
 
+#: The sharing models the engine has.
+SHARING_MODELS = ("maxmin", "cm02")
+
+
+def check_sharing(sharing) -> None:
+    """Refuse a sharing model the engine does not have, naming ``sharing``.
+
+    >>> check_sharing("foo")
+    Traceback (most recent call last):
+    ...
+    netsteer.errors.NetsteerError: sharing: unknown sharing model 'foo'; use maxmin or cm02
+    """
+    if not isinstance(sharing, str) or sharing not in SHARING_MODELS:
+        from ..errors import short_repr
+
+        raise NetsteerError(f"unknown sharing model {short_repr(sharing)}; use {' or '.join(SHARING_MODELS)}",
+                            field="sharing")
+
+
 def engine_for(capacity, latency, sharing, tcp_gamma, *, packet=None, ticks_per_ns: int = 1):
-    """The engine, its bad settings refused as input errors (``ticks_per_ns``)."""
+    """The engine, its bad settings refused as input errors (``sharing``, ``ticks_per_ns``)."""
+    check_sharing(sharing)
     try:
         return Engine(capacity, latency, sharing, tcp_gamma, packet=packet, ticks_per_ns=int(ticks_per_ns))
     except ValueError as exc:

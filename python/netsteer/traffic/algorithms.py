@@ -105,6 +105,42 @@ def canonical(op: str, algorithm: str | None = None) -> str:
     return name
 
 
+def rule_error(st, reason: str) -> NetsteerError:
+    """The error for step ``st`` (a parsed collective step) that its algorithm's rules
+    refuse with ``reason`` (a rank count, an element size), naming the field the step
+    gives, relative to the step: ``bytes`` for a buffer that is not a whole number of
+    elements, ``algorithm`` for an algorithm the step names, else the step itself,
+    saying that the op's default algorithm is the problem (there is no ``algorithm``
+    in the file to point at).
+
+    >>> from types import SimpleNamespace as NS
+    >>> why = "alltoall pairwise pairs ranks by XOR and needs a power-of-two rank count, got 33; use algorithm bruck"
+    >>> e = rule_error(NS(op="alltoall", algorithm=None), why)
+    >>> e.field, e.reason
+    (None, "alltoall's default algorithm pairwise pairs ranks by XOR and needs a power-of-two rank count, got 33; set algorithm: bruck")
+    >>> rule_error(NS(op="alltoall", algorithm="pairwise"), why).field
+    'algorithm'
+    >>> e = rule_error(NS(op="allreduce", algorithm="ring", elem_bytes=4), "buffer of 10 bytes is not a whole number of 4-byte elements")
+    >>> e.field, e.reason
+    ('bytes', 'buffer of 10 bytes is not a whole number of 4-byte elements (elem_bytes: 4)')
+    """
+    if reason.startswith("buffer of ") and reason.endswith("-byte elements"):
+        return NetsteerError(f"{reason} (elem_bytes: {getattr(st, 'elem_bytes', 1)})", field="bytes")
+    if getattr(st, "algorithm", None) is not None:
+        return NetsteerError(reason, field="algorithm")
+    algo = DEFAULTS.get(st.op)
+    if algo is None:
+        return NetsteerError(reason)
+    head = f"{st.op} {algo} "
+    said = (f"{st.op}'s default algorithm {algo} {reason[len(head):]}" if reason.startswith(head)
+            else f"{st.op}'s default algorithm {algo}: {reason}")
+    if "; use algorithm " in said:
+        said = said.replace("; use algorithm ", "; set algorithm: ")
+    else:
+        said += "; set algorithm"
+    return NetsteerError(said)
+
+
 def message_blocks(op: str, algorithm: str | None, p: int) -> int:
     """The most blocks of the step's ``bytes`` one message of collective ``op`` carries
     on ``p`` ranks: 1 for most algorithms (their messages are the buffer or pieces of

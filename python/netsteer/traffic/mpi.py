@@ -31,16 +31,17 @@ from typing import Annotated, Any, Iterable, Literal, Sequence, Union
 
 import numpy as np
 from pydantic import (BaseModel, ConfigDict, Field, Strict, TypeAdapter, ValidationError, field_validator,
-                      model_validator)
+                      ValidationInfo, model_validator)
 
 from ..errors import NetsteerError, pydantic_error
 from ..schema import Duration, Size
 from . import collectives as coll
-from .algorithms import check_message_sizes, job_choices
+from .algorithms import check_message_sizes, job_choices, rule_error
 from .dag import FlowDag
 from .placement import error_field, place
 from .program import OpSpan, aggregate_ops  # noqa: F401  (defined there: the streamed path shares them)
-from .program import NO_OP, bad_placement, unknown_op, unknown_step_key  # the same words on both paths
+from .program import (NO_OP, REDUCTIONS, bad_placement, no_elements, unknown_op,  # the same words on both paths
+                      unknown_step_key, with_integer_hint)
 
 
 Int = Annotated[int, Strict()]
@@ -54,8 +55,19 @@ class _Step(BaseModel):
 
 
 class _Collective(_Step):
+    # declared by the subclasses (a Literal); here first, so elem_bytes' check reads it
+    op: str
     algorithm: str | None = None
-    elem_bytes: Int = Field(1, ge=1, description="element size, for reductions' chunking")
+    elem_bytes: Int = Field(1, ge=1, description="element size, for reductions' chunking (reduce, allreduce)")
+
+    @field_validator("elem_bytes")
+    @classmethod
+    def _reductions_only(cls, v, info: ValidationInfo):
+        # only when given (a default is not validated): it used to be taken and unused
+        op = info.data.get("op")
+        if op is not None and op not in REDUCTIONS:
+            raise ValueError(no_elements(op))
+        return v
 
     @model_validator(mode="after")
     def _known(self):
@@ -88,12 +100,6 @@ class UnrootedStep(_Collective):
 
 class BarrierStep(_Collective):
     op: Literal["barrier"]
-
-    @field_validator("elem_bytes")
-    @classmethod
-    def _no_elements(cls, v):
-        # only when given (a default is not validated): it used to be taken and unused
-        raise ValueError("a barrier moves no data, so it has no elements; barrier takes algorithm")
 
 
 class ComputeStep(_Step):
@@ -191,7 +197,7 @@ def validation_error(e: ValidationError, prefix: str | None = None) -> NetsteerE
     in the words of the streamed path's checks (:mod:`netsteer.traffic.program`): a
     step's op or unknown key, else as any scenario field (:func:`netsteer.errors.pydantic_error`)."""
     errors = e.errors()
-    err = _step_error(errors) or pydantic_error(errors, tags=_TAGS)
+    err = _step_error(errors) or with_integer_hint(pydantic_error(errors, tags=_TAGS), errors)
     return err.located(prefix=prefix) if prefix else err
 
 
@@ -331,7 +337,7 @@ def check_ranks(steps, p: int) -> None:
             message_count(st.op, st.algorithm, p, getattr(st, "bytes", 0), getattr(st, "root", 0), st.elem_bytes,
                           choices)
         except NetsteerError as e:
-            raise e.located(prefix=f"program.{i}.algorithm") from None
+            raise rule_error(st, e.reason).located(prefix=f"program.{i}") from None
     check_message_sizes(steps, p)
 
 
@@ -416,7 +422,7 @@ def _expand_step(dag, st, hosts, frontier, label, kw):
         front = coll.expand(dag, st.op, algo.name, hosts, nbytes, frontier, label, root=root,
                             elem_bytes=st.elem_bytes, job_algorithms=choices, **kw)
     except NetsteerError as e:
-        raise e.located(prefix="algorithm") from None
+        raise (rule_error(st, e.reason) if e.field is None else e.located(prefix="algorithm")) from None
     return front, nbytes, algo.name
 
 

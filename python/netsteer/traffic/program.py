@@ -59,10 +59,12 @@ def _duration(value: Any) -> int:
 
 ROOTED = ("bcast", "reduce", "gather", "scatter")
 UNROOTED = ("allreduce", "alltoall", "allgather")
+#: The ops that combine elements, and so split their buffer by ``elem_bytes``.
+REDUCTIONS = ("reduce", "allreduce")
 #: The fields each step kind takes besides ``op`` (as the pydantic step models).
 STEP_FIELDS: dict[str, tuple[str, ...]] = {
-    **{op: ("bytes", "root", "algorithm", "elem_bytes") for op in ROOTED},
-    **{op: ("bytes", "algorithm", "elem_bytes") for op in UNROOTED},
+    **{op: ("bytes", "root", "algorithm") + (("elem_bytes",) if op in REDUCTIONS else ()) for op in ROOTED},
+    **{op: ("bytes", "algorithm") + (("elem_bytes",) if op in REDUCTIONS else ()) for op in UNROOTED},
     # a barrier moves no data: it has no elements (elem_bytes used to be taken, unused)
     "barrier": ("algorithm",),
     "compute": ("duration",),
@@ -91,12 +93,26 @@ def unknown_step_key(op: str, key: Any) -> str:
     takes, or the keys it takes.
 
     >>> unknown_step_key("alltoall", "root")
-    "unknown key 'root' for op alltoall; alltoall takes bytes, algorithm, elem_bytes"
+    "unknown key 'root' for op alltoall; alltoall takes bytes, algorithm"
     >>> unknown_step_key("allreduce", "byts")
     "unknown key 'byts' for op allreduce; did you mean 'bytes'?"
     """
     takes = STEP_FIELDS[op]
     return f"unknown key {key!r} for op {op}" + (did_you_mean(key, takes) or f"; {op} takes {', '.join(takes)}")
+
+
+def no_elements(op: str) -> str:
+    """Why step kind ``op`` (not a reduction) takes no ``elem_bytes``: only a reduction
+    combines elements, so only its split depends on their size (the other ops used to
+    take it and ignore it).
+
+    >>> no_elements("alltoall")
+    'alltoall moves blocks of bytes without combining them, so an element size changes nothing (elem_bytes applies to reductions: reduce, allreduce); alltoall takes bytes, algorithm'
+    """
+    if op == "barrier":
+        return "a barrier moves no data, so it has no elements; barrier takes algorithm"
+    return (f"{op} moves blocks of bytes without combining them, so an element size changes nothing "
+            f"(elem_bytes applies to reductions: {', '.join(REDUCTIONS)}); {op} takes {', '.join(STEP_FIELDS[op])}")
 
 
 def bad_placement(placement: Any) -> str:
@@ -119,14 +135,42 @@ class Step:
     duration: int = 0
 
 
+def not_an_integer(value: Any) -> str:
+    """The reason for an integer field (a count, a rank, an element size) given
+    ``value``: the words of :func:`netsteer.errors.plain_words`, and, for a float of a
+    whole value, the rule: only a size (``bytes``) takes any spelling of a whole
+    number, ``1e6`` or ``1000000.0`` (YAML reads ``1e6`` as text, a size's unit syntax);
+    the other integer fields take integers, as a job's ``ranks`` and ``repeat`` do.
+
+    >>> not_an_integer(1.0)
+    'must be an integer, got 1.0 (write 1: only a size, such as bytes, may be written 1e6 or 1000000.0)'
+    >>> not_an_integer("1")
+    "must be an integer, got '1'"
+    """
+    reason = f"must be an integer, got {short_repr(value)}"
+    if isinstance(value, float) and value.is_integer():
+        reason += f" (write {int(value)}: only a size, such as bytes, may be written 1e6 or 1000000.0)"
+    return reason
+
+
+def with_integer_hint(err: NetsteerError, errors: Sequence[dict]) -> NetsteerError:
+    """``err`` (made from pydantic's ``errors``) with :func:`not_an_integer`'s words
+    when it refuses a float of a whole value for an integer field."""
+    for x in errors:
+        got = x.get("input")
+        if x.get("type") == "int_type" and isinstance(got, float) and err.reason == f"must be an integer, got {got!r}":
+            return type(err)(not_an_integer(got), file=err.file, field=err.field)
+    return err
+
+
 def _int(value: Any, field: str, ge: int | None = None) -> int:
     # the words of netsteer.errors.plain_words, as the pydantic model's errors read
     if isinstance(value, bool):
-        raise NetsteerError(f"must be an integer, got {short_repr(value)}", field=field)
+        raise NetsteerError(not_an_integer(value), field=field)
     try:
         n = operator.index(value)
     except TypeError:
-        raise NetsteerError(f"must be an integer, got {short_repr(value)}", field=field) from None
+        raise NetsteerError(not_an_integer(value), field=field) from None
     if ge is not None and n < ge:
         raise NetsteerError(f"must be >= {ge}, got {n}", field=field)
     return int(n)
@@ -153,6 +197,8 @@ def parse_step(raw: Any, field: str = "step") -> Step:
         raise NetsteerError(unknown_op(op), field=field)
     allowed = STEP_FIELDS[op]
     for k in raw:
+        if k == "elem_bytes" and k not in allowed and op != "compute" and op != "send":
+            raise NetsteerError(no_elements(op), field=f"{field}.elem_bytes")
         if k != "op" and k not in allowed:
             raise NetsteerError(unknown_step_key(op, k), field=field)
     for k in _REQUIRED[op]:
