@@ -18,7 +18,7 @@ members against real switches, with ``now`` read from the wall clock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -55,6 +55,18 @@ class Applied:
         if self.superseded is not None:
             out["superseded"] = self.superseded
         return out
+
+
+def superseded(a: Applied, at_ns: int, links, when: str, lit_some: bool) -> Applied:
+    """``a`` (a circuit command's record) once a later command moved ``links`` of it
+    again at ``at_ns`` (``when``, as the driver writes times) before they lit: partly
+    in effect if some of its links lit, else never (``done_ns`` is then ``at_ns``).
+    One wording for every driver."""
+    if lit_some:
+        return replace(a, superseded=f"partly: a later circuit command moved links {sorted(links)} again at {when}, "
+                                     "before they lit; the rest lit")
+    return replace(a, done_ns=at_ns,
+                   superseded=f"never in effect: a later circuit command moved its ports again at {when}, before they lit")
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import heapq
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..control.driver import Applied, Counters, NetworkChanged, NetworkView
+from ..control.driver import Applied, Counters, NetworkChanged, NetworkView, superseded
 from ..control.intents import InstallRouting, PushRules, RemoveRules, SetCircuits, SetLinks, SetQos, TagPorts
 from ..errors import NetsteerError
 from ..topology.model import Topology
@@ -425,15 +425,8 @@ class SimDriver:
             self._reports.append(NetworkChanged(self.now, "circuits", tuple(int(x) for x in up), True))
         gone = self._superseded.pop(cmd, None)
         if gone is not None and cmd < len(self.applied):
-            a = self.applied[cmd]
-            when = format_ns(gone["at"])
-            if mine:
-                what = (f"partly: a later circuit command moved links {sorted(gone['links'])} again at {when}, "
-                        "before they lit; the rest lit")
-                self.applied[cmd] = replace(a, superseded=what)
-            else:
-                what = f"never in effect: a later circuit command moved its ports again at {when}, before they lit"
-                self.applied[cmd] = replace(a, done_ns=gone["at"], superseded=what)
+            self.applied[cmd] = superseded(self.applied[cmd], gone["at"], gone["links"], format_ns(gone["at"]),
+                                           bool(mine))
 
     # -- hooks for dataplanes built on this driver (netsteer.unisonflow) ----------
 

@@ -48,12 +48,11 @@ import heapq
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from typing import Callable
 
 import numpy as np
 
-from ...control.driver import Applied, Counters, NetworkChanged, NetworkView
+from ...control.driver import Applied, Counters, NetworkChanged, NetworkView, superseded
 from ...control.intents import PushRules, RemoveRules, SetCircuits, TagPorts
 from ...sim.network import CircuitState
 from .flows import COUNT, HybridLayout, HybridState, Table, diff, ocs_table, switch_table, tor_table
@@ -517,16 +516,9 @@ class OpenFlowDriver:
         gone = self._superseded.pop(seq, None)
         if gone is None:
             return
-        when = f"{gone['at'] / 1e9:.3f} s"
         for i, a in enumerate(self.applied):
             if a.intent is intent:
-                if lit_some:
-                    what = (f"partly: a later circuit command moved links {sorted(gone['links'])} again at {when}, "
-                            "before they lit; the rest lit")
-                    self.applied[i] = replace(a, superseded=what)
-                else:
-                    what = f"never in effect: a later circuit command moved its ports again at {when}, before they lit"
-                    self.applied[i] = replace(a, done_ns=gone["at"], superseded=what)
+                self.applied[i] = superseded(a, gone["at"], gone["links"], f"{gone['at'] / 1e9:.3f} s", lit_some)
                 break
 
     def _lit_state(self, sw: int) -> HybridState:
