@@ -163,6 +163,16 @@ class NetsteerApp(app_manager.OSKenApp):
             for k in keys:
                 self.waiting.pop(k, None)
 
+    def _multipart(self, dpid: int, make) -> list:
+        """The entries of every reply to one multipart request, ``make(datapath)``,
+        sent to switch ``dpid``."""
+        xid = self._next_xid(dpid, 1)
+        dp = self.dps[dpid]
+        msg = make(dp)
+        msg.set_xid(xid)
+        msg.serialize()
+        return [s for r in self._ask(dpid, [bytes(msg.buf)], xid) for s in r.body]
+
     def _next_xid(self, dpid: int, n: int) -> int:
         dp = self.dps.get(dpid)
         if dp is None:
@@ -203,41 +213,18 @@ class NetsteerApp(app_manager.OSKenApp):
             # the app's own time (encoding) and the wait for the switch (send to commit reply)
             return {"encode_s": t1 - t0, "switch_s": time.perf_counter() - t1}
         if op == "ports":
-            xid = self._next_xid(dpid, 1)
-            dp = self.dps[dpid]
-            req_ = dp.ofproto_parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY)
-            req_.set_xid(xid)
-            req_.serialize()
-            out = {}
-            for r in self._ask(dpid, [bytes(req_.buf)], xid):
-                for s in r.body:
-                    if s.port_no <= ofp.OFPP_MAX:
-                        out[s.port_no] = [s.rx_bytes, s.tx_bytes]
-            return {"ports": out}
+            body = self._multipart(dpid, lambda dp: dp.ofproto_parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY))
+            return {"ports": {s.port_no: [s.rx_bytes, s.tx_bytes] for s in body if s.port_no <= ofp.OFPP_MAX}}
         if op == "port_state":
-            xid = self._next_xid(dpid, 1)
-            dp = self.dps[dpid]
-            req_ = dp.ofproto_parser.OFPPortDescStatsRequest(dp, 0)
-            req_.set_xid(xid)
-            req_.serialize()
-            out = {}
-            for r in self._ask(dpid, [bytes(req_.buf)], xid):
-                for s in r.body:
-                    if s.port_no <= ofp.OFPP_MAX:
-                        out[s.port_no] = not (s.state & ofp.OFPPS_LINK_DOWN or s.config & ofp.OFPPC_PORT_DOWN)
-            return {"ports": out}
+            body = self._multipart(dpid, lambda dp: dp.ofproto_parser.OFPPortDescStatsRequest(dp, 0))
+            return {"ports": {s.port_no: not (s.state & ofp.OFPPS_LINK_DOWN or s.config & ofp.OFPPC_PORT_DOWN)
+                              for s in body if s.port_no <= ofp.OFPP_MAX}}
         if op == "flows":
-            xid = self._next_xid(dpid, 1)
-            dp = self.dps[dpid]
-            req_ = dp.ofproto_parser.OFPFlowStatsRequest(dp, table_id=req["table"])
-            req_.set_xid(xid)
-            req_.serialize()
-            out, n = {}, 0
-            for r in self._ask(dpid, [bytes(req_.buf)], xid):
-                for s in r.body:
-                    out[match_text(s.match)] = out.get(match_text(s.match), 0) + s.byte_count
-                    n += 1
-            return {"flows": out, "n": n}
+            body = self._multipart(dpid, lambda dp: dp.ofproto_parser.OFPFlowStatsRequest(dp, table_id=req["table"]))
+            out = {}
+            for s in body:
+                out[match_text(s.match)] = out.get(match_text(s.match), 0) + s.byte_count
+            return {"flows": out, "n": len(body)}
         if op == "packet_out":
             dp = self.dps.get(dpid)
             if dp is None:
